@@ -1,0 +1,136 @@
+"""The in-memory backend: a whole graph in dictionaries, for tests and examples."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.hookspecs import hookimpl
+from bfsql.loading.bundle import Record, read_bundle
+from bfsql.loading.records import (
+    EntityRecord,
+    EvidenceRecord,
+    RelationshipRecord,
+    edge_metadata,
+    node_metadata,
+)
+from bfsql.models import Edge, EntityStub, Node
+from bfsql.search_rank import lexical_rank
+
+__all__ = ["MemoryBackend", "MemoryConfig"]
+
+SEARCH_LIMIT = 20
+
+
+class MemoryConfig(BaseModel):
+    """Configuration of the memory backend."""
+
+    bundle: Path | None = Field(default=None, description="JSONL bundle to load at start-up.")
+    description: str = Field(default="An in-memory knowledge graph.", description="graph_description text.")
+
+
+class MemoryBackend(GraphDbInterface):
+    """A graph held in dictionaries. Merged entities are invisible; dangling edges are kept."""
+
+    capabilities = Capabilities(batch_primitives=True, provenance=True)
+
+    def __init__(self, records: Iterable[Record] = (), description: str = "An in-memory knowledge graph.") -> None:
+        self._description = description
+        self._entities: dict[str, EntityRecord] = {}
+        self._rels: dict[Edge, RelationshipRecord] = {}
+        self._evidence: dict[Edge, list[EvidenceRecord]] = defaultdict(list)
+        self._out: dict[str, list[Edge]] = defaultdict(list)
+        self._in: dict[str, list[Edge]] = defaultdict(list)
+        for record in records:
+            self.add(record)
+
+    @classmethod
+    def from_bundle(cls, path: str | Path, description: str = "An in-memory knowledge graph.") -> MemoryBackend:
+        """Load a JSONL bundle."""
+        return cls((record for _, record in read_bundle(path)), description)
+
+    def add(self, record: Record) -> None:
+        """Add one record; a later record with the same key replaces the earlier one."""
+        if isinstance(record, EntityRecord):
+            self._entities[record.id] = record
+        elif isinstance(record, RelationshipRecord):
+            edge = record.edge()
+            if edge not in self._rels:
+                self._out[edge.subject].append(edge)
+                self._in[edge.object].append(edge)
+            self._rels[edge] = record
+        else:
+            self._evidence[record.edge()].append(record)
+
+    def _visible(self, entity_id: str) -> EntityRecord:
+        entity = self._entities.get(entity_id)
+        if entity is None or entity.merged:
+            raise KeyError(entity_id)
+        return entity
+
+    def _is_merged(self, entity_id: str) -> bool:
+        entity = self._entities.get(entity_id)
+        return entity is not None and entity.merged
+
+    def _edges(self, index: dict[str, list[Edge]], entity_id: str) -> list[Edge]:
+        self._visible(entity_id)
+        edges = [e for e in index.get(entity_id, []) if not (self._is_merged(e.subject) or self._is_merged(e.object))]
+        return sorted(edges, key=lambda e: (e.subject, e.predicate, e.object))
+
+    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+        ranked = []
+        for entity in self._entities.values():
+            if entity.merged or (node_types is not None and entity.entity_type not in node_types):
+                continue
+            rank = lexical_rank(query, entity.name, entity.synonyms)
+            if rank is not None:
+                ranked.append((rank, entity.id, entity))
+        ranked.sort(key=lambda item: (item[0], item[1]))
+        return [
+            EntityStub(id=e.id, entity_type=e.entity_type, name=e.name) for _, _, e in ranked[:SEARCH_LIMIT]
+        ]
+
+    async def edges_from(self, entity_id: str) -> list[Edge]:
+        return self._edges(self._out, entity_id)
+
+    async def edges_to(self, entity_id: str) -> list[Edge]:
+        return self._edges(self._in, entity_id)
+
+    async def get_node(self, entity_id: str) -> Node:
+        entity = self._visible(entity_id)
+        return Node(id=entity.id, entity_type=entity.entity_type)
+
+    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
+        return node_metadata(self._visible(entity_id))
+
+    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
+        rel = self._rels.get(edge)
+        if rel is None:
+            return {}
+        return edge_metadata(rel, self._evidence.get(edge, []))
+
+    async def entity_types(self) -> list[str]:
+        return sorted({e.entity_type for e in self._entities.values() if not e.merged})
+
+    async def predicates(self) -> list[str]:
+        return sorted({edge.predicate for edge in self._rels})
+
+    async def graph_description(self) -> str:
+        return self._description
+
+
+def _create(config: MemoryConfig) -> MemoryBackend:
+    if config.bundle is None:
+        return MemoryBackend(description=config.description)
+    return MemoryBackend.from_bundle(config.bundle, config.description)
+
+
+@hookimpl
+def register_backends(register: Any) -> None:
+    """Register the ``memory`` backend."""
+    register("memory", _create, MemoryConfig, "In-memory graph loaded from a JSONL bundle (tests, examples).")

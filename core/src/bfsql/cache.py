@@ -1,0 +1,261 @@
+"""The primitive cache, itself a plugin on the per-graph plugin manager.
+
+It answers a primitive call from a bounded LRU when it can and otherwise passes the
+call (only the missing ids of a batch) to the rest of the hook chain. Concurrent
+identical calls share one backend call. Errors are never cached. ``entity_types``
+and ``predicates`` are kept for the life of the graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import pluggy
+
+from bfsql.hookspecs import hookimpl
+from bfsql.models import Edge
+
+__all__ = ["CacheConfig", "CachePlugin", "LruCache"]
+
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """Cache bounds."""
+
+    maxsize: int = 4096
+    """Entries kept per primitive."""
+    ttl: float | None = 600.0
+    """Seconds an entry stays valid; None keeps entries until evicted."""
+
+
+class LruCache:
+    """A bounded LRU with optional expiry and coalescing of concurrent loads."""
+
+    def __init__(self, maxsize: int, ttl: float | None = None) -> None:
+        if maxsize < 1:
+            raise ValueError("maxsize must be at least 1")
+        self.maxsize = maxsize
+        self.ttl = ttl
+        self._data: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get(self, key: Hashable) -> Any:
+        """The cached value, or the module's ``_MISSING`` sentinel."""
+        item = self._data.get(key)
+        if item is None:
+            return _MISSING
+        stamp, value = item
+        if self.ttl is not None and time.monotonic() - stamp > self.ttl:
+            del self._data[key]
+            return _MISSING
+        self._data.move_to_end(key)
+        return value
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Store a value, evicting the least recently used entries past ``maxsize``."""
+        self._data[key] = (time.monotonic(), value)
+        self._data.move_to_end(key)
+        while len(self._data) > self.maxsize:
+            self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        self._data.clear()
+
+    async def get_or_load(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
+        """Return the cached value or load it once, however many callers ask at once."""
+        value = self.get(key)
+        if value is not _MISSING:
+            self.hits += 1
+            return value
+        pending = self._inflight.get(key)
+        if pending is None:
+            self.misses += 1
+            pending = asyncio.ensure_future(self._load_one(key, load))
+            self._inflight[key] = pending
+        else:
+            self.hits += 1
+        return await asyncio.shield(pending)
+
+    async def _load_one(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            value = await load()
+            self.put(key, value)
+            return value
+        finally:
+            self._inflight.pop(key, None)
+
+    async def get_many_or_load(
+        self,
+        keys: list[Hashable],
+        load_many: Callable[[list[Any]], Awaitable[dict[Any, Any]]],
+    ) -> dict[Any, Any]:
+        """Answer a batch: cached keys from the cache, the rest with one ``load_many`` call.
+
+        Keys already being loaded by another caller are awaited, not loaded twice.
+        Keys that ``load_many`` leaves out (unknown entities) are left out here too
+        and not cached.
+        """
+        result: dict[Any, Any] = {}
+        waiting: dict[Any, asyncio.Future[Any]] = {}
+        missing: list[Any] = []
+        for key in dict.fromkeys(keys):
+            value = self.get(key)
+            if value is not _MISSING:
+                self.hits += 1
+                result[key] = value
+            elif key in self._inflight:
+                self.hits += 1
+                waiting[key] = self._inflight[key]
+            else:
+                missing.append(key)
+        if missing:
+            self.misses += len(missing)
+            loop = asyncio.get_running_loop()
+            futures = {key: loop.create_future() for key in missing}
+            self._inflight.update(futures)
+            try:
+                loaded = await load_many(missing)
+            except BaseException as exc:
+                for key, fut in futures.items():
+                    self._inflight.pop(key, None)
+                    if not fut.done():
+                        fut.set_exception(exc)
+                        fut.exception()  # mark retrieved: the error is raised here, not lost
+                raise
+            for key, fut in futures.items():
+                self._inflight.pop(key, None)
+                if key in loaded:
+                    self.put(key, loaded[key])
+                    result[key] = loaded[key]
+                    fut.set_result(loaded[key])
+                else:
+                    fut.set_result(_MISSING)
+        for key, fut in waiting.items():
+            try:
+                value = await asyncio.shield(fut)
+            except KeyError:
+                continue
+            if value is not _MISSING:
+                result[key] = value
+        return {key: result[key] for key in dict.fromkeys(keys) if key in result}
+
+
+class CachePlugin:
+    """Caches the primitives of one graph. Registered ``tryfirst`` on its plugin manager."""
+
+    _single = ("edges_from", "edges_to", "get_node", "metadata_for_node", "metadata_for_edge")
+    _batch = {
+        "edges_from_many": "edges_from",
+        "edges_to_many": "edges_to",
+        "get_nodes": "get_node",
+        "metadata_for_nodes": "metadata_for_node",
+        "metadata_for_edges": "metadata_for_edge",
+    }
+
+    def __init__(self, pm: pluggy.PluginManager, config: CacheConfig | None = None) -> None:
+        self.config = config or CacheConfig()
+        self._pm = pm
+        self.caches = {name: LruCache(self.config.maxsize, self.config.ttl) for name in self._single}
+        self._schema = LruCache(4, None)
+        self._search = LruCache(min(self.config.maxsize, 512), self.config.ttl)
+        self._rest_callers: dict[str, Any] = {}
+
+    def _rest(self, hook: str) -> Any:
+        """The hook chain below the cache: overrides and the backend, not the wrappers.
+
+        Wrappers already ran around this call; leaving them out of the inner call means
+        a wrapper sees each call exactly once, whether the cache or the backend answers.
+        """
+        caller = self._rest_callers.get(hook)
+        if caller is None:
+            wrappers = [
+                impl.plugin
+                for impl in getattr(self._pm.hook, hook).get_hookimpls()
+                if impl.wrapper or impl.hookwrapper
+            ]
+            caller = self._pm.subset_hook_caller(hook, remove_plugins=[self, *wrappers])
+            self._rest_callers[hook] = caller
+        return caller
+
+    def _one(self, hook: str, key: Hashable, **kwargs: Any) -> Awaitable[Any]:
+        return self.caches[hook].get_or_load(key, lambda: self._rest(hook)(**kwargs))
+
+    def _many(self, hook: str, keys: list[Any], arg: str) -> Awaitable[dict[Any, Any]]:
+        return self.caches[self._batch[hook]].get_many_or_load(
+            keys, lambda missing: self._rest(hook)(**{arg: missing})
+        )
+
+    def clear(self) -> None:
+        """Forget everything cached, the schema included."""
+        for cache in self.caches.values():
+            cache.clear()
+        self._schema.clear()
+        self._search.clear()
+
+    @hookimpl(tryfirst=True)
+    def search_entities(self, query: str, node_types: list[str] | None) -> Awaitable[Any]:
+        key = (query, tuple(node_types) if node_types is not None else None)
+        return self._search.get_or_load(
+            key, lambda: self._rest("search_entities")(query=query, node_types=node_types)
+        )
+
+    @hookimpl(tryfirst=True)
+    def edges_from(self, entity_id: str) -> Awaitable[Any]:
+        return self._one("edges_from", entity_id, entity_id=entity_id)
+
+    @hookimpl(tryfirst=True)
+    def edges_to(self, entity_id: str) -> Awaitable[Any]:
+        return self._one("edges_to", entity_id, entity_id=entity_id)
+
+    @hookimpl(tryfirst=True)
+    def get_node(self, entity_id: str) -> Awaitable[Any]:
+        return self._one("get_node", entity_id, entity_id=entity_id)
+
+    @hookimpl(tryfirst=True)
+    def metadata_for_node(self, entity_id: str) -> Awaitable[Any]:
+        return self._one("metadata_for_node", entity_id, entity_id=entity_id)
+
+    @hookimpl(tryfirst=True)
+    def metadata_for_edge(self, edge: Edge) -> Awaitable[Any]:
+        return self._one("metadata_for_edge", edge, edge=edge)
+
+    @hookimpl(tryfirst=True)
+    def entity_types(self) -> Awaitable[Any]:
+        return self._schema.get_or_load("entity_types", lambda: self._rest("entity_types")())
+
+    @hookimpl(tryfirst=True)
+    def predicates(self) -> Awaitable[Any]:
+        return self._schema.get_or_load("predicates", lambda: self._rest("predicates")())
+
+    @hookimpl(tryfirst=True)
+    def edges_from_many(self, entity_ids: list[str]) -> Awaitable[Any]:
+        return self._many("edges_from_many", entity_ids, "entity_ids")
+
+    @hookimpl(tryfirst=True)
+    def edges_to_many(self, entity_ids: list[str]) -> Awaitable[Any]:
+        return self._many("edges_to_many", entity_ids, "entity_ids")
+
+    @hookimpl(tryfirst=True)
+    def get_nodes(self, entity_ids: list[str]) -> Awaitable[Any]:
+        return self._many("get_nodes", entity_ids, "entity_ids")
+
+    @hookimpl(tryfirst=True)
+    def metadata_for_nodes(self, entity_ids: list[str]) -> Awaitable[Any]:
+        return self._many("metadata_for_nodes", entity_ids, "entity_ids")
+
+    @hookimpl(tryfirst=True)
+    def metadata_for_edges(self, edges: list[Edge]) -> Awaitable[Any]:
+        return self._many("metadata_for_edges", edges, "edges")

@@ -1,0 +1,49 @@
+"""Errors that carry what went wrong and what to do instead.
+
+The MCP server turns a :class:`BfsqlError` into a tool error whose text is
+``message`` followed by ``hint``; anything else is reported as a backend failure.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BackendFailure", "BfsqlError", "InvalidArgument", "UnknownEntity"]
+
+
+class BfsqlError(Exception):
+    """A failure the caller can fix, with a hint saying how."""
+
+    code = "error"
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.hint}".strip()
+
+
+class InvalidArgument(BfsqlError):
+    """An argument is out of range or of the wrong shape."""
+
+    code = "invalid_argument"
+
+
+class UnknownEntity(BfsqlError):
+    """One or more ids do not exist in the graph."""
+
+    code = "unknown_entity"
+
+    def __init__(self, ids: list[str], message: str | None = None) -> None:
+        shown = ", ".join(repr(i) for i in ids[:10]) + (" …" if len(ids) > 10 else "")
+        super().__init__(
+            message or f"Unknown entity id(s): {shown}.",
+            "Call search_entities with the entity's name to find its canonical id.",
+        )
+        self.ids = ids
+
+
+class BackendFailure(BfsqlError):
+    """The backend failed or timed out; the request can be retried."""
+
+    code = "backend_failure"

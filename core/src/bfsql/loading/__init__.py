@@ -1,0 +1,1 @@
+"""Loading graphs: bundle records and readers."""

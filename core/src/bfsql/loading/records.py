@@ -1,0 +1,120 @@
+"""The records of a graph bundle, and how they become node and edge metadata.
+
+Every built-in store (memory, sqlite) and the Postgres loader read the same
+records, and derive metadata with the same two functions, so that the same bundle
+answers identically everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bfsql.models import Edge
+
+__all__ = ["EntityRecord", "EvidenceRecord", "RelationshipRecord", "edge_metadata", "node_metadata"]
+
+
+def _non_empty(value: str) -> str:
+    if not value or not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value
+
+
+class EntityRecord(BaseModel):
+    """An entity: canonical id, type, display name, synonyms and free properties."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["entity"] = "entity"
+    id: str
+    entity_type: str
+    name: str | None = None
+    synonyms: list[str] = Field(default_factory=list)
+    properties: dict[str, Any] = Field(default_factory=dict)
+    status: str | None = None
+    confidence: float | None = None
+    source: str | None = None
+    canonical_url: str | None = None
+
+    _check_id = field_validator("id", "entity_type")(_non_empty)
+
+    @property
+    def merged(self) -> bool:
+        """Merged entities are kept for audit but invisible everywhere."""
+        return self.status == "merged"
+
+
+class RelationshipRecord(BaseModel):
+    """A directed relationship with confidence, supporting documents and properties."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["relationship"] = "relationship"
+    subject: str
+    predicate: str
+    object: str
+    confidence: float | None = None
+    source_documents: list[str] = Field(default_factory=list)
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+    _check = field_validator("subject", "predicate", "object")(_non_empty)
+
+    def edge(self) -> Edge:
+        """The bare triple."""
+        return Edge(subject=self.subject, predicate=self.predicate, object=self.object)
+
+
+class EvidenceRecord(BaseModel):
+    """One piece of provenance for a relationship: a text span from a document."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["evidence"] = "evidence"
+    subject: str
+    predicate: str
+    object: str
+    text_span: str | None = None
+    confidence: float | None = None
+    document_id: str | None = None
+    section: str | None = None
+
+    def edge(self) -> Edge:
+        """The triple this evidence supports."""
+        return Edge(subject=self.subject, predicate=self.predicate, object=self.object)
+
+    def provenance(self) -> dict[str, Any]:
+        """The evidence as a provenance entry (None fields dropped)."""
+        entry = {
+            "text_span": self.text_span,
+            "confidence": self.confidence,
+            "document_id": self.document_id,
+            "section": self.section,
+        }
+        return {k: v for k, v in entry.items() if v is not None}
+
+
+_NODE_FIELDS = ("name", "synonyms", "source", "canonical_url", "confidence", "status")
+
+
+def node_metadata(entity: EntityRecord) -> dict[str, Any]:
+    """Metadata of an entity: its properties, then the standard fields (which win)."""
+    metadata: dict[str, Any] = dict(entity.properties)
+    for key in _NODE_FIELDS:
+        value = getattr(entity, key)
+        if value is not None and value != []:
+            metadata[key] = value
+    return metadata
+
+
+def edge_metadata(rel: RelationshipRecord, evidence: list[EvidenceRecord]) -> dict[str, Any]:
+    """Metadata of a relationship: properties, confidence, source_documents, provenance."""
+    metadata: dict[str, Any] = dict(rel.properties)
+    if rel.confidence is not None:
+        metadata["confidence"] = rel.confidence
+    metadata["source_documents"] = list(rel.source_documents)
+    if evidence:
+        ordered = sorted(evidence, key=lambda e: (e.document_id or "", e.section or "", e.text_span or ""))
+        metadata["provenance"] = [e.provenance() for e in ordered]
+    return metadata

@@ -1,0 +1,137 @@
+"""Protocol models: the shapes of Appendix A, key for key.
+
+Every model serialises with :func:`to_output`, which drops optional fields that are
+``None`` so that a stub node is exactly ``{"id", "entity_type"}`` and a bare edge is
+exactly ``{"subject", "predicate", "object"}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "BfsResult",
+    "Edge",
+    "EntityStub",
+    "IntersectionResult",
+    "Node",
+    "ResultEdge",
+    "SchemaDescription",
+    "SchemaSummary",
+    "Truncation",
+    "to_output",
+]
+
+
+class EntityStub(BaseModel):
+    """A search hit: a canonical id, its type, and optionally a display name and score."""
+
+    id: str
+    entity_type: str
+    name: str | None = None
+    score: float | None = None
+    rankers: list[str] | None = Field(
+        default=None, description="Which rankers contributed to the score, when fused."
+    )
+
+
+class Edge(BaseModel):
+    """A directed triple. Hashable, so it can key dictionaries and sets."""
+
+    model_config = ConfigDict(frozen=True)
+
+    subject: str
+    predicate: str
+    object: str
+
+    def key(self) -> str:
+        """The kgraph relationship key ``subject:predicate:object``."""
+        return f"{self.subject}:{self.predicate}:{self.object}"
+
+
+class ResultEdge(BaseModel):
+    """An edge in a tool result: a bare triple, or a full edge carrying ``metadata``."""
+
+    subject: str
+    predicate: str
+    object: str
+    metadata: dict[str, Any] | None = None
+
+    def triple(self) -> Edge:
+        """The edge without its metadata."""
+        return Edge(subject=self.subject, predicate=self.predicate, object=self.object)
+
+
+class Node(BaseModel):
+    """A node: identity (``id``, ``entity_type``) and, for a full node, ``metadata``.
+
+    ``get_node`` returns a node without metadata; tool results carry full nodes
+    (with metadata) or stubs (without).
+    """
+
+    id: str
+    entity_type: str
+    metadata: dict[str, Any] | None = None
+
+
+class SchemaSummary(BaseModel):
+    """The entity types and predicates actually present in a traversal."""
+
+    entity_types_found: list[str]
+    predicates_found: list[str]
+
+
+class Truncation(BaseModel):
+    """Something was cut from an answer: what, why, and how to get the rest."""
+
+    reason: str
+    detail: str
+    hint: str
+    next_offset: int | None = None
+    capped_nodes: list[str] | None = None
+
+
+class BfsResult(BaseModel):
+    """The answer of ``bfs_query``: the union of the seeds' neighbourhoods."""
+
+    seeds: list[str]
+    max_hops: int
+    node_count: int
+    edge_count: int
+    nodes: list[Node]
+    edges: list[ResultEdge]
+    schema_summary: SchemaSummary
+    truncated: list[Truncation] | None = None
+    warnings: list[str] | None = None
+
+
+class IntersectionResult(BaseModel):
+    """The answer of ``intersect_subgraphs``: nodes within ``k`` hops of every seed."""
+
+    seeds: list[str]
+    k: int
+    node_count: int
+    edge_count: int
+    nodes: list[Node]
+    edges: list[ResultEdge]
+    schema_summary: SchemaSummary
+    truncated: list[Truncation] | None = None
+    warnings: list[str] | None = None
+
+
+class SchemaDescription(BaseModel):
+    """The answer of ``describe_schema``."""
+
+    graph_description: str
+    comprehensive: bool
+    entity_types: list[str]
+    predicates: list[str]
+    next_steps: str
+    tool_usage_notes: str
+
+
+def to_output(model: BaseModel) -> dict[str, Any]:
+    """Serialise a protocol model for a tool answer, omitting optional fields that are None."""
+    return model.model_dump(mode="json", exclude_none=True)

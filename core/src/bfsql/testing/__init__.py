@@ -1,0 +1,1 @@
+"""Test helpers for backend authors: the conformance suite and the standard graph."""
