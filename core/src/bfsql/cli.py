@@ -1,0 +1,341 @@
+"""The ``bfsql`` command line: serve, query, load, plugins.
+
+Plugins are loaded when the command runs, not when this module is imported; their
+``register_commands`` hooks add commands to the same group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bfsql import __version__
+from bfsql.errors import BfsqlError
+
+__all__ = ["build_cli", "main"]
+
+DEFAULT_BACKEND = "sqlite"
+
+
+def _configure_logging(verbose: bool) -> None:
+    # Logs go to stderr: stdout belongs to the stdio transport.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _fail(exc: BfsqlError) -> None:
+    raise click.ClickException(str(exc))
+
+
+def _report_plugin_errors() -> None:
+    from bfsql.plugins import load_errors
+
+    for error in load_errors():
+        click.echo(f"warning: plugin {error['name']!r} failed to load: {error['error']}", err=True)
+
+
+def _serve_settings(max_tokens: int, timeout: float, max_nodes: int, max_edges_per_node: int) -> Any:
+    from bfsql.engine import TraversalBudget
+    from bfsql.server.app import ServeSettings
+
+    try:
+        budget = TraversalBudget(max_nodes=max_nodes, max_edges_per_node=max_edges_per_node)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if max_tokens < 500:
+        raise click.BadParameter("--max-tokens must be at least 500")
+    return ServeSettings(max_tokens=max_tokens, timeout=timeout, budget=budget)
+
+
+def _backend_and_config(backend: str, options: dict[str, Any]) -> tuple[Any, Any]:
+    from bfsql.backend_options import resolve_config
+    from bfsql.plugins import get_backends
+
+    specs = get_backends()
+    if backend not in specs:
+        raise click.BadParameter(
+            f"unknown backend {backend!r}; installed: {', '.join(sorted(specs))}. "
+            f"Install a plugin such as 'pip install bfsql-{backend}' and check 'bfsql plugins'.",
+            param_hint="--backend",
+        )
+    try:
+        return specs[backend], resolve_config(specs[backend], options)
+    except BfsqlError as exc:
+        _fail(exc)
+        raise  # unreachable: _fail raises
+
+
+def _backend_epilog() -> str:
+    from bfsql.plugins import get_backends
+
+    lines = ["\b", "Installed backends:"]
+    for name, spec in sorted(get_backends().items()):
+        fields = ", ".join("--" + f.replace("_", "-") for f in spec.config_model.model_fields)
+        lines.append(f"  {name:<10} {spec.description}" + (f" [{fields}]" if fields else ""))
+    return "\n".join(lines)
+
+
+def _common_serve_options(fn: Any) -> Any:
+    decorators = [
+        click.option("--max-tokens", type=int, default=20_000, show_default=True, envvar="BFSQL_MAX_TOKENS",
+                     help="Size budget of every tool answer, in estimated tokens."),
+        click.option("--timeout", type=float, default=60.0, show_default=True, envvar="BFSQL_TIMEOUT",
+                     help="Seconds a tool call may take."),
+        click.option("--max-nodes", type=int, default=5000, show_default=True,
+                     help="Traversal budget: nodes one traversal may visit."),
+        click.option("--max-edges-per-node", type=int, default=1000, show_default=True,
+                     help="Traversal budget: edges followed from one (hub) node."),
+        click.option("--backend", default=DEFAULT_BACKEND, show_default=True, envvar="BFSQL_BACKEND",
+                     help="Backend name (see the list below)."),
+    ]
+    for decorator in reversed(decorators):
+        fn = decorator(fn)
+    return fn
+
+
+def _add_backend_options(command: click.Command) -> click.Command:
+    from bfsql.backend_options import backend_click_options
+    from bfsql.plugins import get_backends
+
+    base = _BASE_PARAMS.setdefault(command.name or "", list(command.params))
+    command.params = [*base, *backend_click_options(get_backends())]
+    command.epilog = _backend_epilog()
+    return command
+
+
+_BASE_PARAMS: dict[str, list[click.Parameter]] = {}
+
+
+def _split_backend_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    from bfsql.plugins import get_backends
+
+    names = {f for spec in get_backends().values() for f in spec.config_model.model_fields}
+    return {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+
+
+@click.group()
+@click.version_option(__version__, prog_name="bfsql")
+@click.option("-v", "--verbose", is_flag=True, help="Log at INFO level to stderr.")
+def cli(verbose: bool) -> None:
+    """bfsql: explore a knowledge graph from any MCP client with the BFS-QL tools."""
+    _configure_logging(verbose)
+
+
+@click.command()
+@_common_serve_options
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              envvar="BFSQL_TRANSPORT", help="stdio for desktop clients; http for streamable HTTP.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
+@click.option("--port", type=int, default=8000, show_default=True, help="HTTP port.")
+@click.option("--auth-token", envvar="BFSQL_AUTH_TOKEN", default=None,
+              help="Bearer token required on every HTTP request (required off loopback).")
+@click.option("--allowed-host", "allowed_hosts", multiple=True,
+              help="Extra Host header value accepted over HTTP (e.g. a reverse proxy's name).")
+def serve(
+    backend: str,
+    transport: str,
+    host: str,
+    port: int,
+    auth_token: str | None,
+    allowed_hosts: tuple[str, ...],
+    max_tokens: int,
+    timeout: float,
+    max_nodes: int,
+    max_edges_per_node: int,
+    **kwargs: Any,
+) -> None:
+    """Serve a graph over MCP (stdio by default). With no options: the FamPlex demo graph."""
+    from bfsql.server.run import HttpOptions, serve_http, serve_stdio
+
+    _report_plugin_errors()
+    spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
+    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node)
+    try:
+        if transport == "stdio":
+            asyncio.run(serve_stdio(spec, config, settings))
+        else:
+            http = HttpOptions(host=host, port=port, auth_token=auth_token, allowed_hosts=allowed_hosts)
+            asyncio.run(serve_http(spec, config, settings, http))
+    except BfsqlError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        pass
+
+
+def _parse_arguments(arguments: tuple[str, ...]) -> dict[str, Any]:
+    if len(arguments) == 1 and arguments[0].lstrip().startswith("{"):
+        try:
+            parsed = json.loads(arguments[0])
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"invalid JSON arguments: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise click.BadParameter("JSON arguments must be an object")
+        return parsed
+    result: dict[str, Any] = {}
+    for item in arguments:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected key=value or a JSON object, got {item!r}")
+        try:
+            result[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            result[key] = raw
+    return result
+
+
+def _render(tool: str, data: Any) -> str:
+    if isinstance(data, dict) and "nodes" in data and "edges" in data:
+        lines = [f"{data.get('node_count')} nodes, {data.get('edge_count')} edges"]
+        for node in data["nodes"]:
+            name = (node.get("metadata") or {}).get("name")
+            lines.append(f"  {node['id']}  [{node['entity_type']}]" + (f"  {name}" if name else ""))
+        for edge in data["edges"]:
+            lines.append(f"  {edge['subject']} -{edge['predicate']}-> {edge['object']}")
+        for note in data.get("truncated", []):
+            lines.append(f"truncated ({note['reason']}): {note['detail']} {note['hint']}")
+        for warning in data.get("warnings", []):
+            lines.append(f"warning: {warning}")
+        summary = data.get("schema_summary", {})
+        lines.append(f"types: {', '.join(summary.get('entity_types_found', []))}")
+        lines.append(f"predicates: {', '.join(summary.get('predicates_found', []))}")
+        return "\n".join(lines)
+    if isinstance(data, list) and all(isinstance(i, dict) and "id" in i for i in data):
+        return "\n".join(
+            f"{i['id']}  [{i.get('entity_type', '')}]  {i.get('name', '')}".rstrip()
+            + (f"  score={i['score']:.3f}" if isinstance(i.get("score"), float) else "")
+            for i in data
+        )
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+async def _call_tool(spec: Any, config: Any, settings: Any, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
+    from mcp import Client
+
+    from bfsql.server.app import build_server
+    from bfsql.server.run import open_graph
+
+    async with open_graph(spec, config) as graph:
+        server = await build_server(graph, settings)
+        async with Client(server) as client:
+            result = await client.call_tool(tool, arguments)
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    if result.is_error:
+        return False, text
+    try:
+        return True, json.loads(text)
+    except json.JSONDecodeError:
+        return True, text
+
+
+@click.command()
+@_common_serve_options
+@click.argument("tool")
+@click.argument("arguments", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print the raw JSON answer.")
+def query(
+    tool: str,
+    arguments: tuple[str, ...],
+    as_json: bool,
+    backend: str,
+    max_tokens: int,
+    timeout: float,
+    max_nodes: int,
+    max_edges_per_node: int,
+    **kwargs: Any,
+) -> None:
+    """Call one tool from the terminal.
+
+    ARGUMENTS are key=value pairs (values parsed as JSON when they can be) or one JSON
+    object, e.g.:
+
+    \b
+      bfsql query search_entities query=BRAF
+      bfsql query bfs_query '{"seeds": ["FPLX:RAF"], "max_hops": 1}'
+    """
+    _report_plugin_errors()
+    spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
+    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node)
+    try:
+        ok, data = asyncio.run(_call_tool(spec, config, settings, tool, _parse_arguments(arguments)))
+    except BfsqlError as exc:
+        _fail(exc)
+        return
+    if not ok:
+        raise click.ClickException(str(data))
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2) if as_json else _render(tool, data))
+
+
+@click.command()
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="BFSQL_SQLITE_DB", required=True,
+              help="SQLite file to load into (created if missing).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "tsv", "nt", "ttl"]), default=None,
+              help="Input format (default: from each file's extension).")
+@click.option("--description", default=None, help="Graph description shown by describe_schema.")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def load(db: Path, fmt: str | None, description: str | None, sources: tuple[Path, ...]) -> None:
+    """Load graph files into the embedded SQLite store, atomically.
+
+    Either every record of every SOURCE is loaded, or (on a bad row or an interrupt)
+    the store is left exactly as it was. Loading the same files again changes nothing.
+    """
+    from bfsql.loading.bundle import BadRow
+    from bfsql.loading.sqlite_loader import load_sqlite
+
+    records = sum(_count_lines(p) for p in sources)
+    with click.progressbar(length=records, label="loading", file=sys.stderr, show_pos=True) as bar:
+        shown = 0
+
+        def progress(done: int) -> None:
+            nonlocal shown
+            bar.update(done - shown)
+            shown = done
+
+        try:
+            report = load_sqlite(db, list(sources), fmt=fmt, description=description, progress=progress)
+        except BadRow as exc:
+            raise click.ClickException(f"{exc} (nothing was loaded; fix the row and run again)") from None
+    click.echo(json.dumps(dataclasses.asdict(report), default=str))
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for _ in handle)
+
+
+@click.command()
+def plugins() -> None:
+    """List installed plugins as JSON: name, version, hooks and load errors."""
+    from bfsql.plugins import list_plugins
+
+    click.echo(json.dumps(list_plugins(), indent=2))
+
+
+def build_cli() -> click.Group:
+    """The command group with built-in and plugin commands."""
+    from bfsql.plugins import get_plugin_manager
+
+    group = click.Group(name="bfsql", commands=dict(cli.commands), callback=cli.callback, params=cli.params,
+                        help=cli.help)
+    for command in (serve, query):
+        group.add_command(_add_backend_options(command))
+    group.add_command(load)
+    group.add_command(plugins)
+    get_plugin_manager().hook.register_commands(cli=group)
+    return group
+
+
+def main() -> None:
+    """Entry point of the ``bfsql`` script."""
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    build_cli()(prog_name="bfsql")

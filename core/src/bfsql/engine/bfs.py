@@ -1,0 +1,84 @@
+"""bfs_query: the union of the seeds' neighbourhoods (see docs/traversal.md)."""
+
+from __future__ import annotations
+
+from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds, type_set
+from bfsql.engine.assemble import Detail, Selection, assemble, drop_low_mentions, schema_summary
+from bfsql.engine.budget import TraversalBudget
+from bfsql.engine.traverse import ProgressFn, edge_order, expand
+from bfsql.errors import UnknownEntity
+from bfsql.graph import Graph
+from bfsql.models import BfsResult, Truncation
+
+__all__ = ["bfs_query"]
+
+
+async def bfs_query(
+    graph: Graph,
+    seeds: list[str],
+    max_hops: int,
+    *,
+    node_types: list[str] | None = None,
+    predicates: list[str] | None = None,
+    topology_only: bool = False,
+    exclude_node_types: list[str] | None = None,
+    min_mentions: int = 1,
+    limit: int | None = None,
+    offset: int = 0,
+    budget: TraversalBudget = TraversalBudget(),
+    progress: ProgressFn | None = None,
+) -> BfsResult:
+    """Breadth-first search from every seed at once, up to ``max_hops`` undirected hops."""
+    seeds = check_seeds(seeds, 1, "bfs_query")
+    check_hops(max_hops, "max_hops")
+    check_page(limit, offset)
+    check_min_mentions(min_mentions)
+    detail = Detail(type_set(node_types, "node_types"), type_set(predicates, "predicates"), bool(topology_only))
+    excluded = type_set(exclude_node_types, "exclude_node_types") or frozenset()
+
+    reached = await expand(graph, seeds, max_hops, budget=budget, exclude_types=excluded, progress=progress)
+    if not reached.distance:
+        raise UnknownEntity(reached.unknown_seeds)
+
+    order = sorted(reached.distance, key=lambda n: (reached.distance[n], n))
+    selection = Selection(order, reached.types, sorted(reached.edges, key=edge_order))
+    summary = schema_summary(
+        set(reached.types.values()) | reached.excluded_types,
+        {e.predicate for e in reached.edges} | reached.excluded_predicates,
+    )
+    selection, metadata = await drop_low_mentions(graph, selection, min_mentions, set(seeds))
+
+    total = len(selection.order)
+    stop = total if limit is None else min(total, offset + limit)
+    nodes, edges = await assemble(graph, selection, detail, "bfs_query", start=offset, stop=stop, metadata=metadata)
+
+    truncated = reached.truncations(budget)
+    if stop < total:
+        truncated.append(
+            Truncation(
+                reason="page",
+                detail=f"Returned nodes {offset}..{stop - 1} of {total}.",
+                hint=f"Repeat the call with offset={stop} for the next page.",
+                next_offset=stop,
+            )
+        )
+    warnings = []
+    if reached.unknown_seeds:
+        warnings.append(
+            f"Unknown seed id(s) ignored: {', '.join(reached.unknown_seeds)}. "
+            "Call search_entities to find canonical ids."
+        )
+    if reached.dangling_edges:
+        warnings.append(f"{reached.dangling_edges} edge(s) point to entities missing from the graph; left out.")
+    result = BfsResult(
+        seeds=seeds,
+        max_hops=max_hops,
+        node_count=total,
+        edge_count=len(selection.edges),
+        nodes=nodes,
+        edges=edges,
+        schema_summary=summary,
+        truncated=truncated or None,
+        warnings=warnings or None,
+    )
+    return graph.process_result(result, "bfs_query")

@@ -1,0 +1,76 @@
+"""The texts a client reads: server instructions, tool descriptions, usage notes."""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_NEXT_STEPS",
+    "SERVER_INSTRUCTIONS",
+    "TOOL_DESCRIPTIONS",
+    "TOOL_USAGE_NOTES",
+    "schema_injection",
+]
+
+SERVER_INSTRUCTIONS = """\
+This server exposes a knowledge graph through the BFS-QL tools.
+Workflow: describe_schema -> search_entities (resolve names to canonical ids) ->
+bfs_query(seeds, max_hops=1, topology_only=true) to survey -> describe_entities on
+interesting stubs -> filtered bfs_query (node_types / predicates from schema_summary).
+Use intersect_subgraphs for "what do all of these share?". Answers are kept within a
+size budget: when a result says "truncated", follow its hint (e.g. the next offset)."""
+
+DEFAULT_NEXT_STEPS = """\
+1. search_entities(query) to resolve each name you care about to a canonical id.
+2. bfs_query(seeds=[id], max_hops=1, topology_only=true) to survey the neighbourhood.
+3. Read schema_summary; call describe_entities on stubs that matter.
+4. Re-query with node_types / predicates to get full detail only where needed."""
+
+TOOL_USAGE_NOTES = """\
+- Ids are canonical ids from search_entities or earlier results; never guess them.
+- bfs_query: follows edges in both directions. node_types / predicates choose which
+  items carry full metadata; non-matching items still appear, as stubs. Only
+  exclude_node_types (and min_mentions) remove items. topology_only=true returns ids,
+  types and bare triples only: the cheapest survey.
+- limit/offset page through nodes in a stable order (distance, then id); node_count
+  and edge_count always describe the whole traversal. Each edge is returned with the
+  page of its later endpoint, so paging never repeats an edge.
+- intersect_subgraphs: nodes within k undirected hops of every seed; no paging.
+- describe_entity / describe_entities: full records for stubs. Unknown ids are
+  reported (describe_entity) or omitted (describe_entities).
+- Results may carry "truncated" (what was cut and how to get the rest) and
+  "warnings" (e.g. unknown seeds). Edge provenance text is stripped from traversal
+  results; source_documents ids remain."""
+
+TOOL_DESCRIPTIONS = {
+    "describe_schema": "Orient: what the graph contains — description, entity types, predicates, "
+    "and workflow advice (next_steps). Call first.",
+    "search_entities": "Resolve a name, alias or partial name to canonical entity ids (ranked stubs with "
+    "id, entity_type, name, score). Always call before bfs_query unless you already have an id. "
+    "node_types restricts the types returned.",
+    "bfs_query": "Traverse: the union of the seeds' neighbourhoods up to max_hops (1-5; 1-3 typical), "
+    "edges followed in both directions. node_types/predicates choose full detail (others become stubs); "
+    "topology_only=true returns the bare structure; exclude_node_types removes types entirely; "
+    "min_mentions drops rarely mentioned nodes; limit/offset page through nodes.",
+    "describe_entity": "Expand one stub: the entity's id, entity_type and all metadata as one flat object.",
+    "describe_entities": "Expand several stubs in one call: a list of full nodes. Unknown ids are omitted.",
+    "intersect_subgraphs": "Intersect: only nodes within k undirected hops (1-5) of every seed (2 or more), "
+    "with the edges among them. Use for 'what do all of these share?'. Same detail filters as bfs_query; "
+    "no paging.",
+}
+
+INJECTION_MAX_TYPES = 20
+INJECTION_MAX_PREDICATES = 30
+
+
+def schema_injection(entity_types: list[str], predicates: list[str]) -> str | None:
+    """The text appended to traversal tool descriptions when the schema is small enough."""
+    if len(entity_types) > INJECTION_MAX_TYPES or len(predicates) > INJECTION_MAX_PREDICATES:
+        return None
+    if not entity_types and not predicates:
+        return None
+    return (
+        "\n\nValid node_types for this graph: "
+        + (", ".join(entity_types) or "(none)")
+        + ".\nValid predicates for this graph: "
+        + (", ".join(predicates) or "(none)")
+        + "."
+    )
