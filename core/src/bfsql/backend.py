@@ -151,5 +151,5 @@ class GraphDbInterface(ABC):
         """Backend-authored workflow advice for describe_schema, or None for the default."""
         return None
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release connections, pools and files. Called once when the graph closes."""

@@ -153,17 +153,34 @@ class LruCache:
         return {key: result[key] for key in dict.fromkeys(keys) if key in result}
 
 
+def _cached_by_id(hook: str) -> Any:
+    """A tryfirst implementation of a single-id primitive, answered from the cache."""
+
+    def impl(self: CachePlugin, entity_id: str) -> Awaitable[Any]:
+        return self.caches[hook].get_or_load(entity_id, lambda: self._rest(hook)(entity_id=entity_id))
+
+    impl.__name__ = impl.__qualname__ = hook
+    impl.__doc__ = f"{hook}, from the cache when possible."
+    return hookimpl(tryfirst=True)(impl)
+
+
+def _cached_by_ids(hook: str, single: str) -> Any:
+    """A tryfirst implementation of an id-batch primitive: cached ids from the cache, one call for the rest."""
+
+    def impl(self: CachePlugin, entity_ids: list[str]) -> Awaitable[Any]:
+        return self.caches[single].get_many_or_load(
+            list(entity_ids), lambda missing: self._rest(hook)(entity_ids=missing)
+        )
+
+    impl.__name__ = impl.__qualname__ = hook
+    impl.__doc__ = f"{hook}, sharing cache entries with {single}."
+    return hookimpl(tryfirst=True)(impl)
+
+
 class CachePlugin:
     """Caches the primitives of one graph. Registered ``tryfirst`` on its plugin manager."""
 
     _single = ("edges_from", "edges_to", "get_node", "metadata_for_node", "metadata_for_edge")
-    _batch = {
-        "edges_from_many": "edges_from",
-        "edges_to_many": "edges_to",
-        "get_nodes": "get_node",
-        "metadata_for_nodes": "metadata_for_node",
-        "metadata_for_edges": "metadata_for_edge",
-    }
 
     def __init__(self, pm: pluggy.PluginManager, config: CacheConfig | None = None) -> None:
         self.config = config or CacheConfig()
@@ -190,14 +207,6 @@ class CachePlugin:
             self._rest_callers[hook] = caller
         return caller
 
-    def _one(self, hook: str, key: Hashable, **kwargs: Any) -> Awaitable[Any]:
-        return self.caches[hook].get_or_load(key, lambda: self._rest(hook)(**kwargs))
-
-    def _many(self, hook: str, keys: list[Any], arg: str) -> Awaitable[dict[Any, Any]]:
-        return self.caches[self._batch[hook]].get_many_or_load(
-            keys, lambda missing: self._rest(hook)(**{arg: missing})
-        )
-
     def clear(self) -> None:
         """Forget everything cached, the schema included."""
         for cache in self.caches.values():
@@ -205,57 +214,41 @@ class CachePlugin:
         self._schema.clear()
         self._search.clear()
 
+    edges_from = _cached_by_id("edges_from")
+    edges_to = _cached_by_id("edges_to")
+    get_node = _cached_by_id("get_node")
+    metadata_for_node = _cached_by_id("metadata_for_node")
+    edges_from_many = _cached_by_ids("edges_from_many", "edges_from")
+    edges_to_many = _cached_by_ids("edges_to_many", "edges_to")
+    get_nodes = _cached_by_ids("get_nodes", "get_node")
+    metadata_for_nodes = _cached_by_ids("metadata_for_nodes", "metadata_for_node")
+
+    @hookimpl(tryfirst=True)
+    def metadata_for_edge(self, edge: Edge) -> Awaitable[Any]:
+        """metadata_for_edge, from the cache when possible."""
+        return self.caches["metadata_for_edge"].get_or_load(edge, lambda: self._rest("metadata_for_edge")(edge=edge))
+
+    @hookimpl(tryfirst=True)
+    def metadata_for_edges(self, edges: list[Edge]) -> Awaitable[Any]:
+        """metadata_for_edges, sharing cache entries with metadata_for_edge."""
+        return self.caches["metadata_for_edge"].get_many_or_load(
+            list(edges), lambda missing: self._rest("metadata_for_edges")(edges=missing)
+        )
+
     @hookimpl(tryfirst=True)
     def search_entities(self, query: str, node_types: list[str] | None) -> Awaitable[Any]:
+        """search_entities, from the cache when possible."""
         key = (query, tuple(node_types) if node_types is not None else None)
         return self._search.get_or_load(
             key, lambda: self._rest("search_entities")(query=query, node_types=node_types)
         )
 
     @hookimpl(tryfirst=True)
-    def edges_from(self, entity_id: str) -> Awaitable[Any]:
-        return self._one("edges_from", entity_id, entity_id=entity_id)
-
-    @hookimpl(tryfirst=True)
-    def edges_to(self, entity_id: str) -> Awaitable[Any]:
-        return self._one("edges_to", entity_id, entity_id=entity_id)
-
-    @hookimpl(tryfirst=True)
-    def get_node(self, entity_id: str) -> Awaitable[Any]:
-        return self._one("get_node", entity_id, entity_id=entity_id)
-
-    @hookimpl(tryfirst=True)
-    def metadata_for_node(self, entity_id: str) -> Awaitable[Any]:
-        return self._one("metadata_for_node", entity_id, entity_id=entity_id)
-
-    @hookimpl(tryfirst=True)
-    def metadata_for_edge(self, edge: Edge) -> Awaitable[Any]:
-        return self._one("metadata_for_edge", edge, edge=edge)
-
-    @hookimpl(tryfirst=True)
     def entity_types(self) -> Awaitable[Any]:
+        """entity_types, cached for the life of the graph."""
         return self._schema.get_or_load("entity_types", lambda: self._rest("entity_types")())
 
     @hookimpl(tryfirst=True)
     def predicates(self) -> Awaitable[Any]:
+        """predicates, cached for the life of the graph."""
         return self._schema.get_or_load("predicates", lambda: self._rest("predicates")())
-
-    @hookimpl(tryfirst=True)
-    def edges_from_many(self, entity_ids: list[str]) -> Awaitable[Any]:
-        return self._many("edges_from_many", entity_ids, "entity_ids")
-
-    @hookimpl(tryfirst=True)
-    def edges_to_many(self, entity_ids: list[str]) -> Awaitable[Any]:
-        return self._many("edges_to_many", entity_ids, "entity_ids")
-
-    @hookimpl(tryfirst=True)
-    def get_nodes(self, entity_ids: list[str]) -> Awaitable[Any]:
-        return self._many("get_nodes", entity_ids, "entity_ids")
-
-    @hookimpl(tryfirst=True)
-    def metadata_for_nodes(self, entity_ids: list[str]) -> Awaitable[Any]:
-        return self._many("metadata_for_nodes", entity_ids, "entity_ids")
-
-    @hookimpl(tryfirst=True)
-    def metadata_for_edges(self, edges: list[Edge]) -> Awaitable[Any]:
-        return self._many("metadata_for_edges", edges, "edges")

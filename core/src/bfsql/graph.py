@@ -123,6 +123,9 @@ class _BackendTerminal:
         return self._timed("metadata_for_edges", self.backend.metadata_for_edges(edges))
 
 
+DEFAULT_CACHE = CacheConfig()
+"""The cache bounds used when none are given."""
+
 _GRAPH_HOOKS = frozenset(PRIMITIVE_HOOKS + BATCH_HOOKS + ("process_node", "process_edge", "process_result"))
 
 
@@ -138,7 +141,7 @@ class Graph:
         backend: GraphDbInterface,
         *,
         plugins: list[object] | None = None,
-        cache: CacheConfig | None = CacheConfig(),
+        cache: CacheConfig | None = DEFAULT_CACHE,
         name: str = "graph",
     ) -> None:
         from bfsql.plugins import get_plugin_manager, new_plugin_manager

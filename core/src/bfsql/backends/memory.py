@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+from typing_extensions import override
 
 from bfsql.backend import Capabilities, GraphDbInterface
 from bfsql.hookspecs import hookimpl
@@ -64,7 +65,7 @@ class MemoryBackend(GraphDbInterface):
                 self._out[edge.subject].append(edge)
                 self._in[edge.object].append(edge)
             self._rels[edge] = record
-        else:
+        elif record not in self._evidence[record.edge()]:  # evidence is deduplicated, as in the sqlite store
             self._evidence[record.edge()].append(record)
 
     def _visible(self, entity_id: str) -> EntityRecord:
@@ -82,6 +83,7 @@ class MemoryBackend(GraphDbInterface):
         edges = [e for e in index.get(entity_id, []) if not (self._is_merged(e.subject) or self._is_merged(e.object))]
         return sorted(edges, key=lambda e: (e.subject, e.predicate, e.object))
 
+    @override
     async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
         ranked = []
         for entity in self._entities.values():
@@ -95,31 +97,39 @@ class MemoryBackend(GraphDbInterface):
             EntityStub(id=e.id, entity_type=e.entity_type, name=e.name) for _, _, e in ranked[:SEARCH_LIMIT]
         ]
 
+    @override
     async def edges_from(self, entity_id: str) -> list[Edge]:
         return self._edges(self._out, entity_id)
 
+    @override
     async def edges_to(self, entity_id: str) -> list[Edge]:
         return self._edges(self._in, entity_id)
 
+    @override
     async def get_node(self, entity_id: str) -> Node:
         entity = self._visible(entity_id)
         return Node(id=entity.id, entity_type=entity.entity_type)
 
+    @override
     async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
         return node_metadata(self._visible(entity_id))
 
+    @override
     async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
         rel = self._rels.get(edge)
         if rel is None:
             return {}
         return edge_metadata(rel, self._evidence.get(edge, []))
 
+    @override
     async def entity_types(self) -> list[str]:
         return sorted({e.entity_type for e in self._entities.values() if not e.merged})
 
+    @override
     async def predicates(self) -> list[str]:
         return sorted({edge.predicate for edge in self._rels})
 
+    @override
     async def graph_description(self) -> str:
         return self._description
 

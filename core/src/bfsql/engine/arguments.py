@@ -5,7 +5,7 @@ from __future__ import annotations
 from bfsql.engine.budget import MAX_HOPS, MAX_SEEDS
 from bfsql.errors import InvalidArgument
 
-__all__ = ["check_hops", "check_page", "check_seeds", "check_min_mentions", "type_set"]
+__all__ = ["check_hops", "check_min_mentions", "check_page", "check_seeds", "type_set"]
 
 
 def check_seeds(seeds: list[str], minimum: int, tool: str) -> list[str]:

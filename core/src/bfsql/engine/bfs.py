@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds, type_set
 from bfsql.engine.assemble import Detail, Selection, assemble, drop_low_mentions, schema_summary
-from bfsql.engine.budget import TraversalBudget
+from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.traverse import ProgressFn, edge_order, expand
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
@@ -25,7 +25,7 @@ async def bfs_query(
     min_mentions: int = 1,
     limit: int | None = None,
     offset: int = 0,
-    budget: TraversalBudget = TraversalBudget(),
+    budget: TraversalBudget = DEFAULT_BUDGET,
     progress: ProgressFn | None = None,
 ) -> BfsResult:
     """Breadth-first search from every seed at once, up to ``max_hops`` undirected hops."""

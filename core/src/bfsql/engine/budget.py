@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MAX_HOPS", "MAX_SEEDS", "TraversalBudget"]
+__all__ = ["DEFAULT_BUDGET", "MAX_HOPS", "MAX_SEEDS", "TraversalBudget"]
 
 MAX_HOPS = 5
 """Largest accepted max_hops / k."""
@@ -25,3 +25,7 @@ class TraversalBudget:
     def __post_init__(self) -> None:
         if self.max_nodes < 1 or self.max_edges_per_node < 1:
             raise ValueError("traversal budget bounds must be at least 1")
+
+
+DEFAULT_BUDGET = TraversalBudget()
+"""The budget used when none is given."""

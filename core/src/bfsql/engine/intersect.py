@@ -6,7 +6,7 @@ import asyncio
 
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds, type_set
 from bfsql.engine.assemble import Detail, Selection, assemble, drop_low_mentions, schema_summary
-from bfsql.engine.budget import TraversalBudget
+from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.traverse import Expansion, ProgressFn, edge_order, expand
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
@@ -31,7 +31,7 @@ async def intersect_subgraphs(
     topology_only: bool = False,
     exclude_node_types: list[str] | None = None,
     min_mentions: int = 1,
-    budget: TraversalBudget = TraversalBudget(),
+    budget: TraversalBudget = DEFAULT_BUDGET,
     progress: ProgressFn | None = None,
 ) -> IntersectionResult:
     """Nodes within ``k`` undirected hops of every seed, and the edges among them."""

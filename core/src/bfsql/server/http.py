@@ -41,6 +41,7 @@ class BearerAuth:
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass authorised HTTP requests (and non-HTTP scopes) on; answer 401 otherwise."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

@@ -85,5 +85,5 @@ async def serve_http(
         if http.auth_token:
             app = BearerAuth(app, http.auth_token)
         config_ = uvicorn.Config(app, host=http.host, port=http.port, log_level="warning", lifespan="on")
-        logger.warning("bfsql: serving %s over streamable HTTP at http://%s:%s%s", spec.name, http.host, http.port, http.path)
+        logger.warning("bfsql: serving %s at http://%s:%s%s", spec.name, http.host, http.port, http.path)
         await uvicorn.Server(config_).serve()

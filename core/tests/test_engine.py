@@ -1,0 +1,203 @@
+"""Traversal semantics on a hand-built graph; expected answers worked out by hand.
+
+    D(Paper) -mentions-> S(Gene) -assoc-> A(Gene) -r-> E(Gene, 1 mention)
+    B(Disease) -assoc-> S ;  S -r-> X (missing) ;  S -r-> M (merged, invisible)
+    C(Drug) -treats-> B -r-> F(Gene, 5 mentions) ;  D -mentions-> C
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bfsql import Graph, postprocess
+from bfsql.backends.memory import MemoryBackend
+from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
+from bfsql.errors import InvalidArgument, UnknownEntity
+from bfsql.models import to_output
+
+from conftest import small_records
+
+
+def triples(result) -> list[tuple[str, str, str]]:
+    return [(e.subject, e.predicate, e.object) for e in result.edges]
+
+
+def ids(result) -> list[str]:
+    return [n.id for n in result.nodes]
+
+
+async def test_one_hop_follows_edges_in_both_directions(small_graph):
+    result = await bfs_query(small_graph, ["S"], 1)
+    assert ids(result) == ["S", "A", "B", "D"]
+    assert triples(result) == [("B", "assoc", "S"), ("D", "mentions", "S"), ("S", "assoc", "A")]
+    assert (result.node_count, result.edge_count) == (4, 3)
+
+
+async def test_two_hops_order_is_distance_then_id(small_graph):
+    result = await bfs_query(small_graph, ["S"], 2)
+    assert ids(result) == ["S", "A", "B", "D", "C", "E", "F"]
+    assert result.edge_count == 7
+    assert ("D", "mentions", "C") in triples(result)
+    assert result.schema_summary.entity_types_found == ["Disease", "Drug", "Gene", "Paper"]
+    assert result.schema_summary.predicates_found == ["assoc", "mentions", "r", "treats"]
+
+
+async def test_dangling_edge_is_reported_not_fatal_and_merged_is_invisible(small_graph):
+    result = await bfs_query(small_graph, ["S"], 1)
+    assert "X" not in ids(result) and "M" not in ids(result)
+    assert result.warnings == ["1 edge(s) point to entities missing from the graph; left out."]
+
+
+async def test_full_nodes_and_slimmed_full_edges_by_default(small_graph):
+    result = await bfs_query(small_graph, ["C"], 1)
+    node_c = result.nodes[0]
+    assert node_c.metadata == {"name": "c"}
+    treats = next(e for e in result.edges if e.predicate == "treats")
+    assert treats.metadata == {"confidence": 0.8, "source_documents": ["doc2"]}  # provenance stripped
+
+
+async def test_node_types_choose_full_nodes_others_are_stubs(small_graph):
+    result = await bfs_query(small_graph, ["S"], 2, node_types=["Gene"])
+    full = {n.id for n in result.nodes if n.metadata is not None}
+    assert full == {"S", "A", "E", "F"}
+    assert to_output(result.nodes[2]) == {"id": "B", "entity_type": "Disease"}
+
+
+async def test_predicates_choose_full_edges(small_graph):
+    result = await bfs_query(small_graph, ["S"], 2, predicates=["treats"])
+    full = [(e.subject, e.predicate, e.object) for e in result.edges if e.metadata is not None]
+    assert full == [("C", "treats", "B")]
+    assert result.edge_count == 7
+
+
+async def test_topology_only_overrides_filters(small_graph):
+    result = await bfs_query(small_graph, ["S"], 2, topology_only=True, node_types=["Gene"], predicates=["r"])
+    assert all(n.metadata is None for n in result.nodes)
+    assert all(e.metadata is None for e in result.edges)
+    assert result.node_count == 7
+
+
+async def test_exclude_node_types_removes_nodes_and_their_edges(small_graph):
+    result = await bfs_query(small_graph, ["S"], 2, exclude_node_types=["Paper"])
+    assert ids(result) == ["S", "A", "B", "C", "E", "F"]
+    assert all("D" not in (s, o) for s, _, o in triples(result))
+    assert result.edge_count == 5
+    assert "Paper" in result.schema_summary.entity_types_found  # the summary covers what the traversal saw
+    assert "mentions" in result.schema_summary.predicates_found
+
+
+async def test_min_mentions_filters_result_and_keeps_nodes_without_counts(small_graph):
+    result = await bfs_query(small_graph, ["S"], 2, min_mentions=2)
+    assert ids(result) == ["S", "A", "B", "D", "C", "F"]
+    assert ("A", "r", "E") not in triples(result)
+    assert (result.node_count, result.edge_count) == (6, 6)
+
+
+async def test_paging_covers_every_node_and_edge_exactly_once(small_graph):
+    pages = [await bfs_query(small_graph, ["S"], 2, limit=3, offset=o) for o in (0, 3, 6)]
+    assert [ids(p) for p in pages] == [["S", "A", "B"], ["D", "C", "E"], ["F"]]
+    assert [len(p.edges) for p in pages] == [2, 4, 1]
+    assert all(p.node_count == 7 and p.edge_count == 7 for p in pages)
+    assert pages[0].truncated[0].next_offset == 3
+    assert pages[2].truncated is None
+    everything = await bfs_query(small_graph, ["S"], 2)
+    assert sorted(t for p in pages for t in triples(p)) == sorted(triples(everything))
+
+
+async def test_paging_is_stable_across_runs():
+    first = await bfs_query(Graph(MemoryBackend(small_records()), plugins=[]), ["S"], 2, limit=2, offset=2)
+    second = await bfs_query(Graph(MemoryBackend(list(reversed(small_records()))), plugins=[]), ["S"], 2, limit=2,
+                             offset=2)
+    assert to_output(first) == to_output(second)
+
+
+async def test_multi_seed_union(small_graph):
+    result = await bfs_query(small_graph, ["E", "F"], 1)
+    assert ids(result) == ["E", "F", "A", "B"]
+    assert triples(result) == [("A", "r", "E"), ("B", "r", "F")]
+
+
+async def test_unknown_seed_is_named_and_others_still_answer(small_graph):
+    result = await bfs_query(small_graph, ["S", "nope"], 1)
+    assert result.node_count == 4
+    assert any("nope" in w and "search_entities" in w for w in result.warnings)
+    with pytest.raises(UnknownEntity) as info:
+        await bfs_query(small_graph, ["nope"], 1)
+    assert info.value.ids == ["nope"] and "search_entities" in str(info.value)
+
+
+async def test_intersection_k1_and_k2(small_graph):
+    one = await intersect_subgraphs(small_graph, ["A", "B"], 1)
+    assert ids(one) == ["S"] and one.edges == []
+    two = await intersect_subgraphs(small_graph, ["A", "B"], 2)
+    assert ids(two) == ["S", "A", "B", "D"]
+    assert triples(two) == [("B", "assoc", "S"), ("D", "mentions", "S"), ("S", "assoc", "A")]
+    assert two.schema_summary.entity_types_found == ["Disease", "Gene", "Paper"]
+
+
+async def test_intersection_with_filters(small_graph):
+    result = await intersect_subgraphs(small_graph, ["A", "B"], 2, exclude_node_types=["Paper"], topology_only=True)
+    assert ids(result) == ["S", "A", "B"]
+    assert all(n.metadata is None for n in result.nodes)
+
+
+async def test_intersection_unknown_seed(small_graph):
+    with pytest.raises(UnknownEntity):
+        await intersect_subgraphs(small_graph, ["A", "nope"], 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"seeds": [], "max_hops": 1}, "at least one seed"),
+        ({"seeds": ["S"], "max_hops": 0}, "max_hops must be an integer from 1 to 5"),
+        ({"seeds": ["S"], "max_hops": 6}, "max_hops must be an integer from 1 to 5"),
+        ({"seeds": ["S"], "max_hops": True}, "max_hops"),
+        ({"seeds": ["S"], "max_hops": 1, "limit": 0}, "limit must be a positive integer"),
+        ({"seeds": ["S"], "max_hops": 1, "offset": -1}, "offset must be an integer >= 0"),
+        ({"seeds": ["S"], "max_hops": 1, "min_mentions": 0}, "min_mentions"),
+        ({"seeds": [""], "max_hops": 1}, "empty"),
+    ],
+)
+async def test_bfs_argument_bounds(small_graph, kwargs, fragment):
+    with pytest.raises(InvalidArgument) as info:
+        await bfs_query(small_graph, **kwargs)
+    assert fragment in str(info.value)
+
+
+async def test_intersection_needs_two_seeds_and_k_in_range(small_graph):
+    with pytest.raises(InvalidArgument, match="at least 2 distinct seeds"):
+        await intersect_subgraphs(small_graph, ["A", "A"], 1)
+    with pytest.raises(InvalidArgument, match="k must be"):
+        await intersect_subgraphs(small_graph, ["A", "B"], 9)
+
+
+def hub_graph(leaves: int) -> Graph:
+    from conftest import entity, rel
+
+    records = [entity("H", "Hub")] + [entity(f"L{i:02d}", "Leaf") for i in range(leaves)]
+    records += [rel("H", "has", f"L{i:02d}") for i in range(leaves)]
+    records += [rel(f"L{i:02d}", "next", f"L{(i + 1) % leaves:02d}") for i in range(leaves)]
+    return Graph(MemoryBackend(records), plugins=[postprocess])
+
+
+async def test_hub_edges_are_capped_and_reported():
+    result = await bfs_query(hub_graph(10), ["H"], 1, budget=TraversalBudget(max_edges_per_node=4))
+    assert ids(result) == ["H", "L00", "L01", "L02", "L03"]
+    (cut,) = result.truncated
+    assert cut.reason == "max_edges_per_node" and cut.capped_nodes == ["H"]
+    assert "6 of their edges were not followed" in cut.detail
+
+
+async def test_node_budget_stops_the_traversal_and_says_so():
+    result = await bfs_query(hub_graph(10), ["H"], 3, budget=TraversalBudget(max_nodes=4))
+    assert result.node_count == 4
+    (cut,) = result.truncated
+    assert cut.reason == "max_nodes" and "7 further neighbour(s)" in cut.detail
+
+
+async def test_batch_round_trips_per_hop_are_constant(small_graph):
+    await bfs_query(small_graph, ["S"], 2, topology_only=True)
+    calls = small_graph.stats.calls
+    assert calls.get("edges_from", 0) == 0 and calls.get("get_node", 0) == 0
+    assert calls["edges_from_many"] == 2 and calls["edges_to_many"] == 2

@@ -1,0 +1,73 @@
+"""Nox sessions for the bfsql monorepo.
+
+Plugin sessions are discovered from ``plugins/*/pyproject.toml``: each plugin is tested
+in its own virtualenv against its own real server (started by its tests). Run one
+backend with ``nox -t NAME`` (e.g. ``nox -t postgres``); ``nox`` runs everything.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+CORE = ROOT / "core"
+PLUGINS = sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml"))
+
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "httpx>=0.27", "rdflib>=7"]
+
+
+def _pytest(session: nox.Session, *paths: str) -> None:
+    session.run("pytest", "-q", "-p", "no:cacheprovider", *paths, *session.posargs,
+                env={"BFSQL_CACHE_DIR": str(ROOT / ".nox" / "bfsql-cache")})
+
+
+@nox.session(tags=["core"])
+def tests(session: nox.Session) -> None:
+    """Core's unit tests and the cross-package end-to-end tests (MCP over stdio and HTTP)."""
+    session.install("-e", f"{CORE}[testing,rdf]", *TEST_DEPS)
+    _pytest(session, "core/tests", "tests", "--ignore=tests/test_template.py")
+
+
+@nox.session(tags=["template"])
+def template(session: nox.Session) -> None:
+    """Render the cookiecutter template, install the result in a fresh venv, run its tests."""
+    session.install("-e", f"{CORE}[testing]", "cookiecutter>=2.6", *TEST_DEPS)
+    _pytest(session, "tests/test_template.py")
+
+
+def _plugin_session(plugin: Path) -> None:
+    meta = tomllib.loads((plugin / "pyproject.toml").read_text())
+    short = plugin.name.removeprefix("bfsql-")
+
+    @nox.session(name=f"plugin-{short}", tags=[short, "plugins"])
+    def run(session: nox.Session) -> None:
+        extras = meta.get("project", {}).get("optional-dependencies", {})
+        target = f"{plugin}[test]" if "test" in extras else str(plugin)
+        session.install("-e", f"{CORE}[testing]", "-e", target, *TEST_DEPS)
+        _pytest(session, str(plugin / "tests"))
+
+    run.__doc__ = f"{meta['project']['name']}: its tests against its real server."
+
+
+for _plugin in PLUGINS:
+    _plugin_session(_plugin)
+
+
+@nox.session(tags=["lint"])
+def lint(session: nox.Session) -> None:
+    """ruff over every package, the tests and this file."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", "core", "plugins", "tests", "noxfile.py", "bench")
+
+
+@nox.session(tags=["typecheck"])
+def typecheck(session: nox.Session) -> None:
+    """mypy (strict) on core."""
+    session.install("-e", f"{CORE}[testing]", "mypy>=1.11")
+    session.run("mypy", "core/src/bfsql")
