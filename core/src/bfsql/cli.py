@@ -163,6 +163,10 @@ def serve(
     settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node)
     try:
         if transport == "stdio":
+            if sys.stdin.isatty():
+                click.echo(f"bfsql: serving backend {spec.name!r} over stdio. This is for MCP clients: "
+                           "add 'bfsql serve' to your client's config (see README), or try 'bfsql query'. "
+                           "Ctrl-C stops.", err=True)
             asyncio.run(serve_stdio(spec, config, settings))
         else:
             http = HttpOptions(host=host, port=port, auth_token=auth_token, allowed_hosts=allowed_hosts)

@@ -159,20 +159,28 @@ def fit_list(items: list[Any], max_tokens: int, *, what: str, id_key: str = "id"
     items = [fit_record(i, max_tokens) if isinstance(i, dict) else i for i in items]
     if _fits(items, max_tokens):
         return items
-    keep = len(items)
-    while keep > 0 and not _fits(items[:keep], max_tokens):
-        keep = max(keep - max(1, keep // 8), 0) if keep > 16 else keep - 1
-    rest = [i.get(id_key) for i in items[keep:] if isinstance(i, dict)]
-    marker = {
-        "truncated": {
-            "reason": "max_tokens",
-            "detail": f"{len(items) - keep} of {len(items)} {what} did not fit the answer budget of "
-            f"{max_tokens} tokens.",
-            "hint": "Call again with only the remaining ids.",
-            "remaining_ids": rest[:200],
+
+    def with_marker(keep: int) -> list[Any]:
+        rest = [i.get(id_key) for i in items[keep:] if isinstance(i, dict)]
+        marker = {
+            "truncated": {
+                "reason": "max_tokens",
+                "detail": f"{len(items) - keep} of {len(items)} {what} did not fit the answer budget of "
+                f"{max_tokens} tokens.",
+                "hint": "Call again with the remaining ids" + (" (first 100 listed)." if len(rest) > 100 else "."),
+                "remaining_ids": rest[:100],
+            }
         }
-    }
-    return [*items[:keep], marker]
+        return [*items[:keep], marker]
+
+    low, high = 0, len(items) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _fits(with_marker(middle), max_tokens):
+            low = middle
+        else:
+            high = middle - 1
+    return with_marker(low)
 
 
 def fit_schema(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:

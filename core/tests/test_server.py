@@ -1,0 +1,162 @@
+"""The MCP tool layer in-process: failures, recovery, timeouts, budgets, plugin tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from mcp import Client
+
+from bfsql import Graph, hookimpl, postprocess
+from bfsql.backends.memory import MemoryBackend
+from bfsql.models import Edge
+from bfsql.plugins import get_plugin_manager
+from bfsql.server import ServeSettings, build_server
+from bfsql.server.budget import estimate_tokens, fit_list, fit_record, fit_traversal
+
+from conftest import entity, rel, small_records
+
+
+class FlakyBackend(MemoryBackend):
+    """Fails with ConnectionError while ``down``; sleeps ``delay`` seconds per edge call."""
+
+    def __init__(self, records) -> None:
+        super().__init__(records)
+        self.down = False
+        self.delay = 0.0
+
+    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        if self.down:
+            raise ConnectionError("connection refused")
+        await asyncio.sleep(self.delay)
+        return await super().edges_from_many(entity_ids)
+
+
+def payload(result):
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+async def client_for(backend, **settings) -> Client:
+    graph = Graph(backend, plugins=[postprocess])
+    return Client(await build_server(graph, ServeSettings(**settings)))
+
+
+async def test_backend_failure_is_a_clear_error_and_the_server_recovers(caplog):
+    backend = FlakyBackend(small_records())
+    async with await client_for(backend) as client:
+        backend.down = True
+        result = await client.call_tool("bfs_query", {"seeds": ["S"], "max_hops": 1})
+        assert result.is_error
+        text = result.content[0].text
+        assert "ConnectionError" in text and "try again" in text and "Traceback" not in text
+        backend.down = False
+        assert payload(await client.call_tool("bfs_query", {"seeds": ["S"], "max_hops": 1}))["node_count"] == 4
+    assert "Traceback" not in caplog.text
+
+
+async def test_slow_backend_times_out_with_advice():
+    backend = FlakyBackend(small_records())
+    backend.delay = 5
+    async with await client_for(backend, timeout=0.2) as client:
+        result = await client.call_tool("bfs_query", {"seeds": ["S"], "max_hops": 1})
+        assert result.is_error and "timed out after 0.2s" in result.content[0].text
+        backend.delay = 0
+        assert payload(await client.call_tool("describe_entity", {"id": "S"}))["id"] == "S"
+
+
+async def test_describe_entity_is_flat_and_describe_entities_omits_unknown():
+    async with await client_for(MemoryBackend(small_records())) as client:
+        assert payload(await client.call_tool("describe_entity", {"id": "E"})) == {
+            "id": "E", "entity_type": "Gene", "name": "e", "total_mentions": 1}
+        many = payload(await client.call_tool("describe_entities", {"ids": ["E", "nope", "E"]}))
+        assert many == [{"id": "E", "entity_type": "Gene", "metadata": {"name": "e", "total_mentions": 1}}]
+
+
+async def test_vectors_never_reach_the_client():
+    records = [entity("V", "Gene", properties={"embedding": [0.1] * 8, "other": list(range(100))})]
+    async with await client_for(MemoryBackend(records)) as client:
+        assert payload(await client.call_tool("describe_entity", {"id": "V"})) == {
+            "id": "V", "entity_type": "Gene", "name": "v"}
+
+
+async def test_schema_is_not_injected_for_large_schemas():
+    records = [entity(f"N{i}", f"Type{i}") for i in range(25)]
+    async with await client_for(MemoryBackend(records)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert "Valid node_types" not in tools["bfs_query"].description
+    async with await client_for(MemoryBackend(small_records())) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert "Valid node_types for this graph: Disease, Drug, Gene, Paper." in tools["bfs_query"].description
+
+
+def hub_records(n: int) -> list:
+    records = [entity("H", "Hub", properties={"description": "x" * 300})]
+    records += [entity(f"L{i:04d}", "Leaf", properties={"description": "y" * 200}) for i in range(n)]
+    return records + [rel("H", "has", f"L{i:04d}", confidence=0.5, source_documents=["d"] * 5) for i in range(n)]
+
+
+async def test_every_answer_fits_the_budget_with_a_continuation():
+    async with await client_for(MemoryBackend(hub_records(400)), max_tokens=2000) as client:
+        answer = payload(await client.call_tool("bfs_query", {"seeds": ["H"], "max_hops": 1}))
+        assert estimate_tokens(answer) <= 2000
+        assert answer["node_count"] == 401
+        notes = {n["reason"]: n for n in answer["truncated"]}
+        assert "max_tokens" in notes
+        assert all(set(n) == {"id", "entity_type"} for n in answer["nodes"])  # degraded to stubs first
+        seen = {n["id"] for n in answer["nodes"]}
+        offset = [n for n in answer["truncated"] if "next_offset" in n][-1]["next_offset"]
+        assert offset == len(answer["nodes"])
+        while offset is not None:
+            page = payload(await client.call_tool("bfs_query", {"seeds": ["H"], "max_hops": 1, "offset": offset}))
+            assert estimate_tokens(page) <= 2000
+            assert not seen & {n["id"] for n in page["nodes"]}
+            seen |= {n["id"] for n in page["nodes"]}
+            offset = next((n["next_offset"] for n in page.get("truncated", []) if "next_offset" in n), None)
+        assert len(seen) == 401
+        many = payload(await client.call_tool("describe_entities", {"ids": [f"L{i:04d}" for i in range(300)]}))
+        assert estimate_tokens(many) <= 2000 and "remaining_ids" in many[-1]["truncated"]
+
+
+def test_fit_functions_leave_small_answers_alone():
+    small = {"nodes": [{"id": "a", "entity_type": "T"}], "edges": [], "node_count": 1}
+    assert fit_traversal(small, 1000, offset=0) is small
+    assert fit_record({"id": "a"}, 1000) == {"id": "a"}
+    assert fit_list([{"id": "a"}], 1000, what="x") == [{"id": "a"}]
+    long = fit_record({"id": "a", "entity_type": "T", "text": "z" * 100_000}, 1000)
+    assert estimate_tokens(long) <= 1000 and long["truncated"]["reason"] == "max_tokens"
+
+
+class GreetingTool:
+    @hookimpl
+    def register_tools(self, register):
+        async def count_types(graph, prefix: str = "") -> list[str]:
+            """Entity types starting with a prefix."""
+            return [t for t in await graph.entity_types() if t.startswith(prefix)]
+
+        register(count_types, name="types_with_prefix")
+
+
+async def test_plugins_add_tools_with_the_graph_injected():
+    pm = get_plugin_manager()
+    plugin = GreetingTool()
+    pm.register(plugin)
+    try:
+        async with await client_for(MemoryBackend(small_records())) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools["types_with_prefix"].input_schema["properties"]) == {"prefix"}
+            assert tools["types_with_prefix"].annotations.read_only_hint is True
+            result = await client.call_tool("types_with_prefix", {"prefix": "D"})
+            assert not result.is_error
+            assert [c.text for c in result.content] == ["Disease", "Drug"]
+    finally:
+        pm.unregister(plugin)
+
+
+@pytest.mark.parametrize("tool", ["bfs_query", "intersect_subgraphs"])
+async def test_wrong_types_are_rejected_with_field_names(tool):
+    async with await client_for(MemoryBackend(small_records())) as client:
+        result = await client.call_tool(tool, {"seeds": ["S", "A"], "max_hops": "many", "k": "many"})
+        assert result.is_error
+        assert "max_hops" in result.content[0].text or "k" in result.content[0].text
