@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -37,6 +37,8 @@ from bfsql.server.instructions import (
 __all__ = ["BFSQL_TOOLS", "ServeSettings", "build_server"]
 
 logger = logging.getLogger("bfsql.server")
+
+T = TypeVar("T")
 
 DEFAULT_MAX_TOKENS = 20_000
 """Below Claude Code's 25k-token cap on a tool answer, with room for the estimate's error."""
@@ -70,7 +72,7 @@ class _Tools:
         self.graph = graph
         self.settings = settings
 
-    async def guarded(self, tool: str, call: Callable[[], Awaitable[Any]]) -> Any:
+    async def guarded(self, tool: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run a tool body with a timeout, turning every failure into a clear tool error."""
         try:
             return await asyncio.wait_for(call(), self.settings.timeout)
@@ -100,7 +102,7 @@ class _Tools:
             await ctx.report_progress(hop, total, message)
 
     async def describe_schema(self) -> Annotated[CallToolResult, SchemaDescription]:
-        async def body() -> Any:
+        async def body() -> CallToolResult:
             types, preds = await asyncio.gather(self.graph.entity_types(), self.graph.predicates())
             description = await self.graph.backend.graph_description()
             next_steps = await self.graph.backend.next_steps() or DEFAULT_NEXT_STEPS
@@ -123,7 +125,7 @@ class _Tools:
             list[str] | None, Field(description="Restrict results to these entity types.")
         ] = None,
     ) -> Annotated[CallToolResult, list[EntityStub]]:
-        async def body() -> Any:
+        async def body() -> CallToolResult:
             if not query.strip():
                 raise InvalidArgument("query must not be empty.", "Pass a name or alias, e.g. query=\"BRAF\".")
             if len(query) > 1000:
@@ -148,7 +150,7 @@ class _Tools:
         offset: Annotated[int, Field(description="Skip the first N nodes (paging).")] = 0,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, BfsResult]:
-        async def body() -> Any:
+        async def body() -> CallToolResult:
             result = await bfs_query(
                 self.graph,
                 seeds,
@@ -170,7 +172,7 @@ class _Tools:
     async def describe_entity(
         self, id: Annotated[str, Field(description="Canonical entity id.")]
     ) -> Annotated[CallToolResult, dict[str, Any]]:
-        async def body() -> Any:
+        async def body() -> CallToolResult:
             node, metadata = await asyncio.gather(self.graph.get_node(id), self.graph.metadata_for_node(id))
             full = self.graph.process_node(node.model_copy(update={"metadata": dict(metadata)}), "describe_entity")
             flat = {**(full.metadata or {}), "id": full.id, "entity_type": full.entity_type}
@@ -181,7 +183,7 @@ class _Tools:
     async def describe_entities(
         self, ids: Annotated[list[str], Field(description="Canonical entity ids.")]
     ) -> Annotated[CallToolResult, list[dict[str, Any]]]:
-        async def body() -> Any:
+        async def body() -> CallToolResult:
             if len(ids) > 500:
                 raise InvalidArgument(
                     f"describe_entities accepts at most 500 ids; got {len(ids)}.", "Split the ids over several calls."
@@ -212,7 +214,7 @@ class _Tools:
         topology_only: Annotated[bool, Field(description="Bare ids, types and triples only.")] = False,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, IntersectionResult]:
-        async def body() -> Any:
+        async def body() -> CallToolResult:
             result = await intersect_subgraphs(
                 self.graph,
                 seeds,
