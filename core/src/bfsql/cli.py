@@ -298,15 +298,8 @@ def load(db: Path, fmt: str | None, description: str | None, sources: tuple[Path
 
     records = sum(_count_lines(p) for p in sources)
     with click.progressbar(length=records, label="loading", file=sys.stderr, show_pos=True) as bar:
-        shown = 0
-
-        def progress(done: int) -> None:
-            nonlocal shown
-            bar.update(done - shown)
-            shown = done
-
         try:
-            report = load_sqlite(db, list(sources), fmt=fmt, description=description, progress=progress)
+            report = load_sqlite(db, list(sources), fmt=fmt, description=description, progress=bar.update)
         except BadRow as exc:
             raise click.ClickException(f"{exc} (nothing was loaded; fix the row and run again)") from None
     click.echo(json.dumps(dataclasses.asdict(report), default=str))

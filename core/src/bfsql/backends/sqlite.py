@@ -1,0 +1,411 @@
+"""The embedded SQLite backend: a kgraph-style store built by ``bfsql load``.
+
+The store is opened read-only (``mode=ro`` plus ``PRAGMA query_only``), so the
+server cannot write to it by construction. All SQLite work runs on one dedicated
+worker thread per backend, never on the event loop. Batch primitives are set-based
+(``IN (...)`` in chunks), so a BFS frontier costs one query per batch call and chunk.
+Answers equal the memory backend's for the same bundle: merged entities are
+invisible (and so are edges touching them), dangling edges are kept, edges are
+sorted by (subject, predicate, object), and metadata is derived with
+:func:`~bfsql.loading.records.node_metadata` / :func:`~bfsql.loading.records.edge_metadata`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.errors import BfsqlError
+from bfsql.hookspecs import hookimpl
+from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
+from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION
+from bfsql.models import Edge, EntityStub, Node
+from bfsql.search_rank import lexical_rank
+
+__all__ = ["SqliteBackend", "SqliteConfig", "SqliteStoreError"]
+
+T = TypeVar("T")
+
+SEARCH_LIMIT = 20
+MAX_PARAMS = 500
+"""Bound parameters per statement; batches are split into chunks of at most this many."""
+FTS_CANDIDATES = 5000
+"""Best-ranked labels examined by the full-text tier of search_entities."""
+SUBSTRING_CANDIDATES = 2000
+"""Labels examined by the substring tier of search_entities."""
+
+_VISIBLE = "status IS NOT 'merged'"
+_ENTITY_COLUMNS = "entity_id, entity_type, name, synonyms, properties, status, confidence, source, canonical_url"
+
+
+class SqliteConfig(BaseModel):
+    """Configuration of the sqlite backend."""
+
+    db: Path | None = Field(default=None, description="SQLite file; default: the bundled FamPlex demo graph")
+    description: str | None = Field(
+        default=None, description="graph_description text; default: the description stored by the loader"
+    )
+
+
+class SqliteStoreError(BfsqlError):
+    """The SQLite file is missing or is not a usable bfsql store."""
+
+    code = "store_error"
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _marks(count: int) -> str:
+    return ",".join("?" * count)
+
+
+def _entity(row: Sequence[Any]) -> EntityRecord:
+    return EntityRecord.model_construct(
+        id=row[0],
+        entity_type=row[1],
+        name=row[2],
+        synonyms=json.loads(row[3]),
+        properties=json.loads(row[4]),
+        status=row[5],
+        confidence=row[6],
+        source=row[7],
+        canonical_url=row[8],
+    )
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 query matching every whitespace-separated token of ``text``, the last as a prefix.
+
+    Each token is an FTS5 string (double quotes doubled), so user text is never read
+    as FTS5 syntax (``AND``, ``NEAR(``, ``col:x``, ``*``, quotes).
+    """
+    tokens = ['"' + token.replace('"', '""') + '"' for token in text.split()]
+    return " ".join(tokens) + "*"
+
+
+class SqliteBackend(GraphDbInterface):
+    """A read-only view of a SQLite store written by :func:`bfsql.loading.sqlite_loader.load_sqlite`."""
+
+    capabilities = Capabilities(batch_primitives=True, provenance=True)
+
+    def __init__(self, db: str | Path, description: str | None = None) -> None:
+        """Open ``db`` read-only; :class:`SqliteStoreError` if it is missing or not a bfsql store.
+
+        Opening is quick (a connection and a schema check) and waits for the worker thread.
+        """
+        self.path = Path(db)
+        self._description = description
+        self._conn: sqlite3.Connection | None = None
+        self._has_trigram = False
+        self._stored_description: str | None = None
+        self._schema_cache: dict[str, list[str]] = {}
+        if not self.path.is_file():
+            raise SqliteStoreError(
+                f"SQLite store {self.path} does not exist.",
+                f"Build it with: bfsql load --db {self.path} bundle.jsonl",
+            )
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bfsql-sqlite")
+        try:
+            self._executor.submit(self._connect).result()
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            raise
+
+    # -- worker-thread side ---------------------------------------------------
+
+    def _connect(self) -> None:
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            missing = REQUIRED_TABLES - tables
+            if missing:
+                raise SqliteStoreError(
+                    f"{self.path} is not a bfsql store (missing tables: {', '.join(sorted(missing))}).",
+                    f"Build a store with: bfsql load --db NEW_FILE bundle.jsonl (not over {self.path}).",
+                )
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise SqliteStoreError(
+                f"{self.path} is not a SQLite database ({exc}).",
+                "Build a store with: bfsql load --db NEW_FILE bundle.jsonl",
+            ) from None
+        except BaseException:
+            conn.close()
+            raise
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            conn.close()
+            raise SqliteStoreError(
+                f"{self.path} has store schema version {meta.get('schema_version')!r}; "
+                f"this bfsql reads version {SCHEMA_VERSION}.",
+                "Rebuild it: bfsql load --db NEW_FILE bundle.jsonl with this version of bfsql.",
+            )
+        self._has_trigram = "entity_trigram" in tables
+        self._stored_description = meta.get("description")
+        self._conn = conn
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("the sqlite backend is closed")
+        return self._conn
+
+    def _edges_many(self, entity_ids: list[str], outgoing: bool) -> dict[str, list[Edge]]:
+        key, other = ("subject_id", "object_id") if outgoing else ("object_id", "subject_id")
+        found: dict[str, list[Edge]] = {}
+        for chunk in _chunks(list(dict.fromkeys(entity_ids)), MAX_PARAMS):
+            rows = self._db.execute(
+                f"""
+                SELECT e.entity_id, r.subject_id, r.predicate, r.object_id
+                FROM entity e
+                LEFT JOIN relationship r ON r.{key} = e.entity_id AND NOT EXISTS (
+                    SELECT 1 FROM entity m WHERE m.entity_id = r.{other} AND m.status = 'merged')
+                WHERE e.entity_id IN ({_marks(len(chunk))}) AND e.{_VISIBLE}
+                ORDER BY e.entity_id, r.subject_id, r.predicate, r.object_id
+                """,
+                chunk,
+            )
+            for entity_id, subject, predicate, obj in rows:
+                edges = found.setdefault(entity_id, [])
+                if subject is not None:
+                    edges.append(Edge(subject=subject, predicate=predicate, object=obj))
+        return {i: found[i] for i in dict.fromkeys(entity_ids) if i in found}
+
+    def _entities(self, entity_ids: list[str], columns: str) -> dict[str, tuple[Any, ...]]:
+        found: dict[str, tuple[Any, ...]] = {}
+        for chunk in _chunks(list(dict.fromkeys(entity_ids)), MAX_PARAMS):
+            sql = f"SELECT {columns} FROM entity WHERE entity_id IN ({_marks(len(chunk))}) AND {_VISIBLE}"
+            for row in self._db.execute(sql, chunk):
+                found[row[0]] = row
+        return {i: found[i] for i in dict.fromkeys(entity_ids) if i in found}
+
+    def _get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
+        rows = self._entities(entity_ids, "entity_id, entity_type")
+        return {i: Node(id=row[0], entity_type=row[1]) for i, row in rows.items()}
+
+    def _metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        rows = self._entities(entity_ids, _ENTITY_COLUMNS)
+        return {i: node_metadata(_entity(row)) for i, row in rows.items()}
+
+    def _metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        unique = list(dict.fromkeys(edges))
+        rels: dict[Edge, RelationshipRecord] = {}
+        evidence: dict[Edge, list[EvidenceRecord]] = {}
+        for chunk in _chunks(unique, MAX_PARAMS // 3):
+            values = ",".join(["(?, ?, ?)"] * len(chunk))
+            params = [part for edge in chunk for part in (edge.subject, edge.predicate, edge.object)]
+            rows = self._db.execute(
+                f"""
+                WITH wanted (s, p, o) AS (VALUES {values})
+                SELECT r.subject_id, r.predicate, r.object_id, r.confidence, r.source_documents, r.properties,
+                       v.rowid, v.text_span, v.confidence, v.document_id, v.section
+                FROM wanted w
+                JOIN relationship r ON r.subject_id = w.s AND r.predicate = w.p AND r.object_id = w.o
+                LEFT JOIN evidence v
+                    ON v.subject_id = r.subject_id AND v.predicate = r.predicate AND v.object_id = r.object_id
+                ORDER BY r.subject_id, r.predicate, r.object_id, v.rowid
+                """,
+                params,
+            )
+            for s, p, o, confidence, documents, properties, ev_rowid, span, ev_conf, document, section in rows:
+                edge = Edge(subject=s, predicate=p, object=o)
+                if edge not in rels:
+                    rels[edge] = RelationshipRecord.model_construct(
+                        subject=s,
+                        predicate=p,
+                        object=o,
+                        confidence=confidence,
+                        source_documents=json.loads(documents),
+                        properties=json.loads(properties),
+                    )
+                    evidence[edge] = []
+                if ev_rowid is not None:
+                    evidence[edge].append(
+                        EvidenceRecord.model_construct(
+                            subject=s,
+                            predicate=p,
+                            object=o,
+                            text_span=span,
+                            confidence=ev_conf,
+                            document_id=document,
+                            section=section,
+                        )
+                    )
+        return {e: edge_metadata(rels[e], evidence[e]) if e in rels else {} for e in unique}
+
+    def _distinct(self, sql: str) -> list[str]:
+        if sql not in self._schema_cache:  # the store is read-only, so the answer never changes
+            self._schema_cache[sql] = [row[0] for row in self._db.execute(sql)]
+        return self._schema_cache[sql]
+
+    def _search(self, query: str, node_types: list[str] | None) -> list[EntityStub]:
+        text = query.replace("\x00", "").strip()  # FTS5 parses queries as C strings: NUL would end one early
+        q = text.casefold()
+        if not q or node_types == []:
+            return []
+        type_filter = f"AND e.entity_type IN ({_marks(len(node_types))})" if node_types else ""
+        types = list(node_types or [])
+        hits: dict[str, tuple[str, str | None]] = {}
+
+        def take(rows: Sequence[Sequence[Any]]) -> None:
+            for entity_id, entity_type, name in rows:
+                if len(hits) < SEARCH_LIMIT:
+                    hits.setdefault(entity_id, (entity_type, name))
+
+        # Tier 1: exact (case-insensitive) name, then exact synonym.
+        take(
+            self._db.execute(
+                f"""
+                SELECT e.entity_id, e.entity_type, e.name
+                FROM entity_label l JOIN entity e ON e.entity_id = l.entity_id
+                WHERE l.norm = ? AND e.{_VISIBLE} {type_filter}
+                GROUP BY e.entity_id ORDER BY MIN(l.kind), e.entity_id LIMIT ?
+                """,
+                [q, *types, SEARCH_LIMIT],
+            ).fetchall()
+        )
+        # Tier 2: full-text matches of every token (the last one as a prefix), best BM25 first.
+        if len(hits) < SEARCH_LIMIT:
+            take(
+                self._db.execute(
+                    f"""
+                    SELECT e.entity_id, e.entity_type, e.name
+                    FROM (
+                        SELECT rowid AS label_id, rank AS score FROM entity_fts WHERE entity_fts MATCH ?
+                        ORDER BY rank LIMIT ?
+                    ) f
+                    JOIN entity_label l ON l.label_id = f.label_id
+                    JOIN entity e ON e.entity_id = l.entity_id
+                    WHERE e.{_VISIBLE} {type_filter}
+                    GROUP BY e.entity_id ORDER BY MIN(f.score), MIN(l.kind), e.entity_id LIMIT ?
+                    """,
+                    [fts_query(text), FTS_CANDIDATES, *types, 2 * SEARCH_LIMIT],
+                ).fetchall()
+            )
+        # Tier 3: substrings, ranked like the memory backend. The trigram index answers
+        # queries of three or more characters; shorter ones scan, and only as a last resort.
+        if len(hits) < SEARCH_LIMIT and ((self._has_trigram and len(text) >= 3) or not hits):
+            if self._has_trigram and len(text) >= 3:
+                source = "entity_trigram t JOIN entity_label l ON l.label_id = t.rowid"
+                condition, needle = "entity_trigram MATCH ?", '"' + text.replace('"', '""') + '"'
+            else:
+                source, condition, needle = "entity_label l", "instr(l.norm, ?) > 0", q
+            rows = self._db.execute(
+                f"""
+                SELECT e.entity_id, e.entity_type, e.name, l.kind, l.label
+                FROM {source} JOIN entity e ON e.entity_id = l.entity_id
+                WHERE {condition} AND e.{_VISIBLE} {type_filter} LIMIT ?
+                """,
+                [needle, *types, SUBSTRING_CANDIDATES],
+            ).fetchall()
+            ranked: dict[str, tuple[tuple[int, int], str, str | None]] = {}
+            for entity_id, entity_type, name, kind, label in rows:
+                rank = lexical_rank(text, label, []) if kind == 0 else lexical_rank(text, None, [label])
+                if rank is not None and (entity_id not in ranked or rank < ranked[entity_id][0]):
+                    ranked[entity_id] = (rank, entity_type, name)
+            ordered = sorted(ranked.items(), key=lambda item: (item[1][0], item[0]))
+            take([(entity_id, entity_type, name) for entity_id, (_, entity_type, name) in ordered])
+        return [EntityStub(id=i, entity_type=t, name=n) for i, (t, n) in hits.items()]
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- event-loop side ------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the backend's worker thread (the only thread touching the connection)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args))
+
+    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+        """Exact name/synonym matches, then BM25 full-text (prefix) matches, then substrings; at most 20."""
+        return await self._run(self._search, query, node_types)
+
+    async def edges_from(self, entity_id: str) -> list[Edge]:
+        """Outgoing edges, sorted; KeyError for an unknown or merged id."""
+        return (await self.edges_from_many([entity_id]))[entity_id]
+
+    async def edges_to(self, entity_id: str) -> list[Edge]:
+        """Incoming edges, sorted; KeyError for an unknown or merged id."""
+        return (await self.edges_to_many([entity_id]))[entity_id]
+
+    async def get_node(self, entity_id: str) -> Node:
+        """Id and type; KeyError for an unknown or merged id."""
+        return (await self.get_nodes([entity_id]))[entity_id]
+
+    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
+        """All metadata of the entity; KeyError for an unknown or merged id."""
+        return (await self.metadata_for_nodes([entity_id]))[entity_id]
+
+    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
+        """Confidence, source documents, properties and provenance; ``{}`` for an unknown edge."""
+        return (await self.metadata_for_edges([edge]))[edge]
+
+    async def entity_types(self) -> list[str]:
+        """Types of the visible entities, sorted."""
+        sql = f"SELECT DISTINCT entity_type FROM entity WHERE {_VISIBLE} ORDER BY entity_type"
+        return list(await self._run(self._distinct, sql))
+
+    async def predicates(self) -> list[str]:
+        """Predicates of all relationships, sorted."""
+        return list(await self._run(self._distinct, "SELECT DISTINCT predicate FROM relationship ORDER BY predicate"))
+
+    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        """Outgoing edges of each visible entity, one query per chunk of ids."""
+        return await self._run(self._edges_many, list(entity_ids), True)
+
+    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        """Incoming edges of each visible entity, one query per chunk of ids."""
+        return await self._run(self._edges_many, list(entity_ids), False)
+
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
+        """Identity of each visible entity, one query per chunk of ids."""
+        return await self._run(self._get_nodes, list(entity_ids))
+
+    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Metadata of each visible entity, one query per chunk of ids."""
+        return await self._run(self._metadata_for_nodes, list(entity_ids))
+
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        """Metadata of every given edge (``{}`` for unknown ones), one query per chunk of edges."""
+        return await self._run(self._metadata_for_edges, list(edges))
+
+    async def graph_description(self) -> str:
+        """The configured description, else the one stored by the loader."""
+        return self._description or self._stored_description or f"A knowledge graph stored in {self.path.name}."
+
+    async def aclose(self) -> None:
+        """Close the connection and stop the worker thread (idempotent)."""
+        if self._conn is not None:
+            await self._run(self._close)
+        self._executor.shutdown(wait=False)
+
+
+def _create(config: SqliteConfig) -> SqliteBackend:
+    if config.db is not None:
+        return SqliteBackend(config.db, config.description)
+    from bfsql.demo import ensure_demo_db
+
+    return SqliteBackend(ensure_demo_db(), config.description)
+
+
+@hookimpl
+def register_backends(register: Any) -> None:
+    """Register the ``sqlite`` backend."""
+    register("sqlite", _create, SqliteConfig, "Embedded SQLite store (default: bundled FamPlex demo graph)")

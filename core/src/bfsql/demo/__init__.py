@@ -1,0 +1,166 @@
+"""The bundled zero-config demo graph: FamPlex, human protein families and complexes.
+
+FamPlex (https://github.com/sorgerlab/famplex, CC0 1.0) is vendored as its source
+CSVs, version 0.0.5, in ``famplex/``; see docs/demo-graph.md. :func:`famplex_records`
+turns them into bundle records and :func:`ensure_demo_db` builds them into a SQLite
+store in the user's cache, once per bfsql version and data content.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import os
+from collections import defaultdict
+from pathlib import Path
+
+from bfsql.loading import sqlite_loader
+from bfsql.loading.bundle import Record
+from bfsql.loading.records import EntityRecord, RelationshipRecord
+
+__all__ = ["DATA_DIR", "FAMPLEX_VERSION", "cache_dir", "ensure_demo_db", "famplex_description", "famplex_records"]
+
+DATA_DIR = Path(__file__).parent / "famplex"
+"""The vendored FamPlex CSVs."""
+
+FAMPLEX_VERSION = "0.0.5"
+"""The FamPlex release the CSVs come from."""
+
+RELATIONS_DOCUMENT = "famplex:relations.csv"
+"""The ``source_documents`` entry of every demo relationship."""
+
+_FILES = ("entities.csv", "relations.csv", "descriptions.csv", "equivalences.csv", "grounding_map.csv")
+_MEMBER_TYPES = {"HGNC": "Gene", "UP": "Protein"}
+_URLS = {
+    "FPLX": "https://identifiers.org/fplx:{}",
+    "HGNC": "https://identifiers.org/hgnc.symbol:{}",
+    "UP": "https://identifiers.org/uniprot:{}",
+}
+
+
+def _rows(name: str) -> list[list[str]]:
+    with (DATA_DIR / name).open(newline="", encoding="utf-8") as handle:
+        return [[cell.strip() for cell in row] for row in csv.reader(handle) if any(row)]
+
+
+def _xref(namespace: str, identifier: str) -> str:
+    return identifier if identifier.startswith(f"{namespace}:") else f"{namespace}:{identifier}"
+
+
+def famplex_records() -> list[Record]:
+    """The FamPlex graph as bundle records: entities sorted by id, then relations in file order.
+
+    * ``FPLX:<name>`` for every FamPlex entity: a ``Complex`` when some entity is
+      ``partof`` it (it has parts), else a ``Family`` (it only has ``isa`` members);
+      named by its BEL label when equivalences.csv has one, else by its FamPlex name
+      with underscores as spaces; ``description``/``description_source`` from
+      descriptions.csv and ``xrefs`` (``NS:ID``) from equivalences.csv.
+    * ``HGNC:<symbol>`` (``Gene``) and ``UP:<accession>`` (``Protein``) for every
+      gene or protein that relations.csv places in a family or complex, named by
+      the symbol or accession.
+    * Synonyms: the FamPlex name, further BEL labels, and every text that
+      grounding_map.csv grounds to the entity. Groundings to entities outside the
+      graph (chemicals, other genes) are not used.
+    * ``isa``/``partof`` relationships from relations.csv, with
+      ``source_documents = ["famplex:relations.csv"]`` and no confidence.
+    """
+    families = [row[0] for row in _rows("entities.csv")]
+    relations = [(f"{ns1}:{id1}", rel, f"{ns2}:{id2}") for ns1, id1, rel, ns2, id2 in _rows("relations.csv")]
+    complexes = {obj for _, rel, obj in relations if rel == "partof"}
+    equivalences: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for namespace, identifier, family in _rows("equivalences.csv"):
+        equivalences[family].append((namespace, identifier))
+    descriptions = {family: (reference, text) for family, reference, text in _rows("descriptions.csv")}
+    grounded: dict[str, list[str]] = defaultdict(list)
+    for row in _rows("grounding_map.csv"):
+        for namespace, identifier in zip(row[1::2], row[2::2], strict=False):
+            if namespace and identifier:
+                grounded[f"{namespace}:{identifier}"].append(row[0])
+
+    ids = {f"FPLX:{family}" for family in families}
+    ids.update(end for subject, _, obj in relations for end in (subject, obj))
+    records: list[Record] = []
+    for entity_id in sorted(ids):
+        namespace, local = entity_id.split(":", 1)
+        properties: dict[str, object] = {}
+        if namespace == "FPLX":
+            equivalent = equivalences.get(local, [])
+            labels = [identifier for ns, identifier in equivalent if ns == "BEL"]
+            name = labels[0] if labels else local.replace("_", " ")
+            synonyms = [local, *labels[1:], *grounded[entity_id]]
+            entity_type = "Complex" if entity_id in complexes else "Family"
+            if local in descriptions:
+                reference, text = descriptions[local]
+                properties["description"] = text
+                if reference:
+                    properties["description_source"] = reference
+            if equivalent:
+                properties["xrefs"] = [_xref(ns, identifier) for ns, identifier in equivalent]
+        else:
+            name, synonyms, entity_type = local, grounded[entity_id], _MEMBER_TYPES[namespace]
+        records.append(
+            EntityRecord(
+                id=entity_id,
+                entity_type=entity_type,
+                name=name,
+                synonyms=[s for s in dict.fromkeys(synonyms) if s != name],
+                properties=properties,
+                source=f"FamPlex {FAMPLEX_VERSION}",
+                canonical_url=_URLS[namespace].format(local),
+            )
+        )
+    records.extend(
+        RelationshipRecord(subject=subject, predicate=rel, object=obj, source_documents=[RELATIONS_DOCUMENT])
+        for subject, rel, obj in relations
+    )
+    return records
+
+
+def famplex_description(records: list[Record]) -> str:
+    """The demo graph's ``graph_description``, with its counts."""
+    counts: dict[str, int] = defaultdict(int)
+    for record in records:
+        counts[record.entity_type if isinstance(record, EntityRecord) else record.kind] += 1
+    return (
+        f"FamPlex {FAMPLEX_VERSION} (sorgerlab/famplex, CC0 1.0): {counts['Family']} human protein families and "
+        f"{counts['Complex']} protein complexes (ids FPLX:<name>), with the {counts['Gene']} HGNC genes "
+        f"(HGNC:<symbol>) and {counts['Protein']} UniProt proteins (UP:<accession>) that are their members "
+        f"('isa' edges) or parts ('partof' edges), {counts['relationship']} edges in all. Families and complexes "
+        "also nest in each other. Nodes carry names, synonyms from FamPlex's grounding map, MeSH-based "
+        "descriptions and cross-references (xrefs) to BEL, GO, InterPro, Pfam, MeSH, Reactome and others."
+    )
+
+
+def cache_dir() -> Path:
+    """Where built demo stores live: ``$BFSQL_CACHE_DIR``, else ``~/.cache/bfsql``."""
+    configured = os.environ.get("BFSQL_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "bfsql"
+
+
+@functools.cache
+def _content_hash() -> str:
+    """Hash of everything the demo store is built from, so any change rebuilds it."""
+    digest = hashlib.sha256(sqlite_loader.SCHEMA_VERSION.encode())
+    for path in [*(DATA_DIR / name for name in _FILES), Path(__file__), Path(sqlite_loader.__file__)]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def ensure_demo_db() -> Path:
+    """The path of the built demo store, building it first if needed.
+
+    The file name carries the bfsql version and a hash of the data and build code,
+    so an upgrade builds a fresh store. The build goes through
+    :func:`~bfsql.loading.sqlite_loader.load_records`, which writes a temporary file
+    and renames it into place, so a reader never sees a half-built store and two
+    processes building at once both end with a complete one.
+    """
+    from bfsql import __version__
+
+    path = cache_dir() / f"famplex-{FAMPLEX_VERSION}-bfsql-{__version__}-{_content_hash()}.sqlite"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        records = famplex_records()
+        sqlite_loader.load_records(path, records, description=famplex_description(records))
+    return path

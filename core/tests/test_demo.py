@@ -1,0 +1,110 @@
+"""The bundled FamPlex demo graph: records, the cached store, and the default sqlite backend."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bfsql.backends.sqlite import SqliteBackend, SqliteConfig
+from bfsql.demo import DATA_DIR, ensure_demo_db, famplex_records
+from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.models import Edge, Node
+from bfsql.plugins import get_backends
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    directory = tmp_path_factory.mktemp("bfsql-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BFSQL_CACHE_DIR", str(directory))
+        yield directory
+
+
+@pytest.fixture(scope="module")
+def demo_db(cache: Path) -> Path:
+    return ensure_demo_db()
+
+
+@pytest.fixture
+async def demo(demo_db: Path) -> Iterator[SqliteBackend]:
+    backend = SqliteBackend(demo_db)
+    yield backend
+    await backend.aclose()
+
+
+def test_vendored_data_is_complete() -> None:
+    names = {p.name for p in DATA_DIR.iterdir()}
+    assert {"entities.csv", "relations.csv", "descriptions.csv", "equivalences.csv", "grounding_map.csv"} <= names
+    assert any(name.upper().startswith(("README", "NOTICE")) for name in names)
+
+
+def test_records() -> None:
+    records = famplex_records()
+    entities = {r.id: r for r in records if isinstance(r, EntityRecord)}
+    relations = [r for r in records if isinstance(r, RelationshipRecord)]
+    assert len(entities) == len([r for r in records if isinstance(r, EntityRecord)])
+    assert len(entities) > 1000
+    raf = entities["FPLX:RAF"]
+    assert (raf.entity_type, raf.name) == ("Family", "RAF Family")
+    assert "RAF" in raf.synonyms and raf.properties["description_source"] == "mesh:D048490"
+    assert "MESH:D048490" in raf.properties["xrefs"]
+    assert entities["FPLX:p14_3_3"].name == "14-3-3 Family"
+    assert entities["FPLX:AMPK"].entity_type == "Complex"  # AMPK_alpha is partof AMPK
+    assert entities["FPLX:ETC_complex_V"].name == "ETC complex V"  # no BEL label: underscores as spaces
+    assert (entities["HGNC:BRAF"].entity_type, entities["HGNC:BRAF"].name) == ("Gene", "BRAF")
+    assert entities["UP:P0C0S8"].entity_type == "Protein"
+    braf_isa_raf = RelationshipRecord(
+        subject="HGNC:BRAF", predicate="isa", object="FPLX:RAF", source_documents=["famplex:relations.csv"]
+    )
+    assert braf_isa_raf in relations
+    assert {r.predicate for r in relations} == {"isa", "partof"}
+    assert all(r.confidence is None for r in relations)
+
+
+def test_demo_db_is_built_once(demo_db: Path, cache: Path) -> None:
+    assert demo_db.parent == cache and demo_db.is_file()
+    stamp = demo_db.stat().st_mtime_ns
+    assert ensure_demo_db() == demo_db
+    assert demo_db.stat().st_mtime_ns == stamp
+    with sqlite3.connect(demo_db) as conn:
+        assert conn.execute("SELECT count(*) FROM entity").fetchone()[0] > 1000
+    assert not [p for p in cache.iterdir() if p.name.endswith(".loading")]
+
+
+def test_concurrent_builds_race_safely(tmp_path: Path) -> None:
+    code = "from bfsql.demo import ensure_demo_db; print(ensure_demo_db())"
+    env = {**__import__("os").environ, "BFSQL_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True) for _ in "ab"]
+    paths = {run.communicate(timeout=120)[0].strip() for run in runs}
+    assert all(run.returncode == 0 for run in runs)
+    assert len(paths) == 1
+    with sqlite3.connect(paths.pop()) as conn:
+        assert conn.execute("SELECT count(*) FROM entity").fetchone()[0] > 1000
+
+
+@pytest.mark.asyncio
+async def test_demo_answers(demo: SqliteBackend) -> None:
+    hits = await demo.search_entities("BRAF")
+    assert hits[0].id == "HGNC:BRAF" and hits[0].name == "BRAF"
+    assert (await demo.search_entities("RAF"))[0].id == "FPLX:RAF"
+    assert Edge(subject="HGNC:BRAF", predicate="isa", object="FPLX:RAF") in await demo.edges_to("FPLX:RAF")
+    assert await demo.edges_from("FPLX:RAF") == [Edge(subject="FPLX:RAF", predicate="isa", object="FPLX:MAP3K")]
+    assert await demo.get_node("FPLX:RAF") == Node(id="FPLX:RAF", entity_type="Family")
+    assert await demo.entity_types() == ["Complex", "Family", "Gene", "Protein"]
+    assert await demo.predicates() == ["isa", "partof"]
+    assert "FamPlex" in await demo.graph_description()
+
+
+@pytest.mark.asyncio
+async def test_sqlite_backend_defaults_to_the_demo(demo_db: Path) -> None:
+    backend = get_backends()["sqlite"].factory(SqliteConfig())
+    try:
+        assert backend.path == demo_db
+        assert (await backend.get_node("HGNC:BRAF")).entity_type == "Gene"
+    finally:
+        await backend.aclose()

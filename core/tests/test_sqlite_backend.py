@@ -1,0 +1,395 @@
+"""The sqlite backend: hand-worked answers, parity with the memory backend, search, read-only."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bfsql.backends.memory import MemoryBackend
+from bfsql.backends.sqlite import SqliteBackend, SqliteConfig, SqliteStoreError, fts_query
+from bfsql.loading.sqlite_loader import load_sqlite
+from bfsql.models import Edge, EntityStub, Node
+from bfsql.plugins import get_backends
+
+# A hand-made graph. M is merged: it and every edge touching it are invisible.
+# "A regulates GHOST" is dangling (GHOST is no entity) and is kept.
+# The second "A associated_with B" line replaces the first (confidence 0.5 -> 0.7).
+BUNDLE: list[dict[str, Any]] = [
+    {
+        "kind": "entity",
+        "id": "A",
+        "entity_type": "Gene",
+        "name": "BRCA1",
+        "synonyms": ["breast cancer 1", "RNF53"],
+        "properties": {"chromosome": "17q21", "name": "loses to the standard field"},
+        "confidence": 0.9,
+        "source": "hgnc",
+        "canonical_url": "https://example.org/A",
+    },
+    {"kind": "entity", "id": "B", "entity_type": "Disease", "name": "Breast cancer", "synonyms": ["mammary carcinoma"]},
+    {"kind": "entity", "id": "C", "entity_type": "Drug", "name": "Olaparib"},
+    {"kind": "entity", "id": "D", "entity_type": "Gene", "name": "BRCA2", "status": "canonical"},
+    {"kind": "entity", "id": "M", "entity_type": "Obsolete", "name": "BRCA1 (old)", "status": "merged"},
+    {"kind": "entity", "id": "Q", "entity_type": "Gene"},
+    {"kind": "relationship", "subject": "A", "predicate": "associated_with", "object": "B", "confidence": 0.5},
+    {"kind": "relationship", "subject": "C", "predicate": "treats", "object": "B", "source_documents": ["PMID:9"]},
+    {"kind": "relationship", "subject": "A", "predicate": "interacts_with", "object": "D"},
+    {"kind": "relationship", "subject": "M", "predicate": "interacts_with", "object": "D"},
+    {"kind": "relationship", "subject": "D", "predicate": "interacts_with", "object": "M"},
+    {"kind": "relationship", "subject": "A", "predicate": "regulates", "object": "GHOST"},
+    {"kind": "relationship", "subject": "A", "predicate": "regulates", "object": "A"},
+    {
+        "kind": "relationship",
+        "subject": "A",
+        "predicate": "associated_with",
+        "object": "B",
+        "confidence": 0.7,
+        "source_documents": ["PMID:1", "PMID:2"],
+        "properties": {"method": "GWAS"},
+    },
+    {
+        "kind": "evidence",
+        "subject": "A",
+        "predicate": "associated_with",
+        "object": "B",
+        "text_span": "BRCA1 mutations raise breast cancer risk",
+        "confidence": 0.95,
+        "document_id": "PMID:2",
+        "section": "abstract",
+    },
+    {
+        "kind": "evidence",
+        "subject": "A",
+        "predicate": "associated_with",
+        "object": "B",
+        "text_span": "carriers of BRCA1 variants",
+        "document_id": "PMID:1",
+    },
+    {"kind": "evidence", "subject": "C", "predicate": "treats", "object": "B", "text_span": "olaparib for BRCA+"},
+    {"kind": "evidence", "subject": "X", "predicate": "no", "object": "Y", "text_span": "evidence without edge"},
+]
+
+ALL_IDS = ["A", "B", "C", "D", "M", "Q", "GHOST", "nope", "A"]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "graph.jsonl", BUNDLE)
+
+
+@pytest.fixture
+async def backend(bundle: Path, tmp_path: Path):
+    db = tmp_path / "graph.sqlite"
+    load_sqlite(db, [bundle], description="A small test graph.")
+    sqlite_backend = SqliteBackend(db)
+    yield sqlite_backend
+    await sqlite_backend.aclose()
+
+
+def edge(s: str, p: str, o: str) -> Edge:
+    return Edge(subject=s, predicate=p, object=o)
+
+
+# -- hand-worked answers ---------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_edges_by_hand(backend: SqliteBackend) -> None:
+    assert await backend.edges_from("A") == [
+        edge("A", "associated_with", "B"),
+        edge("A", "interacts_with", "D"),
+        edge("A", "regulates", "A"),
+        edge("A", "regulates", "GHOST"),
+    ]
+    assert await backend.edges_to("A") == [edge("A", "regulates", "A")]
+    assert await backend.edges_to("B") == [edge("A", "associated_with", "B"), edge("C", "treats", "B")]
+    assert await backend.edges_to("D") == [edge("A", "interacts_with", "D")]
+    assert await backend.edges_from("D") == []
+    assert await backend.edges_from("Q") == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("missing", ["M", "GHOST", "nope", ""])
+async def test_missing_and_merged_raise_key_error(backend: SqliteBackend, missing: str) -> None:
+    for primitive in (backend.edges_from, backend.edges_to, backend.get_node, backend.metadata_for_node):
+        with pytest.raises(KeyError):
+            await primitive(missing)
+
+
+@pytest.mark.asyncio
+async def test_nodes_and_metadata_by_hand(backend: SqliteBackend) -> None:
+    assert await backend.get_node("A") == Node(id="A", entity_type="Gene")
+    assert await backend.metadata_for_node("A") == {
+        "chromosome": "17q21",
+        "name": "BRCA1",
+        "synonyms": ["breast cancer 1", "RNF53"],
+        "source": "hgnc",
+        "canonical_url": "https://example.org/A",
+        "confidence": 0.9,
+    }
+    assert await backend.metadata_for_node("Q") == {}
+    assert await backend.metadata_for_node("D") == {"name": "BRCA2", "status": "canonical"}
+
+
+@pytest.mark.asyncio
+async def test_edge_metadata_by_hand(backend: SqliteBackend) -> None:
+    assert await backend.metadata_for_edge(edge("A", "associated_with", "B")) == {
+        "method": "GWAS",
+        "confidence": 0.7,
+        "source_documents": ["PMID:1", "PMID:2"],
+        "provenance": [
+            {"text_span": "carriers of BRCA1 variants", "document_id": "PMID:1"},
+            {
+                "text_span": "BRCA1 mutations raise breast cancer risk",
+                "confidence": 0.95,
+                "document_id": "PMID:2",
+                "section": "abstract",
+            },
+        ],
+    }
+    assert await backend.metadata_for_edge(edge("A", "regulates", "GHOST")) == {"source_documents": []}
+    assert await backend.metadata_for_edge(edge("X", "no", "Y")) == {}
+    assert await backend.metadata_for_edge(edge("A", "nope", "B")) == {}
+
+
+@pytest.mark.asyncio
+async def test_schema_by_hand(backend: SqliteBackend) -> None:
+    assert await backend.entity_types() == ["Disease", "Drug", "Gene"]
+    assert await backend.predicates() == ["associated_with", "interacts_with", "regulates", "treats"]
+    assert await backend.graph_description() == "A small test graph."
+    assert backend.capabilities.batch_primitives and backend.capabilities.provenance
+
+
+# -- parity with the memory backend ---------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_answers_equal_memory_backend(backend: SqliteBackend, bundle: Path) -> None:
+    memory = MemoryBackend.from_bundle(bundle)
+    for entity_id in dict.fromkeys(ALL_IDS):
+        for name in ("edges_from", "edges_to", "get_node", "metadata_for_node"):
+            expected: Any
+            try:
+                expected = await getattr(memory, name)(entity_id)
+            except KeyError:
+                expected = KeyError
+            try:
+                got: Any = await getattr(backend, name)(entity_id)
+            except KeyError:
+                got = KeyError
+            assert got == expected, (name, entity_id)
+            if isinstance(got, dict):
+                assert list(got) == list(expected), (name, entity_id)
+    edges = [Edge(subject=r["subject"], predicate=r["predicate"], object=r["object"]) for r in BUNDLE if "subject" in r]
+    edges.append(edge("A", "nope", "B"))
+    for one in edges:
+        got_meta = await backend.metadata_for_edge(one)
+        assert got_meta == await memory.metadata_for_edge(one)
+        assert json.dumps(got_meta) == json.dumps(await memory.metadata_for_edge(one))
+    assert await backend.entity_types() == await memory.entity_types()
+    assert await backend.predicates() == await memory.predicates()
+    for name, keys in (
+        ("edges_from_many", ALL_IDS),
+        ("edges_to_many", ALL_IDS),
+        ("get_nodes", ALL_IDS),
+        ("metadata_for_nodes", ALL_IDS),
+        ("metadata_for_edges", [*edges, edges[0]]),
+    ):
+        got_many = await getattr(backend, name)(keys)
+        expected_many = await getattr(memory, name)(keys)
+        assert got_many == expected_many, name
+        assert list(got_many) == list(expected_many), name
+        assert await getattr(backend, name)([]) == {}
+
+
+@pytest.mark.asyncio
+async def test_batches_are_set_based(backend: SqliteBackend) -> None:
+    statements: list[str] = []
+    await backend._run(lambda: backend._db.set_trace_callback(statements.append))
+    await backend.edges_from_many(["A", "B", "C", "D", "nope"])
+    assert len(statements) == 1
+    statements.clear()
+    await backend.metadata_for_edges([edge("A", "associated_with", "B"), edge("C", "treats", "B")])
+    assert len(statements) == 1
+    statements.clear()
+    many = [f"id{i}" for i in range(1200)] + ["A"]
+    assert list(await backend.get_nodes(many)) == ["A"]
+    assert len(statements) == 3  # chunks of at most 500 ids
+
+
+# -- search ----------------------------------------------------------------------
+
+SEARCH_BUNDLE: list[dict[str, Any]] = [
+    {"kind": "entity", "id": "e:kin", "entity_type": "Thing", "name": "Kin"},
+    {"kind": "entity", "id": "e:other", "entity_type": "Thing", "name": "Other", "synonyms": ["KIN"]},
+    {"kind": "entity", "id": "e:kinase_a", "entity_type": "Enzyme", "name": "Kinase A"},
+    {"kind": "entity", "id": "e:protein_kinase", "entity_type": "Enzyme", "name": "Protein kinase"},
+    {"kind": "entity", "id": "e:skinny", "entity_type": "Thing", "name": "Skinny"},
+    {"kind": "entity", "id": "e:merged", "entity_type": "Thing", "name": "kin", "status": "merged"},
+    {"kind": "entity", "id": "e:unrelated", "entity_type": "Thing", "name": "Zebra", "synonyms": ["NEAR stripes"]},
+    {"kind": "entity", "id": "e:cafe", "entity_type": "Place", "name": "Café Ü"},
+    *({"kind": "entity", "id": f"e:many{i:02}", "entity_type": "Many", "name": f"common {i}"} for i in range(30)),
+]
+
+
+@pytest.fixture
+async def searchable(tmp_path: Path):
+    db = tmp_path / "search.sqlite"
+    load_sqlite(db, [write_jsonl(tmp_path / "search.jsonl", SEARCH_BUNDLE)])
+    sqlite_backend = SqliteBackend(db)
+    yield sqlite_backend
+    await sqlite_backend.aclose()
+
+
+@pytest.mark.asyncio
+async def test_search_ranks_exact_then_prefix_then_contains(searchable: SqliteBackend) -> None:
+    hits = await searchable.search_entities("kin")
+    ids = [hit.id for hit in hits]
+    assert ids[:2] == ["e:kin", "e:other"]  # exact name, then exact synonym
+    assert set(ids[2:4]) == {"e:kinase_a", "e:protein_kinase"}  # word-prefix (full-text) matches
+    assert ids[4:] == ["e:skinny"]  # substring
+    assert hits[0] == EntityStub(id="e:kin", entity_type="Thing", name="Kin")
+    assert all(hit.score is None for hit in hits)
+
+
+@pytest.mark.asyncio
+async def test_search_filters_and_limits(searchable: SqliteBackend) -> None:
+    enzymes = await searchable.search_entities("kin", node_types=["Enzyme"])
+    assert {hit.id for hit in enzymes} == {"e:kinase_a", "e:protein_kinase"}
+    assert await searchable.search_entities("kin", node_types=[]) == []
+    assert await searchable.search_entities("kin", node_types=["Nothing"]) == []
+    many = await searchable.search_entities("common")
+    assert len(many) == 20
+    assert [hit.id for hit in await searchable.search_entities("common 7")] == ["e:many07"]
+    assert [hit.id for hit in await searchable.search_entities("cafe")] == ["e:cafe"]  # diacritics folded
+    assert [hit.id for hit in await searchable.search_entities("KINASE a")] == ["e:kinase_a"]
+    assert [hit.id for hit in await searchable.search_entities("inn")] == ["e:skinny"]
+    assert [hit.id for hit in await searchable.search_entities("ki")][:2] == ["e:kin", "e:other"]
+    assert await searchable.search_entities("xyzzy") == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("query", ["", " ", "\t\n"])
+async def test_search_blank_query(searchable: SqliteBackend, query: str) -> None:
+    assert await searchable.search_entities(query) == []
+
+
+INJECTIONS = [
+    "AND",
+    "OR",
+    "NOT kin",
+    '"',
+    '""',
+    '"kin',
+    "*",
+    "kin*",
+    "^kin",
+    "NEAR(",
+    "NEAR(kin other, 2)",
+    "col:x",
+    "label:kin",
+    "{label}: kin",
+    "'; DROP TABLE entity; --",
+    "kin) OR (1=1",
+    "-kin",
+    "+",
+    "%",
+    "_",
+    "\\",
+    "\x00",
+    "k\u0301in",
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("query", INJECTIONS)
+async def test_search_never_reads_user_text_as_syntax(searchable: SqliteBackend, query: str) -> None:
+    hits = await searchable.search_entities(query)
+    assert isinstance(hits, list) and len(hits) <= 20
+    assert await searchable.entity_types()  # the store is intact
+
+
+@pytest.mark.asyncio
+async def test_search_fuzz(searchable: SqliteBackend) -> None:
+    rng = random.Random(1234)
+    alphabet = "kinAORNEAR\"*^:(){}-+'; %_\\.,|&"
+    for _ in range(300):
+        query = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        assert len(await searchable.search_entities(query)) <= 20
+
+
+@pytest.mark.asyncio
+async def test_search_matches_phrases_literally(searchable: SqliteBackend) -> None:
+    assert [hit.id for hit in await searchable.search_entities("NEAR stripes")] == ["e:unrelated"]
+    assert fts_query('a "b" c') == '"a" """b""" "c"*'
+
+
+# -- opening, read-only, closing ------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_store_is_read_only(backend: SqliteBackend) -> None:
+    with pytest.raises(sqlite3.OperationalError):
+        await backend._run(lambda: backend._db.execute("INSERT INTO meta (key, value) VALUES ('x', 'y')"))
+
+    def bypass_query_only() -> None:
+        backend._db.execute("PRAGMA query_only = OFF")
+        backend._db.execute("DELETE FROM entity")
+
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        await backend._run(bypass_query_only)
+    assert await backend.get_node("A") == Node(id="A", entity_type="Gene")
+
+
+def test_missing_store_says_how_to_build_it(tmp_path: Path) -> None:
+    with pytest.raises(SqliteStoreError, match="bfsql load --db"):
+        SqliteBackend(tmp_path / "absent.sqlite")
+    assert not (tmp_path / "absent.sqlite").exists()
+
+
+def test_foreign_files_are_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    with pytest.raises(SqliteStoreError, match="not a bfsql store"):
+        SqliteBackend(other)
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(SqliteStoreError, match="bfsql load"):
+        SqliteBackend(garbage)
+
+
+@pytest.mark.asyncio
+async def test_aclose(bundle: Path, tmp_path: Path) -> None:
+    db = tmp_path / "closing.sqlite"
+    load_sqlite(db, [bundle])
+    sqlite_backend = SqliteBackend(db, description="configured")
+    assert await sqlite_backend.graph_description() == "configured"
+    await sqlite_backend.aclose()
+    await sqlite_backend.aclose()
+    with pytest.raises(RuntimeError):
+        await sqlite_backend.get_node("A")
+
+
+@pytest.mark.asyncio
+async def test_registered_factory(bundle: Path, tmp_path: Path) -> None:
+    db = tmp_path / "registered.sqlite"
+    load_sqlite(db, [bundle])
+    spec = get_backends()["sqlite"]
+    assert spec.config_model is SqliteConfig
+    created = spec.factory(SqliteConfig(db=db))
+    try:
+        assert isinstance(created, SqliteBackend)
+        assert await created.get_node("C") == Node(id="C", entity_type="Drug")
+    finally:
+        await created.aclose()
