@@ -59,6 +59,24 @@ for _plugin in PLUGINS:
     _plugin_session(_plugin)
 
 
+@nox.session(default=False, tags=["bench"])
+def bench(session: nox.Session) -> None:
+    """Benchmarks (not part of the default run): each prints ratios against a baseline from the same run."""
+    session.install("-e", f"{CORE}[testing]")
+    for plugin in PLUGINS:
+        session.install("-e", f"{plugin}[test]" if "test" in _extras(plugin) else str(plugin))
+    for script in sorted((ROOT / "bench").glob("bench_*.py")):
+        session.log(f"== {script.name}")
+        session.run("python", str(script))
+
+
+def _extras(plugin: Path) -> dict[str, list[str]]:
+    extras: dict[str, list[str]] = tomllib.loads((plugin / "pyproject.toml").read_text()).get("project", {}).get(
+        "optional-dependencies", {}
+    )
+    return extras
+
+
 @nox.session(tags=["lint"])
 def lint(session: nox.Session) -> None:
     """ruff over every package, the tests and this file."""
