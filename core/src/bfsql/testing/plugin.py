@@ -1,5 +1,74 @@
-"""The pytest plugin registered through the ``pytest11`` entry point.
+"""The pytest plugin registered through the ``pytest11`` entry point of ``bfsql[testing]``.
 
-It makes the conformance suite's fixtures available to any project that installs
-``bfsql[testing]``.
+* The ``standard_bundle`` fixture: the standard graph as a JSONL bundle in ``tmp_path``.
+* Conformance checks that do not apply to a backend (see
+  :mod:`bfsql.testing.applicability`) are not collected when the test class declares
+  its capabilities, and every check left out is listed at the end of the run.
+* The ``slow`` marker, for tests that build environments (deselect with ``-m "not slow"``).
 """
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bfsql.testing.applicability import leave_out, recorded, unmet
+from bfsql.testing.standard_graph import write_standard_bundle
+
+__all__ = ["standard_bundle"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``slow`` marker."""
+    config.addinivalue_line("markers", "slow: a long-running test, e.g. one that builds a virtualenv")
+
+
+def _declared_capabilities(item: pytest.Item) -> Any:
+    """The capabilities declared by a conformance test class, or None."""
+    conformance = sys.modules.get("bfsql.testing.conformance")
+    cls = getattr(item, "cls", None)
+    if conformance is None or cls is None or not issubclass(cls, conformance.BackendConformance):
+        return None
+    return cls.capabilities
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m, so that only checks that would run are reported
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the checks that do not apply to a conformance class's declared capabilities."""
+    keep: list[pytest.Item] = []
+    left_out: list[pytest.Item] = []
+    for item in items:
+        declared = _declared_capabilities(item)
+        why = None if declared is None else unmet(getattr(item, "function", None), declared)
+        if why is None:
+            keep.append(item)
+        else:
+            left_out.append(item)
+            leave_out(config, item.nodeid, why, "not collected")
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """List the conformance checks that did not apply, grouped by test and reason."""
+    entries = recorded(config)
+    if not entries:
+        return
+    groups: dict[tuple[str, str, str], int] = {}
+    for entry in entries:
+        key = (entry.nodeid.split("[", 1)[0], entry.reason, entry.how)
+        groups[key] = groups.get(key, 0) + 1
+    terminalreporter.section("bfsql conformance: checks that do not apply to the backend")
+    for (test, reason, how), count in sorted(groups.items()):
+        cases = f" ({count} cases)" if count > 1 else ""
+        terminalreporter.line(f"{how}: {test}{cases} - {reason}")
+
+
+@pytest.fixture
+def standard_bundle(tmp_path: Path) -> Path:
+    """The standard graph as a JSONL bundle file in ``tmp_path``."""
+    return write_standard_bundle(tmp_path)

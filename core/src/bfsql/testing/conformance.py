@@ -1,0 +1,562 @@
+"""The backend conformance suite: subclass :class:`BackendConformance` and provide a ``backend``.
+
+::
+
+    from bfsql.testing import BackendConformance
+
+    class TestMyBackend(BackendConformance):
+        capabilities = MyBackend.capabilities   # optional: decide applicability at collection
+
+        @pytest.fixture
+        async def backend(self, standard_bundle):
+            backend = await MyBackend.open(standard_bundle)
+            yield backend
+            await backend.aclose()
+
+The suite checks every primitive against the contract and the hand-computed answers
+of :mod:`bfsql.testing.standard_graph`, the batch primitives against the single ones,
+the traversal tools end to end (through the engine and through the MCP tool layer),
+and parity with the memory backend. See docs/writing-a-backend.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+import pytest
+
+from bfsql import postprocess
+from bfsql.backend import Capabilities, GraphDbInterface, has_vector_search
+from bfsql.backends.memory import MemoryBackend
+from bfsql.embedders import Embedder, HashingEmbedder
+from bfsql.engine import TraversalBudget
+from bfsql.errors import UnknownEntity
+from bfsql.graph import Graph
+from bfsql.models import Edge, EntityStub, Node
+from bfsql.testing.answers import (
+    backend_arguments,
+    check_edge_metadata,
+    check_node_metadata,
+    check_provenance,
+    check_traversal,
+    run_traversal,
+)
+from bfsql.testing.applicability import requires, skip, unmet
+from bfsql.testing.idmap import IdMap, IdMapLike
+from bfsql.testing.parity import assert_parity
+from bfsql.testing.standard_graph import (
+    ALL_EDGES,
+    ALL_IDS,
+    ASPIRIN,
+    CTNNB1,
+    DESCRIBE_ENTITIES_IDS,
+    EMPTY_SEARCHES,
+    ERROR_CALLS,
+    EXPECTED_DESCRIBE_ENTITIES,
+    EXPECTED_EDGE_METADATA,
+    EXPECTED_EDGES_FROM,
+    EXPECTED_EDGES_TO,
+    EXPECTED_ENTITY_TYPES,
+    EXPECTED_NODE_METADATA,
+    EXPECTED_PREDICATES,
+    EXPECTED_PROVENANCE,
+    GASTRIC,
+    INVISIBLE_IDS,
+    LFS,
+    MDM2,
+    MDM2_DANGLING,
+    MDM2_SELF_LOOP,
+    MERGED,
+    MERGED_MDM2,
+    NODE_TYPES,
+    NUTLIN,
+    ORPHAN,
+    RANKED_SEARCHES,
+    STANDARD_IDS,
+    TP53,
+    TRAVERSALS,
+    UNKNOWN,
+    UNKNOWN_EDGE,
+    SearchCase,
+    TraversalCase,
+    Triple,
+    standard_records,
+)
+
+__all__ = ["BackendConformance"]
+
+SEARCH_LIMIT = 20
+VECTOR_QUERIES = (("Aspirin", ASPIRIN), ("Nutlin-3", NUTLIN), ("β-catenin", CTNNB1), ("胃癌", GASTRIC))
+"""Entity names whose own embedding must find the entity first."""
+BATCH_METHODS = ("edges_from_many", "edges_to_many", "get_nodes", "metadata_for_nodes", "metadata_for_edges")
+
+
+def _xfailed(value: object) -> bool:
+    """Whether a test function carries ``@pytest.mark.xfail(reason=...)`` with a non-empty reason."""
+    return any(mark.name == "xfail" and mark.kwargs.get("reason") for mark in getattr(value, "pytestmark", []))
+
+
+def _refusal(owner: str, name: str, override: object) -> Callable[..., Any]:
+    """A stand-in for a standard test overridden without xfail: it fails, naming the rule."""
+    message = (
+        f"{owner}.{name} overrides a standard conformance test without @pytest.mark.xfail(reason=...). "
+        "A backend that cannot pass a standard check must say so: mark the override xfail with the reason."
+    )
+
+    async def refused(*args: Any, **kwargs: Any) -> None:
+        pytest.fail(message, pytrace=False)
+
+    if not callable(override):  # the standard test was replaced by a non-test, e.g. None
+        refused.__name__ = name
+        return refused
+    stand_in = functools.wraps(override)(refused)  # the override's fixtures and parameters, so it collects
+    # Only the marks collection needs: a skip or a reason-less xfail must not hide the failure.
+    marks = getattr(override, "pytestmark", [])
+    stand_in.pytestmark = [m for m in marks if m.name in ("parametrize", "usefixtures")]  # type: ignore[attr-defined]
+    return stand_in
+
+
+def _triples(edges: Iterable[Edge], ids: IdMap) -> list[Triple]:
+    """Backend edges as sorted standard triples (duplicates kept, so they show)."""
+    for edge in edges:
+        assert isinstance(edge, Edge), f"expected Edge records, got {type(edge).__name__}"
+    return sorted(ids.triple(e.subject, e.predicate, e.object) for e in edges)
+
+
+def _payload(result: Any, what: str) -> Any:
+    assert not result.is_error, f"{what} failed: {result.content[0].text}"
+    return json.loads(result.content[0].text)
+
+
+class BackendConformance:
+    """The standard tests of a bfsql backend. Subclass it (``class TestMine(BackendConformance)``).
+
+    Provide the ``backend`` fixture: a :class:`~bfsql.GraphDbInterface` loaded with the
+    standard graph (use the ``standard_bundle`` fixture or
+    :func:`~bfsql.testing.standard_graph.standard_records`), sync or async, closed by
+    the fixture itself. Optionally override ``id_map`` (standard id -> backend id) and
+    set the class attribute ``capabilities``.
+
+    Overriding a standard test is allowed only with ``@pytest.mark.xfail(reason=...)``;
+    an override without it fails.
+    """
+
+    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.asyncio]
+    """Every standard test is async; the mark makes them run in pytest-asyncio's strict mode too."""
+
+    capabilities: ClassVar[Capabilities | None] = None
+    """The capabilities the suite tests. None: read ``backend.capabilities`` at run time
+    and skip (reporting) checks that do not apply. Declared: checks that do not apply
+    are not collected (and reported), and a test asserts the declaration equals the
+    backend's own flags."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        standard = {name for name in vars(BackendConformance) if name.startswith("test_")}
+        for name in sorted(standard & set(vars(cls))):
+            override = vars(cls)[name]
+            if not _xfailed(override):
+                setattr(cls, name, _refusal(cls.__name__, name, override))
+
+    # --- fixtures ------------------------------------------------------------
+
+    @pytest.fixture
+    def backend(self) -> GraphDbInterface:
+        """The backend under test, loaded with the standard graph. Subclasses must provide it."""
+        pytest.fail(
+            f"{type(self).__name__} must define a `backend` fixture returning a GraphDbInterface "
+            "loaded with the standard graph (see the `standard_bundle` fixture).",
+            pytrace=False,
+        )
+
+    @pytest.fixture
+    def id_map(self) -> IdMapLike:
+        """Standard id -> backend id: a dict, a function or an IdMap; None (the default) is identity."""
+        return None
+
+    @pytest.fixture
+    def ids(self, id_map: IdMapLike) -> IdMap:
+        """The id map, two-way."""
+        return IdMap.of(id_map)
+
+    @pytest.fixture
+    def tested_capabilities(self, backend: GraphDbInterface) -> Capabilities:
+        """The capabilities the suite tests: the class's declaration, else the backend's."""
+        declared = type(self).capabilities
+        return backend.capabilities if declared is None else declared
+
+    @pytest.fixture
+    def embedder(self) -> Embedder:
+        """The embedder of vector-search checks; override it to match the one the store's vectors came from."""
+        return HashingEmbedder()
+
+    @pytest.fixture
+    def graph(self, backend: GraphDbInterface) -> Graph:
+        """The backend behind a Graph without cache, with only the built-in post-processing."""
+        return Graph(backend, plugins=[postprocess], cache=None)
+
+    @pytest.fixture(autouse=True)
+    def _applicability(self, request: pytest.FixtureRequest, tested_capabilities: Capabilities) -> None:
+        why = unmet(request.function, tested_capabilities)
+        if why is not None:
+            skip(request, why)
+
+    @staticmethod
+    def _needs_order(request: pytest.FixtureRequest, case: TraversalCase, ids: IdMap) -> None:
+        if case.order_sensitive and not ids.preserves_order:
+            skip(request, "the id map does not preserve id order, on which this answer depends")
+
+    @staticmethod
+    def _needs_vector_primitive(request: pytest.FixtureRequest, backend: GraphDbInterface) -> None:
+        if not has_vector_search(backend):
+            skip(request, "vector_search is declared for search_entities, which embeds the query itself; "
+                 "the vector_search primitive is not implemented")
+
+    # --- capabilities and schema -------------------------------------------
+
+    async def test_capabilities_declared_are_the_backends(self, backend: GraphDbInterface) -> None:
+        """The flags are a Capabilities; a class-level declaration must equal the backend's own."""
+        assert isinstance(backend.capabilities, Capabilities), "backend.capabilities must be a bfsql.Capabilities"
+        declared = type(self).capabilities
+        if declared is not None:
+            assert declared == backend.capabilities, (
+                f"{type(self).__name__}.capabilities declares {declared.as_dict()}, but the backend declares "
+                f"{backend.capabilities.as_dict()}; the suite would not test what the backend claims"
+            )
+
+    async def test_entity_types_sorted_and_stable(self, backend: GraphDbInterface) -> None:
+        """Sorted, without duplicates, the same on every call, and only types of the graph."""
+        first, second = await backend.entity_types(), await backend.entity_types()
+        assert first == sorted(set(first)), f"entity_types must be sorted and unique: {first}"
+        assert first == second, "entity_types changed between two calls"
+        assert set(first) <= set(EXPECTED_ENTITY_TYPES), f"unexpected types: {set(first) - set(EXPECTED_ENTITY_TYPES)}"
+
+    @requires(comprehensive_schema=True)
+    async def test_entity_types_complete(self, backend: GraphDbInterface) -> None:
+        """A comprehensive schema lists exactly the types of visible entities."""
+        assert await backend.entity_types() == list(EXPECTED_ENTITY_TYPES)
+
+    async def test_predicates_sorted_and_stable(self, backend: GraphDbInterface) -> None:
+        """Sorted, without duplicates, the same on every call, and only predicates of the graph."""
+        first, second = await backend.predicates(), await backend.predicates()
+        assert first == sorted(set(first)), f"predicates must be sorted and unique: {first}"
+        assert first == second, "predicates changed between two calls"
+        assert set(first) <= set(EXPECTED_PREDICATES), f"unexpected predicates: {set(first) - set(EXPECTED_PREDICATES)}"
+
+    @requires(comprehensive_schema=True)
+    async def test_predicates_complete(self, backend: GraphDbInterface) -> None:
+        """A comprehensive schema lists exactly the graph's predicates."""
+        assert await backend.predicates() == list(EXPECTED_PREDICATES)
+
+    # --- identity and metadata ----------------------------------------------
+
+    @pytest.mark.parametrize("entity_id", STANDARD_IDS)
+    async def test_get_node(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+        """The node's id and type."""
+        node = await backend.get_node(ids.to_backend(entity_id))
+        assert isinstance(node, Node), f"get_node must return a Node, got {type(node).__name__}"
+        assert (ids.to_standard(node.id), node.entity_type) == (entity_id, NODE_TYPES[entity_id])
+
+    @pytest.mark.parametrize("entity_id", INVISIBLE_IDS)
+    async def test_get_node_refuses_invisible_ids(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+        """KeyError for unknown ids, merged entities and the target of a dangling edge."""
+        with pytest.raises(KeyError):
+            await backend.get_node(ids.to_backend(entity_id))
+
+    @pytest.mark.parametrize("entity_id", STANDARD_IDS)
+    async def test_metadata_for_node(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+        """Name, synonyms, properties (total_mentions …) and the standard fields, all present."""
+        metadata = await backend.metadata_for_node(ids.to_backend(entity_id))
+        assert isinstance(metadata, dict), f"metadata_for_node must return a dict, got {type(metadata).__name__}"
+        check_node_metadata(metadata, EXPECTED_NODE_METADATA[entity_id], f"metadata_for_node({entity_id!r})")
+
+    @pytest.mark.parametrize("entity_id", INVISIBLE_IDS)
+    async def test_metadata_for_node_refuses_invisible_ids(
+        self, backend: GraphDbInterface, ids: IdMap, entity_id: str
+    ) -> None:
+        """KeyError for unknown ids, merged entities and the target of a dangling edge."""
+        with pytest.raises(KeyError):
+            await backend.metadata_for_node(ids.to_backend(entity_id))
+
+    # --- edges ---------------------------------------------------------------
+
+    @pytest.mark.parametrize("entity_id", STANDARD_IDS)
+    async def test_edges_from(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+        """All outgoing edges, no more, no fewer ([] for a node without any)."""
+        got = _triples(await backend.edges_from(ids.to_backend(entity_id)), ids)
+        assert got == sorted(EXPECTED_EDGES_FROM[entity_id]), f"edges_from({entity_id!r})"
+
+    @pytest.mark.parametrize("entity_id", STANDARD_IDS)
+    async def test_edges_to(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+        """All incoming edges, no more, no fewer ([] for a node without any)."""
+        got = _triples(await backend.edges_to(ids.to_backend(entity_id)), ids)
+        assert got == sorted(EXPECTED_EDGES_TO[entity_id]), f"edges_to({entity_id!r})"
+
+    @pytest.mark.parametrize("direction", ["edges_from", "edges_to"])
+    @pytest.mark.parametrize("entity_id", INVISIBLE_IDS)
+    async def test_edges_refuse_invisible_ids(
+        self, backend: GraphDbInterface, ids: IdMap, entity_id: str, direction: str
+    ) -> None:
+        """KeyError, not [], for unknown ids, merged entities and the target of a dangling edge."""
+        with pytest.raises(KeyError):
+            await getattr(backend, direction)(ids.to_backend(entity_id))
+
+    async def test_isolated_node_has_no_edges(self, backend: GraphDbInterface, ids: IdMap) -> None:
+        """An existing node without edges answers [] both ways."""
+        assert await backend.edges_from(ids.to_backend(ORPHAN)) == []
+        assert await backend.edges_to(ids.to_backend(ORPHAN)) == []
+
+    async def test_self_loop_is_outgoing_and_incoming(self, backend: GraphDbInterface, ids: IdMap) -> None:
+        """A self-loop is in the node's outgoing and in its incoming edges."""
+        assert MDM2_SELF_LOOP in _triples(await backend.edges_from(ids.to_backend(MDM2)), ids)
+        assert MDM2_SELF_LOOP in _triples(await backend.edges_to(ids.to_backend(MDM2)), ids)
+
+    async def test_dangling_edge_is_returned(self, backend: GraphDbInterface, ids: IdMap) -> None:
+        """An edge to an id that is no entity is still an edge of its subject (the engine reports it)."""
+        assert MDM2_DANGLING in _triples(await backend.edges_from(ids.to_backend(MDM2)), ids)
+
+    async def test_merged_entity_is_invisible(self, backend: GraphDbInterface, ids: IdMap) -> None:
+        """A merged entity is absent from get_node, search and its neighbours' edges."""
+        merged = ids.to_backend(MERGED)
+        with pytest.raises(KeyError):
+            await backend.get_node(merged)
+        assert MERGED_MDM2 not in _triples(await backend.edges_to(ids.to_backend(MDM2)), ids)
+        for query in ("TP53", "p53"):
+            assert merged not in [s.id for s in await backend.search_entities(query)], f"search {query!r}"
+
+    # --- edge metadata -----------------------------------------------------
+
+    @pytest.mark.parametrize("triple", ALL_EDGES)
+    async def test_metadata_for_edge(self, backend: GraphDbInterface, ids: IdMap, triple: Triple) -> None:
+        """Confidence, source documents and properties of every edge, the dangling one included."""
+        metadata = await backend.metadata_for_edge(ids.edge(triple))
+        assert isinstance(metadata, dict), f"metadata_for_edge must return a dict, got {type(metadata).__name__}"
+        check_edge_metadata(metadata, EXPECTED_EDGE_METADATA[triple], f"metadata_for_edge({triple})")
+
+    @requires(provenance=True)
+    @pytest.mark.parametrize("triple", ALL_EDGES)
+    async def test_metadata_for_edge_provenance(self, backend: GraphDbInterface, ids: IdMap, triple: Triple) -> None:
+        """A ``provenance`` list holding every evidence record of the edge (none for the others)."""
+        metadata = await backend.metadata_for_edge(ids.edge(triple))
+        check_provenance(metadata, EXPECTED_PROVENANCE.get(triple, ()), f"metadata_for_edge({triple})")
+
+    async def test_metadata_for_unknown_edge_is_empty(self, backend: GraphDbInterface, ids: IdMap) -> None:
+        """An edge the graph does not have has no metadata: ``{}``, not an error."""
+        assert await backend.metadata_for_edge(ids.edge(UNKNOWN_EDGE)) == {}
+
+    # --- search --------------------------------------------------------------
+
+    @pytest.mark.parametrize("case", RANKED_SEARCHES + EMPTY_SEARCHES, ids=lambda c: c.label)
+    async def test_search_answers_are_well_formed(
+        self, backend: GraphDbInterface, ids: IdMap, case: SearchCase
+    ) -> None:
+        """At most 20 stubs of visible entities with their true types, within node_types."""
+        stubs = await backend.search_entities(case.query, case.node_types)
+        assert isinstance(stubs, list) and len(stubs) <= SEARCH_LIMIT, f"search {case.label!r}: {stubs!r}"
+        for stub in stubs:
+            assert isinstance(stub, EntityStub), f"search must return EntityStub records, got {type(stub).__name__}"
+            entity_id = ids.to_standard(stub.id)
+            assert entity_id in NODE_TYPES, f"search {case.label!r} returned {stub.id!r}, not a visible entity"
+            assert stub.entity_type == NODE_TYPES[entity_id], f"search {case.label!r}: wrong type in {stub!r}"
+            if case.node_types is not None:
+                assert stub.entity_type in case.node_types, f"search {case.label!r} ignored node_types: {stub!r}"
+            if stub.name is not None:
+                assert stub.name == EXPECTED_NODE_METADATA[entity_id]["name"], f"search {case.label!r}: {stub!r}"
+        assert len({s.id for s in stubs}) == len(stubs), f"search {case.label!r} returned duplicates"
+        returned = {ids.to_standard(s.id) for s in stubs}
+        assert not returned & set(case.absent), f"search {case.label!r} returned {sorted(returned & set(case.absent))}"
+
+    @requires(lexical_search=True)
+    @pytest.mark.parametrize("case", RANKED_SEARCHES, ids=lambda c: c.label)
+    async def test_search_ranks_exact_match_first(
+        self, backend: GraphDbInterface, ids: IdMap, case: SearchCase
+    ) -> None:
+        """An exact name or synonym match comes first."""
+        stubs = await backend.search_entities(case.query, case.node_types)
+        got = [ids.to_standard(s.id) for s in stubs]
+        if case.first is not None:
+            assert got[:1] == [case.first], f"search {case.label!r}: expected {case.first!r} first, got {got}"
+
+    @requires(lexical_search=True)
+    @pytest.mark.parametrize("case", EMPTY_SEARCHES, ids=lambda c: c.label)
+    async def test_search_without_match_is_empty(
+        self,
+        request: pytest.FixtureRequest,
+        backend: GraphDbInterface,
+        tested_capabilities: Capabilities,
+        case: SearchCase,
+    ) -> None:
+        """Nothing matches: ``[]``, not an error."""
+        if tested_capabilities.vector_search and not has_vector_search(backend):
+            skip(request, "search_entities ranks by embeddings, so every query has neighbours")
+        assert await backend.search_entities(case.query, case.node_types) == []
+
+    async def test_search_scores_rank_best_first(self, backend: GraphDbInterface) -> None:
+        """Scores, where given, are numbers, higher is better, so they never rise down the list."""
+        for case in RANKED_SEARCHES:
+            scores = [s.score for s in await backend.search_entities(case.query, case.node_types)]
+            given = [score for score in scores if score is not None]
+            assert given == sorted(given, reverse=True), f"search {case.label!r}: scores rise down the list {scores}"
+
+    # --- vector search (optional primitive) ----------------------------------
+
+    @requires(vector_search=True)
+    @pytest.mark.parametrize(("name", "entity_id"), VECTOR_QUERIES, ids=[q[0] for q in VECTOR_QUERIES])
+    async def test_vector_search_ranks_nearest_first(
+        self,
+        request: pytest.FixtureRequest,
+        backend: GraphDbInterface,
+        ids: IdMap,
+        embedder: Embedder,
+        name: str,
+        entity_id: str,
+    ) -> None:
+        """The embedding of an entity's own name finds it first; scores are cosines, best first."""
+        self._needs_vector_primitive(request, backend)
+        await backend.bind_embedder(embedder)
+        (vector,) = await embedder.embed([name])
+        stubs = await backend.vector_search(vector, None, 5)
+        assert 0 < len(stubs) <= 5, f"vector_search({name!r}, limit=5) returned {len(stubs)} stubs"
+        got = [ids.to_standard(s.id) for s in stubs]
+        assert got[0] == entity_id, f"vector_search({name!r}): expected {entity_id!r} first, got {got}"
+        invisible = set(got) - set(NODE_TYPES)
+        assert not invisible, f"vector_search({name!r}) returned ids of no visible entity: {invisible}"
+        assert all(s.score is not None for s in stubs), f"vector_search({name!r}): hits without a score"
+        scores = [float(s.score or 0.0) for s in stubs]
+        assert all(-1.0 <= s <= 1.0 for s in scores), f"vector_search({name!r}): scores are not cosines: {scores}"
+        assert scores == sorted(scores, reverse=True), f"vector_search({name!r}): scores not descending {scores}"
+
+    @requires(vector_search=True)
+    async def test_vector_search_respects_node_types(
+        self, request: pytest.FixtureRequest, backend: GraphDbInterface, ids: IdMap, embedder: Embedder
+    ) -> None:
+        """Only the requested types, at most ``limit``; ``[]`` asks for nothing."""
+        self._needs_vector_primitive(request, backend)
+        await backend.bind_embedder(embedder)
+        (vector,) = await embedder.embed(["Aspirin"])
+        assert len(await backend.vector_search(vector, None, 2)) == 2
+        drugs = await backend.vector_search(vector, ["Drug"], 20)
+        assert drugs and all(NODE_TYPES[ids.to_standard(s.id)] == "Drug" for s in drugs), drugs
+        assert await backend.vector_search(vector, [], 20) == []
+
+    # --- batch primitives ---------------------------------------------------
+
+    @pytest.mark.parametrize("direction", ["edges_from", "edges_to"])
+    async def test_batch_edges_agree_with_single(self, backend: GraphDbInterface, ids: IdMap, direction: str) -> None:
+        """``edges_*_many`` equals the single calls; unknown and invisible ids are left out."""
+        asked = [ids.to_backend(i) for i in ALL_IDS]
+        batch = await getattr(backend, f"{direction}_many")(asked)
+        assert sorted(batch) == sorted(ids.to_backend(i) for i in STANDARD_IDS), f"{direction}_many keys"
+        for backend_id, edges in batch.items():
+            single = await getattr(backend, direction)(backend_id)
+            assert _triples(edges, ids) == _triples(single, ids), f"{direction}_many[{backend_id!r}]"
+
+    async def test_batch_get_nodes_agree_with_single(self, backend: GraphDbInterface, ids: IdMap) -> None:
+        """``get_nodes`` equals get_node per id; unknown and invisible ids are left out."""
+        batch = await backend.get_nodes([ids.to_backend(i) for i in ALL_IDS])
+        assert sorted(batch) == sorted(ids.to_backend(i) for i in STANDARD_IDS), "get_nodes keys"
+        for backend_id, node in batch.items():
+            assert node == await backend.get_node(backend_id), f"get_nodes[{backend_id!r}]"
+
+    async def test_batch_metadata_for_nodes_agree_with_single(self, backend: GraphDbInterface, ids: IdMap) -> None:
+        """``metadata_for_nodes`` equals metadata_for_node per id; unknown and invisible ids are left out."""
+        batch = await backend.metadata_for_nodes([ids.to_backend(i) for i in ALL_IDS])
+        assert sorted(batch) == sorted(ids.to_backend(i) for i in STANDARD_IDS), "metadata_for_nodes keys"
+        for backend_id, metadata in batch.items():
+            assert metadata == await backend.metadata_for_node(backend_id), f"metadata_for_nodes[{backend_id!r}]"
+
+    async def test_batch_metadata_for_edges_agree_with_single(self, backend: GraphDbInterface, ids: IdMap) -> None:
+        """``metadata_for_edges`` equals metadata_for_edge per edge; an unknown edge is absent or ``{}``."""
+        edges = [ids.edge(t) for t in (*ALL_EDGES, UNKNOWN_EDGE)]
+        batch = await backend.metadata_for_edges(edges)
+        for edge in edges[:-1]:
+            assert edge in batch, f"metadata_for_edges lacks {edge}"
+            assert batch[edge] == await backend.metadata_for_edge(edge), f"metadata_for_edges[{edge}]"
+        assert batch.get(edges[-1], {}) == {}, "metadata_for_edges: an unknown edge must be absent or {}"
+
+    @requires(batch_primitives=True)
+    async def test_batch_primitives_are_overridden(self, backend: GraphDbInterface) -> None:
+        """A backend declaring batch_primitives overrides every batch method with its own query."""
+        inherited = [m for m in BATCH_METHODS if getattr(type(backend), m) is getattr(GraphDbInterface, m)]
+        assert not inherited, f"batch_primitives is declared but these batch methods are the defaults: {inherited}"
+
+    # --- tools through the engine -------------------------------------------
+
+    @pytest.mark.parametrize("case", TRAVERSALS, ids=lambda c: c.name)
+    async def test_traversal(
+        self, request: pytest.FixtureRequest, graph: Graph, ids: IdMap, case: TraversalCase
+    ) -> None:
+        """bfs_query / intersect_subgraphs answers equal the hand-computed ones."""
+        self._needs_order(request, case, ids)
+        answer = await run_traversal(graph, case.tool, case.arguments, ids, case.max_edges_per_node)
+        check_traversal(case, answer, ids)
+
+    @pytest.mark.parametrize("call", ERROR_CALLS, ids=lambda c: f"{c[0]}-{'-'.join(c[1]['seeds'])}")
+    async def test_traversal_unknown_seeds_fail(
+        self, graph: Graph, ids: IdMap, call: tuple[str, dict[str, Any]]
+    ) -> None:
+        """Unknown or merged seeds are an unknown-entity error (for bfs_query: when no seed is known)."""
+        tool, arguments = call
+        with pytest.raises(UnknownEntity):
+            await run_traversal(graph, tool, arguments, ids)
+
+    async def test_parity_with_memory_backend(self, graph: Graph, ids: IdMap) -> None:
+        """The canned calls of bfsql.testing.parity answer as on the memory backend (the reference)."""
+        reference = Graph(MemoryBackend(standard_records()), plugins=[postprocess], cache=None)
+        assert await assert_parity(reference, graph, None, ids) > 0
+
+    # --- the MCP tool layer -------------------------------------------------
+
+    async def _client(self, backend: GraphDbInterface, max_edges_per_node: int | None = None) -> Any:
+        from mcp import Client
+
+        from bfsql.server import ServeSettings, build_server
+
+        settings = ServeSettings()
+        if max_edges_per_node is not None:
+            settings.budget = TraversalBudget(max_edges_per_node=max_edges_per_node)
+        return Client(await build_server(Graph(backend, plugins=[postprocess]), settings))
+
+    @pytest.mark.parametrize("case", TRAVERSALS, ids=lambda c: c.name)
+    async def test_mcp_traversal(
+        self, request: pytest.FixtureRequest, backend: GraphDbInterface, ids: IdMap, case: TraversalCase
+    ) -> None:
+        """The same answers through the real MCP tools (an in-process client, cache on)."""
+        self._needs_order(request, case, ids)
+        async with await self._client(backend, case.max_edges_per_node) as client:
+            result = await client.call_tool(case.tool, backend_arguments(case.arguments, ids))
+            check_traversal(case, _payload(result, case.name), ids)
+
+    async def test_mcp_entity_tools(
+        self, backend: GraphDbInterface, ids: IdMap, tested_capabilities: Capabilities
+    ) -> None:
+        """describe_schema, search_entities, describe_entity and describe_entities through MCP."""
+        async with await self._client(backend) as client:
+            schema = _payload(await client.call_tool("describe_schema", {}), "describe_schema")
+            assert schema["comprehensive"] == tested_capabilities.comprehensive_schema
+            if tested_capabilities.comprehensive_schema:
+                assert schema["entity_types"] == list(EXPECTED_ENTITY_TYPES)
+                assert schema["predicates"] == list(EXPECTED_PREDICATES)
+
+            query = {"query": "LFS", "node_types": ["Disease"], "mode": "lexical"}
+            hits = _payload(await client.call_tool("search_entities", query), "search_entities")
+            assert all(hit["entity_type"] == "Disease" for hit in hits), hits
+            if tested_capabilities.lexical_search:
+                assert ids.to_standard(hits[0]["id"]) == LFS, hits
+
+            flat = _payload(await client.call_tool("describe_entity", {"id": ids.to_backend(TP53)}), "describe_entity")
+            assert (ids.to_standard(flat["id"]), flat["entity_type"]) == (TP53, "Gene")
+            check_node_metadata(flat, EXPECTED_NODE_METADATA[TP53], "describe_entity")
+
+            asked = [ids.to_backend(i) for i in DESCRIBE_ENTITIES_IDS]
+            many = _payload(await client.call_tool("describe_entities", {"ids": asked}), "describe_entities")
+            assert [ids.to_standard(n["id"]) for n in many] == list(EXPECTED_DESCRIBE_ENTITIES)
+            for node in many:
+                check_node_metadata(node["metadata"], EXPECTED_NODE_METADATA[ids.to_standard(node["id"])], "describe")
+
+            for missing in (UNKNOWN, MERGED):
+                result = await client.call_tool("describe_entity", {"id": ids.to_backend(missing)})
+                assert result.is_error, f"describe_entity({missing!r}) must be an error"

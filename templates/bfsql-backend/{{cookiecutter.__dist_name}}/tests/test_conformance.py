@@ -1,0 +1,19 @@
+"""The bfsql conformance suite against the {{ cookiecutter.name }} backend, loaded with the standard graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bfsql.testing import BackendConformance
+
+from {{ cookiecutter.__module }} import {{ cookiecutter.__backend_class }}
+
+
+class Test{{ cookiecutter.__backend_class }}(BackendConformance):
+    # Declared here, checks for capabilities the backend lacks are not even collected.
+    capabilities = {{ cookiecutter.__backend_class }}.capabilities
+
+    @pytest.fixture
+    def backend(self, standard_bundle: Path) -> {{ cookiecutter.__backend_class }}:
+        return {{ cookiecutter.__backend_class }}(standard_bundle)
