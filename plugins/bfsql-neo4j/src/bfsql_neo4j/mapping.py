@@ -1,0 +1,75 @@
+"""How property-graph records become bfsql ids, types, predicates and metadata."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["PredicateCase", "PropertyFilter", "entity_type", "normalize_predicate"]
+
+VECTOR_MIN_LENGTH = 16
+"""A list of at least this many numbers is taken for an embedding vector."""
+
+
+class PredicateCase(StrEnum):
+    """How relationship types become predicates."""
+
+    LOWER = "lower"
+    UPPER = "upper"
+    PRESERVE = "preserve"
+
+
+def normalize_predicate(relationship_type: str, case: PredicateCase) -> str:
+    """The predicate for a relationship type (``TREATS`` -> ``treats`` by default)."""
+    if case is PredicateCase.LOWER:
+        return relationship_type.lower()
+    if case is PredicateCase.UPPER:
+        return relationship_type.upper()
+    return relationship_type
+
+
+def entity_type(labels: Iterable[str], node_label: str) -> str:
+    """A node's entity type: the first (sorted) label other than the served label, else the served label."""
+    others = sorted(label for label in labels if label != node_label)
+    return others[0] if others else node_label
+
+
+def _is_vector(value: Any) -> bool:
+    if type(value).__name__ == "Vector" and type(value).__module__.startswith("neo4j"):
+        return True
+    return (
+        isinstance(value, list)
+        and len(value) >= VECTOR_MIN_LENGTH
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
+    )
+
+
+@dataclass(frozen=True)
+class PropertyFilter:
+    """Turns a node's or relationship's property pairs into a metadata dict."""
+
+    drop: frozenset[str]
+    """Keys never returned (the id property, embeddings); filtered on the server already."""
+    json_keys: frozenset[str]
+    """Keys whose string values hold JSON (maps and nested lists a property graph cannot store)."""
+    keep_vectors: bool = False
+    """Keep numeric lists that look like embedding vectors."""
+
+    def metadata(self, pairs: Iterable[Iterable[Any]]) -> dict[str, Any]:
+        """Metadata from ``[key, value]`` pairs, sorted by key, vectors dropped and JSON decoded."""
+        found: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in self.drop or value is None:
+                continue
+            if not self.keep_vectors and _is_vector(value):
+                continue
+            if key in self.json_keys and isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    pass  # not JSON after all: keep the text rather than lose it
+            found[key] = value
+        return dict(sorted(found.items()))

@@ -1,0 +1,132 @@
+"""Backend-specific behaviour against the real FalkorDB Bolt server."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.models import Edge
+from bfsql.testing.standard_graph import standard_records
+from bfsql_neo4j import Neo4jBackend, Neo4jSetupError
+
+NASTY_IDS = ["O'Brien", "back\\slash", "trail\\", "x' OR 1=1 //", 'quote"d', "é😀 id", "new\nline"]
+VECTOR = [0.25] * 32
+
+
+def nasty_records() -> list[EntityRecord | RelationshipRecord]:
+    records: list[EntityRecord | RelationshipRecord] = [
+        EntityRecord(id=i, entity_type="Thing", name=f"name of {i}") for i in NASTY_IDS
+    ]
+    records.append(
+        EntityRecord(id="V", entity_type="Thing", name="Vector holder", properties={"embedding": VECTOR, "vec": VECTOR})
+    )
+    records += [RelationshipRecord(subject=a, predicate="Links_To", object=b) for a, b in itertools.pairwise(NASTY_IDS)]
+    return records
+
+
+async def test_predicates_are_lower_case_by_default_with_the_type_in_metadata(falkordb_server) -> None:
+    falkordb_server.use("standard", standard_records)
+    async for backend in falkordb_server.open(predicate_case="lower", provenance=True):
+        assert await backend.predicates() == [
+            "associated_with",
+            "inhibits",
+            "interacts_with",
+            "mentions",
+            "regulates",
+            "treats",
+        ]
+        edges = await backend.edges_from("GENE:MDM2")
+        assert Edge(subject="GENE:MDM2", predicate="inhibits", object="GENE:TP53") in edges
+        metadata = await backend.metadata_for_edge(Edge(subject="GENE:MDM2", predicate="inhibits", object="GENE:TP53"))
+        assert metadata["relationship_type"] == "INHIBITS"
+        assert metadata["confidence"] == pytest.approx(0.97)
+        assert len(metadata["provenance"]) == 2
+
+
+async def test_entity_types_exclude_the_served_label(falkordb_server) -> None:
+    falkordb_server.use("standard", standard_records)
+    async for backend in falkordb_server.open():
+        assert await backend.entity_types() == ["Disease", "Drug", "Gene", "Paper"]
+        assert backend.id_property == "entity_id"
+
+
+async def test_quotes_and_backslashes_in_ids_and_search(falkordb_server) -> None:
+    falkordb_server.use("nasty", nasty_records)
+    async for backend in falkordb_server.open():
+        nodes = await backend.get_nodes([*NASTY_IDS, "x' OR 'a'='a", "\\'", "'; MATCH (n) DETACH DELETE n //"])
+        assert sorted(nodes) == sorted(NASTY_IDS)
+        for a, b in itertools.pairwise(NASTY_IDS):
+            assert await backend.edges_from(a) == [Edge(subject=a, predicate="Links_To", object=b)]
+            assert (await backend.metadata_for_node(a))["name"] == f"name of {a}"
+        for query in ["O'Brien", "x' OR 1=1 //", "\\", "-(", "@name:x", "a*|b", '"', "%%x%%", "name of"]:
+            assert isinstance(await backend.search_entities(query), list)
+        assert [s.id for s in await backend.search_entities("O'Brien")][:1] == ["O'Brien"]
+        assert sorted(await backend.get_nodes(NASTY_IDS)) == sorted(NASTY_IDS)  # the server survived all of it
+
+
+async def test_values_beyond_the_bolt_buffer_do_not_crash_the_server(falkordb_server) -> None:
+    falkordb_server.use("standard", standard_records)
+    async for backend in falkordb_server.open():
+        many = [f"UNKNOWN:{i:06d}-{'z' * 30}" for i in range(3000)]
+        assert await backend.get_nodes([*many, "GENE:TP53"]) == {"GENE:TP53": await backend.get_node("GENE:TP53")}
+        with pytest.raises(KeyError):
+            await backend.get_node("x" * 10_000)
+        assert isinstance(await backend.search_entities("p53 " * 2000), list)
+        assert sorted(await backend.edges_from_many([*many, "GENE:TP53", "GENE:MDM2"])) == ["GENE:MDM2", "GENE:TP53"]
+
+
+async def test_embedding_vectors_are_dropped_unless_asked_for(falkordb_server) -> None:
+    falkordb_server.use("nasty", nasty_records)
+    async for backend in falkordb_server.open():
+        metadata = await backend.metadata_for_node("V")
+        assert "embedding" not in metadata and "vec" not in metadata and metadata["name"] == "Vector holder"
+    async for backend in falkordb_server.open(keep_vectors=True):
+        assert (await backend.metadata_for_node("V"))["vec"] == VECTOR
+        assert "embedding" not in await backend.metadata_for_node("V")  # a --drop-properties key
+
+
+async def test_id_property_is_found_among_the_candidates(falkordb_server) -> None:
+    falkordb_server.use("standard", standard_records)
+    async for backend in falkordb_server.open(id_candidates=["id", "uri", "entity_id"]):
+        assert backend.id_property == "entity_id"
+
+
+async def test_unindexed_id_property_fails_with_the_create_statement(falkordb_server) -> None:
+    falkordb_server.use("standard", standard_records)
+    with pytest.raises(Neo4jSetupError) as info:
+        async for _ in falkordb_server.open(id_property="name"):
+            pass
+    assert "CREATE INDEX FOR (n:`Entity`) ON (n.`name`)" in str(info.value)
+    with pytest.raises(Neo4jSetupError, match="None of the id properties id, uri"):
+        async for _ in falkordb_server.open(id_candidates=["id", "uri"]):
+            pass
+
+
+async def test_missing_label_and_foreign_graph_fail_clearly(falkordb_server) -> None:
+    falkordb_server.use("standard", standard_records)
+    with pytest.raises(Neo4jSetupError, match="No node in the graph has the label 'Protein'"):
+        async for _ in falkordb_server.open(node_label="Protein"):
+            pass
+    with pytest.raises(Neo4jSetupError, match="serves only the graph named 'falkordb'"):
+        async for _ in falkordb_server.open(database="kg"):
+            pass
+
+
+async def test_missing_fulltext_index_fails_with_the_create_statement(falkordb_server) -> None:
+    falkordb_server.use("standard", standard_records)
+    falkordb_server.db.select_graph("falkordb").query("CALL db.idx.fulltext.drop('Entity')")
+    falkordb_server.active = None  # the served copy lost its index: copy it again for the next test
+    with pytest.raises(Neo4jSetupError) as info:
+        async for _ in falkordb_server.open():
+            pass
+    assert "search_entities needs a full-text index on :Entity" in str(info.value)
+    assert "CREATE FULLTEXT INDEX FOR (n:`Entity`) ON (n.`name`, n.`synonyms`)" in str(info.value)
+
+
+async def test_unreachable_server_is_a_clear_failure(falkordb_server) -> None:
+    config = falkordb_server.config(uri="bolt://127.0.0.1:1", query_timeout=3.0)
+    with pytest.raises(Neo4jSetupError, match=re.escape("Cannot reach the Bolt server at bolt://127.0.0.1:1")):
+        await Neo4jBackend.open(config)
