@@ -31,7 +31,7 @@ def _pytest(session: nox.Session, *paths: str) -> None:
 def tests(session: nox.Session) -> None:
     """Core's unit tests and the cross-package end-to-end tests (MCP over stdio and HTTP)."""
     session.install("-e", f"{CORE}[testing,rdf]", *TEST_DEPS)
-    _pytest(session, "core/tests", "tests", "--ignore=tests/test_template.py")
+    _pytest(session, "core/tests", "tests", "--ignore=tests/test_template.py", "--ignore=tests/reliability")
 
 
 @nox.session(tags=["template"])
@@ -50,13 +50,22 @@ def _plugin_session(plugin: Path) -> None:
         extras = meta.get("project", {}).get("optional-dependencies", {})
         target = f"{plugin}[test]" if "test" in extras else str(plugin)
         session.install("-e", f"{CORE}[testing]", "-e", target, *TEST_DEPS)
-        _pytest(session, str(plugin / "tests"))
+        _pytest(session, str(plugin / "tests"), "-m", "not reliability")
 
     run.__doc__ = f"{meta['project']['name']}: its tests against its real server."
 
 
 for _plugin in PLUGINS:
     _plugin_session(_plugin)
+
+
+@nox.session(tags=["reliability"])
+def reliability(session: nox.Session) -> None:
+    """Fuzzing, injection, faults, hub explosions and load, on every backend (bounded; see docs/reliability.md)."""
+    session.install("-e", f"{CORE}[testing]", "hypothesis>=6.100", *TEST_DEPS)
+    for plugin in PLUGINS:
+        session.install("-e", f"{plugin}[test]" if "test" in _extras(plugin) else str(plugin))
+    _pytest(session, "tests/reliability", *(str(p / "tests") for p in PLUGINS), "-m", "reliability")
 
 
 @nox.session(default=False, tags=["bench"])

@@ -25,6 +25,8 @@ from bfsql.demo import ensure_demo_db
 from bfsql.testing.reliability import INJECTION_CORPUS, SessionThread, check_outcome, tool_arguments
 from bfsql.testing.services import free_port, wait_for_port
 
+pytestmark = pytest.mark.reliability
+
 FUZZ_EXAMPLES = int(os.environ.get("BFSQL_FUZZ_EXAMPLES", "300"))
 LOAD_SECONDS = float(os.environ.get("BFSQL_LOAD_SECONDS", "10"))
 KNOWN_IDS = ["FPLX:RAF", "HGNC:BRAF", "HGNC:RAF1", "FPLX:RING_E3_ligase", "FPLX:MAPK", "UP:P62158"]

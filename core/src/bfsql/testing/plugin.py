@@ -4,7 +4,9 @@
 * Conformance checks that do not apply to a backend (see
   :mod:`bfsql.testing.applicability`) are not collected when the test class declares
   its capabilities, and every check left out is listed at the end of the run.
-* The ``slow`` marker, for tests that build environments (deselect with ``-m "not slow"``).
+* The ``slow`` marker, for tests that build environments (deselect with ``-m "not slow"``), and
+  the ``reliability`` marker, for fuzzing, injection, fault, hub and load tests (run by the
+  ``reliability`` nox session, left out of the others).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ __all__ = ["standard_bundle"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``slow`` marker."""
+    """Register the ``slow`` and ``reliability`` markers."""
     config.addinivalue_line("markers", "slow: a long-running test, e.g. one that builds a virtualenv")
+    config.addinivalue_line("markers", "reliability: fuzzing, injection, faults, hubs and load (nox -s reliability)")
 
 
 def _declared_capabilities(item: pytest.Item) -> Any:
