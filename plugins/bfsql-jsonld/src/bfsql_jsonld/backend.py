@@ -1,0 +1,359 @@
+"""The ``jsonld`` backend: the eight primitives over a JSON-LD REST API.
+
+Every primitive is one request (plus pages) to a URL built from a configurable
+template. The schema document is read once at start-up: it checks that the API
+answers, gives the vocabulary, and may advertise batch endpoints, which the batch
+primitives then use (one POST per chunk of ids instead of one GET per id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from typing_extensions import override
+
+from bfsql.backend import Capabilities, GraphDbInterface, gather_bounded
+from bfsql.embedders import Embedder, EmbedderMismatch
+from bfsql.models import Edge, EntityStub, Node
+from bfsql_jsonld.config import JsonLdConfig
+from bfsql_jsonld.context import ContextLoader, load_local_context
+from bfsql_jsonld.documents import ID, Frame, Reader, Schema
+from bfsql_jsonld.errors import ApiError, MalformedResponse, NotFound
+from bfsql_jsonld.http_client import ApiClient, Response
+from bfsql_jsonld.urls import same_origin
+
+__all__ = ["JsonLdBackend"]
+
+T = TypeVar("T")
+
+SEARCH_LIMIT = 20
+JSONLD_CONTEXT_REL = "http://www.w3.org/ns/json-ld#context"
+
+
+class JsonLdBackend(GraphDbInterface):
+    """A graph read from a JSON-LD REST API. Build it with :meth:`create` inside the serving loop."""
+
+    def __init__(self, config: JsonLdConfig, client: ApiClient, reader: Reader) -> None:
+        self.config = config
+        self._client = client
+        self._reader = reader
+        self._templates = config.templates()
+        self._schema = Schema(entity_types=[], predicates=[], comprehensive=False)
+        self.batch_concurrency = config.max_connections
+        self.capabilities = Capabilities(comprehensive_schema=False)
+
+    @classmethod
+    async def create(cls, config: JsonLdConfig) -> JsonLdBackend:
+        """Open the HTTP session, load local contexts, and read the schema (a start-up check)."""
+        local = {}
+        for item in config.context_map:
+            url, _, path = item.partition("=")
+            local[url] = {"@context": load_local_context(path, f"--context-map {url}")}
+        client = ApiClient(
+            config.base_url,
+            auth_headers=config.auth_headers(),
+            request_timeout=config.request_timeout,
+            max_retries=config.max_retries,
+            retry_backoff=config.retry_backoff,
+            max_retry_wait=config.max_retry_wait,
+            max_connections=config.max_connections,
+            max_response_bytes=int(config.max_response_mb * 2**20),
+        )
+        await client.open()
+        try:
+            loader = ContextLoader(local, cls._context_fetcher(client) if config.allow_remote_contexts else None)
+            reader = Reader(
+                loader,
+                config.templates()["entity_url"],
+                expand_context=_option_context(config.expand_context, "--expand-context"),
+                client_context=_option_context(config.context, "--context"),
+            )
+            await reader.prepare()
+            backend = cls(config, client, reader)
+            await backend._load_schema()
+        except BaseException:
+            await client.aclose()
+            raise
+        return backend
+
+    @staticmethod
+    def _context_fetcher(client: ApiClient) -> Callable[[str], Awaitable[Any]]:
+        async def fetch(url: str) -> Any:
+            try:
+                return (await client.get(url)).data
+            except NotFound:
+                raise ApiError(f"The JSON-LD context {url} does not exist (404).", "Fix the reference.") from None
+
+        return fetch
+
+    async def _load_schema(self) -> None:
+        if not self.config.schema_url:
+            return
+        url = self._absolute(self.config.schema_url)
+        try:
+            frame = await self._fetch(url)
+        except NotFound:
+            raise ApiError(
+                f"The JSON-LD API at {self.config.base_url} has no schema document at {url} (404).",
+                "Check --base-url and --schema-url; give --schema-url '' if the API has none.",
+            ) from None
+        except ApiError as exc:
+            raise ApiError(
+                f"Cannot read the schema of the JSON-LD API at {self.config.base_url}: {exc.message}",
+                exc.hint or "Check --base-url and that the API is running.",
+            ) from None
+        self._schema = schema = self._reader.schema(frame)
+        flags = schema.capabilities or {}
+        self.capabilities = Capabilities(
+            batch_primitives=bool(schema.batch and self.config.use_batch),
+            vector_search=schema.vector is not None,
+            lexical_search=flags.get("lexical_search", True),
+            comprehensive_schema=schema.comprehensive,
+            provenance=flags.get("provenance", False),
+        )
+
+    def _absolute(self, url: str) -> str:
+        return url if url.startswith(("http://", "https://")) else self.config.base_url + "/" + url.lstrip("/")
+
+    async def _fetch(self, url: str, body: Any = None, post: bool = False) -> Frame:
+        response = await (self._client.post(url, body) if post else self._client.get(url))
+        return await self._frame(response)
+
+    async def _frame(self, response: Response) -> Frame:
+        return await self._reader.document(response.data, response.url, response.links.get(JSONLD_CONTEXT_REL))
+
+    async def _pages(self, url: str, limit: int | None = None) -> list[Frame]:
+        """The members of a list document and of every following page (hydra:next, Link: rel=next)."""
+        members: list[Frame] = []
+        seen: set[str] = set()
+        next_url: str | None = url
+        while next_url is not None:
+            if next_url in seen:
+                raise MalformedResponse(f"The pages of {url} loop back to {next_url}.", "Fix the API's next links.")
+            if len(seen) >= self.config.max_pages:
+                raise ApiError(
+                    f"{url} has more than {self.config.max_pages} pages.",
+                    "Raise --max-pages, or ask the API for larger pages.",
+                )
+            seen.add(next_url)
+            response = await self._client.get(next_url)
+            frame = await self._frame(response)
+            members.extend(self._reader.members(frame))
+            if limit is not None and len(members) >= limit:
+                break
+            next_url = self._reader.next_link(frame) or response.links.get("next")
+            if next_url is not None and not same_origin(next_url, self.config.base_url):
+                raise MalformedResponse(
+                    f"The next page of {url} is on another site: {next_url}.",
+                    "bfsql only follows next links within --base-url's origin.",
+                )
+        return members
+
+    def _url(self, name: str, **values: Any) -> str:
+        return self._templates[name].expand(values, self.config.list_separator)
+
+    # -- the eight primitives ------------------------------------------------------
+
+    @override
+    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+        types = [self._schema.spelling.get(t, t) for t in node_types] if node_types is not None else None
+        if types == []:
+            return []
+        url = self._url("search_url", q=query, types=types, limit=str(SEARCH_LIMIT))
+        try:
+            members = await self._pages(url, SEARCH_LIMIT)
+        except NotFound:
+            return []
+        stubs = [self._reader.stub(m) for m in members]
+        if node_types is not None:  # an API that ignores the types parameter must not leak other types
+            stubs = [s for s in stubs if s.entity_type in node_types]
+        return stubs[:SEARCH_LIMIT]
+
+    async def _edges(self, template: str, entity_id: str) -> list[Edge]:
+        if not entity_id:
+            raise KeyError(entity_id)
+        try:
+            members = await self._pages(self._url(template, id=entity_id))
+        except NotFound:
+            raise KeyError(entity_id) from None
+        return [self._reader.triple(m) for m in members]
+
+    @override
+    async def edges_from(self, entity_id: str) -> list[Edge]:
+        return await self._edges("edges_from_url", entity_id)
+
+    @override
+    async def edges_to(self, entity_id: str) -> list[Edge]:
+        return await self._edges("edges_to_url", entity_id)
+
+    async def _entity(self, entity_id: str) -> tuple[str, str, dict[str, Any]]:
+        if not entity_id:
+            raise KeyError(entity_id)
+        try:
+            frame = await self._fetch(self._url("entity_url", id=entity_id))
+        except NotFound:
+            raise KeyError(entity_id) from None
+        return self._reader.entity(frame)
+
+    @override
+    async def get_node(self, entity_id: str) -> Node:
+        _, entity_type, _ = await self._entity(entity_id)
+        return Node(id=entity_id, entity_type=entity_type)
+
+    @override
+    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
+        return (await self._entity(entity_id))[2]
+
+    @override
+    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
+        spell = self._schema.spelling
+        url = self._url(
+            "relation_url",
+            subject=edge.subject,
+            predicate=spell.get(edge.predicate, edge.predicate),
+            object=edge.object,
+        )
+        try:
+            return self._reader.relation_metadata(await self._fetch(url))
+        except NotFound:
+            return {}
+
+    @override
+    async def vector_search(
+        self, vector: list[float], node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        endpoint = self._schema.vector
+        if endpoint is None:
+            return await super().vector_search(vector, node_types, limit)
+        if node_types == [] or limit < 1:
+            return []
+        types = [self._schema.spelling.get(t, t) for t in node_types] if node_types is not None else None
+        frame = await self._fetch(endpoint.url, {"vector": vector, "types": types, "limit": limit}, post=True)
+        stubs = [self._reader.stub(m) for m in self._reader.members(frame)]
+        if node_types is not None:
+            stubs = [s for s in stubs if s.entity_type in node_types]
+        return stubs[:limit]
+
+    @override
+    async def bind_embedder(self, embedder: Embedder) -> None:
+        endpoint = self._schema.vector
+        if endpoint is not None and (embedder.name, embedder.dimension) != (endpoint.embedder, endpoint.dimension):
+            raise EmbedderMismatch(
+                f"The JSON-LD API at {self.config.base_url} ranks by vectors of embedder {endpoint.embedder!r} "
+                f"({endpoint.dimension} dimensions), but queries here are embedded with {embedder.name!r} "
+                f"({embedder.dimension}).",
+                f"Serve with --embedder {endpoint.embedder}.",
+            )
+
+    @override
+    async def entity_types(self) -> list[str]:
+        return list(self._schema.entity_types)
+
+    @override
+    async def predicates(self) -> list[str]:
+        return list(self._schema.predicates)
+
+    @override
+    async def graph_description(self) -> str:
+        return self._schema.description or f"A knowledge graph published as JSON-LD at {self.config.base_url}."
+
+    @override
+    async def next_steps(self) -> str | None:
+        return self._schema.next_steps
+
+    @override
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # -- batch primitives over the advertised batch endpoints ------------------------
+
+    def _batch_url(self, name: str) -> str | None:
+        if not self.config.use_batch or not self._schema.batch:
+            return None
+        return self._schema.batch.get(name)
+
+    async def _batched(self, url: str, items: Sequence[T], body: Callable[[Sequence[T]], Any]) -> list[Frame]:
+        size = self._schema.max_batch
+        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+
+        async def one(i: int) -> Frame:
+            try:
+                return await self._fetch(url, body(chunks[i]), post=True)
+            except NotFound:
+                raise ApiError(
+                    f"The batch endpoint {url} advertised by the schema answered 404.",
+                    "Fix the API's schema document, or give --no-use-batch.",
+                ) from None
+
+        answers = await gather_bounded(range(len(chunks)), one, self.batch_concurrency)
+        return [member for i in range(len(chunks)) for member in self._reader.members(answers[i])]
+
+    async def _entities_many(self, url: str, entity_ids: list[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        ids = [i for i in dict.fromkeys(entity_ids) if i]
+        found = {}
+        for member in await self._batched(url, ids, lambda chunk: {"ids": list(chunk)}):
+            entity = self._reader.entity(member)
+            found[entity[0]] = entity
+        return {i: found[i] for i in ids if i in found}
+
+    @override
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
+        url = self._batch_url("entities")
+        if url is None:
+            return await super().get_nodes(entity_ids)
+        found = await self._entities_many(url, entity_ids)
+        return {i: Node(id=i, entity_type=t) for i, (_, t, _) in found.items()}
+
+    @override
+    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        url = self._batch_url("entities")
+        if url is None:
+            return await super().metadata_for_nodes(entity_ids)
+        return {i: metadata for i, (_, _, metadata) in (await self._entities_many(url, entity_ids)).items()}
+
+    async def _edges_many(self, entity_ids: list[str], direction: str) -> dict[str, list[Edge]] | None:
+        url = self._batch_url("relations")
+        if url is None:
+            return None
+        ids = [i for i in dict.fromkeys(entity_ids) if i]
+        found: dict[str, list[Edge]] = {}
+        for member in await self._batched(url, ids, lambda chunk: {"ids": list(chunk), "direction": direction}):
+            _, _, raw_id = self._reader.required(member, ID, "batch relations entry")
+            found[self._reader.node_id(member, raw_id)] = [self._reader.triple(m) for m in self._reader.members(member)]
+        return {i: found[i] for i in ids if i in found}
+
+    @override
+    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        found = await self._edges_many(entity_ids, "out")
+        return found if found is not None else await super().edges_from_many(entity_ids)
+
+    @override
+    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        found = await self._edges_many(entity_ids, "in")
+        return found if found is not None else await super().edges_to_many(entity_ids)
+
+    @override
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        url = self._batch_url("relation_metadata")
+        if url is None:
+            return await super().metadata_for_edges(edges)
+        unique = list(dict.fromkeys(edges))
+        spell = self._schema.spelling
+
+        def body(chunk: Sequence[Edge]) -> Any:
+            return {
+                "relations": [
+                    {"subject": e.subject, "predicate": spell.get(e.predicate, e.predicate), "object": e.object}
+                    for e in chunk
+                ]
+            }
+
+        found = {}
+        for member in await self._batched(url, unique, body):
+            found[self._reader.triple(member)] = self._reader.relation_metadata(member)
+        return {e: found.get(e, {}) for e in unique}
+
+
+def _option_context(value: str | None, option: str) -> Any:
+    return load_local_context(value, option) if value else None

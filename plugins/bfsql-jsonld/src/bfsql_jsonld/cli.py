@@ -1,0 +1,109 @@
+"""``bfsql jsonld-serve``: publish any bfsql graph as a read-only JSON-LD REST API."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import click
+
+from bfsql_jsonld.server import DEFAULT_VOCAB, ServerOptions
+
+__all__ = ["jsonld_serve_command"]
+
+
+def jsonld_serve_command() -> click.Command:
+    """The ``jsonld-serve`` command, with one option per config field of every installed backend."""
+    from bfsql.backend_options import backend_click_options
+    from bfsql.plugins import get_backends
+
+    @click.command("jsonld-serve")
+    @click.option("--backend", default="sqlite", show_default=True, help="Backend of the graph to publish.")
+    @click.option(
+        "--host",
+        default="127.0.0.1",
+        show_default=True,
+        help="Bind address; anything but loopback needs --serve-token.",
+    )
+    @click.option("--port", type=int, default=8080, show_default=True, help="TCP port (0: any free port).")
+    @click.option(
+        "--page-size", type=click.IntRange(1, 100_000), default=500, show_default=True, help="Relations per page."
+    )
+    @click.option(
+        "--max-batch", type=click.IntRange(1, 100_000), default=500, show_default=True, help="Ids per batch request."
+    )
+    @click.option(
+        "--vocab", default=DEFAULT_VOCAB, show_default=True, help="@vocab IRI of types, predicates and metadata keys."
+    )
+    @click.option(
+        "--embedder",
+        default="hashing",
+        show_default=True,
+        envvar="BFSQL_EMBEDDER",
+        help="Embedder of the graph's vector search (published when the backend has one).",
+    )
+    @click.option(
+        "--serve-token",
+        envvar="BFSQL_JSONLD_SERVE_TOKEN",
+        default=None,
+        help="Bearer token every request must carry (required off loopback).",
+    )
+    def jsonld_serve(
+        backend: str,
+        host: str,
+        port: int,
+        page_size: int,
+        max_batch: int,
+        vocab: str,
+        embedder: str,
+        serve_token: str | None,
+        **backend_options: Any,
+    ) -> None:
+        """Publish a graph (any backend) as a read-only JSON-LD REST API for the jsonld backend and others.
+
+        \b
+          bfsql jsonld-serve --backend sqlite --db graph.db --port 8080
+          bfsql serve --backend jsonld --base-url http://127.0.0.1:8080
+        """
+        from bfsql.backend_options import resolve_config
+        from bfsql.embedders import create_embedder
+        from bfsql.errors import BfsqlError
+        from bfsql.server.http import is_loopback
+        from bfsql.server.run import open_graph
+        from bfsql_jsonld.server import run_server
+
+        specs = get_backends()
+        if backend not in specs:
+            raise click.BadParameter(
+                f"unknown backend {backend!r}; installed: {', '.join(sorted(specs))}.", param_hint="--backend"
+            )
+        if not is_loopback(host) and not serve_token:
+            raise click.UsageError(
+                f"Refusing to publish the graph on {host} without authentication: "
+                "set --serve-token (or BFSQL_JSONLD_SERVE_TOKEN), or bind 127.0.0.1."
+            )
+        options = ServerOptions(page_size=page_size, max_batch=max_batch, vocab=vocab, auth_token=serve_token)
+
+        async def main() -> None:
+            config = resolve_config(specs[backend], backend_options)
+            query_embedder = create_embedder(embedder)
+            async with open_graph(specs[backend], config) as graph:
+                graph.set_embedder(query_embedder)
+                await run_server(
+                    graph,
+                    host,
+                    port,
+                    options,
+                    lambda url: click.echo(
+                        f"bfsql jsonld-serve: publishing backend {backend!r} at {url}/ (Ctrl-C stops)", err=True
+                    ),
+                )
+
+        try:
+            asyncio.run(main())
+        except BfsqlError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    own = {param.name for param in jsonld_serve.params}
+    jsonld_serve.params.extend(opt for opt in backend_click_options(get_backends()) if opt.name not in own)
+    return jsonld_serve

@@ -1,0 +1,426 @@
+"""The reference server: any bfsql graph published as a read-only JSON-LD REST API.
+
+Routes (every id is one percent-encoded path segment or query value)::
+
+    GET  /                                   an index of the routes below
+    GET  /context.jsonld                     the JSON-LD context every answer embeds
+    GET  /schema                             vocabulary, description, capabilities, batch endpoints
+    GET  /entities/{id}                      one entity: @id, @type and its metadata
+    GET  /entities/{id}/relations?direction=out|in[&page=N&page_size=M]
+    GET  /entities?q=TEXT[&types=T&types=U][&limit=N]
+    GET  /relations?subject=S&predicate=P&object=O
+    POST /batch/entities           {"ids": [...]}
+    POST /batch/relations          {"ids": [...], "direction": "out"|"in"}
+    POST /batch/relation-metadata  {"relations": [{"subject", "predicate", "object"}, ...]}
+    POST /vector-search            {"vector": [...], "types": [...] | null, "limit": N}  (if the graph has one)
+
+Relation lists are paged (hydra:view/hydra:next in the body and a ``Link: rel="next"``
+header). The POST routes only read: they take id lists too long for a URL. The server
+only ever calls the graph's read primitives, so it cannot change the graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hmac
+import json
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from bfsql.errors import BfsqlError
+from bfsql.graph import Graph
+from bfsql.models import Edge, EntityStub, Node
+
+__all__ = ["DEFAULT_VOCAB", "ServerOptions", "build_app", "run_server", "server_context"]
+
+logger = logging.getLogger("bfsql_jsonld.server")
+
+DEFAULT_VOCAB = "urn:bfsql:vocab:"
+HYDRA = "http://www.w3.org/ns/hydra/core#"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+CONTENT_TYPE = "application/ld+json"
+SEARCH_LIMIT = 20
+VECTOR_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How the reference server pages, batches, names its vocabulary and authenticates."""
+
+    page_size: int = 500
+    """Relations per page (a client may ask for fewer with ``page_size``)."""
+    max_batch: int = 500
+    """Ids (or relations) one batch request may hold."""
+    vocab: str = DEFAULT_VOCAB
+    """The ``@vocab`` IRI that types, predicates and metadata keys are relative to."""
+    auth_token: str | None = None
+    """Bearer token every request must carry, if set."""
+
+
+GRAPH_KEY = web.AppKey("graph", Graph)
+OPTIONS_KEY = web.AppKey("options", ServerOptions)
+CONTEXT_KEY = web.AppKey("context", dict)
+
+
+def server_context(vocab: str = DEFAULT_VOCAB) -> dict[str, Any]:
+    """The JSON-LD context of every answer.
+
+    ``@base`` is null so ids stay the opaque strings they are (never resolved against
+    the document URL); types, predicates and metadata keys are ``@vocab``-relative;
+    relation lists are hydra collections; edge metadata is a JSON literal, kept verbatim.
+    """
+    return {
+        "@version": 1.1,
+        "@base": None,
+        "@vocab": vocab,
+        "subject": {"@id": RDF + "subject", "@type": "@id"},
+        "predicate": {"@id": RDF + "predicate", "@type": "@vocab"},
+        "object": {"@id": RDF + "object", "@type": "@id"},
+        "relations": {"@id": HYDRA + "member", "@container": "@set"},
+        "results": {"@id": HYDRA + "member", "@container": "@set"},
+        "entities": {"@id": HYDRA + "member", "@container": "@set"},
+        "Collection": HYDRA + "Collection",
+        "PartialCollectionView": HYDRA + "PartialCollectionView",
+        "totalItems": HYDRA + "totalItems",
+        "view": HYDRA + "view",
+        "next": {"@id": HYDRA + "next", "@type": "@id"},
+        "metadata": {"@id": vocab + "metadata", "@type": "@json"},
+        "entity_types": {"@id": vocab + "entity_types", "@type": "@vocab", "@container": "@set"},
+        "predicates": {"@id": vocab + "predicates", "@type": "@vocab", "@container": "@set"},
+    }
+
+
+def _answer(request: web.Request, body: dict[str, Any], headers: dict[str, str] | None = None) -> web.Response:
+    document = {"@context": request.app[CONTEXT_KEY], **body}
+    return web.json_response(
+        document, content_type=CONTENT_TYPE, headers=headers, dumps=functools.partial(json.dumps, ensure_ascii=False)
+    )
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message, "status": status}, status=status)
+
+
+def _entity(node: Node, metadata: dict[str, Any]) -> dict[str, Any]:
+    return {"@id": node.id, "@type": node.entity_type, **metadata}
+
+
+def _relation(edge: Edge) -> dict[str, str]:
+    return {"subject": edge.subject, "predicate": edge.predicate, "object": edge.object}
+
+
+def _param(request: web.Request, name: str) -> str:
+    value = request.query.get(name)
+    if value is None:
+        raise web.HTTPBadRequest(text=f"missing query parameter {name!r}")
+    return value
+
+
+def _int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{name} must be an integer, got {raw!r}") from None
+    if not low <= value <= high:
+        raise web.HTTPBadRequest(text=f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except json.JSONDecodeError as exc:
+        raise web.HTTPBadRequest(text=f"the body is not JSON: {exc.msg}") from None
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(text="the body must be a JSON object")
+    return body
+
+
+def _id_list(body: dict[str, Any], key: str, limit: int) -> list[Any]:
+    ids = body.get(key)
+    if not isinstance(ids, list):
+        raise web.HTTPBadRequest(text=f"{key!r} must be a list")
+    if len(ids) > limit:
+        raise web.HTTPRequestEntityTooLarge(
+            max_size=limit, actual_size=len(ids), text=f"at most {limit} {key} per request, got {len(ids)}"
+        )
+    return ids
+
+
+def _strings(ids: list[Any], key: str) -> list[str]:
+    if not all(isinstance(i, str) for i in ids):
+        raise web.HTTPBadRequest(text=f"{key!r} must be a list of strings")
+    return ids
+
+
+# -- handlers ---------------------------------------------------------------------------
+
+
+async def index(request: web.Request) -> web.Response:
+    """The routes of this API."""
+    return _answer(
+        request,
+        {
+            "@id": "/",
+            "schema": "/schema",
+            "entity": "/entities/{id}",
+            "relations": "/entities/{id}/relations?direction={out|in}",
+            "search": "/entities?q={q}&types={type}",
+            "relation": "/relations?subject={subject}&predicate={predicate}&object={object}",
+        },
+    )
+
+
+async def context(request: web.Request) -> web.Response:
+    """The JSON-LD context, as a context document."""
+    return _answer(request, {})
+
+
+async def schema(request: web.Request) -> web.Response:
+    """The vocabulary, description, capabilities and batch endpoints."""
+    graph, options = request.app[GRAPH_KEY], request.app[OPTIONS_KEY]
+    types, predicates = await asyncio.gather(graph.entity_types(), graph.predicates())
+    capabilities = graph.capabilities.as_dict()
+    vector = None
+    if graph.has_vector_search:
+        vector = {"url": "/vector-search", "embedder": graph.embedder.name, "dimension": graph.embedder.dimension}
+    return _answer(
+        request,
+        {
+            "@id": "/schema",
+            "description": await graph.backend.graph_description(),
+            "next_steps": await graph.backend.next_steps(),
+            "comprehensive": capabilities["comprehensive_schema"],
+            "entity_types": types,
+            "predicates": predicates,
+            "capabilities": capabilities,
+            "batch": {
+                "entities": "/batch/entities",
+                "relations": "/batch/relations",
+                "relation_metadata": "/batch/relation-metadata",
+                "max_ids": options.max_batch,
+            },
+            "vector_search": vector,
+        },
+    )
+
+
+async def entity(request: web.Request) -> web.Response:
+    """One entity document."""
+    graph, entity_id = request.app[GRAPH_KEY], request.match_info["id"]
+    try:
+        node, metadata = await asyncio.gather(graph.get_node(entity_id), graph.metadata_for_node(entity_id))
+    except KeyError:
+        raise web.HTTPNotFound(text=f"no entity {entity_id!r}") from None
+    return _answer(request, _entity(node, metadata))
+
+
+async def relations(request: web.Request) -> web.Response:
+    """One page of an entity's outgoing or incoming relations."""
+    graph, options, entity_id = request.app[GRAPH_KEY], request.app[OPTIONS_KEY], request.match_info["id"]
+    direction = request.query.get("direction", "out")
+    if direction not in ("out", "in"):
+        raise web.HTTPBadRequest(text=f"direction must be 'out' or 'in', got {direction!r}")
+    page = _int_param(request, "page", 1, 1, 10**9)
+    size = _int_param(request, "page_size", options.page_size, 1, options.page_size)
+    try:
+        edges = await (graph.edges_from(entity_id) if direction == "out" else graph.edges_to(entity_id))
+    except KeyError:
+        raise web.HTTPNotFound(text=f"no entity {entity_id!r}") from None
+    start = (page - 1) * size
+    body: dict[str, Any] = {
+        "@id": str(request.rel_url),
+        "@type": "Collection",
+        "totalItems": len(edges),
+        "relations": [_relation(e) for e in edges[start : start + size]],
+    }
+    headers = {}
+    if start + size < len(edges):
+        next_url = str(request.rel_url.update_query(page=page + 1))
+        body["view"] = {"@id": str(request.rel_url), "@type": "PartialCollectionView", "next": next_url}
+        headers["Link"] = f'<{next_url}>; rel="next"'
+    return _answer(request, body, headers)
+
+
+async def search(request: web.Request) -> web.Response:
+    """Ranked entities matching ``q``, restricted to the repeated ``types`` parameters."""
+    graph = request.app[GRAPH_KEY]
+    query = _param(request, "q")
+    types = request.query.getall("types", [])
+    limit = _int_param(request, "limit", SEARCH_LIMIT, 1, SEARCH_LIMIT)
+    stubs = await graph.search_entities(query, types or None)
+    results = [_stub(stub) for stub in stubs[:limit]]
+    return _answer(request, {"@id": str(request.rel_url), "@type": "Collection", "results": results})
+
+
+def _stub(stub: EntityStub) -> dict[str, Any]:
+    item: dict[str, Any] = {"@id": stub.id, "@type": stub.entity_type}
+    if stub.name is not None:
+        item["name"] = stub.name
+    if stub.score is not None:
+        item["score"] = stub.score
+    return item
+
+
+async def vector_search(request: web.Request) -> web.Response:
+    """The entities nearest to a query vector made by the embedder named in /schema."""
+    graph = request.app[GRAPH_KEY]
+    if not graph.has_vector_search:
+        raise web.HTTPNotFound(text="this graph has no vector search")
+    body = await _json_body(request)
+    vector, types, limit = body.get("vector"), body.get("types"), body.get("limit", SEARCH_LIMIT)
+    dimension = graph.embedder.dimension
+    if not isinstance(vector, list) or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in vector):
+        raise web.HTTPBadRequest(text="'vector' must be a list of numbers")
+    if len(vector) != dimension:
+        raise web.HTTPBadRequest(
+            text=f"'vector' has {len(vector)} dimensions; embedder {graph.embedder.name!r} makes {dimension}"
+        )
+    if types is not None and not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
+        raise web.HTTPBadRequest(text="'types' must be a list of strings or null")
+    if not isinstance(limit, int) or not 1 <= limit <= VECTOR_LIMIT:
+        raise web.HTTPBadRequest(text=f"'limit' must be an integer between 1 and {VECTOR_LIMIT}")
+    stubs = await graph.vector_search([float(x) for x in vector], types, limit)
+    return _answer(request, {"@type": "Collection", "results": [_stub(stub) for stub in stubs[:limit]]})
+
+
+async def relation(request: web.Request) -> web.Response:
+    """The metadata of one relation."""
+    graph = request.app[GRAPH_KEY]
+    edge = Edge(
+        subject=_param(request, "subject"), predicate=_param(request, "predicate"), object=_param(request, "object")
+    )
+    return _answer(request, {**_relation(edge), "metadata": await graph.metadata_for_edge(edge)})
+
+
+async def batch_entities(request: web.Request) -> web.Response:
+    """Many entity documents; unknown ids are left out."""
+    graph, options = request.app[GRAPH_KEY], request.app[OPTIONS_KEY]
+    ids = _strings(_id_list(await _json_body(request), "ids", options.max_batch), "ids")
+    nodes, metadata = await asyncio.gather(graph.get_nodes(ids), graph.metadata_for_nodes(ids))
+    found = [_entity(nodes[i], metadata.get(i, {})) for i in dict.fromkeys(ids) if i in nodes]
+    return _answer(request, {"@type": "Collection", "entities": found})
+
+
+async def batch_relations(request: web.Request) -> web.Response:
+    """The relations of many entities in one direction; unknown ids are left out."""
+    graph, options = request.app[GRAPH_KEY], request.app[OPTIONS_KEY]
+    body = await _json_body(request)
+    ids = _strings(_id_list(body, "ids", options.max_batch), "ids")
+    direction = body.get("direction", "out")
+    if direction not in ("out", "in"):
+        raise web.HTTPBadRequest(text=f"direction must be 'out' or 'in', got {direction!r}")
+    found = await (graph.edges_from_many(ids) if direction == "out" else graph.edges_to_many(ids))
+    items = [{"@id": i, "relations": [_relation(e) for e in found[i]]} for i in dict.fromkeys(ids) if i in found]
+    return _answer(request, {"@type": "Collection", "entities": items})
+
+
+async def batch_relation_metadata(request: web.Request) -> web.Response:
+    """The metadata of many relations."""
+    graph, options = request.app[GRAPH_KEY], request.app[OPTIONS_KEY]
+    raw = _id_list(await _json_body(request), "relations", options.max_batch)
+    try:
+        edges = [Edge.model_validate(item) for item in raw]
+    except ValueError:
+        raise web.HTTPBadRequest(text="relations must be objects with subject, predicate and object") from None
+    found = await graph.metadata_for_edges(edges)
+    items = [{**_relation(e), "metadata": found.get(e, {})} for e in dict.fromkeys(edges)]
+    return _answer(request, {"@type": "Collection", "relations": items})
+
+
+# -- middleware and app -----------------------------------------------------------------
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every error as a JSON body with a status: 4xx for the caller's mistakes, 502/500 for ours."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _error(exc.status, exc.text or exc.reason)
+    except BfsqlError as exc:
+        logger.warning("bfsql jsonld-serve: %s %s: %s", request.method, request.path, exc)
+        return _error(502, str(exc))
+    except Exception as exc:
+        logger.exception("bfsql jsonld-serve: %s %s failed", request.method, request.path)
+        return _error(500, f"internal error: {type(exc).__name__}")
+
+
+def _auth(token: str) -> Any:
+    expected = f"Bearer {token}".encode()
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        given = request.headers.get("Authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            return web.json_response(
+                {"error": "missing or wrong bearer token", "status": 401},
+                status=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        return await handler(request)
+
+    return check
+
+
+def build_app(graph: Graph, options: ServerOptions | None = None) -> web.Application:
+    """The aiohttp application publishing ``graph``; the caller owns the graph's lifecycle."""
+    options = options or ServerOptions()
+    middlewares = [_errors] if options.auth_token is None else [_errors, _auth(options.auth_token)]
+    app = web.Application(middlewares=middlewares)
+    app[GRAPH_KEY] = graph
+    app[OPTIONS_KEY] = options
+    app[CONTEXT_KEY] = server_context(options.vocab)
+    app.router.add_get("/", index)
+    app.router.add_get("/context.jsonld", context)
+    app.router.add_get("/schema", schema)
+    app.router.add_get("/entities", search)
+    app.router.add_get("/entities/{id}", entity)
+    app.router.add_get("/entities/{id}/relations", relations)
+    app.router.add_get("/relations", relation)
+    app.router.add_post("/batch/entities", batch_entities)
+    app.router.add_post("/batch/relations", batch_relations)
+    app.router.add_post("/batch/relation-metadata", batch_relation_metadata)
+    app.router.add_post("/vector-search", vector_search)
+    return app
+
+
+async def run_server(
+    graph: Graph, host: str, port: int, options: ServerOptions, started: Callable[[str], None]
+) -> None:
+    """Serve ``graph`` on ``host:port`` until SIGINT/SIGTERM; ``started`` gets the base URL."""
+    runner = web.AppRunner(build_app(graph, options), access_log=None)
+    await runner.setup()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            raise BfsqlError(
+                f"Cannot listen on {host}:{port}: {exc.strerror or exc}.",
+                "Choose another --port (0: any free one), or stop what uses it.",
+            ) from None
+        bound = runner.addresses[0]
+        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+        started(f"http://{shown}:{bound[1]}")
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await runner.cleanup()
