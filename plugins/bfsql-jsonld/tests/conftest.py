@@ -16,10 +16,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from jsonld_scripted import ScriptedApi
 
 from bfsql.testing.services import free_port, unavailable, wait_for_port
 from bfsql.testing.standard_graph import write_standard_bundle
+
+from jsonld_scripted import ScriptedApi
 
 REFERENCE_PAGE_SIZE = 2
 REFERENCE_MAX_BATCH = 3

@@ -8,12 +8,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from jsonld_scripted import Reply, ScriptedApi
 
 from bfsql.models import Edge
 from bfsql_jsonld import JsonLdBackend, JsonLdConfig
 from bfsql_jsonld.errors import ApiError, ContextError, MalformedResponse
 from bfsql_jsonld.http_client import _retry_after_seconds, parse_link_header
+
+from jsonld_scripted import Reply, ScriptedApi
 
 ENTITY = {"@id": "GENE:TP53", "@type": "Gene", "name": "TP53"}
 
