@@ -110,7 +110,9 @@ async def test_session_workflow_of_the_appendix():
         assert "FamPlex" in schema["graph_description"] and schema["next_steps"] and schema["tool_usage_notes"]
 
         hits = data(await client.call_tool("search_entities", {"query": "BRAF", "node_types": ["Gene"]}))
-        assert hits[0] == {"id": "HGNC:BRAF", "entity_type": "Gene", "name": "BRAF"}
+        assert {key: hits[0][key] for key in ("id", "entity_type", "name")} == {
+            "id": "HGNC:BRAF", "entity_type": "Gene", "name": "BRAF"}
+        assert hits[0]["rankers"] and isinstance(hits[0]["score"], float)  # fused search: score and rankers
 
         survey = data(await client.call_tool("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": 1,
                                                            "topology_only": True}))

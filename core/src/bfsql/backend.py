@@ -11,11 +11,14 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bfsql.models import Edge, EntityStub, Node
 
-__all__ = ["Capabilities", "GraphDbInterface", "gather_bounded"]
+if TYPE_CHECKING:
+    from bfsql.embedders import Embedder
+
+__all__ = ["Capabilities", "GraphDbInterface", "gather_bounded", "has_vector_search"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -33,13 +36,17 @@ class Capabilities:
     batch_primitives: bool = False
     """The batch methods are overridden with set-based queries (O(1) round trips)."""
     vector_search: bool = False
-    """search_entities can rank by embedding similarity."""
+    """The backend ranks entities by embedding similarity: it implements
+    :meth:`GraphDbInterface.vector_search`, which core's hybrid search uses as its vector
+    ranker (modes vector, hybrid, rrf). (A backend whose ``search_entities`` embeds the
+    query itself may also set it; core then treats ``search_entities`` as its only ranker.)"""
     lexical_search: bool = True
     """search_entities can rank by a lexical score (BM25, trigram, substring)."""
     comprehensive_schema: bool = True
     """entity_types()/predicates() are complete, not samples."""
     provenance: bool = False
     """metadata_for_edge includes a ``provenance`` list of evidence records."""
+
 
     def as_dict(self) -> dict[str, bool]:
         """The flags as a plain dict."""
@@ -141,6 +148,28 @@ class GraphDbInterface(ABC):
         """Metadata of each edge, keyed by the edge."""
         return await gather_bounded(edges, self.metadata_for_edge, self.batch_concurrency)
 
+    # Optional vector search (hybrid entity search, docs/backend-contract.md#vector-search).
+
+    async def vector_search(
+        self, vector: list[float], node_types: list[str] | None = None, limit: int = 20
+    ) -> list[EntityStub]:
+        """Entities whose stored vectors are nearest to ``vector``, best first, at most ``limit``.
+
+        ``score`` is the cosine similarity (higher is better); ``node_types`` restricts the
+        types (``[]``: nothing). Only called when ``capabilities.vector_search`` is true and
+        this method is overridden; ``vector`` comes from the embedder passed to
+        :meth:`bind_embedder`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no vector search")
+
+    async def bind_embedder(self, embedder: Embedder) -> None:  # noqa: B027 - optional hook
+        """Learn the embedder that makes query vectors, once, before the first vector_search.
+
+        A backend with stored vectors checks they come from the same embedder (name and
+        dimension) and raises :class:`bfsql.embedders.EmbedderMismatch` otherwise; a
+        backend that embeds entities on the fly keeps it. The default does nothing.
+        """
+
     # Optional descriptive hooks with sensible defaults.
 
     async def graph_description(self) -> str:
@@ -153,3 +182,10 @@ class GraphDbInterface(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release connections, pools and files. Called once when the graph closes."""
+
+
+def has_vector_search(backend: GraphDbInterface) -> bool:
+    """Whether core may use ``backend.vector_search`` as a ranker: flagged and overridden."""
+    return bool(backend.capabilities.vector_search) and (
+        type(backend).vector_search is not GraphDbInterface.vector_search
+    )

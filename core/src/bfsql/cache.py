@@ -188,6 +188,7 @@ class CachePlugin:
         self.caches = {name: LruCache(self.config.maxsize, self.config.ttl) for name in self._single}
         self._schema = LruCache(4, None)
         self._search = LruCache(min(self.config.maxsize, 512), self.config.ttl)
+        self._vector = LruCache(min(self.config.maxsize, 512), self.config.ttl)
         self._rest_callers: dict[str, Any] = {}
 
     def _rest(self, hook: str) -> Any:
@@ -213,6 +214,7 @@ class CachePlugin:
             cache.clear()
         self._schema.clear()
         self._search.clear()
+        self._vector.clear()
 
     edges_from = _cached_by_id("edges_from")
     edges_to = _cached_by_id("edges_to")
@@ -241,6 +243,14 @@ class CachePlugin:
         key = (query, tuple(node_types) if node_types is not None else None)
         return self._search.get_or_load(
             key, lambda: self._rest("search_entities")(query=query, node_types=node_types)
+        )
+
+    @hookimpl(tryfirst=True)
+    def vector_search(self, vector: list[float], node_types: list[str] | None, limit: int) -> Awaitable[Any]:
+        """vector_search, from the cache when possible (keyed by the vector itself)."""
+        key = (tuple(vector), tuple(node_types) if node_types is not None else None, limit)
+        return self._vector.get_or_load(
+            key, lambda: self._rest("vector_search")(vector=vector, node_types=node_types, limit=limit)
         )
 
     @hookimpl(tryfirst=True)

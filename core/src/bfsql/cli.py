@@ -1,4 +1,4 @@
-"""The ``bfsql`` command line: serve, query, load, plugins.
+"""The ``bfsql`` command line: serve, query, path, load, plugins.
 
 Plugins are loaded when the command runs, not when this module is imported; their
 ``register_commands`` hooks add commands to the same group.
@@ -45,9 +45,19 @@ def _report_plugin_errors() -> None:
         click.echo(f"warning: plugin {error['name']!r} failed to load: {error['error']}", err=True)
 
 
-def _serve_settings(max_tokens: int, timeout: float, max_nodes: int, max_edges_per_node: int) -> Any:
+def _serve_settings(
+    max_tokens: int, timeout: float, max_nodes: int, max_edges_per_node: int, embedder: str = "hashing"
+) -> Any:
     from bfsql.engine import TraversalBudget
+    from bfsql.plugins import get_embedders
     from bfsql.server.app import ServeSettings
+
+    if embedder not in get_embedders():
+        raise click.BadParameter(
+            f"unknown embedder {embedder!r}; installed: {', '.join(sorted(get_embedders()))}. "
+            "Install a plugin such as 'pip install bfsql-embed-minilm' and check 'bfsql plugins'.",
+            param_hint="--embedder",
+        )
 
     try:
         budget = TraversalBudget(max_nodes=max_nodes, max_edges_per_node=max_edges_per_node)
@@ -55,7 +65,7 @@ def _serve_settings(max_tokens: int, timeout: float, max_nodes: int, max_edges_p
         raise click.BadParameter(str(exc)) from None
     if max_tokens < 500:
         raise click.BadParameter("--max-tokens must be at least 500")
-    return ServeSettings(max_tokens=max_tokens, timeout=timeout, budget=budget)
+    return ServeSettings(max_tokens=max_tokens, timeout=timeout, budget=budget, embedder=embedder)
 
 
 def _backend_and_config(backend: str, options: dict[str, Any]) -> tuple[Any, Any]:
@@ -98,6 +108,8 @@ def _common_serve_options(fn: Any) -> Any:
                      help="Traversal budget: edges followed from one (hub) node."),
         click.option("--backend", default=DEFAULT_BACKEND, show_default=True, envvar="BFSQL_BACKEND",
                      help="Backend name (see the list below)."),
+        click.option("--embedder", default="hashing", show_default=True, envvar="BFSQL_EMBEDDER",
+                     help="Embedder for vector search and path queries (must match a store's entity vectors)."),
     ]
     for decorator in reversed(decorators):
         fn = decorator(fn)
@@ -153,6 +165,7 @@ def serve(
     timeout: float,
     max_nodes: int,
     max_edges_per_node: int,
+    embedder: str,
     **kwargs: Any,
 ) -> None:
     """Serve a graph over MCP (stdio by default). With no options: the FamPlex demo graph."""
@@ -160,7 +173,7 @@ def serve(
 
     _report_plugin_errors()
     spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
-    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node)
+    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder)
     try:
         if transport == "stdio":
             if sys.stdin.isatty():
@@ -198,7 +211,47 @@ def _parse_arguments(arguments: tuple[str, ...]) -> dict[str, Any]:
     return result
 
 
+def _render_path(data: dict[str, Any]) -> str:
+    meta = data.get("metadata", {})
+    results = data.get("results", [])
+    lines = [
+        f"{len(results)} of {meta.get('total_results', len(results))} result(s) for {meta.get('query')} "
+        f"({meta.get('hops')} hop(s), {meta.get('total_candidates_explored')} candidates, "
+        f"{meta.get('execution_time_ms')} ms)"
+    ]
+
+    def step_text(step: dict[str, Any]) -> str:
+        if "edge" in step:
+            return f"-{step['edge']}->" if step.get("direction") == "outgoing" else f"<-{step['edge']}-"
+        label = step.get("label")
+        return f"{label} ({step['entity']})" if label and label != step["entity"] else str(step["entity"])
+
+    for result in results:
+        entity = result["entity"]
+        lines.append(
+            f"  {entity['id']}  [{entity['entity_type']}]" + (f"  {entity['name']}" if entity.get("name") else "")
+            + f"  score={result['score']:.3f}"
+        )
+        lines.append("    " + " ".join(step_text(step) for step in result["path"]))
+    if meta.get("error"):
+        lines.append(f"{meta['error']}: {meta.get('message', '')}")
+    if meta.get("reason"):
+        partial = " ".join(step_text(step) for step in meta.get("partial_path", []))
+        lines.append(f"stopped at hop {meta.get('stopped_at_hop')}: {meta['reason']} (after: {partial})")
+        if meta.get("available_relations") is not None:
+            lines.append(f"available relations: {', '.join(meta['available_relations']) or '(none)'}")
+    if meta.get("hint"):
+        lines.append(f"hint: {meta['hint']}")
+    for note in meta.get("truncated", []):
+        lines.append(f"truncated ({note['reason']}): {note['detail']} {note['hint']}")
+    for warning in meta.get("warnings", []):
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)
+
+
 def _render(tool: str, data: Any) -> str:
+    if isinstance(data, dict) and "results" in data and "metadata" in data:
+        return _render_path(data)
     if isinstance(data, dict) and "nodes" in data and "edges" in data:
         lines = [f"{data.get('node_count')} nodes, {data.get('edge_count')} edges"]
         for node in data["nodes"]:
@@ -217,7 +270,8 @@ def _render(tool: str, data: Any) -> str:
     if isinstance(data, list) and all(isinstance(i, dict) and "id" in i for i in data):
         return "\n".join(
             f"{i['id']}  [{i.get('entity_type', '')}]  {i.get('name', '')}".rstrip()
-            + (f"  score={i['score']:.3f}" if isinstance(i.get("score"), float) else "")
+            + (f"  score={i['score']:.3f}" if isinstance(i.get("score"), int | float) else "")
+            + (f"  ({'+'.join(i['rankers'])})" if i.get("rankers") else "")
             for i in data
         )
     return json.dumps(data, indent=2, ensure_ascii=False)
@@ -256,6 +310,7 @@ def query(
     timeout: float,
     max_nodes: int,
     max_edges_per_node: int,
+    embedder: str,
     **kwargs: Any,
 ) -> None:
     """Call one tool from the terminal.
@@ -269,7 +324,7 @@ def query(
     """
     _report_plugin_errors()
     spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
-    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node)
+    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder)
     try:
         ok, data = asyncio.run(_call_tool(spec, config, settings, tool, _parse_arguments(arguments)))
     except BfsqlError as exc:
@@ -281,27 +336,90 @@ def query(
 
 
 @click.command()
+@_common_serve_options
+@click.argument("path_query", metavar="QUERY")
+@click.option("--k", "k", type=int, default=3, show_default=True,
+              help="Entry points, relations per entity and semantic matches kept per hop.")
+@click.option("--threshold", type=float, default=0.5, show_default=True,
+              help="Least similarity (0-1) for fuzzy relation and semantic matches.")
+@click.option("--max-results", type=int, default=20, show_default=True, help="Most results returned.")
+@click.option("--json", "as_json", is_flag=True, help="Print the raw JSON answer.")
+def path(
+    path_query: str,
+    k: int,
+    threshold: float,
+    max_results: int,
+    as_json: bool,
+    backend: str,
+    max_tokens: int,
+    timeout: float,
+    max_nodes: int,
+    max_edges_per_node: int,
+    embedder: str,
+    **kwargs: Any,
+) -> None:
+    """Run a path query (the path_query tool) from the terminal, e.g.:
+
+    \b
+      bfsql path '"BRAF" -[isa]-> type:Family <-[isa]- type:Gene'
+      bfsql path '@FPLX:RAF <-[*]- type:Gene' --k 5 --json
+
+    See docs/path-queries.md for the language.
+    """
+    _report_plugin_errors()
+    spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
+    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder)
+    arguments = {"query": path_query, "k": k, "threshold": threshold, "max_results": max_results}
+    try:
+        ok, data = asyncio.run(_call_tool(spec, config, settings, "path_query", arguments))
+    except BfsqlError as exc:
+        _fail(exc)
+        return
+    if not ok:
+        raise click.ClickException(str(data))
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2) if as_json else _render("path_query", data))
+
+
+@click.command()
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="BFSQL_SQLITE_DB", required=True,
               help="SQLite file to load into (created if missing).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "tsv", "nt", "ttl"]), default=None,
               help="Input format (default: from each file's extension).")
 @click.option("--description", default=None, help="Graph description shown by describe_schema.")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def load(db: Path, fmt: str | None, description: str | None, sources: tuple[Path, ...]) -> None:
+@click.option("--embedder", default=None, envvar="BFSQL_LOAD_EMBEDDER",
+              help="Embedder of the entity vectors: a registered name, or 'none' for no vectors "
+              "(default: the store's own, else 'hashing'). Another embedder re-embeds every entity.")
+@click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def load(db: Path, fmt: str | None, description: str | None, embedder: str | None, sources: tuple[Path, ...]) -> None:
     """Load graph files into the embedded SQLite store, atomically.
 
     Either every record of every SOURCE is loaded, or (on a bad row or an interrupt)
     the store is left exactly as it was. Loading the same files again changes nothing.
+    Entity names are embedded for vector search; with --embedder and no SOURCE, an
+    existing store is re-embedded (to switch models safely).
     """
     from bfsql.loading.bundle import BadRow
-    from bfsql.loading.sqlite_loader import load_sqlite
+    from bfsql.loading.sqlite_loader import AUTO_EMBEDDER, StoreFormatError, load_sqlite, reembed_store
 
+    choice = embedder or AUTO_EMBEDDER
+    if not sources:
+        if embedder is None or not db.is_file():
+            raise click.UsageError("give SOURCE files to load, or --embedder NAME to re-embed an existing --db store")
+        try:
+            report = reembed_store(db, choice)
+        except (BfsqlError, StoreFormatError) as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(json.dumps(dataclasses.asdict(report), default=str))
+        return
     records = sum(_count_lines(p) for p in sources)
     with click.progressbar(length=records, label="loading", file=sys.stderr, show_pos=True) as bar:
         try:
-            report = load_sqlite(db, list(sources), fmt=fmt, description=description, progress=bar.update)
+            report = load_sqlite(db, list(sources), fmt=fmt, description=description, progress=bar.update,
+                                 embedder=choice)
         except BadRow as exc:
             raise click.ClickException(f"{exc} (nothing was loaded; fix the row and run again)") from None
+        except BfsqlError as exc:
+            raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(dataclasses.asdict(report), default=str))
 
 
@@ -312,10 +430,16 @@ def _count_lines(path: Path) -> int:
 
 @click.command()
 def plugins() -> None:
-    """List installed plugins as JSON: name, version, hooks and load errors."""
-    from bfsql.plugins import list_plugins
+    """List installed plugins as JSON: name, version, hooks and load errors; then the embedders."""
+    from bfsql.plugins import get_embedders, list_plugins
 
-    click.echo(json.dumps(list_plugins(), indent=2))
+    listing = list_plugins()
+    embedders = {name: spec for name, spec in get_embedders().items()}
+    for entry in listing:
+        provided = sorted(name for name, spec in embedders.items() if spec.plugin == entry["name"])
+        if provided:
+            entry["embedders"] = provided
+    click.echo(json.dumps(listing, indent=2))
 
 
 def build_cli() -> click.Group:
@@ -324,7 +448,7 @@ def build_cli() -> click.Group:
 
     group = click.Group(name="bfsql", commands=dict(cli.commands), callback=cli.callback, params=cli.params,
                         help=cli.help)
-    for command in (serve, query):
+    for command in (serve, query, path):
         group.add_command(_add_backend_options(command))
     group.add_command(load)
     group.add_command(plugins)

@@ -8,6 +8,7 @@ registered too. The engine and the server only ever talk to a :class:`Graph`.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
@@ -16,9 +17,10 @@ from typing import Any, TypeVar
 
 import pluggy
 
-from bfsql.backend import GraphDbInterface
+from bfsql.backend import GraphDbInterface, has_vector_search
 from bfsql.cache import CacheConfig, CachePlugin
-from bfsql.hookspecs import BATCH_HOOKS, PRIMITIVE_HOOKS, hookimpl
+from bfsql.embedders import CachedEmbedder, Embedder, HashingEmbedder, split_identifier
+from bfsql.hookspecs import BATCH_HOOKS, PRIMITIVE_HOOKS, SEARCH_HOOKS, hookimpl
 from bfsql.models import Edge, EntityStub, Node, ResultEdge
 
 __all__ = ["BackendCallStats", "Graph", "then"]
@@ -103,6 +105,12 @@ class _BackendTerminal:
         return self._timed("predicates", self.backend.predicates())
 
     @hookimpl(trylast=True)
+    def vector_search(
+        self, vector: list[float], node_types: list[str] | None, limit: int
+    ) -> Awaitable[list[EntityStub]]:
+        return self._timed("vector_search", self.backend.vector_search(vector, node_types, limit))
+
+    @hookimpl(trylast=True)
     def edges_from_many(self, entity_ids: list[str]) -> Awaitable[dict[str, list[Edge]]]:
         return self._timed("edges_from_many", self.backend.edges_from_many(entity_ids))
 
@@ -126,7 +134,9 @@ class _BackendTerminal:
 DEFAULT_CACHE = CacheConfig()
 """The cache bounds used when none are given."""
 
-_GRAPH_HOOKS = frozenset(PRIMITIVE_HOOKS + BATCH_HOOKS + ("process_node", "process_edge", "process_result"))
+_GRAPH_HOOKS = frozenset(
+    PRIMITIVE_HOOKS + BATCH_HOOKS + SEARCH_HOOKS + ("process_node", "process_edge", "process_result")
+)
 
 
 class Graph:
@@ -134,6 +144,8 @@ class Graph:
 
     ``plugins`` defaults to every plugin loaded by :func:`bfsql.plugins.get_plugin_manager`
     that implements a primitive or post-processing hook. ``cache=None`` disables caching.
+    ``embedder`` (default: the built-in ``hashing`` embedder) makes query vectors for
+    vector search and scores fuzzy matches in path queries; its answers are cached (LRU).
     """
 
     def __init__(
@@ -143,6 +155,7 @@ class Graph:
         plugins: list[object] | None = None,
         cache: CacheConfig | None = DEFAULT_CACHE,
         name: str = "graph",
+        embedder: Embedder | None = None,
     ) -> None:
         from bfsql.plugins import get_plugin_manager, new_plugin_manager
 
@@ -164,6 +177,10 @@ class Graph:
         if cache is not None:
             self.cache = CachePlugin(self.pm, cache)
             self.pm.register(self.cache, name="cache")
+        self._embedder = CachedEmbedder(embedder or HashingEmbedder())
+        self._embedder_bound = False
+        self._bind_lock = asyncio.Lock()
+        self._predicate_vectors: dict[str, list[float]] = {}
 
     @property
     def hook(self) -> Any:
@@ -174,6 +191,57 @@ class Graph:
     def capabilities(self) -> Any:
         """The backend's capability flags."""
         return self.backend.capabilities
+
+    # Embeddings.
+
+    @property
+    def embedder(self) -> CachedEmbedder:
+        """The graph's embedder, behind an LRU of recent texts."""
+        return self._embedder
+
+    def set_embedder(self, embedder: Embedder) -> None:
+        """Use another embedder (before the graph serves; forgets cached vectors)."""
+        self._embedder = CachedEmbedder(embedder)
+        self._embedder_bound = False
+        self._predicate_vectors.clear()
+        if self.cache is not None:
+            self.cache._vector.clear()
+
+    async def bind_embedder(self) -> None:
+        """Tell the backend which embedder makes query vectors (once; raises on a mismatch)."""
+        if self._embedder_bound:
+            return
+        async with self._bind_lock:
+            if not self._embedder_bound:
+                await self.backend.bind_embedder(self._embedder.inner)
+                self._embedder_bound = True
+
+    @property
+    def has_vector_search(self) -> bool:
+        """Whether the backend offers vector search (see :func:`bfsql.backend.has_vector_search`)."""
+        return has_vector_search(self.backend)
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of ``texts`` from the graph's embedder (cached)."""
+        return await self._embedder.embed(list(texts))
+
+    async def predicate_vectors(self, predicates: list[str]) -> dict[str, list[float]]:
+        """Vectors of predicates split into words (``BORN_ON`` -> ``born on``), computed once per graph."""
+        missing = [p for p in dict.fromkeys(predicates) if p not in self._predicate_vectors]
+        if missing:
+            vectors = await self._embedder.inner.embed([split_identifier(p) or p for p in missing])
+            self._predicate_vectors.update(zip(missing, vectors, strict=True))
+        return {p: self._predicate_vectors[p] for p in predicates}
+
+    async def vector_search(
+        self, vector: list[float], node_types: list[str] | None = None, limit: int = 20
+    ) -> list[EntityStub]:
+        """Entities nearest to ``vector`` (cosine ``score``), through the ``vector_search`` hook (cached)."""
+        await self.bind_embedder()
+        result: list[EntityStub] = await self.pm.hook.vector_search(
+            vector=list(vector), node_types=node_types, limit=limit
+        )
+        return result
 
     async def aclose(self) -> None:
         """Close the backend."""

@@ -10,8 +10,12 @@ Three families:
   itself with ``tryfirst=True`` by returning an awaitable (return ``None`` to pass).
 * **Post-processing hooks** (``process_node``, ``process_edge``, ``process_result``)
   edit tool answers in place before they are sent.
-* **Registration hooks** (``register_backends``, ``register_commands``,
-  ``register_tools``) are called once on the global plugin manager.
+* **Registration hooks** (``register_backends``, ``register_embedders``,
+  ``register_commands``, ``register_tools``) are called once on the global plugin
+  manager.
+
+``vector_search`` is an optional primitive hook (not one of the eight): the backend
+answers it only when it has entity vectors (see docs/backend-contract.md).
 """
 
 from __future__ import annotations
@@ -100,6 +104,11 @@ def metadata_for_edges(edges: list[Edge]) -> Awaitable[dict[Edge, dict[str, Any]
     """Metadata of many edges in one call, keyed by edge."""
 
 
+@hookspec(firstresult=True)
+def vector_search(vector: list[float], node_types: list[str] | None, limit: int) -> Awaitable[list[EntityStub]]:
+    """Entities nearest to a query vector, best first, ``score`` = cosine similarity (optional primitive)."""
+
+
 # --- post-processing hooks -------------------------------------------------
 
 
@@ -124,6 +133,11 @@ def process_result(result: BaseModel, tool: str) -> None:
 @hookspec
 def register_backends(register: Callable[..., None]) -> None:
     """Register backends: ``register(name, factory, config_model, description)``."""
+
+
+@hookspec
+def register_embedders(register: Callable[..., None]) -> None:
+    """Register embedders: ``register(name, factory, description)``; ``factory()`` returns an Embedder."""
 
 
 @hookspec
@@ -156,3 +170,6 @@ BATCH_HOOKS: tuple[str, ...] = (
     "metadata_for_edges",
 )
 """The optional batch primitives."""
+
+SEARCH_HOOKS: tuple[str, ...] = ("vector_search",)
+"""Optional primitives of hybrid search."""

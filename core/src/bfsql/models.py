@@ -7,7 +7,7 @@ exactly ``{"subject", "predicate", "object"}``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +17,11 @@ __all__ = [
     "EntityStub",
     "IntersectionResult",
     "Node",
+    "PathEntity",
+    "PathMetadata",
+    "PathQueryResult",
+    "PathResult",
+    "PathStep",
     "ResultEdge",
     "SchemaDescription",
     "SchemaSummary",
@@ -130,6 +135,67 @@ class SchemaDescription(BaseModel):
     predicates: list[str]
     next_steps: str
     tool_usage_notes: str
+
+
+class PathStep(BaseModel):
+    """One step of a path: an entity (``entity``, ``label``) or an edge (``edge``, ``direction``).
+
+    ``score`` is the step's own score: the semantic match of an entry point or semantic
+    filter, or the relation match of an edge.
+    """
+
+    entity: str | None = None
+    label: str | None = None
+    edge: str | None = None
+    direction: Literal["outgoing", "incoming"] | None = None
+    score: float | None = None
+
+
+class PathEntity(BaseModel):
+    """The entity a path reaches: id, type, display name and (unless cut for size) metadata."""
+
+    id: str
+    entity_type: str
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class PathResult(BaseModel):
+    """One answer of ``path_query``: the entity reached, its best path, and the path's score."""
+
+    entity: PathEntity
+    path: list[PathStep]
+    score: float
+
+
+class PathMetadata(BaseModel):
+    """How a path query ran, and why it stopped early when it did."""
+
+    query: str
+    hops: int
+    k: int
+    threshold: float
+    max_results: int
+    total_results: int = 0
+    total_candidates_explored: int = 0
+    execution_time_ms: float = 0.0
+    entry_points: list[PathStep] | None = None
+    error: str | None = None
+    message: str | None = None
+    partial_path: list[PathStep] | None = None
+    stopped_at_hop: int | None = None
+    reason: str | None = None
+    available_relations: list[str] | None = None
+    hint: str | None = None
+    truncated: list[Truncation] | None = None
+    warnings: list[str] | None = None
+
+
+class PathQueryResult(BaseModel):
+    """The answer of ``path_query`` (seed 002's QueryResponse)."""
+
+    results: list[PathResult]
+    metadata: PathMetadata
 
 
 def to_output(model: BaseModel) -> dict[str, Any]:

@@ -31,8 +31,10 @@ from bfsql import hookspecs
 
 __all__ = [
     "BackendSpec",
+    "EmbedderSpec",
     "PluginLoadError",
     "get_backends",
+    "get_embedders",
     "get_plugin_manager",
     "list_plugins",
     "load_errors",
@@ -46,6 +48,7 @@ ENTRY_POINT_GROUP = "bfsql"
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "bfsql.backends.memory",
     "bfsql.backends.sqlite",
+    "bfsql.embedders",
     "bfsql.postprocess",
 )
 """Modules registered on every plugin manager, exactly like external plugins."""
@@ -68,6 +71,17 @@ class BackendSpec:
     """The name of the plugin that registered it."""
     env_aliases: dict[str, tuple[str, ...]] | None = None
     """Conventional environment variables per config field, e.g. {"dsn": ("DATABASE_URL",)}."""
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """A registered embedder: how to build it."""
+
+    name: str
+    factory: Callable[[], Any]
+    """Called without arguments; returns an :class:`bfsql.embedders.Embedder`."""
+    description: str
+    plugin: str
 
 
 @dataclass(frozen=True)
@@ -151,6 +165,7 @@ def reset() -> None:
         _errors.clear()
         _dists.clear()
         _backends_cache.clear()
+        _embedders_cache.clear()
 
 
 def load_errors() -> list[dict[str, str]]:
@@ -210,4 +225,31 @@ def get_backends() -> dict[str, BackendSpec]:
         except Exception as exc:
             _record(plugin_name, exc)
     _backends_cache.update(found)
+    return dict(found)
+
+
+_embedders_cache: dict[str, EmbedderSpec] = {}
+
+
+def get_embedders() -> dict[str, EmbedderSpec]:
+    """Every registered embedder by name. A plugin whose registration fails is recorded."""
+    if _embedders_cache:
+        return dict(_embedders_cache)
+    pm = get_plugin_manager()
+    found: dict[str, EmbedderSpec] = {}
+    for impl in pm.hook.register_embedders.get_hookimpls():
+        plugin_name = impl.plugin_name
+
+        def register(
+            name: str, factory: Callable[[], Any], description: str = "", _plugin: str = plugin_name
+        ) -> None:
+            if name in found:
+                raise ValueError(f"embedder {name!r} is already registered by plugin {found[name].plugin!r}")
+            found[name] = EmbedderSpec(name, factory, description, _plugin)
+
+        try:
+            impl.function(register=register)
+        except Exception as exc:
+            _record(plugin_name, exc)
+    _embedders_cache.update(found)
     return dict(found)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import override
 
 from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.embedders import Embedder, HashingEmbedder, dot, normalise
 from bfsql.hookspecs import hookimpl
 from bfsql.loading.bundle import Record, read_bundle
 from bfsql.loading.records import (
@@ -36,9 +37,13 @@ class MemoryConfig(BaseModel):
 
 
 class MemoryBackend(GraphDbInterface):
-    """A graph held in dictionaries. Merged entities are invisible; dangling edges are kept."""
+    """A graph held in dictionaries. Merged entities are invisible; dangling edges are kept.
 
-    capabilities = Capabilities(batch_primitives=True, provenance=True)
+    Vector search embeds every visible entity's name (its id when it has none) with the
+    bound embedder on first use, and keeps the vectors until the graph changes.
+    """
+
+    capabilities = Capabilities(batch_primitives=True, provenance=True, vector_search=True)
 
     def __init__(self, records: Iterable[Record] = (), description: str = "An in-memory knowledge graph.") -> None:
         self._description = description
@@ -47,6 +52,8 @@ class MemoryBackend(GraphDbInterface):
         self._evidence: dict[Edge, list[EvidenceRecord]] = defaultdict(list)
         self._out: dict[str, list[Edge]] = defaultdict(list)
         self._in: dict[str, list[Edge]] = defaultdict(list)
+        self._embedder: Embedder | None = None
+        self._vectors: dict[str, list[float]] | None = None
         for record in records:
             self.add(record)
 
@@ -57,6 +64,7 @@ class MemoryBackend(GraphDbInterface):
 
     def add(self, record: Record) -> None:
         """Add one record; a later record with the same key replaces the earlier one."""
+        self._vectors = None
         if isinstance(record, EntityRecord):
             self._entities[record.id] = record
         elif isinstance(record, RelationshipRecord):
@@ -95,6 +103,46 @@ class MemoryBackend(GraphDbInterface):
         ranked.sort(key=lambda item: (item[0], item[1]))
         return [
             EntityStub(id=e.id, entity_type=e.entity_type, name=e.name) for _, _, e in ranked[:SEARCH_LIMIT]
+        ]
+
+    @override
+    async def bind_embedder(self, embedder: Embedder) -> None:
+        if self._embedder is None or (self._embedder.name, self._embedder.dimension) != (
+            embedder.name,
+            embedder.dimension,
+        ):
+            self._vectors = None
+        self._embedder = embedder
+
+    @override
+    async def vector_search(
+        self, vector: list[float], node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        if self._embedder is None:
+            self._embedder = HashingEmbedder()
+        if len(vector) != self._embedder.dimension:
+            raise ValueError(
+                f"query vector has {len(vector)} dimensions; embedder {self._embedder.name!r} makes "
+                f"{self._embedder.dimension}"
+            )
+        if self._vectors is None:
+            visible = sorted(e.id for e in self._entities.values() if not e.merged)
+            texts = [self._entities[i].name or i for i in visible]
+            embedded = await self._embedder.embed(texts) if texts else []
+            self._vectors = {i: normalise([float(x) for x in v]) for i, v in zip(visible, embedded, strict=True)}
+        query = normalise([float(x) for x in vector])
+        scored = []
+        for entity_id, entity_vector in self._vectors.items():
+            entity = self._entities[entity_id]
+            if node_types is not None and entity.entity_type not in node_types:
+                continue
+            scored.append((-dot(query, entity_vector), entity_id))
+        scored.sort()
+        return [
+            EntityStub(
+                id=i, entity_type=self._entities[i].entity_type, name=self._entities[i].name, score=round(-s, 6)
+            )
+            for s, i in scored[:limit]
         ]
 
     @override

@@ -13,6 +13,7 @@ sorted by (subject, predicate, object), and metadata is derived with
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import sqlite3
@@ -24,10 +25,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.embedders import Embedder, EmbedderMismatch, dot, normalise
 from bfsql.errors import BfsqlError
 from bfsql.hookspecs import hookimpl
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
-from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION
+from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION, decode_vector
 from bfsql.models import Edge, EntityStub, Node
 from bfsql.search_rank import lexical_rank
 
@@ -100,13 +102,19 @@ class SqliteBackend(GraphDbInterface):
 
     capabilities = Capabilities(batch_primitives=True, provenance=True)
 
-    def __init__(self, db: str | Path, description: str | None = None) -> None:
+    def __init__(self, db: str | Path, description: str | None = None, *, demo: bool = False) -> None:
         """Open ``db`` read-only; :class:`SqliteStoreError` if it is missing or not a bfsql store.
 
         Opening is quick (a connection and a schema check) and waits for the worker thread.
+        ``demo`` marks the bundled demo store: bound to another embedder than the one its
+        vectors were made with, it switches to a copy embedded with that one.
         """
         self.path = Path(db)
         self._description = description
+        self._demo = demo
+        self.vector_embedder: tuple[str, int] | None = None
+        """(name, dimension) of the embedder of the stored entity vectors; None without vectors."""
+        self._matrix: list[tuple[str, str, str | None, Any]] | None = None
         self._conn: sqlite3.Connection | None = None
         self._has_trigram = False
         self._stored_description: str | None = None
@@ -156,6 +164,11 @@ class SqliteBackend(GraphDbInterface):
             )
         self._has_trigram = "entity_trigram" in tables
         self._stored_description = meta.get("description")
+        self.vector_embedder = None
+        if "entity_vector" in tables and meta.get("embedder") and meta.get("embedder_dimension"):
+            self.vector_embedder = (meta["embedder"], int(meta["embedder_dimension"]))
+        self.capabilities = dataclasses.replace(type(self).capabilities, vector_search=self.vector_embedder is not None)
+        self._matrix = None
         self._conn = conn
 
     @property
@@ -321,6 +334,41 @@ class SqliteBackend(GraphDbInterface):
             take([(entity_id, entity_type, name) for entity_id, (_, entity_type, name) in ordered])
         return [EntityStub(id=i, entity_type=t, name=n) for i, (t, n) in hits.items()]
 
+    def _vector_search(self, vector: list[float], node_types: list[str] | None, limit: int) -> list[EntityStub]:
+        if self.vector_embedder is None:
+            return []
+        name, dimension = self.vector_embedder
+        if len(vector) != dimension:
+            raise EmbedderMismatch(
+                f"The query vector has {len(vector)} dimensions; the store's vectors ({name}) have {dimension}.",
+                f"Serve with --embedder {name}.",
+            )
+        if self._matrix is None:
+            rows = self._db.execute(
+                f"""
+                SELECT v.entity_id, e.entity_type, e.name, v.vector
+                FROM entity_vector v JOIN entity e ON e.entity_id = v.entity_id
+                WHERE e.{_VISIBLE} ORDER BY v.entity_id
+                """
+            )
+            self._matrix = [(i, t, n, decode_vector(blob)) for i, t, n, blob in rows]
+        query = normalise([float(x) for x in vector])
+        wanted = set(node_types) if node_types is not None else None
+        scored = [
+            (-dot(query, stored), entity_id, entity_type, entity_name)
+            for entity_id, entity_type, entity_name, stored in self._matrix
+            if wanted is None or entity_type in wanted
+        ]
+        scored.sort(key=lambda item: (item[0], item[1]))
+        return [
+            EntityStub(id=i, entity_type=t, name=n, score=round(-s, 6)) for s, i, t, n in scored[: max(0, limit)]
+        ]
+
+    def _reopen(self, path: Path) -> None:
+        self._close()
+        self.path = path
+        self._connect()
+
     def _close(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -336,6 +384,36 @@ class SqliteBackend(GraphDbInterface):
     async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
         """Exact name/synonym matches, then BM25 full-text (prefix) matches, then substrings; at most 20."""
         return await self._run(self._search, query, node_types)
+
+    async def vector_search(
+        self, vector: list[float], node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        """Brute-force cosine over the stored entity vectors (loaded once), best first."""
+        return await self._run(self._vector_search, list(vector), node_types, limit)
+
+    async def bind_embedder(self, embedder: Embedder) -> None:
+        """Check the stored vectors come from ``embedder``; :class:`EmbedderMismatch` if not.
+
+        The demo store instead switches to a copy embedded with ``embedder`` (built once).
+        """
+        if self.vector_embedder is None or self.vector_embedder == (embedder.name, embedder.dimension):
+            return
+        name, dimension = self.vector_embedder
+        if self._demo:
+            from bfsql.loading.sqlite_loader import reembed_store
+
+            target = self.path.with_name(f"{self.path.stem}-{embedder.name}-{embedder.dimension}.sqlite")
+            if not target.is_file():
+                await asyncio.to_thread(reembed_store, target, embedder, self.path)
+            await self._run(self._reopen, target)
+            return
+        raise EmbedderMismatch(
+            f"The store {self.path} holds entity vectors made by embedder {name!r} ({dimension} dimensions), "
+            f"but the server uses {embedder.name!r} ({embedder.dimension} dimensions); vectors of different "
+            "models cannot be compared.",
+            f"Serve with --embedder {name}, or re-embed the store first: "
+            f"bfsql load --db {self.path} --embedder {embedder.name}",
+        )
 
     async def edges_from(self, entity_id: str) -> list[Edge]:
         """Outgoing edges, sorted; KeyError for an unknown or merged id."""
@@ -402,7 +480,7 @@ def _create(config: SqliteConfig) -> SqliteBackend:
         return SqliteBackend(config.db, config.description)
     from bfsql.demo import ensure_demo_db
 
-    return SqliteBackend(ensure_demo_db(), config.description)
+    return SqliteBackend(ensure_demo_db(), config.description, demo=True)
 
 
 @hookimpl

@@ -11,6 +11,14 @@ SIGKILL can leave a stray ``.<name>.*.loading`` file behind. A server that has t
 store open keeps reading the old file until it reopens. Two concurrent loads into the
 same store do not corrupt it, but the last to finish wins.
 
+Entity vectors: with an embedder (by default the store's own, else ``hashing``),
+every visible entity's name (its id when it has none) is embedded at the end of the
+load into ``entity_vector``, and the embedder's name and dimension are recorded in
+``meta`` (``embedder``, ``embedder_dimension``). Only new or renamed entities are
+embedded again; a load with another embedder re-embeds everything, and
+``embedder=None`` removes the vectors. The backend refuses to compare the stored
+vectors with query vectors of another embedder.
+
 Idempotence: entities and relationships are upserted by key (a later record with the
 same key replaces the earlier one, as in the memory backend), evidence is inserted
 once per distinct row, and the search index is rebuilt from the entity table at the
@@ -25,16 +33,36 @@ import os
 import secrets
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+import sys
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, create_embedder, embed_sync, normalise
 from bfsql.loading.bundle import Record
 from bfsql.loading.readers import FORMATS, ImpliedEntity, detect_format, read_records
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 
-__all__ = ["SCHEMA_VERSION", "LoadReport", "StoreFormatError", "create_schema", "load_records", "load_sqlite"]
+__all__ = [
+    "AUTO_EMBEDDER",
+    "SCHEMA_VERSION",
+    "LoadReport",
+    "StoreFormatError",
+    "create_schema",
+    "decode_vector",
+    "encode_vector",
+    "load_records",
+    "load_sqlite",
+    "reembed_store",
+]
+
+AUTO_EMBEDDER = "auto"
+"""Embed with the store's recorded embedder, else the default (``hashing``)."""
+
+EMBED_BATCH = 256
+"""Texts per embedder call while loading."""
 
 SCHEMA_VERSION = "1"
 """Written to ``meta.schema_version``; a store with another version must be rebuilt."""
@@ -97,6 +125,13 @@ CREATE INDEX IF NOT EXISTS entity_label_by_norm ON entity_label (norm);
 CREATE VIRTUAL TABLE IF NOT EXISTS entity_fts USING fts5 (
     label, content='entity_label', content_rowid='label_id', tokenize='unicode61 remove_diacritics 2'
 );
+-- One L2-normalised float32 (little-endian) vector per visible entity, made from text by
+-- the embedder named in meta.embedder (dimension meta.embedder_dimension).
+CREATE TABLE IF NOT EXISTS entity_vector (
+    entity_id TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    vector BLOB NOT NULL
+) WITHOUT ROWID;
 """
 
 # Substring search index; the trigram tokenizer needs SQLite >= 3.34, so it is optional.
@@ -110,19 +145,40 @@ REQUIRED_TABLES = frozenset({"meta", "entity", "relationship", "evidence", "enti
 """Tables every store has; the backend refuses a file without them."""
 
 
+def encode_vector(vector: Sequence[float]) -> bytes:
+    """A vector as little-endian float32 bytes."""
+    packed = array("f", vector)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def decode_vector(blob: bytes) -> array[float]:
+    """The vector stored by :func:`encode_vector`."""
+    packed = array("f")
+    packed.frombytes(blob)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed
+
+
 class StoreFormatError(ValueError):
     """The file is not a bfsql SQLite store this version can use."""
 
 
 @dataclass(frozen=True)
 class LoadReport:
-    """What one load read: records per kind and the number of source files."""
+    """What one load read: records per kind, source files, and the entity vectors written."""
 
     db: Path
     files: int
     entities: int
     relationships: int
     evidence: int
+    embedder: str | None = field(default=None, compare=False)
+    """The embedder of the store's entity vectors (None: the store has none)."""
+    embedded: int = field(default=0, compare=False)
+    """Entities (re-)embedded by this load."""
 
     @property
     def records(self) -> int:
@@ -131,9 +187,10 @@ class LoadReport:
 
     def summary(self) -> str:
         """A one-line human-readable summary."""
+        vectors = f"; {self.embedded} entities embedded with {self.embedder!r}" if self.embedder else ""
         return (
             f"loaded {self.entities} entities, {self.relationships} relationships and {self.evidence} evidence "
-            f"records from {self.files} file(s) into {self.db}"
+            f"records from {self.files} file(s) into {self.db}{vectors}"
         )
 
 
@@ -257,15 +314,76 @@ def _rebuild_search_index(conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO entity_trigram (entity_trigram) VALUES ('rebuild')")
 
 
+def _resolve_embedder(conn: sqlite3.Connection, choice: Embedder | str | None) -> Embedder | None:
+    if choice is None or choice == "none":
+        return None
+    if not isinstance(choice, str):
+        return choice
+    if choice == AUTO_EMBEDDER:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        if row is None:
+            return create_embedder(DEFAULT_EMBEDDER)
+        try:
+            return create_embedder(row[0])
+        except Exception as exc:
+            raise StoreFormatError(
+                f"the store's entity vectors were made by embedder {row[0]!r}, which is not installed ({exc}); "
+                "install it, or re-embed with another: --embedder NAME (or --embedder none to drop the vectors)"
+            ) from None
+    return create_embedder(choice)
+
+
+def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None) -> int:
+    """Embed new and renamed entities; all of them when the embedder changed. Returns how many."""
+    if embedder is None:
+        conn.execute("DELETE FROM entity_vector")
+        conn.execute("DELETE FROM meta WHERE key IN ('embedder', 'embedder_dimension')")
+        return 0
+    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_dimension')"))
+    if (meta.get("embedder"), meta.get("embedder_dimension")) != (embedder.name, str(embedder.dimension)):
+        conn.execute("DELETE FROM entity_vector")
+    conn.execute(
+        "DELETE FROM entity_vector WHERE entity_id NOT IN (SELECT entity_id FROM entity WHERE status IS NOT 'merged')"
+    )
+    rows = conn.execute(
+        """
+        SELECT e.entity_id, coalesce(nullif(trim(e.name), ''), e.entity_id) AS text
+        FROM entity e LEFT JOIN entity_vector v ON v.entity_id = e.entity_id
+        WHERE e.status IS NOT 'merged'
+          AND (v.entity_id IS NULL OR v.text IS NOT coalesce(nullif(trim(e.name), ''), e.entity_id))
+        ORDER BY e.entity_id
+        """
+    ).fetchall()
+    for start in range(0, len(rows), EMBED_BATCH):
+        batch = rows[start : start + EMBED_BATCH]
+        vectors = embed_sync(embedder, [text for _, text in batch])
+        if len(vectors) != len(batch) or any(len(v) != embedder.dimension for v in vectors):
+            raise ValueError(f"embedder {embedder.name!r} returned vectors of the wrong number or dimension")
+        conn.executemany(
+            "INSERT OR REPLACE INTO entity_vector (entity_id, text, vector) VALUES (?, ?, ?)",
+            [
+                (entity_id, text, encode_vector(normalise([float(x) for x in vector])))
+                for (entity_id, text), vector in zip(batch, vectors, strict=True)
+            ],
+        )
+    conn.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [("embedder", embedder.name), ("embedder_dimension", str(embedder.dimension))],
+    )
+    return len(rows)
+
+
 def _fill(
     conn: sqlite3.Connection,
     streams: Iterable[Iterator[tuple[int, Record]]],
     description: str | None,
     progress: Callable[[int], None] | None,
-) -> dict[str, int]:
-    counts = {"entity": 0, "relationship": 0, "evidence": 0}
+    embedder: Embedder | str | None = AUTO_EMBEDDER,
+) -> dict[str, Any]:
+    counts: dict[str, Any] = {"entity": 0, "relationship": 0, "evidence": 0}
     batch: dict[str, list[tuple[Any, ...]]] = {sql: [] for sql in _STATEMENT_ORDER}
     pending = 0
+    chosen = _resolve_embedder(conn, embedder)
     conn.execute("BEGIN")
     for stream in streams:
         for _, record in stream:
@@ -280,6 +398,8 @@ def _fill(
                 pending = 0
     _flush(conn, batch)
     _rebuild_search_index(conn)
+    counts["embedded"] = _rebuild_vectors(conn, chosen)
+    counts["embedder"] = chosen.name if chosen is not None else None
     if description is not None:
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('description', ?) "
@@ -311,8 +431,11 @@ def _build(
     streams: Iterable[Iterator[tuple[int, Record]]],
     description: str | None,
     progress: Callable[[int], None] | None,
-) -> dict[str, int]:
-    """Apply ``streams`` to a copy of ``db`` and atomically replace ``db`` with it."""
+    embedder: Embedder | str | None = AUTO_EMBEDDER,
+    copy_from: Path | None = None,
+) -> dict[str, Any]:
+    """Apply ``streams`` to a copy of ``db`` (or of ``copy_from`` when ``db`` is missing) and
+    atomically replace ``db`` with it."""
     db = Path(db)
     if not db.parent.is_dir():
         raise FileNotFoundError(f"directory {db.parent} does not exist")
@@ -320,9 +443,10 @@ def _build(
     # Created like any new file (mode 0o666 minus the umask), exclusively, next to the store.
     os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     try:
-        if db.exists():
-            shutil.copyfile(db, tmp)
-            shutil.copymode(db, tmp)
+        source = db if db.exists() else copy_from
+        if source is not None:
+            shutil.copyfile(source, tmp)
+            shutil.copymode(source, tmp)
         # The copy is private until the rename, so SQLite's own journal is not needed.
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
@@ -333,7 +457,7 @@ def _build(
                 create_schema(conn)
             except StoreFormatError as exc:
                 raise StoreFormatError(f"{db}: {exc}") from None
-            counts = _fill(conn, streams, description, progress)
+            counts = _fill(conn, streams, description, progress, embedder)
         finally:
             conn.close()
         _fsync(tmp)
@@ -351,6 +475,7 @@ def load_sqlite(
     fmt: str | None = None,
     description: str | None = None,
     progress: Callable[[int], None] | None = None,
+    embedder: Embedder | str | None = AUTO_EMBEDDER,
 ) -> LoadReport:
     """Load bundle/CSV/TSV/RDF files into the SQLite store ``db`` (created if missing).
 
@@ -362,6 +487,8 @@ def load_sqlite(
     click progress bar's ``update`` can be passed directly. A bad row raises
     :class:`~bfsql.loading.bundle.BadRow` naming its file and line, and the store is
     left untouched: see the module docstring for the atomicity guarantee.
+    ``embedder`` (an Embedder, a registered name, ``"auto"`` or None) makes the entity
+    vectors; see the module docstring.
     """
     paths = [Path(p) for p in sources]
     if fmt is not None and fmt not in FORMATS.values():
@@ -371,8 +498,11 @@ def load_sqlite(
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {path}")
     streams = (read_records(path, f) for path, f in zip(paths, formats, strict=True))
-    counts = _build(Path(db), streams, description, progress)
-    return LoadReport(Path(db), len(paths), counts["entity"], counts["relationship"], counts["evidence"])
+    counts = _build(Path(db), streams, description, progress, embedder)
+    return LoadReport(
+        Path(db), len(paths), counts["entity"], counts["relationship"], counts["evidence"],
+        counts["embedder"], counts["embedded"],
+    )
 
 
 def load_records(
@@ -380,8 +510,22 @@ def load_records(
     records: Iterable[Record],
     description: str | None = None,
     progress: Callable[[int], None] | None = None,
+    embedder: Embedder | str | None = AUTO_EMBEDDER,
 ) -> LoadReport:
     """Load records produced in Python (e.g. the demo graph) with the guarantees of :func:`load_sqlite`."""
     stream = ((0, record) for record in records)
-    counts = _build(Path(db), [stream], description, progress)
-    return LoadReport(Path(db), 0, counts["entity"], counts["relationship"], counts["evidence"])
+    counts = _build(Path(db), [stream], description, progress, embedder)
+    return LoadReport(
+        Path(db), 0, counts["entity"], counts["relationship"], counts["evidence"],
+        counts["embedder"], counts["embedded"],
+    )
+
+
+def reembed_store(db: Path, embedder: Embedder | str | None, copy_from: Path | None = None) -> LoadReport:
+    """(Re-)embed the entities of the store ``db`` with ``embedder``, atomically, loading nothing.
+
+    With ``copy_from`` and no ``db`` yet, ``db`` starts as a copy of ``copy_from`` (used to
+    give the demo store vectors of another embedder).
+    """
+    counts = _build(Path(db), [], None, None, embedder, copy_from)
+    return LoadReport(Path(db), 0, 0, 0, 0, counts["embedder"], counts["embedded"])

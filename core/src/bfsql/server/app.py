@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -21,10 +21,13 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from bfsql import __version__
+from bfsql.embedders import Embedder, create_embedder
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
+from bfsql.engine import search as hybrid
+from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD, path_query
 from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
-from bfsql.models import BfsResult, EntityStub, IntersectionResult, SchemaDescription, to_output
+from bfsql.models import BfsResult, EntityStub, IntersectionResult, PathQueryResult, SchemaDescription, to_output
 from bfsql.server import budget as fit
 from bfsql.server.instructions import (
     DEFAULT_NEXT_STEPS,
@@ -33,8 +36,9 @@ from bfsql.server.instructions import (
     TOOL_USAGE_NOTES,
     schema_injection,
 )
+from bfsql.server.path_budget import fit_paths
 
-__all__ = ["BFSQL_TOOLS", "ServeSettings", "build_server"]
+__all__ = ["BFSQL_TOOLS", "EXTRA_TOOLS", "ServeSettings", "build_server"]
 
 logger = logging.getLogger("bfsql.server")
 
@@ -55,6 +59,8 @@ class ServeSettings:
     """Seconds a tool call may take before it fails with a timeout error."""
     budget: TraversalBudget = field(default_factory=TraversalBudget)
     name: str = "bfsql"
+    embedder: str | Embedder | None = None
+    """The embedder (or its registered name) for vector search and path queries; None keeps the graph's."""
 
 
 def _answer(structured: Any) -> CallToolResult:
@@ -124,13 +130,21 @@ class _Tools:
         node_types: Annotated[
             list[str] | None, Field(description="Restrict results to these entity types.")
         ] = None,
+        mode: Annotated[
+            Literal["exact", "lexical", "vector", "hybrid", "rrf"] | None,
+            Field(description="Ranking: exact, lexical, vector, hybrid (alpha-weighted) or rrf (reciprocal rank "
+                  "fusion). Default: the best this graph supports."),
+        ] = None,
+        alpha: Annotated[
+            float, Field(description="hybrid mode: weight of the vector ranker, 0 (lexical only) to 1 (vector only).")
+        ] = hybrid.DEFAULT_ALPHA,
     ) -> Annotated[CallToolResult, list[EntityStub]]:
         async def body() -> CallToolResult:
             if not query.strip():
                 raise InvalidArgument("query must not be empty.", "Pass a name or alias, e.g. query=\"BRAF\".")
             if len(query) > 1000:
                 raise InvalidArgument("query is longer than 1000 characters.", "Search for a name, not a text.")
-            stubs = await self.graph.search_entities(query, node_types)
+            stubs = await hybrid.search_entities(self.graph, query, node_types, mode=mode, alpha=alpha)
             return _answer(fit.fit_list([to_output(s) for s in stubs], self.settings.max_tokens, what="matches"))
 
         return await self.guarded("search_entities", body)
@@ -231,6 +245,29 @@ class _Tools:
 
         return await self.guarded("intersect_subgraphs", body)
 
+    async def path_query(
+        self,
+        query: Annotated[
+            str,
+            Field(description='A path query, e.g. "BRAF" -[isa]-> type:Family <-[isa]- type:Gene '
+                  "(see the tool description for the syntax)."),
+        ],
+        k: Annotated[
+            int, Field(description="Entry points, relations per entity and semantic matches kept per hop (1-50).")
+        ] = DEFAULT_K,
+        threshold: Annotated[
+            float, Field(description="Least similarity (0-1) for a fuzzy relation or semantic match.")
+        ] = DEFAULT_THRESHOLD,
+        max_results: Annotated[int, Field(description="Most results returned (1-200).")] = DEFAULT_MAX_RESULTS,
+    ) -> Annotated[CallToolResult, PathQueryResult]:
+        async def body() -> CallToolResult:
+            result = await path_query(
+                self.graph, query, k=k, threshold=threshold, max_results=max_results, budget=self.settings.budget
+            )
+            return _answer(fit_paths(to_output(result), self.settings.max_tokens))
+
+        return await self.guarded("path_query", body)
+
 
 BFSQL_TOOLS = (
     "describe_schema",
@@ -242,7 +279,10 @@ BFSQL_TOOLS = (
 )
 """The six tools of the protocol, in the order of Appendix A."""
 
-SCHEMA_TOOLS = frozenset({"bfs_query", "intersect_subgraphs"})
+EXTRA_TOOLS = ("path_query",)
+"""bfsql's tools beyond the protocol's six (all read-only)."""
+
+SCHEMA_TOOLS = frozenset({"bfs_query", "intersect_subgraphs", "path_query"})
 """Tools whose descriptions list the valid node_types and predicates (schema injection)."""
 
 
@@ -272,13 +312,17 @@ async def build_server(graph: Graph, settings: ServeSettings | None = None) -> M
     from bfsql.plugins import get_plugin_manager
 
     settings = settings or ServeSettings()
+    if settings.embedder is not None:
+        embedder = create_embedder(settings.embedder) if isinstance(settings.embedder, str) else settings.embedder
+        graph.set_embedder(embedder)
+    await graph.bind_embedder()  # a store whose vectors come from another embedder fails here, at start-up
     types, preds = await asyncio.gather(graph.entity_types(), graph.predicates())
     injected = schema_injection(types, preds) or ""
     server: MCPServer = MCPServer(
         settings.name, instructions=SERVER_INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
     tools = _Tools(graph, settings)
-    for name in BFSQL_TOOLS:
+    for name in BFSQL_TOOLS + EXTRA_TOOLS:
         description = TOOL_DESCRIPTIONS[name] + (injected if name in SCHEMA_TOOLS else "")
         server.add_tool(getattr(tools, name), name=name, description=description, annotations=READ_ONLY)
 

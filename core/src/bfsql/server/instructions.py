@@ -15,8 +15,10 @@ This server exposes a knowledge graph through the BFS-QL tools.
 Workflow: describe_schema -> search_entities (resolve names to canonical ids) ->
 bfs_query(seeds, max_hops=1, topology_only=true) to survey -> describe_entities on
 interesting stubs -> filtered bfs_query (node_types / predicates from schema_summary).
-Use intersect_subgraphs for "what do all of these share?". Answers are kept within a
-size budget: when a result says "truncated", follow its hint (e.g. the next offset)."""
+Use intersect_subgraphs for "what do all of these share?", and path_query to follow a
+chain of relations in one call, e.g. "BRAF" -[isa]-> type:Family <-[isa]- type:Gene.
+Answers are kept within a size budget: when a result says "truncated", follow its hint
+(e.g. the next offset)."""
 
 DEFAULT_NEXT_STEPS = """\
 1. search_entities(query) to resolve each name you care about to a canonical id.
@@ -34,11 +36,28 @@ TOOL_USAGE_NOTES = """\
   and edge_count always describe the whole traversal. Each edge is returned with the
   page of its later endpoint, so paging never repeats an edge.
 - intersect_subgraphs: nodes within k undirected hops of every seed; no paging.
+- search_entities: mode = exact | lexical | vector | hybrid | rrf (default: the best
+  the graph supports); each hit has a score and the rankers that found it.
+- path_query: a chain "name" or @id, then edges -[terms]-> / <-[terms]- ([*] = any
+  relation), each optionally followed by type:T, @id or "text". Empty answers explain
+  why in metadata (reason, available_relations, hint).
 - describe_entity / describe_entities: full records for stubs. Unknown ids are
   reported (describe_entity) or omitted (describe_entities).
 - Results may carry "truncated" (what was cut and how to get the rest) and
   "warnings" (e.g. unknown seeds). Edge provenance text is stripped from traversal
   results; source_documents ids remain."""
+
+PATH_QUERY_DESCRIPTION = """Follow a chain of relations in one call (path query language). A query is an entry point
+followed by up to 5 edges, each optionally followed by a filter:
+  entry:  "text" (search by name, top k matches) | @id (exact canonical id; @"id with spaces")
+  edge:   -[terms]-> outgoing | <-[terms]- incoming; terms are fuzzy-matched to the graph's
+          predicates ([isa, partof]); a term equal to a predicate matches it exactly; [*] = any
+  filter: type:T (entity type, case-insensitive) | @id | "text" (top k most similar) | nothing
+Example: "BRAF" -[isa]-> type:Family <-[isa]- type:Gene  (genes in BRAF's families).
+Returns results (entity, path of entity/edge steps, score = product of step scores) and
+metadata; when nothing is found, metadata says where and why (no_entry_point;
+stopped_at_hop with reason and available_relations) and how to fix the query.
+k (default 3), threshold (0.5) and max_results (20) tune it. [] is a syntax error: use [*]."""
 
 TOOL_DESCRIPTIONS = {
     "describe_schema": "Orient: what the graph contains — description, entity types, predicates, "
@@ -55,6 +74,7 @@ TOOL_DESCRIPTIONS = {
     "intersect_subgraphs": "Intersect: only nodes within k undirected hops (1-5) of every seed (2 or more), "
     "with the edges among them. Use for 'what do all of these share?'. Same detail filters as bfs_query; "
     "no paging.",
+    "path_query": PATH_QUERY_DESCRIPTION,
 }
 
 INJECTION_MAX_TYPES = 20

@@ -7,9 +7,10 @@ server (see docs/reliability.md). ``hypothesis`` is needed only for :func:`tool_
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from mcp import Client
@@ -71,10 +72,10 @@ class SessionThread:
             self._error = exc
             self._ready.set()
 
-    def run(self, make: Callable[[Client], Awaitable[Any]]) -> Any:
+    def run(self, make: Callable[[Client], Coroutine[Any, Any, Any]]) -> Any:
         """Run ``make(client)`` on the session's loop and wait for it (with the call timeout)."""
         assert self._client is not None
-        future = asyncio.run_coroutine_threadsafe(make(self._client), self._loop)
+        future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(make(self._client), self._loop)
         return future.result(self._timeout)
 
     def call(self, tool: str, arguments: Any) -> Outcome:

@@ -1,0 +1,254 @@
+"""Embedders: text to vectors, for vector search and fuzzy path matching.
+
+An embedder is anything with a ``name``, a ``dimension`` and an async
+``embed(texts) -> list[list[float]]`` returning one L2-normalised vector per text.
+Embedders are registered through the ``register_embedders`` hook, like backends;
+the built-in ``hashing`` embedder (this module) needs no model and no download:
+it hashes character 3-grams and words into 512 dimensions.
+
+Vectors from two embedders are not comparable. A store that keeps entity vectors
+records the embedder's name and dimension, and a server refuses to compare them with
+vectors from another embedder (see docs/search.md, "Switching models safely").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import operator
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from bfsql.errors import InvalidArgument
+from bfsql.hookspecs import hookimpl
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "CachedEmbedder",
+    "Embedder",
+    "EmbedderMismatch",
+    "HashingEmbedder",
+    "cosine",
+    "create_embedder",
+    "dot",
+    "embed_sync",
+    "normalise",
+    "split_identifier",
+]
+
+DEFAULT_EMBEDDER = "hashing"
+"""The embedder used when none is named."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors. Implementations must be deterministic for a given name."""
+
+    @property
+    def name(self) -> str:
+        """A stable name, recorded next to stored vectors (e.g. ``hashing``, ``minilm``)."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The length of every vector."""
+        ...
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """One L2-normalised vector per text, in order. An empty text may give a zero vector."""
+        ...
+
+
+class EmbedderMismatch(InvalidArgument):
+    """Stored vectors were made by another embedder than the one the server uses."""
+
+    code = "embedder_mismatch"
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors (0.0 when either is zero)."""
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(math.fsum(x * x for x in a))
+    nb = math.sqrt(math.fsum(y * y for y in b))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return dot / (na * nb)
+
+
+def dot(a: Sequence[float], b: Sequence[float]) -> float:
+    """The dot product (the cosine of two normalised vectors)."""
+    return float(sum(map(operator.mul, a, b)))
+
+
+def normalise(vector: list[float]) -> list[float]:
+    """The vector scaled to length 1 (a zero vector stays zero)."""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else vector
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def split_identifier(text: str) -> str:
+    """``BORN_ON`` -> ``born on``, ``dateOfBirth`` -> ``date of birth``, ``has-part`` -> ``has part``.
+
+    Splits on underscores, punctuation and camelCase boundaries, lowercases, and keeps
+    the local part of a CURIE or IRI (``rdfs:subClassOf`` -> ``sub class of``).
+    """
+    local = re.split(r"[#/:]", text.rstrip("/#"))[-1] or text
+    spaced = _CAMEL.sub(" ", local)
+    return " ".join(_NON_WORD.sub(" ", spaced).lower().split())
+
+
+def _words(text: str) -> list[str]:
+    return _NON_WORD.sub(" ", _CAMEL.sub(" ", text)).lower().split()
+
+
+class HashingEmbedder:
+    """Deterministic feature hashing: word unigrams and character 3-grams, L2-normalised.
+
+    Each word (split on punctuation, underscores and camelCase, lowercased) contributes
+    itself and the 3-grams of ``#word#``; each feature adds its weight to one of
+    ``dimension`` buckets chosen by a BLAKE2b hash. Similar spellings share 3-grams,
+    so ``born`` is close to ``BORN_ON`` and ``RAF`` to ``RAF1``; meaning is not
+    captured (``member`` is not close to ``isa``): install a model embedder for that.
+    """
+
+    WORD_WEIGHT = 1.0
+    NGRAM_WEIGHT = 1.0
+
+    def __init__(self, dimension: int = 512) -> None:
+        if dimension < 16:
+            raise ValueError("dimension must be at least 16")
+        self._dimension = dimension
+
+    @property
+    def name(self) -> str:
+        """``hashing`` (with its dimension when not the default 512)."""
+        return DEFAULT_EMBEDDER if self._dimension == 512 else f"{DEFAULT_EMBEDDER}-{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        """Number of hash buckets."""
+        return self._dimension
+
+    def _bucket(self, feature: str) -> int:
+        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+        return int.from_bytes(digest, "little") % self._dimension
+
+    def embed_one(self, text: str) -> list[float]:
+        """The vector of one text (synchronously)."""
+        vector = [0.0] * self._dimension
+        for word in _words(text):
+            vector[self._bucket("w:" + word)] += self.WORD_WEIGHT
+            padded = f"#{word}#"
+            for i in range(len(padded) - 2):
+                vector[self._bucket("c:" + padded[i : i + 3])] += self.NGRAM_WEIGHT
+        return normalise(vector)
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text."""
+        return [self.embed_one(t) for t in texts]
+
+
+class CachedEmbedder:
+    """An embedder with an LRU of recent texts: a text is embedded once while it stays cached.
+
+    Missing texts of one call are embedded with a single call of the inner embedder.
+    Vectors are L2-normalised on the way in, so :func:`dot` of two is their cosine.
+    """
+
+    def __init__(self, inner: Embedder, maxsize: int = 4096) -> None:
+        self.inner = inner
+        self.maxsize = maxsize
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def name(self) -> str:
+        """The inner embedder's name."""
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        """The inner embedder's dimension."""
+        return self.inner.dimension
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, from the cache when possible."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            vectors = await self.inner.embed(missing)
+            if len(vectors) != len(missing):
+                raise RuntimeError(
+                    f"embedder {self.inner.name!r} returned {len(vectors)} vectors for {len(missing)} texts"
+                )
+            for text, vector in zip(missing, vectors, strict=True):
+                self._cache[text] = normalise([float(x) for x in vector])
+        out = []
+        for text in texts:
+            vector = self._cache[text]
+            self._cache.move_to_end(text)
+            out.append(vector)
+        while len(self._cache) > self.maxsize:
+            self._cache.popitem(last=False)
+        return out
+
+
+def embed_sync(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    """Call an async embedder from synchronous code (the loader), even inside a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(embedder.embed(texts))
+    result: list[list[list[float]]] = []
+    error: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            result.append(asyncio.run(embedder.embed(texts)))
+        except BaseException as exc:
+            error.append(exc)
+
+    thread = threading.Thread(target=worker, name="bfsql-embed")
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def create_embedder(name: str) -> Embedder:
+    """Build the registered embedder ``name``; :class:`InvalidArgument` naming the installed ones."""
+    from bfsql.plugins import get_embedders
+
+    specs = get_embedders()
+    spec = specs.get(name)
+    if spec is None:
+        raise InvalidArgument(
+            f"Unknown embedder {name!r}; installed: {', '.join(sorted(specs)) or '(none)'}.",
+            "Install a plugin that registers it (e.g. 'pip install bfsql-embed-minilm' for 'minilm') "
+            "and check 'bfsql plugins'.",
+        )
+    embedder = spec.factory()
+    if not isinstance(embedder, Embedder):
+        raise TypeError(f"embedder factory {name!r} returned {type(embedder).__name__}, not an Embedder")
+    return embedder
+
+
+@hookimpl
+def register_embedders(register: Callable[..., Any]) -> None:
+    """Register the built-in ``hashing`` embedder."""
+    register(
+        DEFAULT_EMBEDDER,
+        HashingEmbedder,
+        "Character 3-gram and word hashing into 512 dimensions: no model, no download; spelling, not meaning.",
+    )

@@ -1,0 +1,495 @@
+"""path_query: run a path query (seed 002) over the graph facade, hop by hop, in batches.
+
+Execution (docs/path-queries.md states it in full):
+
+1. **Entry.** ``@id`` is looked up exactly (score 1). ``"text"`` is searched with the
+   graph's best search mode (lexical, and vector when the backend has vectors); every
+   candidate is scored by the embedding similarity of the text to its name and
+   synonyms (1 for an exact, case-insensitive match) and the best ``k`` candidates
+   scoring at least ``threshold`` are the entry points.
+2. **Each hop** asks for the frontier's edges in one batch call (``edges_from_many`` or
+   ``edges_to_many``). Relation terms are matched against the predicates there: a term
+   equal to a known predicate (case-insensitive) matches only that predicate, with
+   score 1; other terms score every predicate by embedding similarity (predicates split
+   on ``_`` and camelCase). Per entity, the best ``k`` predicates scoring at least
+   ``threshold`` are followed (``[*]`` follows all, score 1). The reached entities'
+   types come from one ``get_nodes`` batch. An entity already on a path is not visited
+   again by that path (other paths may visit it).
+3. **Filters**: ``type:T`` keeps entities of type T, ``@id`` keeps that entity, ``"text"``
+   keeps the ``k`` candidates of the hop most similar to the text (at least
+   ``threshold``), no filter keeps all.
+4. A path's **score** is the product of its entry score, relation scores and semantic
+   filter scores. Each entity reached at the end is returned once, with its best path;
+   results are ordered by score, then id, and cut at ``max_results``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+from bfsql.embedders import dot
+from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
+from bfsql.engine.path_syntax import (
+    ExactEntity,
+    Hop,
+    PathQuery,
+    Relation,
+    SemanticText,
+    TypeFilter,
+    parse_path_query,
+)
+from bfsql.engine.search import SEARCH_LIMIT, labels_of, search_entities
+from bfsql.engine.traverse import edge_order
+from bfsql.errors import InvalidArgument, UnknownEntity
+from bfsql.graph import Graph
+from bfsql.models import Edge, Node, PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
+
+__all__ = [
+    "DEFAULT_K",
+    "DEFAULT_MAX_RESULTS",
+    "DEFAULT_THRESHOLD",
+    "MAX_K",
+    "MAX_RESULTS",
+    "path_query",
+    "relation_scores",
+    "semantic_scores",
+]
+
+DEFAULT_K = 3
+DEFAULT_THRESHOLD = 0.5
+DEFAULT_MAX_RESULTS = 20
+MAX_K = 50
+MAX_RESULTS = 200
+AVAILABLE_RELATIONS_SHOWN = 50
+
+Direction = Literal["outgoing", "incoming"]
+
+
+def _check_parameters(k: int, threshold: float, max_results: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidArgument(
+            f"k must be an integer from 1 to {MAX_K}; got {k!r}.",
+            "k is how many entry points, relations per entity and semantic matches are kept; 3 is the default.",
+        )
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
+        raise InvalidArgument(
+            f"threshold must be a number from 0 to 1; got {threshold!r}.",
+            "threshold is the least similarity a fuzzy match needs; 0.5 is the default, lower it to match more.",
+        )
+    if isinstance(max_results, bool) or not isinstance(max_results, int) or not 1 <= max_results <= MAX_RESULTS:
+        raise InvalidArgument(
+            f"max_results must be an integer from 1 to {MAX_RESULTS}; got {max_results!r}.", "20 is the default."
+        )
+
+
+@dataclass(frozen=True)
+class _Path:
+    nodes: tuple[str, ...]
+    edges: tuple[tuple[str, Direction, float], ...] = ()
+    node_scores: tuple[float | None, ...] = ()
+    score: float = 1.0
+
+    def extend(self, node: str, predicate: str, direction: Direction, relation: float, match: float | None) -> _Path:
+        return _Path(
+            (*self.nodes, node),
+            (*self.edges, (predicate, direction, relation)),
+            (*self.node_scores, match),
+            self.score * relation * (1.0 if match is None else match),
+        )
+
+    def order(self) -> tuple[float, tuple[str, ...]]:
+        return (-self.score, self.nodes)
+
+
+@dataclass
+class _Stop:
+    hop: int
+    reason: str
+    hint: str
+    available: list[str] | None = None
+
+
+@dataclass
+class _Run:
+    graph: Graph
+    k: int
+    threshold: float
+    budget: TraversalBudget
+    types: dict[str, str] = field(default_factory=dict)
+    explored: int = 0
+    capped: dict[str, int] = field(default_factory=dict)
+    cut: int = 0
+    dangling: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- scoring ----------------------------------------------------------------------
+
+
+async def semantic_scores(graph: Graph, text: str, ids: list[str]) -> dict[str, float]:
+    """Similarity in [0, 1] of ``text`` to each entity's name and synonyms (best label wins).
+
+    An exact case-insensitive match of the text with the id, the name or a synonym
+    scores 1. Unknown ids are left out. One ``metadata_for_nodes`` batch and one
+    embedder call for all labels.
+    """
+    if not ids:
+        return {}
+    metadata = await graph.metadata_for_nodes(list(dict.fromkeys(ids)))
+    wanted = text.strip().casefold()
+    labels = {i: labels_of(i, meta) for i, meta in metadata.items()}
+    exact = {i for i, names in labels.items() if i.casefold() == wanted or any(n.casefold() == wanted for n in names)}
+    texts = list(dict.fromkeys(n for i, names in labels.items() if i not in exact for n in names))
+    vectors = await graph.embed([text, *texts]) if texts else [[]]
+    query, by_label = vectors[0], dict(zip(texts, vectors[1:], strict=True))
+    scores: dict[str, float] = {}
+    for entity_id, names in labels.items():
+        if entity_id in exact:
+            scores[entity_id] = 1.0
+        else:
+            scores[entity_id] = max(0.0, min(1.0, max(dot(query, by_label[n]) for n in names)))
+    return scores
+
+
+async def relation_scores(graph: Graph, relation: Relation, predicates: list[str]) -> dict[str, float]:
+    """Score in [0, 1] of every predicate against the relation's terms.
+
+    ``[*]`` scores everything 1. A term equal (case-insensitively) to a predicate of the
+    graph matches exactly that predicate with score 1 and is not embedded; the other
+    terms score each predicate by the embedding similarity of term and split predicate;
+    a predicate's score is its best term's.
+    """
+    if relation.wildcard:
+        return dict.fromkeys(predicates, 1.0)
+    known = {p.casefold() for p in await graph.predicates()} | {p.casefold() for p in predicates}
+    exact = {t.casefold() for t in relation.terms if t.casefold() in known}
+    fuzzy = [t for t in relation.terms if t.casefold() not in known]
+    scores = {p: (1.0 if p.casefold() in exact else 0.0) for p in predicates}
+    if fuzzy and predicates:
+        term_vectors = await graph.embed(fuzzy)
+        pred_vectors = await graph.predicate_vectors(predicates)
+        for predicate in predicates:
+            best = max(dot(v, pred_vectors[predicate]) for v in term_vectors)
+            scores[predicate] = max(scores[predicate], max(0.0, min(1.0, best)))
+    return scores
+
+
+# -- steps --------------------------------------------------------------------------
+
+
+async def _entry(run: _Run, entry: SemanticText | ExactEntity) -> tuple[list[_Path], str | None, str | None]:
+    """Entry paths, or ``([], message, hint)`` when there is no entry point."""
+    if isinstance(entry, ExactEntity):
+        found = await run.graph.get_nodes([entry.id])
+        run.explored += 1
+        if entry.id not in found:
+            return (
+                [],
+                f"No entity has the canonical id {entry.id!r}.",
+                f'Call search_entities to find the id, or start from a name: "{entry.id}".',
+            )
+        run.types[entry.id] = found[entry.id].entity_type
+        return [_Path((entry.id,), (), (None,), 1.0)], None, None
+
+    hits = await search_entities(run.graph, entry.text, limit=SEARCH_LIMIT)
+    run.explored += len(hits)
+    for hit in hits:
+        run.types.setdefault(hit.id, hit.entity_type)
+    position = {h.id: i for i, h in reversed(list(enumerate(hits)))}
+    scores = await semantic_scores(run.graph, entry.text, list(position))
+    ranked = sorted(scores, key=lambda i: (-scores[i], position[i], i))
+    kept = [i for i in ranked if scores[i] >= run.threshold][: run.k]
+    if not kept:
+        closest = ", ".join(f"{i} ({scores[i]:.2f})" for i in ranked[:3])
+        hint = (
+            f"Closest candidates: {closest}. Lower threshold (now {run.threshold:g}) or use another name, "
+            "or call search_entities and start from @id."
+            if closest
+            else "Check the spelling, try a synonym, or call search_entities."
+        )
+        return [], f"Semantic search found no matching entities for {entry.text!r}.", hint
+    return [_Path((i,), (), (scores[i],), scores[i]) for i in kept], None, None
+
+
+def _cap_edges(run: _Run, entity_id: str, edges: list[Edge]) -> list[Edge]:
+    edges = sorted(edges, key=edge_order)
+    if len(edges) > run.budget.max_edges_per_node:
+        run.capped[entity_id] = len(edges)
+        edges = edges[: run.budget.max_edges_per_node]
+    return edges
+
+
+async def _other_direction_hint(run: _Run, frontier: list[str], direction: Direction) -> str:
+    other = await (run.graph.edges_to_many if direction == "outgoing" else run.graph.edges_from_many)(frontier)
+    preds = sorted({e.predicate for edges in other.values() for e in edges})
+    if not preds:
+        return ""
+    arrow = "<-[…]-" if direction == "outgoing" else "-[…]->"
+    other_name = "incoming" if direction == "outgoing" else "outgoing"
+    return f" {other_name.capitalize()} relations there: {', '.join(preds[:20])} (follow them with {arrow})."
+
+
+async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: str | None) -> list[_Path] | _Stop:
+    frontier = sorted({p.nodes[-1] for p in paths})
+    fetch = run.graph.edges_from_many if hop.direction == "outgoing" else run.graph.edges_to_many
+    edge_lists = {node: _cap_edges(run, node, edges) for node, edges in (await fetch(frontier)).items()}
+    local = sorted({e.predicate for edges in edge_lists.values() for e in edges})
+    scores = await relation_scores(run.graph, hop.relation, local)
+
+    followed: dict[str, dict[str, float]] = {}
+    for node, edges in edge_lists.items():
+        preds = sorted({e.predicate for e in edges if scores[e.predicate] >= run.threshold},
+                       key=lambda p: (-scores[p], p))
+        if not hop.relation.wildcard:
+            preds = preds[: run.k]
+        if preds:
+            followed[node] = {p: scores[p] for p in preds}
+    word = hop.direction
+    if not followed:
+        ranked = sorted(local, key=lambda p: (-scores[p], p))
+        terms = "*" if hop.relation.wildcard else ", ".join(hop.relation.terms)
+        near = [f"{p} ({scores[p]:.2f})" for p in ranked[:3] if scores[p] > 0]
+        hint = (
+            f"No {word} relation here matches [{terms}] at threshold {run.threshold:g}"
+            + (f"; closest: {', '.join(near)}" if near else "")
+            + (
+                f". {word.capitalize()} relations here: {', '.join(ranked[:20])}."
+                if ranked
+                else f". There are no {word} edges here."
+            )
+            + await _other_direction_hint(run, frontier, hop.direction)
+            + " Use one of the available relations, [*], or a lower threshold."
+        )
+        return _Stop(number, "no_matching_relations", hint, ranked[:AVAILABLE_RELATIONS_SHOWN])
+
+    extensions: list[tuple[_Path, str, float, str]] = []
+    cycles = 0
+    for path in paths:
+        node = path.nodes[-1]
+        matched = followed.get(node)
+        if not matched:
+            continue
+        for edge in edge_lists.get(node, []):
+            if edge.predicate not in matched:
+                continue
+            other = edge.object if hop.direction == "outgoing" else edge.subject
+            if other in path.nodes:
+                cycles += 1
+                continue
+            extensions.append((path, edge.predicate, matched[edge.predicate], other))
+
+    best: dict[str, float] = {}
+    for path, _, score, other in extensions:
+        best[other] = max(best.get(other, 0.0), path.score * score)
+    candidates = sorted(best, key=lambda i: (-best[i], i))
+    if len(candidates) > run.budget.max_nodes:
+        run.cut += len(candidates) - run.budget.max_nodes
+        candidates = candidates[: run.budget.max_nodes]
+    run.explored += len(candidates)
+    found = await run.graph.get_nodes(candidates)
+    run.dangling += len(candidates) - len(found)
+    for node_id, found_node in found.items():
+        run.types[node_id] = found_node.entity_type
+    reached = [c for c in candidates if c in found]
+    if not reached:
+        why = "every entity it leads to is already on the path (cycles are not followed)" if cycles else (
+            "its edges lead only to entities missing from the graph"
+        )
+        return _Stop(number, "no_candidates", f"The matched relations were followed, but {why}.")
+
+    match: dict[str, float | None] = {}
+    flt = hop.filter
+    if flt is None:
+        match = dict.fromkeys(reached)
+    elif isinstance(flt, TypeFilter):
+        wanted = (type_name or flt.type_name).casefold()
+        match = {c: None for c in reached if run.types[c].casefold() == wanted}
+    elif isinstance(flt, ExactEntity):
+        match = {c: None for c in reached if c == flt.id}
+    else:
+        similarity = await semantic_scores(run.graph, flt.text, reached)
+        ranked = sorted(similarity, key=lambda i: (-similarity[i], i))
+        match = {i: similarity[i] for i in ranked if similarity[i] >= run.threshold}
+        match = dict(list(match.items())[: run.k])
+    if not match:
+        return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
+
+    extended = [path.extend(other, pred, hop.direction, score, match[other])
+                for path, pred, score, other in extensions if other in match]
+    extended.sort(key=_Path.order)
+    if len(extended) > run.budget.max_nodes:
+        run.cut += len(extended) - run.budget.max_nodes
+        extended = extended[: run.budget.max_nodes]
+    return extended
+
+
+async def _filter_hint(run: _Run, hop: Hop, reached: list[str], type_name: str | None) -> str:
+    flt = hop.filter
+    counts = Counter(run.types[c] for c in reached)
+    found = ", ".join(f"{t} ({n})" for t, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    if isinstance(flt, TypeFilter):
+        return (
+            f"The hop reached {len(reached)} entities of type {found}; none is of type {type_name or flt.type_name}. "
+            "Use one of those types, or drop the filter."
+        )
+    if isinstance(flt, ExactEntity):
+        shown = ", ".join(reached[:10])
+        return f"@{flt.id} is not reached by this hop; it reached {len(reached)} entities: {shown}" + (
+            " …" if len(reached) > 10 else "") + "."
+    assert isinstance(flt, SemanticText)
+    similarity = await semantic_scores(run.graph, flt.text, reached)
+    closest = sorted(similarity, key=lambda i: (-similarity[i], i))[:3]
+    return (
+        f"None of the {len(reached)} entities reached (types: {found}) is similar enough to {flt.text!r}"
+        + (f"; closest: {', '.join(f'{i} ({similarity[i]:.2f})' for i in closest)}" if closest else "")
+        + f". Lower threshold (now {run.threshold:g}), or use type: or no filter."
+    )
+
+
+# -- output -------------------------------------------------------------------------
+
+
+def _steps(path: _Path, names: dict[str, str | None]) -> list[PathStep]:
+    steps = [PathStep(entity=path.nodes[0], label=names.get(path.nodes[0]), score=_round(path.node_scores[0]))]
+    for i, (predicate, direction, score) in enumerate(path.edges, start=1):
+        steps.append(PathStep(edge=predicate, direction=direction, score=_round(score)))
+        steps.append(PathStep(entity=path.nodes[i], label=names.get(path.nodes[i]), score=_round(path.node_scores[i])))
+    return steps
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+async def _names(graph: Graph, ids: list[str]) -> tuple[dict[str, str | None], dict[str, dict[str, object]]]:
+    metadata = await graph.metadata_for_nodes(list(dict.fromkeys(ids)))
+    names = {}
+    for entity_id in ids:
+        name = metadata.get(entity_id, {}).get("name")
+        names[entity_id] = name if isinstance(name, str) else None
+    return names, metadata
+
+
+async def _resolve_types(graph: Graph, query: PathQuery, warnings: list[str]) -> dict[int, str]:
+    filters = [h.filter for h in query.hops if isinstance(h.filter, TypeFilter)]
+    if not filters:
+        return {}
+    types = await graph.entity_types()
+    by_fold = {t.casefold(): t for t in types}
+    resolved: dict[int, str] = {}
+    for flt in filters:
+        canonical = by_fold.get(flt.type_name.casefold())
+        if canonical is not None:
+            resolved[flt.position] = canonical
+        elif graph.capabilities.comprehensive_schema:
+            raise InvalidArgument(
+                f"Unknown entity type {flt.type_name!r} in type:{flt.type_name} (position {flt.position}).",
+                f"Valid types of this graph: {', '.join(types) or '(none)'}. Types match case-insensitively.",
+            )
+        else:
+            warnings.append(
+                f"type:{flt.type_name} is not among the sampled entity types ({', '.join(types[:20])}); "
+                "it is matched case-insensitively against the types met."
+            )
+    return resolved
+
+
+async def _check_filter_ids(graph: Graph, query: PathQuery) -> None:
+    ids = [h.filter.id for h in query.hops if isinstance(h.filter, ExactEntity)]
+    if ids:
+        found = await graph.get_nodes(ids)
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise UnknownEntity(missing, f"Unknown entity id(s) in an @id filter: {', '.join(missing)}.")
+
+
+async def path_query(
+    graph: Graph,
+    query: str,
+    *,
+    k: int = DEFAULT_K,
+    threshold: float = DEFAULT_THRESHOLD,
+    max_results: int = DEFAULT_MAX_RESULTS,
+    budget: TraversalBudget = DEFAULT_BUDGET,
+) -> PathQueryResult:
+    """Run a path query; syntax and argument errors raise, empty outcomes are explained in ``metadata``."""
+    started = time.perf_counter()
+    _check_parameters(k, threshold, max_results)
+    parsed = parse_path_query(query)
+    threshold = float(threshold)
+    run = _Run(graph, k, threshold, budget)
+    type_names, _ = await asyncio.gather(_resolve_types(graph, parsed, run.warnings), _check_filter_ids(graph, parsed))
+    meta = PathMetadata(query=query.strip(), hops=len(parsed.hops), k=k, threshold=threshold, max_results=max_results)
+
+    def finish(results: list[PathResult]) -> PathQueryResult:
+        meta.total_candidates_explored = run.explored
+        meta.execution_time_ms = round((time.perf_counter() - started) * 1000, 1)
+        notes: list[Truncation] = list(meta.truncated or [])
+        if run.capped:
+            skipped = sum(n - budget.max_edges_per_node for n in run.capped.values())
+            notes.append(Truncation(
+                reason="max_edges_per_node",
+                detail=f"{len(run.capped)} hub(s) have more than {budget.max_edges_per_node} edges; "
+                f"{skipped} of their edges were not followed.",
+                hint="Name the relation instead of [*], or start from a more specific entity.",
+                capped_nodes=sorted(run.capped)[:20],
+            ))
+        if run.cut:
+            notes.append(Truncation(
+                reason="max_nodes",
+                detail=f"{run.cut} lower-scoring candidates or paths were pruned to stay within "
+                f"{budget.max_nodes} per hop.",
+                hint="Add type: filters or name relations instead of [*].",
+            ))
+        meta.truncated = notes or None
+        if run.dangling:
+            run.warnings.append(f"{run.dangling} edge end(s) point to entities missing from the graph; left out.")
+        meta.warnings = run.warnings or None
+        return graph.process_result(PathQueryResult(results=results, metadata=meta), "path_query")
+
+    paths, message, hint = await _entry(run, parsed.entry)
+    if not paths:
+        meta.error, meta.message, meta.hint = "no_entry_point", message, hint
+        return finish([])
+    entry_names, _ = await _names(graph, [p.nodes[0] for p in paths])
+    meta.entry_points = [PathStep(entity=p.nodes[0], label=entry_names[p.nodes[0]], score=_round(p.score))
+                         for p in paths]
+
+    for number, hop in enumerate(parsed.hops, start=1):
+        type_name = type_names.get(hop.filter.position) if isinstance(hop.filter, TypeFilter) else None
+        outcome = await _hop(run, paths, hop, number, type_name)
+        if isinstance(outcome, _Stop):
+            best = min(paths, key=_Path.order)
+            names, _ = await _names(graph, list(best.nodes))
+            meta.partial_path = _steps(best, names)
+            meta.stopped_at_hop, meta.reason, meta.hint = outcome.hop, outcome.reason, outcome.hint
+            meta.available_relations = outcome.available
+            return finish([])
+        paths = outcome
+
+    best_by_end: dict[str, _Path] = {}
+    for path in sorted(paths, key=_Path.order):
+        best_by_end.setdefault(path.nodes[-1], path)
+    ordered = sorted(best_by_end.values(), key=lambda p: (-p.score, p.nodes[-1]))
+    meta.total_results = len(ordered)
+    if len(ordered) > max_results:
+        meta.truncated = [Truncation(
+            reason="max_results",
+            detail=f"Returned the best {max_results} of {len(ordered)} results.",
+            hint=f"Raise max_results (at most {MAX_RESULTS}) or narrow the query with type: or \"text\" filters.",
+        )]
+        ordered = ordered[:max_results]
+    names, metadata = await _names(graph, [n for p in ordered for n in p.nodes])
+    results = []
+    for path in ordered:
+        end = path.nodes[-1]
+        node = graph.process_node(
+            Node(id=end, entity_type=run.types.get(end, ""), metadata=dict(metadata.get(end, {}))), "path_query"
+        )
+        entity = PathEntity(id=end, entity_type=node.entity_type, name=names.get(end), metadata=node.metadata)
+        results.append(PathResult(entity=entity, path=_steps(path, names), score=round(path.score, 4)))
+    return finish(results)
