@@ -31,10 +31,6 @@ class TestMemoryBackend(BackendConformance):
     def backend(self) -> MemoryBackend:
         return MemoryBackend(standard_records())
 
-    @pytest.mark.xfail(reason="MemoryBackend declares batch_primitives=True but inherits the default batch methods")
-    async def test_batch_primitives_are_overridden(self, backend: MemoryBackend) -> None:
-        await super().test_batch_primitives_are_overridden(backend)
-
 
 def as_iri(standard_id: str) -> str:
     """Like a SPARQL store's ids: percent-encoded IRIs, which sort differently from the standard ids."""
@@ -61,10 +57,6 @@ class TestMemoryBackendWithIdMap(BackendConformance):
     @pytest.fixture
     def id_map(self) -> IdMap:
         return IdMap(as_iri)
-
-    @pytest.mark.xfail(reason="MemoryBackend declares batch_primitives=True but inherits the default batch methods")
-    async def test_batch_primitives_are_overridden(self, backend: MemoryBackend) -> None:
-        await super().test_batch_primitives_are_overridden(backend)
 
 
 def test_id_maps() -> None:

@@ -82,13 +82,16 @@ class MemoryBackend(GraphDbInterface):
             raise KeyError(entity_id)
         return entity
 
-    def _is_merged(self, entity_id: str) -> bool:
+    def _exists(self, entity_id: str) -> bool:
         entity = self._entities.get(entity_id)
-        return entity is not None and entity.merged
+        return entity is not None and not entity.merged
+
+    def _touches_merged(self, edge: Edge) -> bool:
+        return any((e := self._entities.get(end)) is not None and e.merged for end in (edge.subject, edge.object))
 
     def _edges(self, index: dict[str, list[Edge]], entity_id: str) -> list[Edge]:
         self._visible(entity_id)
-        edges = [e for e in index.get(entity_id, []) if not (self._is_merged(e.subject) or self._is_merged(e.object))]
+        edges = [e for e in index.get(entity_id, []) if not self._touches_merged(e)]
         return sorted(edges, key=lambda e: (e.subject, e.predicate, e.object))
 
     @override
@@ -175,7 +178,27 @@ class MemoryBackend(GraphDbInterface):
 
     @override
     async def predicates(self) -> list[str]:
-        return sorted({edge.predicate for edge in self._rels})
+        return sorted({edge.predicate for edge in self._rels if not self._touches_merged(edge)})
+
+    @override
+    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        return {i: self._edges(self._out, i) for i in dict.fromkeys(entity_ids) if self._exists(i)}
+
+    @override
+    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        return {i: self._edges(self._in, i) for i in dict.fromkeys(entity_ids) if self._exists(i)}
+
+    @override
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
+        return {i: await self.get_node(i) for i in dict.fromkeys(entity_ids) if self._exists(i)}
+
+    @override
+    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        return {i: node_metadata(self._entities[i]) for i in dict.fromkeys(entity_ids) if self._exists(i)}
+
+    @override
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        return {e: await self.metadata_for_edge(e) for e in dict.fromkeys(edges)}
 
     @override
     async def graph_description(self) -> str:

@@ -46,6 +46,11 @@ SUBSTRING_CANDIDATES = 2000
 """Labels examined by the substring tier of search_entities."""
 
 _VISIBLE = "status IS NOT 'merged'"
+_VISIBLE_PREDICATES = (
+    "SELECT DISTINCT predicate FROM relationship r WHERE NOT EXISTS "
+    "(SELECT 1 FROM entity e WHERE e.entity_id IN (r.subject_id, r.object_id) AND e.status = 'merged') "
+    "ORDER BY predicate"
+)
 _ENTITY_COLUMNS = "entity_id, entity_type, name, synonyms, properties, status, confidence, source, canonical_url"
 
 
@@ -441,8 +446,8 @@ class SqliteBackend(GraphDbInterface):
         return list(await self._run(self._distinct, sql))
 
     async def predicates(self) -> list[str]:
-        """Predicates of all relationships, sorted."""
-        return list(await self._run(self._distinct, "SELECT DISTINCT predicate FROM relationship ORDER BY predicate"))
+        """Predicates of the relationships that touch no merged entity, sorted."""
+        return list(await self._run(self._distinct, _VISIBLE_PREDICATES))
 
     async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
         """Outgoing edges of each visible entity, one query per chunk of ids."""
