@@ -38,8 +38,8 @@ def payload(result):
     return json.loads(result.content[0].text)
 
 
-async def client_for(backend, **settings) -> Client:
-    graph = Graph(backend, plugins=[postprocess])
+async def client_for(backend, primitive_timeout: float | None = 30.0, **settings) -> Client:
+    graph = Graph(backend, plugins=[postprocess], primitive_timeout=primitive_timeout)
     return Client(await build_server(graph, ServeSettings(**settings)))
 
 
@@ -64,6 +64,17 @@ async def test_slow_backend_times_out_with_advice():
         assert result.is_error and "timed out after 0.2s" in result.content[0].text
         backend.delay = 0
         assert payload(await client.call_tool("describe_entity", {"id": "S"}))["id"] == "S"
+
+
+async def test_a_slow_primitive_times_out_and_the_error_names_it():
+    backend = FlakyBackend(small_records())
+    backend.delay = 5
+    async with await client_for(backend, primitive_timeout=0.2, timeout=10) as client:
+        result = await client.call_tool("bfs_query", {"seeds": ["S"], "max_hops": 1})
+        assert result.is_error
+        assert "did not answer edges_from_many within 0.2s" in result.content[0].text
+        backend.delay = 0
+        assert payload(await client.call_tool("bfs_query", {"seeds": ["S"], "max_hops": 1}))["node_count"] == 4
 
 
 async def test_describe_entity_is_flat_and_describe_entities_omits_unknown():

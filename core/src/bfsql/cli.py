@@ -46,7 +46,12 @@ def _report_plugin_errors() -> None:
 
 
 def _serve_settings(
-    max_tokens: int, timeout: float, max_nodes: int, max_edges_per_node: int, embedder: str = "hashing"
+    max_tokens: int,
+    timeout: float,
+    max_nodes: int,
+    max_edges_per_node: int,
+    embedder: str = "hashing",
+    primitive_timeout: float = 30.0,
 ) -> Any:
     from bfsql.engine import TraversalBudget
     from bfsql.plugins import get_embedders
@@ -65,7 +70,11 @@ def _serve_settings(
         raise click.BadParameter(str(exc)) from None
     if max_tokens < 500:
         raise click.BadParameter("--max-tokens must be at least 500")
-    return ServeSettings(max_tokens=max_tokens, timeout=timeout, budget=budget, embedder=embedder)
+    if primitive_timeout <= 0:
+        raise click.BadParameter("--primitive-timeout must be positive")
+    return ServeSettings(
+        max_tokens=max_tokens, timeout=timeout, budget=budget, embedder=embedder, primitive_timeout=primitive_timeout
+    )
 
 
 def _backend_and_config(backend: str, options: dict[str, Any]) -> tuple[Any, Any]:
@@ -102,6 +111,9 @@ def _common_serve_options(fn: Any) -> Any:
                      help="Size budget of every tool answer, in estimated tokens."),
         click.option("--timeout", type=float, default=60.0, show_default=True, envvar="BFSQL_TIMEOUT",
                      help="Seconds a tool call may take."),
+        click.option("--primitive-timeout", type=float, default=30.0, show_default=True,
+                     envvar="BFSQL_PRIMITIVE_TIMEOUT",
+                     help="Seconds one backend call may take; the error names the primitive."),
         click.option("--max-nodes", type=int, default=5000, show_default=True,
                      help="Traversal budget: nodes one traversal may visit."),
         click.option("--max-edges-per-node", type=int, default=1000, show_default=True,
@@ -163,6 +175,7 @@ def serve(
     allowed_hosts: tuple[str, ...],
     max_tokens: int,
     timeout: float,
+    primitive_timeout: float,
     max_nodes: int,
     max_edges_per_node: int,
     embedder: str,
@@ -173,7 +186,7 @@ def serve(
 
     _report_plugin_errors()
     spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
-    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder)
+    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder, primitive_timeout)
     try:
         if transport == "stdio":
             if sys.stdin.isatty():
@@ -283,7 +296,7 @@ async def _call_tool(spec: Any, config: Any, settings: Any, tool: str, arguments
     from bfsql.server.app import build_server
     from bfsql.server.run import open_graph
 
-    async with open_graph(spec, config) as graph:
+    async with open_graph(spec, config, primitive_timeout=settings.primitive_timeout) as graph:
         server = await build_server(graph, settings)
         async with Client(server) as client:
             result = await client.call_tool(tool, arguments)
@@ -308,6 +321,7 @@ def query(
     backend: str,
     max_tokens: int,
     timeout: float,
+    primitive_timeout: float,
     max_nodes: int,
     max_edges_per_node: int,
     embedder: str,
@@ -324,7 +338,7 @@ def query(
     """
     _report_plugin_errors()
     spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
-    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder)
+    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder, primitive_timeout)
     try:
         ok, data = asyncio.run(_call_tool(spec, config, settings, tool, _parse_arguments(arguments)))
     except BfsqlError as exc:
@@ -353,6 +367,7 @@ def path(
     backend: str,
     max_tokens: int,
     timeout: float,
+    primitive_timeout: float,
     max_nodes: int,
     max_edges_per_node: int,
     embedder: str,
@@ -368,7 +383,7 @@ def path(
     """
     _report_plugin_errors()
     spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
-    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder)
+    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder, primitive_timeout)
     arguments = {"query": path_query, "k": k, "threshold": threshold, "max_results": max_results}
     try:
         ok, data = asyncio.run(_call_tool(spec, config, settings, "path_query", arguments))

@@ -20,6 +20,7 @@ import pluggy
 from bfsql.backend import GraphDbInterface, has_vector_search
 from bfsql.cache import CacheConfig, CachePlugin
 from bfsql.embedders import CachedEmbedder, Embedder, HashingEmbedder, split_identifier
+from bfsql.errors import BackendFailure
 from bfsql.hookspecs import BATCH_HOOKS, PRIMITIVE_HOOKS, SEARCH_HOOKS, hookimpl
 from bfsql.models import Edge, EntityStub, Node, ResultEdge
 
@@ -60,15 +61,21 @@ class BackendCallStats:
 class _BackendTerminal:
     """Adapts a GraphDbInterface to the primitive hooks (the last implementation)."""
 
-    def __init__(self, backend: GraphDbInterface, stats: BackendCallStats) -> None:
+    def __init__(self, backend: GraphDbInterface, stats: BackendCallStats, timeout: float | None) -> None:
         self.backend = backend
         self.stats = stats
+        self.timeout = timeout
 
     async def _timed(self, name: str, awaitable: Awaitable[T]) -> T:
         self.stats.calls[name] = self.stats.calls.get(name, 0) + 1
         start = time.perf_counter()
         try:
-            return await awaitable
+            return await asyncio.wait_for(awaitable, self.timeout)
+        except TimeoutError:
+            raise BackendFailure(
+                f"The backend did not answer {name} within {self.timeout:g}s.",
+                "The graph store is slow or unreachable; try again, or narrow the query.",
+            ) from None
         finally:
             self.stats.seconds[name] = self.stats.seconds.get(name, 0.0) + time.perf_counter() - start
 
@@ -131,6 +138,9 @@ class _BackendTerminal:
         return self._timed("metadata_for_edges", self.backend.metadata_for_edges(edges))
 
 
+DEFAULT_PRIMITIVE_TIMEOUT = 30.0
+"""Seconds one backend call may take."""
+
 DEFAULT_CACHE = CacheConfig()
 """The cache bounds used when none are given."""
 
@@ -146,6 +156,8 @@ class Graph:
     that implements a primitive or post-processing hook. ``cache=None`` disables caching.
     ``embedder`` (default: the built-in ``hashing`` embedder) makes query vectors for
     vector search and scores fuzzy matches in path queries; its answers are cached (LRU).
+    ``primitive_timeout`` bounds every backend call; one that takes longer fails with a
+    :class:`~bfsql.errors.BackendFailure` naming the primitive (None: no bound).
     """
 
     def __init__(
@@ -156,6 +168,7 @@ class Graph:
         cache: CacheConfig | None = DEFAULT_CACHE,
         name: str = "graph",
         embedder: Embedder | None = None,
+        primitive_timeout: float | None = DEFAULT_PRIMITIVE_TIMEOUT,
     ) -> None:
         from bfsql.plugins import get_plugin_manager, new_plugin_manager
 
@@ -163,7 +176,7 @@ class Graph:
         self.name = name
         self.stats = BackendCallStats()
         self.pm: pluggy.PluginManager = new_plugin_manager()
-        self.pm.register(_BackendTerminal(backend, self.stats), name="backend")
+        self.pm.register(_BackendTerminal(backend, self.stats, primitive_timeout), name="backend")
         if plugins is None:
             global_pm = get_plugin_manager()
             plugins = [

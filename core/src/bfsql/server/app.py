@@ -57,6 +57,8 @@ class ServeSettings:
     max_tokens: int = DEFAULT_MAX_TOKENS
     timeout: float = 60.0
     """Seconds a tool call may take before it fails with a timeout error."""
+    primitive_timeout: float | None = 30.0
+    """Seconds one backend call may take; the error names the primitive (used by the graph's opener)."""
     budget: TraversalBudget = field(default_factory=TraversalBudget)
     name: str = "bfsql"
     embedder: str | Embedder | None = None

@@ -59,7 +59,7 @@ async def open_graph(spec: BackendSpec, config: BaseModel, **graph_options: Any)
 
 async def serve_stdio(spec: BackendSpec, config: BaseModel, settings: ServeSettings) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
-    async with open_graph(spec, config) as graph:
+    async with open_graph(spec, config, primitive_timeout=settings.primitive_timeout) as graph:
         server = await build_server(graph, settings)
         await server.run_stdio_async()
 
@@ -75,7 +75,7 @@ async def serve_http(
     import uvicorn
 
     http.check()
-    async with open_graph(spec, config) as graph:
+    async with open_graph(spec, config, primitive_timeout=settings.primitive_timeout) as graph:
         server = await build_server(graph, settings)
         app: Any = server.streamable_http_app(
             streamable_http_path=http.path,
