@@ -1,0 +1,485 @@
+"""SparqlBackend: the eight primitives (and their batch forms) over a SPARQL 1.1 query endpoint.
+
+Ids are compact (``dbr:Berlin``) when the IRI is under a configured namespace, the
+full IRI otherwise; an id that is neither a valid absolute IRI nor a compact id with
+a known prefix is refused before any query is built (see :mod:`bfsql_sparql.terms`).
+A BFS hop costs a few requests whatever the frontier size: statements are counted
+and fetched for ``--batch-size`` ids at a time (see :mod:`bfsql_sparql.fetch`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from typing_extensions import override
+
+from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.errors import InvalidArgument
+from bfsql.models import Edge, EntityStub, Node
+from bfsql.search_rank import lexical_rank
+from bfsql_sparql import queries
+from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term
+from bfsql_sparql.config import SparqlConfig
+from bfsql_sparql.fetch import FetchSettings, Statements, fetch_statements
+from bfsql_sparql.mapping import (
+    UNTYPED,
+    LabelRules,
+    Labels,
+    choose_type,
+    edge_metadata,
+    evidence_entry,
+    node_metadata,
+    ordered_types,
+)
+from bfsql_sparql.queries import Direction
+from bfsql_sparql.search import WORD_MATCH_RANK, find_candidates
+from bfsql_sparql.terms import RDFS, SKOS, InvalidTerm, PrefixMap, local_name, string_expression
+from bfsql_sparql.truncation import CutLog
+
+__all__ = ["InvalidEntityId", "SparqlBackend", "SparqlConfigError"]
+
+logger = logging.getLogger("bfsql.sparql")
+
+SEARCH_LIMIT = 20
+
+
+class InvalidEntityId(InvalidArgument, KeyError):
+    """An id that cannot name an entity here: unknown to the graph (KeyError) and explained (InvalidArgument)."""
+
+    def __init__(self, entity_id: str, reason: str, hint: str = "") -> None:
+        super().__init__(
+            f"Invalid entity id {entity_id!r}: {reason}",
+            hint or "Use an id returned by search_entities or by an earlier answer.",
+        )
+        self.entity_id = entity_id
+
+
+class SparqlConfigError(InvalidArgument):
+    """The configuration names a term that is not usable (bad IRI, unknown prefix, no probe seeds)."""
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class SparqlBackend(GraphDbInterface):
+    """A read-only view of the RDF graph behind a SPARQL endpoint. Build it with :meth:`create`."""
+
+    def __init__(self, config: SparqlConfig) -> None:
+        self.config = config
+        self.prefixes: PrefixMap = config.prefix_map()
+        self.rules = LabelRules(
+            label_predicates=self._config_iris(
+                "label_predicate", config.label_predicate, [SKOS + "prefLabel", RDFS + "label"]
+            ),
+            synonym_predicates=self._config_iris("synonym_predicate", config.synonym_predicate, [SKOS + "altLabel"]),
+            languages=tuple(config.language),
+        )
+        self.client = SparqlClient(
+            config.endpoint,
+            default_graphs=config.default_graph,
+            timeout=config.query_timeout,
+            max_concurrency=config.max_concurrency,
+            max_retries=config.max_retries,
+            http_method=config.http_method,
+        )
+        self.type_predicate = self._config_iris("type_predicate", [config.type_predicate], [])[0]
+        self.limits = FetchSettings(config.batch_size, config.edge_limit, config.max_rows, self.type_predicate)
+        self.cuts = CutLog(config.edge_limit)
+        self.search_mode = config.search_mode
+        self.capabilities = Capabilities(
+            batch_primitives=True, provenance=True, comprehensive_schema=config.schema_mode == "full"
+        )
+        self._types: list[str] = []
+        self._predicates: list[str] = []
+
+    def _config_iris(self, field: str, values: list[str], default: list[str]) -> tuple[str, ...]:
+        try:
+            return tuple(self.prefixes.expand(value) for value in values) if values else tuple(default)
+        except InvalidTerm as exc:
+            raise SparqlConfigError(
+                f"--{field.replace('_', '-')}: {exc}", "Give a full IRI or NAME:local with a --prefix NAME."
+            ) from None
+
+    @classmethod
+    async def create(cls, config: SparqlConfig) -> SparqlBackend:
+        """Connect, check the endpoint, detect Virtuoso, and read the schema (inside the serving loop)."""
+        backend = cls(config)
+        try:
+            await backend.start()
+        except BaseException:
+            await backend.aclose()
+            raise
+        return backend
+
+    async def start(self) -> None:
+        """Open the HTTP session, check the endpoint answers, pick the search mode, load the schema."""
+        await self.client.start()
+        try:
+            await self.client.ask("ASK { }")
+        except SparqlEndpointError as exc:
+            raise SparqlEndpointError(
+                f"The SPARQL endpoint {self.config.endpoint} does not answer a trivial query: {exc.message}",
+                "Check --endpoint (or BFSQL_SPARQL_ENDPOINT / SPARQL_ENDPOINT_URL): it must be the URL of a "
+                "SPARQL 1.1 query service, e.g. http://127.0.0.1:7878/query or http://127.0.0.1:8890/sparql.",
+            ) from None
+        if self.virtuoso:
+            # Virtuoso stops a query server-side at this many milliseconds instead of running on unseen.
+            self.client.extra_params["timeout"] = str(int(self.config.query_timeout * 1000))
+        if self.search_mode == "auto":
+            self.search_mode = "bif" if self.virtuoso else "contains"
+        logger.info(
+            "sparql: endpoint %s (%s), search mode %s", self.config.endpoint, self.client.server, self.search_mode
+        )
+        if self.config.schema_mode == "probe":
+            await self._probe_schema()
+        else:
+            await self._full_schema()
+
+    @property
+    def virtuoso(self) -> bool:
+        """Whether the endpoint identified itself as Virtuoso."""
+        return "virtuoso" in (self.client.server or "").lower()
+
+    @override
+    async def aclose(self) -> None:
+        self.cuts.close()
+        await self.client.aclose()
+
+    # --- ids ---------------------------------------------------------------
+
+    def to_iri(self, entity_id: str) -> str:
+        """The IRI of a canonical id; :class:`InvalidEntityId` (a KeyError) when the id cannot be one."""
+        try:
+            iri = self.prefixes.expand(entity_id)
+        except InvalidTerm as exc:
+            raise InvalidEntityId(entity_id, str(exc)) from None
+        canonical = self.prefixes.compact(iri)
+        if canonical != entity_id:
+            raise InvalidEntityId(entity_id, f"this graph writes it {canonical!r}.", f"Use the id {canonical!r}.")
+        return iri
+
+    def _valid(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        """Canonical ids that can be entities, with their IRIs; the others are left out (unknown)."""
+        valid: dict[str, str] = {}
+        for entity_id in dict.fromkeys(entity_ids):
+            try:
+                valid[entity_id] = self.to_iri(entity_id)
+            except InvalidEntityId as exc:
+                logger.info("sparql: %s", exc.message)
+        return valid
+
+    def _id(self, term: Term) -> str:
+        return self.prefixes.compact(term.value)
+
+    # --- edges -------------------------------------------------------------
+
+    async def _statements(self, iris: Sequence[str], direction: Direction) -> Statements:
+        languages = self.rules.languages if direction == "literal" else ()
+        statements = await fetch_statements(self.client, iris, direction, self.limits, languages)
+        for cut in statements.cuts:
+            self.cuts.record(self.prefixes.compact(cut.iri), cut)
+        return statements
+
+    async def _edges_many(self, entity_ids: list[str], direction: Direction) -> dict[str, list[Edge]]:
+        valid = self._valid(entity_ids)
+        statements = await self._statements(list(valid.values()), direction)
+        result: dict[str, list[Edge]] = {}
+        for entity_id, iri in valid.items():
+            pairs = statements.found.get(iri)
+            if pairs is None:
+                continue
+            if direction == "out":
+                edges = {Edge(subject=entity_id, predicate=self._id(p), object=self._id(o)) for p, o in pairs}
+            else:
+                edges = {Edge(subject=self._id(o), predicate=self._id(p), object=entity_id) for p, o in pairs}
+            result[entity_id] = sorted(edges, key=lambda e: (e.subject, e.predicate, e.object))
+        return result
+
+    @override
+    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        return await self._edges_many(entity_ids, "out")
+
+    @override
+    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        return await self._edges_many(entity_ids, "in")
+
+    @override
+    async def edges_from(self, entity_id: str) -> list[Edge]:
+        self.to_iri(entity_id)
+        found = await self.edges_from_many([entity_id])
+        if entity_id not in found:
+            raise KeyError(entity_id)
+        return found[entity_id]
+
+    @override
+    async def edges_to(self, entity_id: str) -> list[Edge]:
+        self.to_iri(entity_id)
+        found = await self.edges_to_many([entity_id])
+        if entity_id not in found:
+            raise KeyError(entity_id)
+        return found[entity_id]
+
+    # --- nodes -------------------------------------------------------------
+
+    async def _types_of(self, iris: Sequence[str]) -> dict[str, list[str]]:
+        """Every entity among ``iris`` with its IRI types (possibly none)."""
+
+        async def chunk(part: Sequence[str]) -> list[dict[str, Term]]:
+            return await self.client.select(queries.nodes_query(part, type_predicate=self.type_predicate))
+
+        found: dict[str, list[str]] = {}
+        for rows in await asyncio.gather(
+            *(chunk(part) for part in _chunks(list(dict.fromkeys(iris)), self.limits.batch_size))
+        ):
+            for row in rows:
+                entity = row.get("e")
+                if entity is None:
+                    continue
+                types = found.setdefault(entity.value, [])
+                if "t" in row and row["t"].kind == "uri":
+                    types.append(row["t"].value)
+        return found
+
+    @override
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
+        valid = self._valid(entity_ids)
+        types = await self._types_of(list(valid.values()))
+        return {
+            entity_id: Node(id=entity_id, entity_type=choose_type(types[iri], self.prefixes))
+            for entity_id, iri in valid.items()
+            if iri in types
+        }
+
+    @override
+    async def get_node(self, entity_id: str) -> Node:
+        self.to_iri(entity_id)
+        found = await self.get_nodes([entity_id])
+        if entity_id not in found:
+            raise KeyError(entity_id)
+        return found[entity_id]
+
+    @override
+    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        valid = self._valid(entity_ids)
+        iris = list(valid.values())
+        types, literals = await asyncio.gather(self._types_of(iris), self._statements(iris, "literal"))
+        cuts = {cut.iri: (cut.total, cut.returned) for cut in literals.cuts}
+        result: dict[str, dict[str, Any]] = {}
+        for entity_id, iri in valid.items():
+            if iri not in types:
+                continue
+            pairs = [(p.value, o) for p, o in literals.found.get(iri, [])]
+            result[entity_id] = node_metadata(
+                iri, ordered_types(types[iri], self.prefixes), pairs, self.rules, cuts.get(iri)
+            )
+        return result
+
+    @override
+    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
+        self.to_iri(entity_id)
+        found = await self.metadata_for_nodes([entity_id])
+        if entity_id not in found:
+            raise KeyError(entity_id)
+        return found[entity_id]
+
+    def _triple(self, edge: Edge) -> tuple[str, str, str] | None:
+        """The IRIs of an edge written with canonical ids; None when it cannot be an edge of this graph."""
+        try:
+            predicate = self.prefixes.expand(edge.predicate)
+            if self.prefixes.compact(predicate) != edge.predicate:
+                return None
+            return self.to_iri(edge.subject), predicate, self.to_iri(edge.object)
+        except (InvalidEntityId, InvalidTerm):
+            return None
+
+    @override
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        wanted: dict[tuple[str, str, str], list[Edge]] = defaultdict(list)
+        for edge in dict.fromkeys(edges):
+            triple = self._triple(edge)
+            if triple is not None:
+                wanted[triple].append(edge)
+        annotations: dict[tuple[str, str, str], list[tuple[str, Term]]] = {}
+        evidence: dict[tuple[str, str, str], dict[str, list[tuple[str, Term]]]] = defaultdict(lambda: defaultdict(list))
+        triples = list(wanted)
+        for start in range(0, len(triples), self.limits.batch_size):
+            part = triples[start : start + self.limits.batch_size]
+            statement_rows, provenance_rows = await asyncio.gather(
+                self.client.select(queries.statement_query(part)), self.client.select(queries.provenance_query(part))
+            )
+            for row in statement_rows:
+                key = (row["s"].value, row["p"].value, row["o"].value)
+                found = annotations.setdefault(key, [])
+                if "k" in row and "v" in row:
+                    found.append((row["k"].value, row["v"]))
+            for row in provenance_rows:
+                key = (row["s"].value, row["p"].value, row["o"].value)
+                evidence[key][row["ev"].value].append((row["k"].value, row["v"]))
+        result: dict[Edge, dict[str, Any]] = {edge: {} for edge in edges}
+        for triple, pairs in annotations.items():
+            entries = [evidence_entry(props) for _, props in sorted(evidence.get(triple, {}).items())]
+            for edge in wanted.get(triple, []):
+                result[edge] = edge_metadata(pairs, entries, self.prefixes)
+        return result
+
+    @override
+    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
+        return (await self.metadata_for_edges([edge]))[edge]
+
+    # --- search ------------------------------------------------------------
+
+    @override
+    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+        text = query.strip()
+        if not text:
+            return []
+        try:
+            string_expression(text)
+        except InvalidTerm as exc:
+            raise InvalidArgument(
+                f"Cannot search for {query!r}: {exc}", "Search for a name or alias in plain text."
+            ) from None
+        type_iris: list[str] = []
+        wanted = set(node_types) if node_types is not None else None
+        if node_types is not None:
+            type_iris = list(self._valid(node_types).values())
+            if not type_iris and UNTYPED not in node_types:
+                return []
+        candidates = await find_candidates(
+            self.client,
+            text,
+            self.search_mode,
+            self.rules.all_predicates,
+            self.rules.languages,
+            self.config.search_candidates,
+            type_iris,
+            untyped=wanted is not None and UNTYPED in wanted,
+            type_predicate=self.type_predicate,
+        )
+        if not candidates.iris:
+            return []
+        types, labels = await asyncio.gather(self._types_of(candidates.iris), self._labels_of(candidates.iris))
+        ranked: list[tuple[tuple[int, int], str, EntityStub]] = []
+        for iri in candidates.iris:
+            if iri not in types:
+                continue
+            entity_type = choose_type(types[iri], self.prefixes)
+            if wanted is not None and entity_type not in wanted:
+                continue
+            names = labels.get(iri, Labels(None, []))
+            name = names.name if names.name is not None else local_name(iri)
+            rank = lexical_rank(text, name, names.synonyms)
+            if rank is None:
+                if not candidates.word_search:
+                    continue
+                rank = (WORD_MATCH_RANK, len(name))
+            entity_id = self.prefixes.compact(iri)
+            ranked.append((rank, entity_id, EntityStub(id=entity_id, entity_type=entity_type, name=name)))
+        ranked.sort(key=lambda item: (item[0], item[1]))
+        return [stub for _, _, stub in ranked[:SEARCH_LIMIT]]
+
+    async def _labels_of(self, iris: Sequence[str]) -> dict[str, Labels]:
+        statements: dict[str, list[tuple[str, Term]]] = defaultdict(list)
+        for part in _chunks(list(iris), self.limits.batch_size):
+            query = queries.labels_query(part, self.rules.all_predicates, self.rules.languages)
+            for row in await self.client.select(query):
+                if "e" in row and "p" in row and "o" in row:
+                    statements[row["e"].value].append((row["p"].value, row["o"]))
+        return {iri: Labels.from_statements(pairs, self.rules) for iri, pairs in statements.items()}
+
+    # --- schema ------------------------------------------------------------
+
+    @override
+    async def entity_types(self) -> list[str]:
+        return list(self._types)
+
+    @override
+    async def predicates(self) -> list[str]:
+        return list(self._predicates)
+
+    async def _full_schema(self) -> None:
+        limit = self.config.schema_limit
+        type_rows, untyped, predicate_rows = await asyncio.gather(
+            self.client.select(queries.types_query(limit + 1, type_predicate=self.type_predicate)),
+            self.client.ask(queries.untyped_query(type_predicate=self.type_predicate)),
+            self.client.select(queries.predicates_query(limit + 1)),
+        )
+        types = [row["t"].value for row in type_rows if "t" in row]
+        candidates = [row["p"].value for row in predicate_rows if "p" in row and row["p"].kind == "uri"]
+        cap = self.client.row_cap
+        capped = cap is not None and max(len(types), len(candidates)) >= cap
+        if len(types) > limit or len(candidates) > limit or capped:
+            logger.warning(
+                "sparql: the graph has more than %d entity types or predicates; the schema lists the first %d "
+                "(raise --schema-limit, or use --schema-mode probe)",
+                limit,
+                limit,
+            )
+            self.capabilities = Capabilities(batch_primitives=True, provenance=True, comprehensive_schema=False)
+        checks = await asyncio.gather(
+            *(
+                self.client.select(queries.edge_predicates_query(part, type_predicate=self.type_predicate))
+                for part in _chunks(candidates[:limit], self.limits.batch_size)
+            )
+        )
+        edges = {row["p"].value for rows in checks for row in rows if "p" in row}
+        self._types = sorted({self.prefixes.compact(t) for t in types[:limit]} | ({UNTYPED} if untyped else set()))
+        self._predicates = sorted({self.prefixes.compact(p) for p in edges})
+
+    async def _probe_schema(self) -> None:
+        if not self.config.probe_seeds:
+            raise SparqlConfigError(
+                "--schema-mode probe needs at least one --probe-seeds id.",
+                "Give a few well-connected entities, e.g. --probe-seeds dbr:Berlin.",
+            )
+        seen: set[str] = set()
+        frontier = list(self._valid(self.config.probe_seeds))
+        if not frontier:
+            raise SparqlConfigError(
+                "No --probe-seeds id is a valid IRI or compact id.", "Check --prefix and the seeds."
+            )
+        predicates: set[str] = set()
+        for _ in range(self.config.probe_hops):
+            seen.update(frontier)
+            out, incoming = await asyncio.gather(self.edges_from_many(frontier), self.edges_to_many(frontier))
+            reached: set[str] = set()
+            for edges in [*out.values(), *incoming.values()]:
+                for edge in edges:
+                    predicates.add(edge.predicate)
+                    reached.update((edge.subject, edge.object))
+            frontier = sorted(reached - seen)
+        nodes = await self.get_nodes(sorted(seen | set(frontier)))
+        self._types = sorted({node.entity_type for node in nodes.values()})
+        self._predicates = sorted(predicates)
+        logger.info(
+            "sparql: probed %d entities: %d types, %d predicates", len(nodes), len(self._types), len(self._predicates)
+        )
+
+    # --- descriptions ------------------------------------------------------
+
+    @override
+    async def graph_description(self) -> str:
+        if self.config.description:
+            return self.config.description
+        graphs = f" (graphs: {', '.join(self.config.default_graph)})" if self.config.default_graph else ""
+        return f"An RDF knowledge graph behind the SPARQL endpoint {self.config.endpoint}{graphs}."
+
+    @override
+    async def next_steps(self) -> str | None:
+        names = ", ".join(
+            f"{name}: {namespace}" if name else f"bare names: {namespace}"
+            for name, namespace in self.prefixes.prefixes[:12]
+        )
+        return (
+            "1. search_entities(query) to resolve each name to an id. Ids are IRIs, written NAME:local under "
+            f"these namespaces ({names}) and in full otherwise.\n"
+            "2. bfs_query(seeds=[id], max_hops=1, topology_only=true) to survey the neighbourhood.\n"
+            "3. Read schema_summary; call describe_entities on stubs that matter (literal values are metadata).\n"
+            "4. Re-query with node_types / predicates to get full detail only where needed."
+        )

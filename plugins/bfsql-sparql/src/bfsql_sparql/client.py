@@ -1,0 +1,252 @@
+"""The HTTP side: one aiohttp session, bounded concurrency, timeouts, retries, read-only by construction.
+
+Only ``SELECT`` and ``ASK`` queries are ever sent, as ``query=`` (GET parameter or
+POST form) to the configured query endpoint; the client refuses any other text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+import aiohttp
+
+from bfsql.errors import BackendFailure
+
+__all__ = ["SparqlClient", "SparqlEndpointError", "Term", "user_agent"]
+
+logger = logging.getLogger("bfsql.sparql")
+
+RESULTS_JSON = "application/sparql-results+json"
+GET_MAX_URL = 2000
+"""Longer queries are POSTed: many servers and proxies cut URLs beyond about 2 KB."""
+RETRY_STATUSES = frozenset({429, 503})
+MAX_BACKOFF = 30.0
+"""Seconds; an endpoint that asks for a longer wait gets an error instead of a stalled tool call."""
+_READ_ONLY = re.compile(r"\s*(SELECT|ASK)\b")
+
+
+class SparqlEndpointError(BackendFailure):
+    """The endpoint refused a query, failed, timed out, or returned partial results."""
+
+
+@dataclass(frozen=True)
+class Term:
+    """One RDF term from a result binding."""
+
+    kind: Literal["uri", "literal", "bnode"]
+    value: str
+    language: str | None = None
+    datatype: str | None = None
+
+
+def user_agent() -> str:
+    """``bfsql-sparql/<version> bfsql/<version>``, so endpoint operators can see who calls."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from bfsql import __version__ as core_version
+
+    try:
+        own = version("bfsql-sparql")
+    except PackageNotFoundError:
+        own = "0"
+    return f"bfsql-sparql/{own} bfsql/{core_version} (+MCP BFS-QL server; aiohttp)"
+
+
+def _term(raw: Mapping[str, Any]) -> Term:
+    kind = raw.get("type")
+    if kind in ("literal", "typed-literal"):  # typed-literal: Virtuoso's pre-1.1 JSON spelling
+        return Term("literal", raw["value"], raw.get("xml:lang") or None, raw.get("datatype"))
+    if kind == "bnode":
+        return Term("bnode", raw["value"])
+    return Term("uri", raw["value"])
+
+
+def _retry_after(header: str | None) -> float | None:
+    if not header:
+        return None
+    header = header.strip()
+    if header.isdigit():
+        return float(header)
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class SparqlClient:
+    """Sends read-only queries to one endpoint and parses SPARQL JSON results.
+
+    Create it inside the serving event loop (:meth:`start`), close it with :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        default_graphs: Sequence[str] = (),
+        timeout: float = 30.0,
+        max_concurrency: int = 4,
+        max_retries: int = 3,
+        http_method: Literal["auto", "get", "post"] = "auto",
+        backoff: float = 0.5,
+    ) -> None:
+        self.endpoint = endpoint
+        self.default_graphs = list(default_graphs)
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.http_method = http_method
+        self.backoff = backoff
+        self.extra_params: dict[str, str] = {}
+        """Endpoint-specific parameters sent with every query (e.g. Virtuoso's ``timeout``)."""
+        self.server: str | None = None
+        """The ``Server`` header of the last answer (how Virtuoso is detected)."""
+        self.requests = 0
+        """HTTP requests sent, retries included."""
+        self.row_cap: int | None = None
+        """The endpoint's own cap on result rows, once it has announced one (Virtuoso's X-SPARQL-MaxRows)."""
+        self._semaphore = asyncio.Semaphore(max_concurrency)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        """Open the shared HTTP session (inside the running event loop)."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                headers={"User-Agent": user_agent(), "Accept": RESULTS_JSON},
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+            )
+
+    async def aclose(self) -> None:
+        """Close the HTTP session."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def select(self, query: str, allow_partial: bool = False) -> list[dict[str, Term]]:
+        """Run a SELECT query; one dict per solution, unbound variables left out.
+
+        A partial answer (Virtuoso's anytime queries) is an error unless ``allow_partial``,
+        for queries whose answer is a best-effort sample anyway (search candidates).
+        """
+        data = await self._run(query, allow_partial)
+        try:
+            bindings = data["results"]["bindings"]
+        except (KeyError, TypeError):
+            raise SparqlEndpointError(
+                f"The SPARQL endpoint {self.endpoint} answered a SELECT without results.",
+                "Check that --endpoint is a SPARQL query endpoint.",
+            ) from None
+        return [{name: _term(value) for name, value in row.items()} for row in bindings]
+
+    async def ask(self, query: str) -> bool:
+        """Run an ASK query."""
+        data = await self._run(query)
+        answer = data.get("boolean") if isinstance(data, dict) else None
+        if not isinstance(answer, bool):
+            raise SparqlEndpointError(
+                f"The SPARQL endpoint {self.endpoint} answered an ASK without a boolean.",
+                "Check that --endpoint is a SPARQL query endpoint.",
+            )
+        return answer
+
+    def _request(self, query: str) -> tuple[str, dict[str, Any]]:
+        params: list[tuple[str, str]] = [("query", query)]
+        params += [("default-graph-uri", graph) for graph in self.default_graphs]
+        params += list(self.extra_params.items())
+        encoded = urlencode(params)
+        separator = "&" if "?" in self.endpoint else "?"
+        use_get = self.http_method == "get" or (
+            self.http_method == "auto" and len(self.endpoint) + len(encoded) + 1 <= GET_MAX_URL
+        )
+        if use_get:
+            return "GET", {"url": f"{self.endpoint}{separator}{encoded}"}
+        return "POST", {
+            "url": self.endpoint,
+            "data": encoded,
+            "headers": {"Content-Type": "application/x-www-form-urlencoded"},
+        }
+
+    async def _run(self, query: str, allow_partial: bool = False) -> Any:
+        if not _READ_ONLY.match(query):
+            raise ValueError("only SELECT and ASK queries may be sent")  # a bug in this package, never user input
+        if self._session is None:
+            await self.start()
+        assert self._session is not None
+        method, kwargs = self._request(query)
+        attempt = 0
+        while True:
+            async with self._semaphore:
+                self.requests += 1
+                started = time.perf_counter()
+                try:
+                    async with self._session.request(method, **kwargs) as response:
+                        self.server = response.headers.get("Server", self.server)
+                        body = await response.read()
+                        status = response.status
+                        retry_after = _retry_after(response.headers.get("Retry-After"))
+                        partial = response.headers.get("X-SQL-State")
+                        partial_message = response.headers.get("X-SQL-Message", "")
+                        content_type = response.content_type
+                        cap = response.headers.get("X-SPARQL-MaxRows", "")
+                        if cap.isdigit():
+                            self.row_cap = int(cap)
+                except TimeoutError:
+                    raise SparqlEndpointError(
+                        f"The SPARQL endpoint {self.endpoint} did not answer within {self.timeout:g}s.",
+                        "Ask for less (fewer seeds or hops), or raise --query-timeout.",
+                    ) from None
+                except aiohttp.ClientError as exc:
+                    if attempt >= self.max_retries:
+                        raise SparqlEndpointError(
+                            f"Cannot reach the SPARQL endpoint {self.endpoint}: {type(exc).__name__}: {exc}.",
+                            "Check --endpoint and that the server is running.",
+                        ) from None
+                    status, retry_after, body, partial, partial_message, content_type = -1, None, b"", None, "", ""
+                logger.debug("%s %s: %s in %.3fs", method, self.endpoint, status, time.perf_counter() - started)
+            if status == 200:
+                if partial and not allow_partial:
+                    raise SparqlEndpointError(
+                        f"The SPARQL endpoint returned partial results ({partial}: {partial_message}); "
+                        "they are not used.",
+                        "The endpoint cut the query short (Virtuoso anytime query); ask for less or raise its limits.",
+                    )
+                return self._decode(body, content_type)
+            if (status in RETRY_STATUSES or status == -1) and attempt < self.max_retries:
+                delay = retry_after if retry_after is not None else self.backoff * 2**attempt * (1 + random.random())
+                if delay > MAX_BACKOFF:
+                    raise SparqlEndpointError(
+                        f"The SPARQL endpoint is rate limiting (HTTP {status}) and asks to wait {delay:.0f}s.",
+                        "Try again later.",
+                    )
+                logger.info("sparql: HTTP %s, retrying in %.2fs (attempt %d)", status, delay, attempt + 1)
+                attempt += 1
+                await asyncio.sleep(delay)
+                continue
+            raise SparqlEndpointError(
+                f"The SPARQL endpoint {self.endpoint} answered HTTP {status}: {self._snippet(body)}",
+                "Retry later; if it persists the endpoint may not support this query (see docs/backends/sparql.md).",
+            )
+
+    def _decode(self, body: bytes, content_type: str) -> Any:
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise SparqlEndpointError(
+                f"The SPARQL endpoint {self.endpoint} did not answer SPARQL JSON (content type {content_type!r}).",
+                "Check that --endpoint is the query endpoint (e.g. .../sparql or .../query), not a web page.",
+            ) from None
+
+    @staticmethod
+    def _snippet(body: bytes) -> str:
+        text = body.decode("utf-8", errors="replace").strip()
+        return " ".join(text.split())[:300] or "(empty body)"

@@ -1,0 +1,242 @@
+"""Every SPARQL query the backend sends, as pure functions of already-checked terms.
+
+Arguments named ``iris`` are full IRIs; they are checked again here by
+:func:`~bfsql_sparql.terms.iri_ref` as they are written, so no caller can slip an
+unchecked id into a query. Text arguments arrive as literals or expressions built by
+:mod:`bfsql_sparql.terms`. All queries are SELECT or ASK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from bfsql_sparql.terms import OWL, PROV, RDF, iri_ref, string_literal
+
+__all__ = [
+    "Direction",
+    "count_query",
+    "edge_predicates_query",
+    "fetch_query",
+    "labels_query",
+    "language_filter",
+    "live",
+    "nodes_query",
+    "predicates_query",
+    "provenance_query",
+    "search_bif_query",
+    "search_contains_query",
+    "search_exact_query",
+    "statement_query",
+    "types_query",
+    "untyped_query",
+]
+
+Direction = Literal["out", "in", "literal"]
+"""Which statements of an entity ``?e``: IRI objects, IRI subjects, or literal objects."""
+
+
+_LIVE = f'FILTER NOT EXISTS {{ ?{{v}} <{OWL}deprecated> ?_d{{v}} FILTER(STR(?_d{{v}}) IN ("true", "1")) }}'
+"""Template: the IRI in ``?{v}`` is not marked ``owl:deprecated true`` (hidden like kgraph's merged entities)."""
+
+
+def live(variable: str) -> str:
+    """A filter keeping ``?variable`` only when it is not deprecated."""
+    return _LIVE.replace("{v}", variable)
+
+
+_EXISTS = f"FILTER(EXISTS {{ ?e ?_p0 ?_o0 }}) {live('e')}"
+"""An IRI is an entity when it is the subject of a statement and not deprecated."""
+
+
+def _values(variable: str, iris: Sequence[str]) -> str:
+    return f"VALUES ?{variable} {{ {' '.join(iri_ref(iri) for iri in iris)} }}"
+
+
+def language_filter(variable: str, languages: Sequence[str]) -> str:
+    """``&& (...)`` keeping untagged literals and those in the configured languages; empty when none are set."""
+    if not languages:
+        return ""
+    listed = ", ".join(string_literal(tag.lower()) for tag in languages)
+    return f' && (LANG(?{variable}) = "" || LCASE(LANG(?{variable})) IN ({listed}))'
+
+
+def _pattern(direction: Direction, languages: Sequence[str], type_predicate: str) -> str:
+    if direction == "out":
+        return f"?e ?p ?o FILTER(isIRI(?o) && ?p != {iri_ref(type_predicate)}) {live('o')}"
+    if direction == "in":
+        return f"?o ?p ?e FILTER(isIRI(?o) && ?p != {iri_ref(type_predicate)}) {live('o')}"
+    return f"?e ?p ?o FILTER(isLiteral(?o){language_filter('o', languages)})"
+
+
+def count_query(
+    iris: Sequence[str], direction: Direction, languages: Sequence[str] = (), *, type_predicate: str
+) -> str:
+    """``?e ?n``: for every id that is an entity, its number of distinct statements in ``direction`` (maybe 0)."""
+    values = _values("e", iris)
+    pattern = _pattern(direction, languages, type_predicate)
+    return (
+        "SELECT ?e (COUNT(?o) AS ?n) WHERE {\n"
+        f"  {{ SELECT DISTINCT ?e ?p ?o WHERE {{ {values} {pattern} {_EXISTS} }} }}\n"
+        f"  UNION\n  {{ {values} {_EXISTS} }}\n"
+        "} GROUP BY ?e"
+    )
+
+
+def fetch_query(
+    iris: Sequence[str],
+    direction: Direction,
+    languages: Sequence[str] = (),
+    limit: int | None = None,
+    offset: int = 0,
+    *,
+    type_predicate: str,
+) -> str:
+    """``?e ?p ?o``: the distinct statements of ``iris`` in ``direction``; ordered and paged when ``limit`` is set."""
+    query = (
+        f"SELECT DISTINCT ?e ?p ?o WHERE {{ {_values('e', iris)} {_pattern(direction, languages, type_predicate)} }}"
+    )
+    if limit is not None:
+        query += f" ORDER BY ?p ?o LIMIT {int(limit)}" + (f" OFFSET {int(offset)}" if offset else "")
+    return query
+
+
+def nodes_query(iris: Sequence[str], *, type_predicate: str) -> str:
+    """``?e ?t``: every id that is an entity, with each of its IRI types (``?t`` unbound when it has none)."""
+    return (
+        f"SELECT DISTINCT ?e ?t WHERE {{ {_values('e', iris)} {_EXISTS} "
+        f"OPTIONAL {{ ?e {iri_ref(type_predicate)} ?t FILTER(isIRI(?t)) }} }}"
+    )
+
+
+def labels_query(iris: Sequence[str], predicates: Sequence[str], languages: Sequence[str] = ()) -> str:
+    """``?e ?p ?o``: the label and synonym literals of ``iris``."""
+    return (
+        f"SELECT DISTINCT ?e ?p ?o WHERE {{ {_values('e', iris)} {_values('p', predicates)} "
+        f"?e ?p ?o FILTER(isLiteral(?o){language_filter('o', languages)}) }}"
+    )
+
+
+def _candidate_filter(type_iris: Sequence[str], untyped: bool, type_predicate: str) -> str:
+    """Keep live entities, of the given types (or untyped) when a restriction is asked for."""
+    tests = []
+    if type_iris:
+        listed = ", ".join(iri_ref(iri) for iri in type_iris)
+        tests.append(f"EXISTS {{ ?e {iri_ref(type_predicate)} ?_t FILTER(?_t IN ({listed})) }}")
+    if untyped:
+        tests.append(f"NOT EXISTS {{ ?e {iri_ref(type_predicate)} ?_u FILTER(isIRI(?_u)) }}")
+    return f" {live('e')}" + (f" FILTER({' || '.join(tests)})" if tests else "")
+
+
+def search_contains_query(
+    needle: str,
+    label_predicates: Sequence[str],
+    languages: Sequence[str],
+    limit: int,
+    type_iris: Sequence[str] = (),
+    untyped: bool = False,
+    *,
+    type_predicate: str,
+) -> str:
+    """Labels containing ``needle`` (a lower-cased string expression), best first: exact, prefix, shorter."""
+    text = "LCASE(STR(?label))"
+    return (
+        f"SELECT ?e ?label WHERE {{ {_values('lp', label_predicates)} ?e ?lp ?label "
+        f"FILTER(isIRI(?e) && isLiteral(?label){language_filter('label', languages)} && CONTAINS({text}, {needle}))"
+        f"{_candidate_filter(type_iris, untyped, type_predicate)} }} "
+        f"ORDER BY (IF({text} = {needle}, 0, IF(STRSTARTS({text}, {needle}), 1, 2))) STRLEN(STR(?label)) ?e "
+        f"LIMIT {int(limit)}"
+    )
+
+
+def search_bif_query(
+    expression: str,
+    label_predicates: Sequence[str],
+    languages: Sequence[str],
+    limit: int,
+    type_iris: Sequence[str] = (),
+    untyped: bool = False,
+    *,
+    type_predicate: str,
+) -> str:
+    """Virtuoso full text: labels matching a ``bif:contains`` expression (a string literal), shorter first."""
+    return (
+        f"SELECT ?e ?label WHERE {{ {_values('lp', label_predicates)} ?e ?lp ?label . "
+        f"?label bif:contains {expression} "
+        f"FILTER(isIRI(?e){language_filter('label', languages)})"
+        f"{_candidate_filter(type_iris, untyped, type_predicate)} }} "
+        f"ORDER BY STRLEN(STR(?label)) ?e LIMIT {int(limit)}"
+    )
+
+
+def search_exact_query(
+    literals: Sequence[str],
+    label_predicates: Sequence[str],
+    limit: int,
+    type_iris: Sequence[str] = (),
+    untyped: bool = False,
+    *,
+    type_predicate: str,
+) -> str:
+    """Labels equal to one of ``literals`` (written terms such as ``"BRAF"@en``): index lookups only."""
+    return (
+        f"SELECT ?e ?label WHERE {{ VALUES ?label {{ {' '.join(literals)} }} {_values('lp', label_predicates)} "
+        f"?e ?lp ?label FILTER(isIRI(?e)){_candidate_filter(type_iris, untyped, type_predicate)} }} LIMIT {int(limit)}"
+    )
+
+
+def types_query(limit: int, *, type_predicate: str) -> str:
+    """``?t``: the distinct IRI types of live IRI subjects, sorted (distinct types first: cheap on every store)."""
+    return (
+        f"SELECT ?t WHERE {{ {{ SELECT DISTINCT ?t WHERE {{ ?_s {iri_ref(type_predicate)} ?t }} }} FILTER(isIRI(?t)) "
+        f"FILTER EXISTS {{ ?s {iri_ref(type_predicate)} ?t FILTER(isIRI(?s)) {live('s')} }} }} "
+        f"ORDER BY ?t LIMIT {int(limit)}"
+    )
+
+
+def untyped_query(*, type_predicate: str) -> str:
+    """ASK whether some live entity has no IRI type (its type is then ``Entity``)."""
+    deprecated = f'?e <{OWL}deprecated> ?_d FILTER(STR(?_d) IN ("true", "1"))'
+    return (
+        f"ASK {{ ?e ?p ?o FILTER(isIRI(?e)) MINUS {{ ?e {iri_ref(type_predicate)} ?t FILTER(isIRI(?t)) }} "
+        f"MINUS {{ {deprecated} }} }}"
+    )
+
+
+def predicates_query(limit: int) -> str:
+    """``?p``: the distinct predicates of the graph, sorted (edge or not: see :func:`edge_predicates_query`)."""
+    return f"SELECT ?p WHERE {{ {{ SELECT DISTINCT ?p WHERE {{ ?s ?p ?o }} }} }} ORDER BY ?p LIMIT {int(limit)}"
+
+
+def edge_predicates_query(predicates: Sequence[str], *, type_predicate: str) -> str:
+    """``?p``: those of ``predicates`` that link two IRIs somewhere (rdf:type excluded)."""
+    return (
+        f"SELECT ?p WHERE {{ {_values('p', predicates)} FILTER(?p != {iri_ref(type_predicate)}) "
+        "FILTER EXISTS { ?s ?p ?o FILTER(isIRI(?s) && isIRI(?o)) } }"
+    )
+
+
+def _triples(triples: Sequence[tuple[str, str, str]]) -> str:
+    rows = " ".join(f"({iri_ref(s)} {iri_ref(p)} {iri_ref(o)})" for s, p, o in triples)
+    return f"VALUES (?s ?p ?o) {{ {rows} }}"
+
+
+_STATEMENT = f"?st <{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o"
+"""A reified statement (``rdf:Statement``) about the triple ``?s ?p ?o``."""
+
+
+def statement_query(triples: Sequence[tuple[str, str, str]]) -> str:
+    """``?s ?p ?o`` for each triple that exists, with the ``?k ?v`` properties of its reified statements."""
+    skipped = ", ".join(f"<{RDF}{name}>" for name in ("subject", "predicate", "object", "type"))
+    return (
+        f"SELECT ?s ?p ?o ?k ?v WHERE {{ {_triples(triples)} ?s ?p ?o "
+        f"OPTIONAL {{ {_STATEMENT} ; ?k ?v FILTER(?k NOT IN ({skipped}) && !isBlank(?v)) }} }}"
+    )
+
+
+def provenance_query(triples: Sequence[tuple[str, str, str]]) -> str:
+    """``?s ?p ?o ?ev ?k ?v``: literal properties of the evidence (``prov:wasDerivedFrom``) of reified statements."""
+    return (
+        f"SELECT ?s ?p ?o ?ev ?k ?v WHERE {{ {_triples(triples)} {_STATEMENT} ; <{PROV}wasDerivedFrom> ?ev . "
+        f"?ev ?k ?v FILTER(isLiteral(?v)) }}"
+    )

@@ -1,0 +1,348 @@
+"""Backend behaviour beyond the contract, on the real servers: limits that are reported, endpoint caps,
+schema modes, languages, and the HTTP discipline (retries, timeouts, concurrency, read-only, User-Agent)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from mcp import Client
+from sparql_injection_data import POLYGLOT, PREFIX, WIKI_ITEM
+from sparql_proxy import Fault, FaultProxy
+from sparql_servers import (
+    INJECTION_GRAPH,
+    LUBM_GRAPH,
+    RDF_TYPE,
+    STANDARD_GRAPH,
+    UB,
+    SparqlServer,
+    lubm_config,
+    sparql_json,
+)
+
+from bfsql.backend_options import resolve_config
+from bfsql.engine import TraversalBudget, bfs_query
+from bfsql.errors import InvalidArgument
+from bfsql.graph import Graph
+from bfsql.plugins import get_backends
+from bfsql.server import ServeSettings, build_server
+from bfsql.testing.services import free_port
+from bfsql_sparql import SparqlBackend, SparqlClient, SparqlConfig, SparqlConfigError, SparqlEndpointError
+from bfsql_sparql.truncation import REASON
+
+DEPARTMENT = "http://www.Department0.University0.edu"
+
+
+@pytest.fixture
+async def lubm(server: SparqlServer) -> AsyncIterator[SparqlBackend]:
+    backend = await SparqlBackend.create(lubm_config(server, edge_limit=100))
+    yield backend
+    await backend.aclose()
+
+
+# --- limits are reported, never hidden ----------------------------------------
+
+
+async def test_edge_limit_cuts_in_order_and_is_reported(
+    server: SparqlServer, lubm: SparqlBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    total = int(
+        sparql_json(
+            server.endpoint, f"SELECT (COUNT(*) AS ?n) {{ ?s ?p <{DEPARTMENT}> FILTER(isIRI(?s)) }}", [LUBM_GRAPH]
+        )["results"]["bindings"][0]["n"]["value"]
+    )
+    assert total > 100
+    with caplog.at_level(logging.WARNING, logger="bfsql.sparql"):
+        edges = await lubm.edges_to(DEPARTMENT)
+    assert len(edges) == 100
+    first = sparql_json(
+        server.endpoint,
+        f"SELECT ?s ?p {{ ?s ?p <{DEPARTMENT}> FILTER(isIRI(?s)) }} ORDER BY ?p ?s LIMIT 100",
+        [LUBM_GRAPH],
+    )["results"]["bindings"]
+    assert {(e.subject, e.predicate) for e in edges} == {
+        (r["s"]["value"], "ub:" + r["p"]["value"].removeprefix(UB)) for r in first
+    }
+    assert f"{DEPARTMENT} has {total} incoming statements; only 100 were read" in caplog.text
+
+    # The engine's answer says so, through this plugin's process_result hook (installed plugins are loaded).
+    result = await bfs_query(Graph(lubm), [DEPARTMENT], 1, topology_only=True, budget=TraversalBudget(max_nodes=10_000))
+    notes = [t for t in result.truncated or [] if t.reason == REASON]
+    assert notes and notes[0].capped_nodes == [DEPARTMENT] and f"100 of {total} incoming" in notes[0].detail
+
+
+async def test_a_hop_over_many_hubs_is_batched(lubm: SparqlBackend) -> None:
+    students = [f"{DEPARTMENT}/UndergraduateStudent{i}" for i in range(250)]
+    sent = lubm.client.requests
+    edges = await lubm.edges_from_many(students)
+    assert len(edges) == 250 and all(edges.values())
+    assert lubm.client.requests - sent <= 6, "250 ids: one count and one fetch per batch of 100"
+
+
+async def test_virtuoso_row_cap_is_detected_and_obeyed(virtuoso_server: SparqlServer) -> None:
+    """Virtuoso silently stops at ResultSetMaxRows (10000 here); the counts catch it and the backend adapts."""
+    config = lubm_config(virtuoso_server, max_rows=50_000, edge_limit=50_000, batch_size=2_000)
+    backend = await SparqlBackend.create(config)
+    try:
+        busiest = (
+            f"SELECT ?s (COUNT(*) AS ?n) {{ ?s ?p ?o FILTER(isIRI(?o) && ?p != <{RDF_TYPE}>) }} "
+            "GROUP BY ?s ORDER BY DESC(?n) ?s LIMIT 2000"
+        )
+        rows = sparql_json(virtuoso_server.endpoint, busiest, [LUBM_GRAPH])["results"]["bindings"]
+        busy = [r["s"]["value"] for r in rows]
+        total = sparql_json(
+            virtuoso_server.endpoint,
+            f"SELECT (COUNT(*) AS ?n) {{ VALUES ?s {{ {' '.join(f'<{s}>' for s in busy)} }} "
+            f"?s ?p ?o FILTER(isIRI(?o) && ?p != <{RDF_TYPE}>) }}",
+            [LUBM_GRAPH],
+        )["results"]["bindings"][0]["n"]["value"]
+        assert int(total) > 10_000, "one batch must exceed Virtuoso's cap"
+        edges = await backend.edges_from_many(busy)
+        assert backend.client.row_cap == 10_000
+        assert sum(len(found) for found in edges.values()) == int(total), "refetched within the announced cap"
+        assert not backend.cuts.cuts_for(set(busy))
+    finally:
+        await backend.aclose()
+
+
+# --- schema ---------------------------------------------------------------------
+
+
+async def test_schema_limit_makes_the_schema_a_sample(server: SparqlServer, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="bfsql.sparql"):
+        backend = await SparqlBackend.create(lubm_config(server, schema_limit=5))
+    try:
+        assert len(await backend.entity_types()) == 5 and len(await backend.predicates()) <= 5
+        assert backend.capabilities.comprehensive_schema is False
+        assert "more than 5 entity types or predicates" in caplog.text
+    finally:
+        await backend.aclose()
+
+
+async def test_probe_mode_reads_only_around_the_seeds(server: SparqlServer) -> None:
+    seed = f"{DEPARTMENT}/FullProfessor1"
+    backend = await SparqlBackend.create(lubm_config(server, schema_mode="probe", probe_seeds=[seed]))
+    try:
+        assert backend.capabilities.comprehensive_schema is False
+        types, predicates = await backend.entity_types(), await backend.predicates()
+        assert {"ub:FullProfessor", "ub:Department", "ub:Course"} <= set(types)
+        assert "ub:worksFor" in predicates and "ub:subOrganizationOf" not in predicates
+        async with Client(await build_server(Graph(backend), ServeSettings())) as client:
+            schema = await client.call_tool("describe_schema", {})
+            assert '"comprehensive":false' in schema.content[0].text.replace(" ", "")
+    finally:
+        await backend.aclose()
+
+
+async def test_probe_mode_needs_seeds(server: SparqlServer) -> None:
+    with pytest.raises(SparqlConfigError, match="--probe-seeds"):
+        await SparqlBackend.create(lubm_config(server, schema_mode="probe"))
+
+
+# --- labels and languages ------------------------------------------------------
+
+
+async def test_language_preference(server: SparqlServer) -> None:
+    async def metadata(languages: list[str]) -> dict:
+        config = SparqlConfig(
+            endpoint=server.endpoint, default_graph=[INJECTION_GRAPH], prefix=[PREFIX], language=languages
+        )
+        backend = await SparqlBackend.create(config)
+        try:
+            return await backend.metadata_for_node(POLYGLOT)
+        finally:
+            await backend.aclose()
+
+    everything = await metadata([])
+    assert everything["name"] == "gastric cancer"  # untagged and English first
+    assert set(everything["synonyms"]) == {"stomach cancer", "Magenkrebs", "cancer de l'estomac"}
+    assert sorted(everything["note"]) == ["Bonjour", "Hallo", "Hello"]
+    german = await metadata(["de"])
+    assert german["name"] == "Magenkrebs" and german["synonyms"] == ["gastric cancer"] and german["note"] == "Hallo"
+    french_first = await metadata(["fr", "en"])
+    assert french_first["name"] == "cancer de l'estomac"
+    assert french_first["synonyms"] == ["stomach cancer", "gastric cancer"]
+    assert (await metadata(["", "de"]))["name"] == "gastric cancer"
+
+
+async def test_default_graph_is_respected(server: SparqlServer) -> None:
+    config = SparqlConfig(endpoint=server.endpoint, default_graph=[STANDARD_GRAPH], prefix=[f"ub={UB}"])
+    backend = await SparqlBackend.create(config)
+    try:
+        assert not [t for t in await backend.entity_types() if t.startswith("ub:")]
+        with pytest.raises(KeyError):
+            await backend.get_node(DEPARTMENT)
+    finally:
+        await backend.aclose()
+
+
+# --- HTTP discipline -------------------------------------------------------------
+
+
+@pytest.fixture
+async def proxy(oxigraph_server: SparqlServer) -> AsyncIterator[FaultProxy]:
+    async with FaultProxy(oxigraph_server.endpoint) as running:
+        yield running
+
+
+def proxied(proxy: FaultProxy, **options: object) -> SparqlConfig:
+    return SparqlConfig(endpoint=proxy.url, default_graph=[LUBM_GRAPH], prefix=[f"ub={UB}"], **options)
+
+
+async def test_user_agent_read_only_and_get_or_post(proxy: FaultProxy) -> None:
+    backend = await SparqlBackend.create(proxied(proxy))
+    try:
+        await backend.edges_from_many([f"{DEPARTMENT}/UndergraduateStudent{i}" for i in range(100)])
+        await backend.search_entities("Department1")
+    finally:
+        await backend.aclose()
+    assert proxy.seen and all(
+        s.user_agent.startswith("bfsql-sparql/") and " bfsql/" in s.user_agent for s in proxy.seen
+    )
+    assert all(s.query.lstrip().startswith(("SELECT", "ASK")) for s in proxy.seen)
+    assert {s.method for s in proxy.seen} == {"GET", "POST"}, "short queries by GET, long ones by POST"
+    assert all(len(s.query) > 1500 for s in proxy.seen if s.method == "POST")
+
+    proxy.seen.clear()
+    forced = await SparqlBackend.create(proxied(proxy, http_method="post"))
+    await forced.aclose()
+    assert {s.method for s in proxy.seen} == {"POST"}
+
+
+async def test_client_refuses_anything_but_select_and_ask(proxy: FaultProxy) -> None:
+    client = SparqlClient(proxy.url)
+    try:
+        for update in (
+            "INSERT DATA { <a:b> <a:b> <a:b> }",
+            "DROP ALL",
+            "  CLEAR DEFAULT",
+            "CONSTRUCT { ?s ?p ?o } WHERE {}",
+        ):
+            with pytest.raises(ValueError, match="only SELECT and ASK"):
+                await client.select(update)
+    finally:
+        await client.aclose()
+    assert proxy.seen == []
+
+
+async def test_rate_limits_are_retried_honouring_retry_after(proxy: FaultProxy) -> None:
+    backend = await SparqlBackend.create(proxied(proxy))
+    try:
+        proxy.seen.clear()
+        proxy.faults = [Fault(429, {"Retry-After": "1"}, "slow down"), Fault(503, {}, "busy")]
+        started = time.monotonic()
+        node = await backend.get_node(DEPARTMENT)
+        assert node.entity_type == "ub:Department"
+        assert time.monotonic() - started >= 1.0
+        assert len(proxy.seen) == 3 and proxy.seen[1].at - proxy.seen[0].at >= 0.99
+    finally:
+        await backend.aclose()
+
+
+async def test_persistent_overload_fails_clearly(proxy: FaultProxy) -> None:
+    backend = await SparqlBackend.create(proxied(proxy, max_retries=2))
+    try:
+        proxy.faults = [Fault(503)] * 3
+        with pytest.raises(SparqlEndpointError, match="HTTP 503"):
+            await backend.get_node(DEPARTMENT)
+        proxy.faults = [Fault(429, {"Retry-After": "3600"})]
+        with pytest.raises(SparqlEndpointError, match="asks to wait 3600s"):
+            await backend.get_node(DEPARTMENT)
+        assert (await backend.get_node(DEPARTMENT)).entity_type == "ub:Department", "recovers afterwards"
+    finally:
+        await backend.aclose()
+
+
+async def test_query_timeout(proxy: FaultProxy) -> None:
+    backend = await SparqlBackend.create(
+        proxied(proxy, query_timeout=0.5, schema_mode="probe", probe_seeds=[f"{DEPARTMENT}/FullProfessor1"])
+    )
+    try:
+        proxy.faults = [Fault(200, delay=2.0)]
+        started = time.monotonic()
+        with pytest.raises(SparqlEndpointError, match=r"did not answer within 0\.5s"):
+            await backend.get_node(DEPARTMENT)
+        assert time.monotonic() - started < 1.5
+    finally:
+        await backend.aclose()
+
+
+async def test_concurrency_is_bounded(proxy: FaultProxy) -> None:
+    backend = await SparqlBackend.create(proxied(proxy, max_concurrency=2))
+    try:
+        proxy.forward_delay = 0.1
+        proxy.max_in_flight = 0
+        await asyncio.gather(*(backend.get_node(f"{DEPARTMENT}/FullProfessor{i}") for i in range(8)))
+        assert proxy.max_in_flight == 2
+    finally:
+        await backend.aclose()
+
+
+async def test_startup_errors_say_what_to_do(proxy: FaultProxy) -> None:
+    with pytest.raises(SparqlEndpointError, match=r"does not answer a trivial query.*Check --endpoint"):
+        await SparqlBackend.create(SparqlConfig(endpoint=f"http://127.0.0.1:{free_port()}/sparql", max_retries=0))
+    proxy.faults = [Fault(200, body="<html>not sparql</html>", content_type="text/html")]
+    with pytest.raises(SparqlEndpointError, match="did not answer SPARQL JSON"):
+        await SparqlBackend.create(proxied(proxy))
+
+
+# --- configuration ---------------------------------------------------------------
+
+
+def test_configuration_from_flags_and_environment() -> None:
+    spec = get_backends()["sparql"]
+    config = resolve_config(
+        spec, {}, {"SPARQL_ENDPOINT_URL": "http://127.0.0.1:1/sparql", "BFSQL_SPARQL_PREFIX": "a=http://a/,=http://v/"}
+    )
+    assert config.endpoint == "http://127.0.0.1:1/sparql" and config.prefix == ["a=http://a/", "=http://v/"]
+    flagged = resolve_config(
+        spec, {"endpoint": "http://x/q", "prefix": ("b=http://b/",)}, {"SPARQL_ENDPOINT_URL": "http://y/"}
+    )
+    assert flagged.endpoint == "http://x/q" and flagged.prefix == ["b=http://b/"]
+    for bad in (
+        {"endpoint": "ftp://x"},
+        {"endpoint": "http://x/q", "prefix": ("http=http://h/",)},
+        {"endpoint": "http://x/q", "default_graph": ("not a graph",)},
+        {},
+    ):
+        with pytest.raises(InvalidArgument):
+            resolve_config(spec, bad, {})
+
+
+def test_bad_label_predicate_is_a_configuration_error() -> None:
+    with pytest.raises(SparqlConfigError, match="--label-predicate: 'name' is neither"):
+        SparqlBackend(SparqlConfig(endpoint="http://127.0.0.1:1/sparql", label_predicate=["name"]))
+
+
+async def test_exact_search_mode(server: SparqlServer) -> None:
+    config = SparqlConfig(
+        endpoint=server.endpoint, default_graph=[INJECTION_GRAPH], prefix=[PREFIX], search_mode="exact", language=["en"]
+    )
+    backend = await SparqlBackend.create(config)
+    try:
+        assert [s.id for s in await backend.search_entities("Stomach cancer")] == [POLYGLOT]  # capitalised variant
+        assert [s.id for s in await backend.search_entities("gastric cancer", ["inj:Polyglot"])] == [POLYGLOT]
+        assert await backend.search_entities("gastric cancer", ["inj:Odd"]) == []
+        assert await backend.search_entities("stomach") == [], "exact means exact: no substring matches"
+        assert await backend.search_entities("Magenkrebs") == [], "German labels are not looked up with --language en"
+        assert await backend.search_entities("\\u0022 escaped quote") == []
+    finally:
+        await backend.aclose()
+
+
+async def test_type_predicate(server: SparqlServer) -> None:
+    config = SparqlConfig(
+        endpoint=server.endpoint, default_graph=[INJECTION_GRAPH], prefix=[PREFIX], type_predicate="inj:instanceOf"
+    )
+    backend = await SparqlBackend.create(config)
+    try:
+        assert (await backend.get_node(WIKI_ITEM)).entity_type == "inj:Human"
+        assert "inj:Human" in await backend.entity_types() and "inj:instanceOf" not in await backend.predicates()
+        assert [(e.predicate, e.object) for e in await backend.edges_from(WIKI_ITEM)] == [("rdf:type", "inj:Item")]
+        assert [s.id for s in await backend.search_entities("Douglas", ["inj:Human"])] == [WIKI_ITEM]
+        assert (await backend.get_node("inj:Human")).entity_type == "Entity"
+    finally:
+        await backend.aclose()
