@@ -6,7 +6,12 @@ The MCP server turns a :class:`BfsqlError` into a tool error whose text is
 
 from __future__ import annotations
 
-__all__ = ["BackendFailure", "BfsqlError", "InvalidArgument", "UnknownEntity"]
+__all__ = ["BackendFailure", "BfsqlError", "InvalidArgument", "UnknownEntity", "clip"]
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """Text shortened for an error message, so a hostile 100 kB id does not come back whole."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 class BfsqlError(Exception):
@@ -35,7 +40,7 @@ class UnknownEntity(BfsqlError):
     code = "unknown_entity"
 
     def __init__(self, ids: list[str], message: str | None = None) -> None:
-        shown = ", ".join(repr(i) for i in ids[:10]) + (" …" if len(ids) > 10 else "")
+        shown = ", ".join(repr(clip(i)) for i in ids[:10]) + (" …" if len(ids) > 10 else "")
         super().__init__(
             message or f"Unknown entity id(s): {shown}.",
             "Call search_entities with the entity's name to find its canonical id.",

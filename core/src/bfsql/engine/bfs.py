@@ -6,7 +6,7 @@ from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, c
 from bfsql.engine.assemble import Detail, Selection, assemble, drop_low_mentions, schema_summary
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.traverse import ProgressFn, edge_order, expand
-from bfsql.errors import UnknownEntity
+from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.models import BfsResult, Truncation
 
@@ -65,7 +65,7 @@ async def bfs_query(
     warnings = []
     if reached.unknown_seeds:
         warnings.append(
-            f"Unknown seed id(s) ignored: {', '.join(reached.unknown_seeds)}. "
+            f"Unknown seed id(s) ignored: {', '.join(clip(s) for s in reached.unknown_seeds[:10])}. "
             "Call search_entities to find canonical ids."
         )
     if reached.dangling_edges:

@@ -25,7 +25,7 @@ from bfsql.embedders import Embedder, create_embedder
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.engine import search as hybrid
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD, path_query
-from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity
+from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.models import BfsResult, EntityStub, IntersectionResult, PathQueryResult, SchemaDescription, to_output
 from bfsql.server import budget as fit
@@ -101,7 +101,7 @@ class _Tools:
         except Exception as exc:
             logger.warning("%s: backend failure: %s: %s", tool, type(exc).__name__, exc)
             raise ToolError(
-                f"The graph backend failed ({type(exc).__name__}: {exc}). "
+                f"The graph backend failed ({type(exc).__name__}: {clip(str(exc), 300)}). "
                 "This is not caused by your arguments; try again shortly."
             ) from None
 

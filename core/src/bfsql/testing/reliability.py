@@ -155,6 +155,7 @@ TOOLS: dict[str, tuple[str, ...]] = {
     ),
     "describe_entity": ("id",),
     "describe_entities": ("ids",),
+    "path_query": ("query", "k", "threshold", "max_results"),
     "intersect_subgraphs": (
         "seeds",
         "k",
@@ -165,7 +166,7 @@ TOOLS: dict[str, tuple[str, ...]] = {
         "topology_only",
     ),
 }
-"""The six tools and their argument names."""
+"""The tools and their argument names (the six of the protocol and path_query)."""
 
 
 def tool_arguments(known_ids: list[str]) -> Any:
