@@ -1,0 +1,359 @@
+"""PostgresBackend: the kgraph schema served read-only through an asyncpg pool.
+
+Every primitive and every batch primitive is one SQL statement (``= ANY($1::text[])``),
+so a BFS hop costs a constant number of round trips whatever the frontier's size.
+Every pooled connection starts with ``default_transaction_read_only = on`` and a
+``statement_timeout``, so each statement runs in a read-only transaction that
+PostgreSQL cancels when it runs too long; the start-up checks run in an explicit
+read-only transaction. Answers equal the memory backend's for the same bundle:
+metadata is derived with :func:`~bfsql.loading.records.node_metadata` and
+:func:`~bfsql.loading.records.edge_metadata`, edges are sorted by (subject,
+predicate, object), merged entities and the edges touching them are invisible,
+and embeddings are never returned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+from typing_extensions import override
+
+from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.embedders import Embedder, EmbedderMismatch
+from bfsql.errors import BackendFailure
+from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
+from bfsql.models import Edge, EntityStub, Node
+from bfsql_postgres import queries
+from bfsql_postgres.config import PostgresConfig
+from bfsql_postgres.errors import PostgresStoreError, describe_dsn
+from bfsql_postgres.layout import StoreLayout, inspect_store
+
+__all__ = ["SEARCH_LIMIT", "PostgresBackend", "QueryObserver"]
+
+SEARCH_LIMIT = 20
+"""Most stubs search_entities returns."""
+
+QueryObserver = Callable[[Any], None]
+"""Called by asyncpg with a ``LoggedQuery`` after every statement a pooled connection runs."""
+
+_CLIENT_GRACE = 5.0
+"""Seconds the client waits beyond the server's statement_timeout before giving up on its own."""
+
+
+def _json(text: str | None, default: Any) -> Any:
+    if text is None:
+        return default
+    value = json.loads(text)
+    return default if value is None else value
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _entity(row: asyncpg.Record) -> EntityRecord:
+    return EntityRecord.model_construct(
+        id=row["entity_id"],
+        entity_type=row["entity_type"],
+        name=row["name"],
+        synonyms=[s for s in _as_list(_json(row["synonyms"], [])) if isinstance(s, str)],
+        properties=_as_dict(_json(row["properties"], {})),
+        status=row["status"],
+        confidence=row["confidence"],
+        source=row["source"],
+        canonical_url=row["canonical_url"],
+    )
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Pool reset that sends nothing: the backend never changes session state (no SET, LISTEN,
+    cursors or advisory locks), so asyncpg's default reset query would be a wasted round trip
+    after every statement. asyncpg still rolls back any open transaction itself."""
+
+
+class PostgresBackend(GraphDbInterface):
+    """A read-only view of a kgraph-schema PostgreSQL database. Build it with :meth:`create`.
+
+    ``capabilities.vector_search`` is set when entities have embeddings (pgvector).
+    """
+
+    capabilities = Capabilities(batch_primitives=True, provenance=True)
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        layout: StoreLayout,
+        *,
+        statement_timeout: float,
+        description: str | None = None,
+    ) -> None:
+        """Wrap an open pool whose store was checked by :func:`~bfsql_postgres.layout.inspect_store`."""
+        self.pool = pool
+        self.layout = layout
+        self.statement_timeout = statement_timeout
+        self._description = description
+        self._edge_metadata_sql = queries.edge_metadata_sql(layout)
+        self._edges_from_sql = queries.edges_sql(layout, outgoing=True)
+        self._edges_to_sql = queries.edges_sql(layout, outgoing=False)
+        if layout.vector_dimension is not None:
+            self.capabilities = dataclasses.replace(type(self).capabilities, vector_search=True)
+
+    @classmethod
+    async def create(cls, config: PostgresConfig, *, on_query: QueryObserver | None = None) -> PostgresBackend:
+        """Open a read-only pool and check the schema; :class:`PostgresStoreError` saying what to fix.
+
+        Call it inside the event loop that will use the backend (``bfsql serve`` does).
+        ``on_query`` observes every statement (tracing, benchmarks).
+        """
+        if not config.dsn:
+            raise PostgresStoreError(
+                "No PostgreSQL database configured.",
+                "Give --dsn postgresql://USER:PASSWORD@HOST:5432/DBNAME, or set BFSQL_POSTGRES_DSN or DATABASE_URL.",
+            )
+        where = describe_dsn(config.dsn)
+
+        async def init(conn: asyncpg.Connection) -> None:
+            if on_query is not None:
+                conn.add_query_logger(on_query)
+
+        try:
+            pool = await asyncpg.create_pool(
+                config.dsn,
+                min_size=1,
+                max_size=config.pool_size,
+                timeout=config.connect_timeout,
+                command_timeout=config.statement_timeout + _CLIENT_GRACE,
+                server_settings={
+                    "default_transaction_read_only": "on",
+                    "statement_timeout": str(max(1, math.ceil(config.statement_timeout * 1000))),
+                    "application_name": "bfsql",
+                },
+                init=init,
+                reset=_keep_session,
+            )
+        except (OSError, TimeoutError) as exc:
+            raise PostgresStoreError(
+                f"Cannot connect to PostgreSQL at {where}: {exc}.",
+                "Check that the server runs and that host and port in the DSN are right.",
+            ) from None
+        except asyncpg.PostgresError as exc:
+            raise PostgresStoreError(
+                f"PostgreSQL at {where} refused the connection: {exc}.",
+                "Check the user, password and database name in the DSN.",
+            ) from None
+        except ValueError as exc:
+            raise PostgresStoreError(
+                f"Invalid PostgreSQL DSN: {exc}.", "Use the form postgresql://USER:PASSWORD@HOST:5432/DBNAME."
+            ) from None
+        try:
+            async with pool.acquire() as conn, conn.transaction(readonly=True):
+                layout = await inspect_store(conn, stored_embedder=config.stored_embedder)
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(pool, layout, statement_timeout=config.statement_timeout, description=config.description)
+
+    async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """Run one statement on a pooled connection (one round trip)."""
+        try:
+            return await self.pool.fetch(sql, *args)
+        except asyncpg.QueryCanceledError:
+            raise BackendFailure(
+                f"PostgreSQL cancelled a query that ran longer than the statement timeout "
+                f"({self.statement_timeout:g}s).",
+                "Ask for less (fewer hops or seeds, exclude_node_types), or raise --statement-timeout.",
+            ) from None
+
+    # -- search ------------------------------------------------------------------
+
+    @override
+    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+        """Exact name/synonym matches, then prefixes, substrings and pg_trgm-similar names.
+
+        Ranked, at most 20, restricted to ``node_types`` in SQL; ``[]`` when nothing matches.
+        """
+        text = query.replace("\x00", "").strip()
+        if not text or node_types == []:
+            return []
+        types = list(node_types) if node_types is not None else None
+        prefilter = self.layout.synonyms_jsonb and queries.synonym_prefilter_safe(text)
+        pattern = queries.like_pattern(text)
+        args: list[Any] = [text, pattern, types, SEARCH_LIMIT] + ([pattern] if prefilter else [])
+        rows = await self._fetch(queries.search_sql(self.layout, synonym_prefilter=prefilter), *args)
+        return [EntityStub(id=r["entity_id"], entity_type=r["entity_type"], name=r["name"]) for r in rows]
+
+    @override
+    async def vector_search(
+        self, vector: list[float], node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        """Entities whose ``embedding`` is nearest to ``vector`` (pgvector cosine distance), best first.
+
+        ``score`` is the cosine similarity. Offered only when entities have embeddings.
+        """
+        if node_types == [] or limit < 1:
+            return []
+        literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+        types = list(node_types) if node_types is not None else None
+        try:
+            rows = await self._fetch(queries.VECTOR_SEARCH, literal, types, limit)
+        except asyncpg.DataError as exc:
+            raise BackendFailure(
+                f"pgvector rejected the query vector: {exc}.",
+                "Serve with the embedder that made entity.embedding (same dimension).",
+            ) from None
+        return [
+            EntityStub(id=r["entity_id"], entity_type=r["entity_type"], name=r["name"], score=r["similarity"])
+            for r in rows
+        ]
+
+    @override
+    async def bind_embedder(self, embedder: Embedder) -> None:
+        """Check that the stored vectors come from ``embedder``; :class:`EmbedderMismatch` if not.
+
+        The name is compared when the database records it (``bfsql postgres load`` does) or
+        ``--stored-embedder`` gives it; the dimension always. Without vectors there is
+        nothing to check.
+        """
+        stored, dimension = self.layout.vector_embedder, self.layout.vector_dimension
+        if dimension is None:
+            return
+        if dimension != embedder.dimension or (stored is not None and stored != embedder.name):
+            made_by = f"embedder {stored!r}" if stored else "an unrecorded embedder"
+            use = f"--embedder {stored}" if stored else "the embedder that made them"
+            raise EmbedderMismatch(
+                f"The entity vectors in PostgreSQL were made by {made_by} ({dimension} dimensions), but the "
+                f"server uses {embedder.name!r} ({embedder.dimension} dimensions); vectors of different "
+                "embedders cannot be compared.",
+                f"Serve with {use}, or re-embed: bfsql postgres load --embedder {embedder.name} BUNDLE.",
+            )
+
+    # -- single primitives: each is its batch primitive on one id ---------------
+
+    @override
+    async def edges_from(self, entity_id: str) -> list[Edge]:
+        """Outgoing edges, sorted; KeyError for an unknown or merged id."""
+        return (await self.edges_from_many([entity_id]))[entity_id]
+
+    @override
+    async def edges_to(self, entity_id: str) -> list[Edge]:
+        """Incoming edges, sorted; KeyError for an unknown or merged id."""
+        return (await self.edges_to_many([entity_id]))[entity_id]
+
+    @override
+    async def get_node(self, entity_id: str) -> Node:
+        """Id and type; KeyError for an unknown or merged id."""
+        return (await self.get_nodes([entity_id]))[entity_id]
+
+    @override
+    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
+        """Every column but the embedding, as the memory backend derives it; KeyError for an unknown id."""
+        return (await self.metadata_for_nodes([entity_id]))[entity_id]
+
+    @override
+    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
+        """Properties, confidence, source_documents and provenance; ``{}`` for an unknown or invisible edge."""
+        return (await self.metadata_for_edges([edge]))[edge]
+
+    @override
+    async def entity_types(self) -> list[str]:
+        """Types of the visible entities, sorted."""
+        return sorted(r["value"] for r in await self._fetch(queries.ENTITY_TYPES))
+
+    @override
+    async def predicates(self) -> list[str]:
+        """Predicates of the visible relationships, sorted."""
+        return sorted(r["value"] for r in await self._fetch(queries.PREDICATES))
+
+    # -- batch primitives: one statement each -----------------------------------
+
+    async def _edges_many(self, sql: str, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        wanted = list(dict.fromkeys(entity_ids))
+        found: dict[str, list[Edge]] = {}
+        for entity_id, subject, predicate, obj in await self._fetch(sql, wanted):  # sorted by the statement
+            edges = found.setdefault(entity_id, [])
+            if subject is not None:
+                edges.append(Edge(subject=subject, predicate=predicate, object=obj))
+        return {i: found[i] for i in wanted if i in found}
+
+    @override
+    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        """Outgoing edges of each visible entity, in one statement."""
+        return await self._edges_many(self._edges_from_sql, entity_ids)
+
+    @override
+    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        """Incoming edges of each visible entity, in one statement."""
+        return await self._edges_many(self._edges_to_sql, entity_ids)
+
+    @override
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
+        """Identity of each visible entity, in one statement."""
+        wanted = list(dict.fromkeys(entity_ids))
+        rows = {r["entity_id"]: r for r in await self._fetch(queries.GET_NODES, wanted)}
+        return {i: Node(id=i, entity_type=rows[i]["entity_type"]) for i in wanted if i in rows}
+
+    @override
+    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Metadata of each visible entity, in one statement."""
+        wanted = list(dict.fromkeys(entity_ids))
+        rows = {r["entity_id"]: r for r in await self._fetch(queries.NODE_METADATA, wanted)}
+        return {i: node_metadata(_entity(rows[i])) for i in wanted if i in rows}
+
+    @override
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        """Metadata of every given edge with its evidence, in one statement.
+
+        ``{}`` for an unknown edge and for one touching a merged entity (invisible everywhere).
+        """
+        wanted = list(dict.fromkeys(edges))
+        rows = await self._fetch(
+            self._edge_metadata_sql,
+            [e.subject for e in wanted],
+            [e.predicate for e in wanted],
+            [e.object for e in wanted],
+        )
+        found: dict[Edge, dict[str, Any]] = {}
+        for row in rows:
+            rel = RelationshipRecord.model_construct(
+                subject=row["subject"],
+                predicate=row["predicate"],
+                object=row["object"],
+                confidence=row["confidence"],
+                source_documents=[str(d) for d in _as_list(_json(row["source_documents"], []))],
+                properties=_as_dict(_json(row["properties"], {})),
+            )
+            evidence = [
+                EvidenceRecord.model_construct(
+                    subject=rel.subject,
+                    predicate=rel.predicate,
+                    object=rel.object,
+                    text_span=span,
+                    confidence=confidence,
+                    document_id=document,
+                    section=section,
+                )
+                for span, confidence, document, section in _json(row["evidence"], [])
+            ]
+            found[rel.edge()] = edge_metadata(rel, evidence)
+        return {e: found.get(e, {}) for e in wanted}
+
+    # -- descriptive hooks ----------------------------------------------------------
+
+    @override
+    async def graph_description(self) -> str:
+        """The configured description, else one naming the database."""
+        return self._description or f"A knowledge graph in PostgreSQL (kgraph schema {self.layout.schema!r})."
+
+    @override
+    async def aclose(self) -> None:
+        """Close the pool (idempotent)."""
+        await self.pool.close()

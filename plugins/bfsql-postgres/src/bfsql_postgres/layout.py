@@ -1,0 +1,203 @@
+"""What the database holds, checked once at start-up: tables, columns, evidence variant, extensions.
+
+bfsql reads the kgraph schema (seed 000, chapter 9) in the first schema of the
+connection's ``search_path``. A missing table or column, a JSON column of another type,
+or an absent pgvector when vector search is asked for stops the start-up with an error
+naming what is missing and how to create it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from bfsql_postgres.errors import PostgresStoreError
+
+__all__ = ["BUNDLE_EVIDENCE", "EVIDENCE_TABLE", "REQUIRED_COLUMNS", "StoreLayout", "inspect_store"]
+
+REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "entity": (
+        "entity_id",
+        "entity_type",
+        "name",
+        "properties",
+        "status",
+        "confidence",
+        "synonyms",
+        "source",
+        "canonical_url",
+    ),
+    "relationship": ("subject_id", "predicate", "object_id", "confidence", "source_documents", "properties"),
+}
+"""Columns bfsql reads, per table (``entity.embedding`` only when vector search is configured)."""
+
+JSON_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("entity", "properties"),
+    ("entity", "synonyms"),
+    ("relationship", "source_documents"),
+    ("relationship", "properties"),
+)
+"""Columns that must be ``json`` or ``jsonb``."""
+
+BUNDLE_EVIDENCE: tuple[str, ...] = ("relationship_key", "text_span", "confidence", "document_id", "section")
+"""Columns of the kgserver evidence table ``bundle_evidence`` (key ``subject_id:predicate:object_id``)."""
+
+EVIDENCE_TABLE: tuple[str, ...] = ("relationship_id", "text_span", "confidence", "document_id", "section")
+"""Columns of the evidence-table variant ``evidence``, whose ``relationship_id`` references ``relationship.id``."""
+
+_SETUP_HINT = "Create the schema with: bfsql postgres init-schema --dsn DSN (then load with: bfsql postgres load)."
+
+
+_UNIQUE_KEYS = """
+WITH unique_columns AS (
+    SELECT i.indrelid, array_agg(a.attname::text ORDER BY a.attname) AS columns
+    FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+    WHERE i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+      AND i.indrelid IN (to_regclass('entity'), to_regclass('relationship'))
+    GROUP BY i.indexrelid, i.indrelid
+)
+SELECT EXISTS (SELECT 1 FROM unique_columns WHERE indrelid = to_regclass('entity') AND columns = '{entity_id}')
+   AND EXISTS (SELECT 1 FROM unique_columns WHERE indrelid = to_regclass('relationship')
+               AND columns = '{object_id,predicate,subject_id}')
+"""
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    """The parts of the kgraph schema this database has."""
+
+    schema: str
+    """The schema the tables were found in (the first of the search_path)."""
+    bundle_evidence: bool
+    """Evidence is in ``bundle_evidence`` keyed by ``subject_id:predicate:object_id``."""
+    evidence_table: bool
+    """Evidence is in ``evidence`` keyed by ``relationship.id``."""
+    synonyms_jsonb: bool
+    """``entity.synonyms`` is jsonb, so its text form can prefilter synonym searches (through an index)."""
+    trigram: bool
+    """pg_trgm's ``similarity`` and ``%`` are usable (fuzzy name matching)."""
+    vector: bool
+    """pgvector is installed and ``entity.embedding`` is a ``vector`` column."""
+    unique_keys: bool = False
+    """Unique indexes make ``entity.entity_id`` and ``relationship (subject_id, predicate, object_id)``
+    unique, so edge queries need no DISTINCT."""
+    vector_dimension: int | None = None
+    """Dimension of the stored entity vectors; None when no entity has one."""
+    vector_embedder: str | None = None
+    """Name of the embedder that made them, as recorded by the loader in ``bfsql_meta`` (or configured)."""
+
+
+def _missing_columns(found: dict[str, dict[str, str]], table: str, columns: tuple[str, ...]) -> list[str]:
+    return [c for c in columns if c not in found.get(table, {})]
+
+
+async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None = None) -> StoreLayout:
+    """Check the kgraph schema on ``conn``; :class:`PostgresStoreError` naming whatever is missing.
+
+    ``stored_embedder`` names the embedder of the stored vectors when the database does
+    not record it; giving it asks for vector search, so pgvector and vectors must exist.
+    """
+    schema = await conn.fetchval("SELECT current_schema()")
+    if schema is None:
+        raise PostgresStoreError(
+            "None of the schemas on the connection's search_path exists.",
+            "Set ?search_path=NAME in the DSN to the schema holding the entity and relationship tables.",
+        )
+    rows = await conn.fetch(
+        """
+        SELECT table_name::text, column_name::text, data_type::text, udt_name::text
+        FROM information_schema.columns
+        WHERE table_schema = $1 AND table_name = ANY($2::text[])
+        """,
+        schema,
+        ["entity", "relationship", "bundle_evidence", "evidence", "bfsql_meta"],
+    )
+    found: dict[str, dict[str, str]] = {}
+    for row in rows:
+        kind = row["udt_name"] if row["data_type"] == "USER-DEFINED" else row["data_type"]
+        found.setdefault(row["table_name"], {})[row["column_name"]] = kind
+
+    missing_tables = [t for t in REQUIRED_COLUMNS if t not in found]
+    if missing_tables:
+        raise PostgresStoreError(
+            f"Table(s) {', '.join(missing_tables)} not found in schema {schema!r}: this database does not hold "
+            "a kgraph graph.",
+            _SETUP_HINT,
+        )
+    for table, columns in REQUIRED_COLUMNS.items():
+        missing = _missing_columns(found, table, columns)
+        if missing:
+            raise PostgresStoreError(
+                f"Table {schema}.{table} lacks column(s) {', '.join(missing)} of the kgraph schema.",
+                "Add them (see docs/backends/postgres.md for the schema) or rebuild with: bfsql postgres load.",
+            )
+    for table, column in JSON_COLUMNS:
+        kind = found[table][column]
+        if kind not in ("json", "jsonb"):
+            raise PostgresStoreError(
+                f"Column {schema}.{table}.{column} has type {kind}; bfsql reads it as json or jsonb.",
+                f"Convert it: ALTER TABLE {table} ALTER COLUMN {column} TYPE jsonb USING to_jsonb({column}).",
+            )
+
+    bundle_evidence = "bundle_evidence" in found and not _missing_columns(found, "bundle_evidence", BUNDLE_EVIDENCE)
+    evidence_table = (
+        "evidence" in found
+        and not _missing_columns(found, "evidence", EVIDENCE_TABLE)
+        and "id" in found["relationship"]
+    )
+    if not (bundle_evidence or evidence_table):
+        partial = [t for t in ("bundle_evidence", "evidence") if t in found]
+        detail = (
+            f" ({', '.join(partial)} exists but lacks columns: bundle_evidence needs {', '.join(BUNDLE_EVIDENCE)}; "
+            f"evidence needs {', '.join(EVIDENCE_TABLE)} and relationship.id)"
+            if partial
+            else ""
+        )
+        raise PostgresStoreError(
+            f"No evidence table in schema {schema!r}: expected bundle_evidence "
+            f"({', '.join(BUNDLE_EVIDENCE)}) or evidence ({', '.join(EVIDENCE_TABLE)}){detail}.",
+            _SETUP_HINT,
+        )
+
+    trigram = bool(
+        await conn.fetchval(
+            "SELECT to_regprocedure('similarity(text,text)') IS NOT NULL AND to_regoperator('%(text,text)') IS NOT NULL"
+        )
+    )
+    vector = found["entity"].get("embedding") == "vector" and bool(
+        await conn.fetchval("SELECT to_regoperator('<=>(vector,vector)') IS NOT NULL")
+    )
+    unique_keys = bool(await conn.fetchval(_UNIQUE_KEYS))
+    dimension = None
+    embedder = stored_embedder
+    if vector:
+        dimension = await conn.fetchval("SELECT vector_dims(embedding) FROM entity WHERE embedding IS NOT NULL LIMIT 1")
+        if "bfsql_meta" in found and dimension is not None:
+            recorded = dict(await conn.fetch("SELECT key, value FROM bfsql_meta WHERE key = 'embedder'"))
+            embedder = recorded.get("embedder", embedder)
+    if stored_embedder is not None and (not vector or dimension is None):
+        if "embedding" not in found["entity"]:
+            problem = f"table {schema}.entity has no embedding column"
+        elif found["entity"]["embedding"] != "vector":
+            problem = f"column {schema}.entity.embedding has type {found['entity']['embedding']}, not vector"
+        elif not vector:
+            problem = "the pgvector operator <=> is not on the search_path (is the vector extension installed?)"
+        else:
+            problem = f"no entity in {schema}.entity has an embedding"
+        raise PostgresStoreError(
+            f"Vector search was asked for (--stored-embedder {stored_embedder}), but {problem}.",
+            "Load with embeddings (bfsql postgres load --embedder NAME, which needs pgvector on the server), "
+            "or leave --stored-embedder unset.",
+        )
+    return StoreLayout(
+        schema=schema,
+        bundle_evidence=bundle_evidence,
+        evidence_table=evidence_table,
+        synonyms_jsonb=found["entity"]["synonyms"] == "jsonb",
+        trigram=trigram,
+        vector=vector,
+        unique_keys=unique_keys,
+        vector_dimension=dimension,
+        vector_embedder=embedder if dimension is not None else None,
+    )

@@ -1,0 +1,425 @@
+"""Bulk-loading bundles (and CSV/TSV/RDF files) into a kgraph-schema PostgreSQL database.
+
+Atomicity: a load is one transaction. The records are streamed with binary COPY
+(``copy_records_to_table``) into temporary tables, then merged into ``entity``,
+``relationship`` and ``bundle_evidence`` with set-based statements; a bad row (named
+by file and line), an error or an interrupt anywhere rolls everything back. The target
+tables are locked against other loaders (``SHARE ROW EXCLUSIVE``) for the duration;
+readers are not blocked and see the old graph until the commit.
+
+Idempotence: entities and relationships are upserted by key (within one load the last
+record with a key wins, as in the memory backend); implied entities (mentioned by a
+triple table or RDF file only) are inserted only when the id is unknown; evidence rows
+are inserted once per distinct row. Loading the same files twice gives the same
+database. The merge statements need no unique constraints, so tables created by other
+kgraph tools can be loaded into unchanged.
+
+Entity vectors (pgvector): with an embedder (by default the one recorded in
+``bfsql_meta``, else ``hashing``), the name (else the id) of every visible entity
+loaded now or still without a vector is embedded into ``entity.embedding`` in the same
+transaction, and the embedder's name and dimension are recorded in ``bfsql_meta``; a
+load with another embedder re-embeds every entity, and ``embedder="none"`` removes
+the vectors. The server refuses to compare the stored vectors with query vectors of
+another embedder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, create_embedder
+from bfsql.errors import BfsqlError
+from bfsql.loading.bundle import BadRow, Record
+from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
+from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql_postgres.errors import PostgresStoreError, describe_dsn
+from bfsql_postgres.schema import create_schema
+
+__all__ = ["AUTO_EMBEDDER", "CHUNK_ROWS", "LoadReport", "connect", "load_postgres", "load_records"]
+
+CHUNK_ROWS = 20_000
+"""Rows buffered per table before they are sent with one COPY."""
+
+AUTO_EMBEDDER = "auto"
+"""Embed with the embedder recorded in the database, else the default (``hashing``)."""
+
+EMBED_BATCH = 512
+"""Texts per embedder call."""
+
+EmbedderChoice = Embedder | str | None
+"""An embedder, a registered name, ``"auto"``, or ``"none"``/None (no vectors)."""
+
+Progress = Callable[[int], None]
+"""Called with the number of records processed since its previous call."""
+
+_STAGING = """
+CREATE TEMP TABLE load_entity (
+    seq bigint, implied boolean, entity_id text, entity_type text, name text, properties jsonb,
+    status text, confidence double precision, synonyms jsonb, source text, canonical_url text
+) ON COMMIT DROP;
+CREATE TEMP TABLE load_relationship (
+    seq bigint, subject_id text, predicate text, object_id text, confidence double precision,
+    source_documents jsonb, properties jsonb
+) ON COMMIT DROP;
+CREATE TEMP TABLE load_evidence (
+    relationship_key text, text_span text, confidence double precision, document_id text, section text
+) ON COMMIT DROP;
+"""
+
+_ENTITY_COLUMNS = (
+    "seq", "implied", "entity_id", "entity_type", "name", "properties",
+    "status", "confidence", "synonyms", "source", "canonical_url",
+)
+_RELATIONSHIP_COLUMNS = ("seq", "subject_id", "predicate", "object_id", "confidence", "source_documents", "properties")
+_EVIDENCE_COLUMNS = ("relationship_key", "text_span", "confidence", "document_id", "section")
+
+_MERGE = (
+    # Entities: the last full record of each id wins (rows that would not change are not rewritten);
+    # then implied ids not known yet.
+    """
+    CREATE TEMP TABLE new_entity ON COMMIT DROP AS
+    SELECT DISTINCT ON (entity_id) * FROM load_entity WHERE NOT implied ORDER BY entity_id, seq DESC
+    """,
+    """
+    UPDATE entity e SET entity_type = n.entity_type, name = n.name, properties = n.properties,
+        status = n.status, confidence = n.confidence, synonyms = n.synonyms, source = n.source,
+        canonical_url = n.canonical_url
+    FROM new_entity n
+    WHERE e.entity_id = n.entity_id
+      AND (e.entity_type, e.name, e.properties, e.status, e.confidence, e.synonyms, e.source, e.canonical_url)
+          IS DISTINCT FROM
+          (n.entity_type, n.name, n.properties, n.status, n.confidence, n.synonyms, n.source, n.canonical_url)
+    """,
+    """
+    INSERT INTO entity (entity_id, entity_type, name, properties, status, confidence, synonyms, source, canonical_url)
+    SELECT n.entity_id, n.entity_type, n.name, n.properties, n.status, n.confidence, n.synonyms, n.source,
+           n.canonical_url
+    FROM new_entity n WHERE NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = n.entity_id)
+    """,
+    """
+    INSERT INTO entity (entity_id, entity_type, name, properties, status, confidence, synonyms, source, canonical_url)
+    SELECT DISTINCT ON (l.entity_id) l.entity_id, l.entity_type, l.name, l.properties, l.status, l.confidence,
+           l.synonyms, l.source, l.canonical_url
+    FROM load_entity l WHERE l.implied AND NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = l.entity_id)
+    ORDER BY l.entity_id, l.seq
+    """,
+    # Relationships: the last record of each triple wins.
+    """
+    CREATE TEMP TABLE new_relationship ON COMMIT DROP AS
+    SELECT DISTINCT ON (subject_id, predicate, object_id) * FROM load_relationship
+    ORDER BY subject_id, predicate, object_id, seq DESC
+    """,
+    """
+    UPDATE relationship r SET confidence = n.confidence, source_documents = n.source_documents,
+        properties = n.properties
+    FROM new_relationship n
+    WHERE r.subject_id = n.subject_id AND r.predicate = n.predicate AND r.object_id = n.object_id
+      AND (r.confidence, r.source_documents, r.properties)
+          IS DISTINCT FROM (n.confidence, n.source_documents, n.properties)
+    """,
+    """
+    INSERT INTO relationship (subject_id, predicate, object_id, confidence, source_documents, properties)
+    SELECT n.subject_id, n.predicate, n.object_id, n.confidence, n.source_documents, n.properties
+    FROM new_relationship n WHERE NOT EXISTS (
+        SELECT 1 FROM relationship r
+        WHERE r.subject_id = n.subject_id AND r.predicate = n.predicate AND r.object_id = n.object_id)
+    """,
+    # Evidence: each distinct row once.
+    """
+    INSERT INTO bundle_evidence (relationship_key, text_span, confidence, document_id, section)
+    SELECT DISTINCT l.relationship_key, l.text_span, l.confidence, l.document_id, l.section
+    FROM load_evidence l WHERE NOT EXISTS (
+        SELECT 1 FROM bundle_evidence b
+        WHERE b.relationship_key = l.relationship_key AND b.text_span IS NOT DISTINCT FROM l.text_span
+          AND b.confidence IS NOT DISTINCT FROM l.confidence AND b.document_id IS NOT DISTINCT FROM l.document_id
+          AND b.section IS NOT DISTINCT FROM l.section)
+    """,
+)
+
+_ANALYZE = "ANALYZE entity, relationship, bundle_evidence"
+
+_VACUUM = "VACUUM (ANALYZE) entity, relationship, bundle_evidence"
+"""After the commit (VACUUM cannot run in a transaction): sets the visibility map for index-only scans."""
+
+_TO_EMBED = """
+SELECT e.entity_id, coalesce(nullif(btrim(e.name), ''), e.entity_id) AS text
+FROM entity e
+WHERE e.status IS DISTINCT FROM 'merged'
+  AND ($1 OR e.embedding IS NULL OR e.entity_id IN (SELECT entity_id FROM load_entity))
+ORDER BY e.entity_id
+"""
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What one load read: records per kind and the number of source files."""
+
+    database: str
+    """``host:port/dbname`` (never the password)."""
+    files: int
+    entities: int
+    relationships: int
+    evidence: int
+    embedder: str | None = None
+    """The embedder of the stored entity vectors (None: there are none)."""
+    embedded: int = 0
+    """Entities (re-)embedded by this load."""
+
+    @property
+    def records(self) -> int:
+        """All records read."""
+        return self.entities + self.relationships + self.evidence
+
+    def summary(self) -> str:
+        """A one-line human-readable summary."""
+        return (
+            f"loaded {self.entities} entities, {self.relationships} relationships and {self.evidence} evidence "
+            f"records from {self.files} file(s) into {self.database}"
+        )
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def _refuse_nul(record: Record, row: tuple[Any, ...], path: str, line: int) -> None:
+    """PostgreSQL text and jsonb cannot hold U+0000: name the row rather than fail the COPY.
+
+    JSON columns hold U+0000 as the escape ``\\u0000``, so the row's strings are a cheap
+    prefilter; only a row that may hold one is checked field by field.
+    """
+    if not any(isinstance(v, str) and ("\x00" in v or "\\u0000" in v) for v in row):
+        return
+    for field in type(record).model_fields:
+        if _has_nul(getattr(record, field)):
+            raise BadRow(path, line, f"{field}: contains a NUL character (U+0000), which PostgreSQL cannot store")
+
+
+class _Staging:
+    """Buffers rows per staging table and sends each full buffer with one COPY."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+        self.seq = 0
+        self.counts = {"entity": 0, "relationship": 0, "evidence": 0}
+        self.buffers: dict[str, list[tuple[Any, ...]]] = {"entity": [], "relationship": [], "evidence": []}
+
+    def row(self, record: Record) -> tuple[str, tuple[Any, ...]]:
+        self.seq += 1
+        if isinstance(record, EntityRecord):
+            return "entity", (
+                self.seq, isinstance(record, ImpliedEntity), record.id, record.entity_type, record.name,
+                _dump(record.properties), record.status, record.confidence, _dump(record.synonyms), record.source,
+                record.canonical_url,
+            )
+        if isinstance(record, RelationshipRecord):
+            return "relationship", (
+                self.seq, record.subject, record.predicate, record.object, record.confidence,
+                _dump(record.source_documents), _dump(record.properties),
+            )
+        return "evidence", (
+            record.edge().key(), record.text_span, record.confidence, record.document_id, record.section,
+        )
+
+    async def add(self, record: Record, path: str, line: int) -> None:
+        kind, row = self.row(record)
+        _refuse_nul(record, row, path, line)
+        self.counts[kind] += 1
+        buffer = self.buffers[kind]
+        buffer.append(row)
+        if len(buffer) >= CHUNK_ROWS:
+            await self.flush(kind)
+
+    async def flush(self, kind: str) -> None:
+        columns = {"entity": _ENTITY_COLUMNS, "relationship": _RELATIONSHIP_COLUMNS, "evidence": _EVIDENCE_COLUMNS}
+        if self.buffers[kind]:
+            await self.conn.copy_records_to_table(f"load_{kind}", records=self.buffers[kind], columns=columns[kind])
+            self.buffers[kind] = []
+
+
+async def _has_vector_column(conn: asyncpg.Connection) -> bool:
+    kind = await conn.fetchval(
+        "SELECT udt_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = 'entity' AND column_name = 'embedding'"
+    )
+    return bool(kind == "vector")
+
+
+async def _resolve_embedder(conn: asyncpg.Connection, choice: EmbedderChoice) -> Embedder | None:
+    if choice is None or choice == "none":
+        return None
+    if not isinstance(choice, str):
+        return choice
+    if choice != AUTO_EMBEDDER:
+        return create_embedder(choice)
+    recorded = await conn.fetchval("SELECT value FROM bfsql_meta WHERE key = 'embedder'")
+    try:
+        return create_embedder(recorded or DEFAULT_EMBEDDER)
+    except BfsqlError as exc:
+        raise PostgresStoreError(
+            f"The entity vectors were made by embedder {recorded!r}, which is not installed ({exc.message}).",
+            "Install it, or re-embed with another: --embedder NAME (or --embedder none to drop the vectors).",
+        ) from None
+
+
+async def _embed(conn: asyncpg.Connection, embedder: Embedder | None) -> int:
+    """Store vectors of new, changed and unembedded entities (all after a change of embedder); how many."""
+    if embedder is None:
+        await conn.execute("UPDATE entity SET embedding = NULL WHERE embedding IS NOT NULL")
+        await conn.execute("DELETE FROM bfsql_meta WHERE key IN ('embedder', 'embedder_dimension')")
+        return 0
+    recorded = dict(await conn.fetch("SELECT key, value FROM bfsql_meta"))
+    same = (recorded.get("embedder"), recorded.get("embedder_dimension")) == (embedder.name, str(embedder.dimension))
+    rows = await conn.fetch(_TO_EMBED, not same)
+    await conn.execute("CREATE TEMP TABLE load_vector (entity_id text, embedding text) ON COMMIT DROP")
+    for start in range(0, len(rows), EMBED_BATCH):
+        batch = rows[start : start + EMBED_BATCH]
+        vectors = await embedder.embed([r["text"] for r in batch])
+        if len(vectors) != len(batch) or any(len(v) != embedder.dimension for v in vectors):
+            raise ValueError(f"embedder {embedder.name!r} returned vectors of the wrong number or dimension")
+        await conn.copy_records_to_table(
+            "load_vector",
+            records=[
+                (r["entity_id"], "[" + ",".join(repr(float(x)) for x in v) + "]")
+                for r, v in zip(batch, vectors, strict=True)
+            ],
+        )
+    await conn.execute(
+        "UPDATE entity e SET embedding = v.embedding::vector FROM load_vector v WHERE e.entity_id = v.entity_id"
+    )
+    await conn.execute(
+        "UPDATE entity SET embedding = NULL WHERE status IS NOT DISTINCT FROM 'merged' AND embedding IS NOT NULL"
+    )
+    await conn.executemany(
+        "INSERT INTO bfsql_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [("embedder", embedder.name), ("embedder_dimension", str(embedder.dimension))],
+    )
+    return len(rows)
+
+
+async def _load(
+    conn: asyncpg.Connection,
+    streams: Iterable[tuple[str, Iterator[tuple[int, Record]]]],
+    *,
+    vector: bool,
+    embedder: EmbedderChoice,
+    progress: Progress | None,
+) -> tuple[dict[str, int], Embedder | None, int]:
+    async with conn.transaction():
+        await create_schema(conn, vector=vector)
+        has_vectors = await _has_vector_column(conn)
+        if not has_vectors:
+            if embedder not in (None, "none", AUTO_EMBEDDER):
+                raise PostgresStoreError(
+                    "Cannot store entity vectors: entity.embedding is missing or not a pgvector column.",
+                    "Load without --embedder (or with --embedder none), or create the schema with pgvector.",
+                )
+            embedder = None
+        chosen = await _resolve_embedder(conn, embedder)
+        await conn.execute("LOCK TABLE entity, relationship, bundle_evidence IN SHARE ROW EXCLUSIVE MODE")
+        await conn.execute(_STAGING)
+        staging = _Staging(conn)
+        pending = 0
+        for path, stream in streams:
+            for line, record in stream:
+                await staging.add(record, path, line)
+                pending += 1
+                if progress is not None and pending >= CHUNK_ROWS:
+                    progress(pending)
+                    pending = 0
+        for kind in staging.buffers:
+            await staging.flush(kind)
+        for sql in _MERGE:
+            await conn.execute(sql)
+        embedded = await _embed(conn, chosen) if has_vectors else 0
+        await conn.execute(_ANALYZE)
+    if progress is not None and pending:
+        progress(pending)
+    return staging.counts, chosen, embedded
+
+
+async def connect(dsn: str) -> asyncpg.Connection:
+    """A read-write connection for loading; :class:`PostgresStoreError` when it cannot be opened."""
+    try:
+        return await asyncpg.connect(dsn, server_settings={"application_name": "bfsql-load"})
+    except (OSError, TimeoutError) as exc:
+        raise PostgresStoreError(
+            f"Cannot connect to PostgreSQL at {describe_dsn(dsn)}: {exc}.",
+            "Check that the server runs and that host and port in the DSN are right.",
+        ) from None
+    except asyncpg.PostgresError as exc:
+        raise PostgresStoreError(
+            f"PostgreSQL at {describe_dsn(dsn)} refused the connection: {exc}.",
+            "Check the user, password and database name in the DSN.",
+        ) from None
+
+
+async def load_postgres(
+    dsn: str,
+    sources: list[Path],
+    fmt: str | None = None,
+    *,
+    vector: bool = True,
+    embedder: EmbedderChoice = AUTO_EMBEDDER,
+    progress: Progress | None = None,
+) -> LoadReport:
+    """Load bundle/CSV/TSV/RDF files into the database at ``dsn`` in one transaction.
+
+    The schema is created first when missing (see :mod:`bfsql_postgres.schema`; without
+    ``vector``, no pgvector and no embedding column). ``fmt`` forces one format for every
+    source; by default each file's extension decides. ``embedder`` makes the entity
+    vectors (see the module docstring). A bad row raises
+    :class:`~bfsql.loading.bundle.BadRow` naming its file and line, and nothing is loaded.
+    """
+    paths = [Path(p) for p in sources]
+    formats = [fmt or detect_format(p) for p in paths]
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: {path}")
+    streams = ((str(path), read_records(path, f)) for path, f in zip(paths, formats, strict=True))
+    return await _run(dsn, streams, len(paths), vector=vector, embedder=embedder, progress=progress)
+
+
+async def load_records(
+    dsn: str, records: Iterable[Record], *, vector: bool = True, embedder: EmbedderChoice = AUTO_EMBEDDER
+) -> LoadReport:
+    """Load records produced in Python, with the guarantees of :func:`load_postgres`."""
+    streams = [("<records>", ((0, r) for r in records))]
+    return await _run(dsn, streams, 0, vector=vector, embedder=embedder, progress=None)
+
+
+async def _run(
+    dsn: str,
+    streams: Iterable[tuple[str, Iterator[tuple[int, Record]]]],
+    files: int,
+    *,
+    vector: bool,
+    embedder: EmbedderChoice,
+    progress: Progress | None,
+) -> LoadReport:
+    conn = await connect(dsn)
+    try:
+        counts, chosen, embedded = await _load(conn, streams, vector=vector, embedder=embedder, progress=progress)
+        await conn.execute(_VACUUM)
+    finally:
+        await conn.close()
+    return LoadReport(
+        describe_dsn(dsn), files, counts["entity"], counts["relationship"], counts["evidence"],
+        chosen.name if chosen is not None else None, embedded,
+    )

@@ -1,0 +1,170 @@
+"""The loader and the ``bfsql postgres`` commands: atomic, idempotent, bad rows named by file and line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from bfsql.backends.memory import MemoryBackend
+from bfsql.loading.bundle import BadRow, read_bundle
+from bfsql.testing.standard_graph import STANDARD_IDS, write_standard_bundle
+from bfsql_postgres import PostgresBackend, PostgresConfig
+from bfsql_postgres.loader import load_postgres
+
+from conftest import write_bundle
+
+
+async def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the graph tables, sorted, evidence without its serial id."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        queries = {
+            "entity": "SELECT entity_id, entity_type, name, properties::text, status, confidence, synonyms::text, "
+            "source, canonical_url, embedding::text FROM entity ORDER BY entity_id",
+            "relationship": "SELECT subject_id, predicate, object_id, confidence, source_documents::text, "
+            "properties::text FROM relationship ORDER BY 1, 2, 3",
+            "evidence": "SELECT relationship_key, text_span, confidence, document_id, section FROM bundle_evidence "
+            "ORDER BY 1, 2, 3, 4, 5",
+            "meta": "SELECT key, value FROM bfsql_meta ORDER BY key",
+        }
+        return {name: [tuple(r) for r in await conn.fetch(sql)] for name, sql in queries.items()}
+    finally:
+        await conn.close()
+
+
+def bfsql(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bfsql", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+async def test_cli_init_schema_then_load(scratch_dsn: str, tmp_path: Path) -> None:
+    bundle = write_standard_bundle(tmp_path)
+    done = bfsql("postgres", "init-schema", "--dsn", scratch_dsn)
+    assert done.returncode == 0, done.stderr
+    done = bfsql("postgres", "load", str(bundle), env={"DATABASE_URL": scratch_dsn})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["entities"], report["relationships"], report["evidence"]) == (11, 15, 5)
+    assert report["embedder"] == "hashing" and "@" not in report["database"]
+    backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn))
+    try:
+        assert sorted(await backend.get_nodes(list(STANDARD_IDS))) == sorted(STANDARD_IDS)
+    finally:
+        await backend.aclose()
+
+
+async def test_cli_names_the_bad_row_and_loads_nothing(scratch_dsn: str, tmp_path: Path) -> None:
+    good = write_standard_bundle(tmp_path)
+    bad = write_bundle(tmp_path / "bad.jsonl", [
+        '{"kind": "entity", "id": "X:1", "entity_type": "Thing"}',
+        "",
+        '{"kind": "relationship", "subject": "X:1", "predicate": "", "object": "X:2"}',
+    ])
+    assert bfsql("postgres", "init-schema", "--dsn", scratch_dsn).returncode == 0
+    done = bfsql("postgres", "load", "--dsn", scratch_dsn, str(good), str(bad))
+    assert done.returncode != 0
+    assert f"{bad}:3: predicate" in done.stderr and "nothing was loaded" in done.stderr
+    conn = await asyncpg.connect(scratch_dsn)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM entity") == 0
+    finally:
+        await conn.close()
+
+
+async def test_load_is_atomic(scratch_dsn: str, tmp_path: Path) -> None:
+    await load_postgres(scratch_dsn, [write_standard_bundle(tmp_path)])
+    before = await snapshot(scratch_dsn)
+    update = write_bundle(tmp_path / "update.jsonl", [
+        '{"kind": "entity", "id": "GENE:TP53", "entity_type": "Gene", "name": "renamed"}',
+        '{"kind": "entity", "id": "X:new", "entity_type": "Thing"}',
+        '{"kind": "evidence", "subject": "X:new", "predicate": "P", "object": "GENE:TP53", "confidence": "high"}',
+    ])
+    with pytest.raises(BadRow, match=r"update\.jsonl:3: confidence"):
+        await load_postgres(scratch_dsn, [update])
+    assert await snapshot(scratch_dsn) == before
+
+
+async def test_load_is_idempotent_and_matches_the_memory_backend(scratch_dsn: str, tmp_path: Path) -> None:
+    bundle = write_standard_bundle(tmp_path)
+    first = await load_postgres(scratch_dsn, [bundle])
+    once = await snapshot(scratch_dsn)
+    second = await load_postgres(scratch_dsn, [bundle, bundle])
+    assert await snapshot(scratch_dsn) == once
+    assert first.embedded == 10 and second.embedded == 10  # every visible loaded entity, again
+    assert len(once["evidence"]) == 5
+
+    memory = MemoryBackend(record for _, record in read_bundle(bundle))
+    backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn))
+    try:
+        ids = list(STANDARD_IDS)
+        assert await backend.metadata_for_nodes(ids) == await memory.metadata_for_nodes(ids)
+        edges = sorted({e for es in (await memory.edges_from_many(ids)).values() for e in es},
+                       key=lambda e: (e.subject, e.predicate, e.object))
+        assert await backend.metadata_for_edges(edges) == await memory.metadata_for_edges(edges)
+    finally:
+        await backend.aclose()
+
+
+async def test_last_record_wins_and_evidence_is_deduplicated(scratch_dsn: str, tmp_path: Path) -> None:
+    rows = [
+        '{"kind": "entity", "id": "X:1", "entity_type": "Thing", "name": "first"}',
+        '{"kind": "entity", "id": "X:2", "entity_type": "Thing", "name": "two"}',
+        '{"kind": "relationship", "subject": "X:1", "predicate": "P", "object": "X:2", "confidence": 0.1}',
+        '{"kind": "evidence", "subject": "X:1", "predicate": "P", "object": "X:2", "text_span": "a"}',
+        '{"kind": "evidence", "subject": "X:1", "predicate": "P", "object": "X:2", "text_span": "a"}',
+        '{"kind": "evidence", "subject": "X:1", "predicate": "P", "object": "X:2"}',
+        '{"kind": "entity", "id": "X:1", "entity_type": "Thing", "name": "last", "synonyms": ["one"]}',
+        '{"kind": "relationship", "subject": "X:1", "predicate": "P", "object": "X:2", "confidence": 0.9}',
+    ]
+    bundle = write_bundle(tmp_path / "dupes.jsonl", rows)
+    await load_postgres(scratch_dsn, [bundle])
+    await load_postgres(scratch_dsn, [bundle])
+    state = await snapshot(scratch_dsn)
+    assert [(r[0], r[2], r[6]) for r in state["entity"]] == [("X:1", "last", '["one"]'), ("X:2", "two", "[]")]
+    assert [r[3] for r in state["relationship"]] == [0.9]
+    assert state["evidence"] == [("X:1:P:X:2", "a", None, None, None), ("X:1:P:X:2", None, None, None, None)]
+
+    reload = write_bundle(tmp_path / "rename.jsonl", [rows[0]])
+    await load_postgres(scratch_dsn, [reload])
+    assert (await snapshot(scratch_dsn))["entity"][0][2] == "first"
+
+
+@pytest.mark.parametrize("order", ["entities first", "edges first"])
+async def test_implied_entities_never_replace_full_ones(scratch_dsn: str, tmp_path: Path, order: str) -> None:
+    entities = write_bundle(tmp_path / "entities.jsonl", [
+        '{"kind": "entity", "id": "G:1", "entity_type": "Gene", "name": "Full name", "synonyms": ["alias"]}',
+    ])
+    edges = tmp_path / "edges.csv"
+    edges.write_text("subject,predicate,object,subject_type,object_type\nG:1,REGULATES,G:2,Gene,Gene\n")
+    sources = [entities, edges] if order == "entities first" else [edges, entities]
+    await load_postgres(scratch_dsn, sources)
+    state = await snapshot(scratch_dsn)
+    assert [(r[0], r[2], r[6]) for r in state["entity"]] == [("G:1", "Full name", '["alias"]'), ("G:2", "G:2", "[]")]
+
+
+async def test_nul_characters_are_named(scratch_dsn: str, tmp_path: Path) -> None:
+    bundle = write_bundle(tmp_path / "nul.jsonl", [
+        '{"kind": "entity", "id": "X:1", "entity_type": "Thing", "name": "fine"}',
+        '{"kind": "entity", "id": "X:2", "entity_type": "Thing", "properties": {"note": "a\\u0000b"}}',
+    ])
+    with pytest.raises(BadRow, match=r"nul\.jsonl:2: properties: contains a NUL"):
+        await load_postgres(scratch_dsn, [bundle])
+
+
+async def test_embedder_none_drops_vectors_and_no_vector_schema_has_none(scratch_dsn: str, tmp_path: Path) -> None:
+    bundle = write_standard_bundle(tmp_path)
+    await load_postgres(scratch_dsn, [bundle], embedder="none")
+    state = await snapshot(scratch_dsn)
+    assert state["meta"] == [] and all(r[9] is None for r in state["entity"])
+    report = await load_postgres(scratch_dsn, [bundle])  # auto: hashing, every visible entity
+    assert report.embedder == "hashing" and report.embedded == 10
+    backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn))
+    assert backend.capabilities.vector_search
+    await backend.aclose()
