@@ -165,13 +165,14 @@ class PostgresBackend(GraphDbInterface):
     async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
         """Run one statement on a pooled connection (one round trip)."""
         try:
-            return await self.pool.fetch(sql, *args)
+            rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
         except asyncpg.QueryCanceledError:
             raise BackendFailure(
                 f"PostgreSQL cancelled a query that ran longer than the statement timeout "
                 f"({self.statement_timeout:g}s).",
                 "Ask for less (fewer hops or seeds, exclude_node_types), or raise --statement-timeout.",
             ) from None
+        return rows
 
     # -- search ------------------------------------------------------------------
 

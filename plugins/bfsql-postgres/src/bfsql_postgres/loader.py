@@ -29,7 +29,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import asyncpg
 
@@ -52,7 +52,7 @@ AUTO_EMBEDDER = "auto"
 EMBED_BATCH = 512
 """Texts per embedder call."""
 
-EmbedderChoice = Embedder | str | None
+EmbedderChoice: TypeAlias = Embedder | str | None
 """An embedder, a registered name, ``"auto"``, or ``"none"``/None (no vectors)."""
 
 Progress = Callable[[int], None]

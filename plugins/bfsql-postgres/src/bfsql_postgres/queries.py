@@ -24,12 +24,12 @@ __all__ = [
     "synonym_prefilter_safe",
 ]
 
-VISIBLE = "{alias}.status::text IS DISTINCT FROM 'merged'"
+_VISIBLE = "{alias}.status::text IS DISTINCT FROM 'merged'"
 _MERGED = "m.status::text = 'merged'"
 
 
 def _visible(alias: str) -> str:
-    return VISIBLE.format(alias=alias)
+    return _VISIBLE.format(alias=alias)
 
 
 def edges_sql(layout: StoreLayout, *, outgoing: bool) -> str:
