@@ -25,6 +25,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -268,10 +269,31 @@ def _binaries() -> tuple[str, str]:
     return str(server), str(module)
 
 
+def falkordb_command(redis_port: int, bolt_port: int, workdir: str, *redis_args: str) -> list[str]:
+    """The command line of a loopback FalkorDB server without persistence (unless ``redis_args`` add it)."""
+    server_bin, module = _binaries()
+    return [
+        server_bin, "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        "--dir", workdir, "--maxmemory", "1gb", *redis_args,
+        "--loadmodule", module, "BOLT_PORT", str(bolt_port), "THREAD_COUNT", "1",
+    ]  # fmt: skip
+
+
+def stop_process(process: subprocess.Popen[Any], timeout: float = 10.0) -> None:
+    """Terminate ``process`` (kill it if it does not exit within ``timeout``) and reap it."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
+
+
 @pytest.fixture(scope="session")
 def falkordb_server() -> Iterator[FalkorServer]:
     """One FalkorDB server for the session, on free ports (Bolt below 32768), stopped at the end."""
-    server_bin, module = _binaries()
+    _binaries()
     try:
         import falkordb
     except ImportError:
@@ -279,11 +301,7 @@ def falkordb_server() -> Iterator[FalkorServer]:
     redis_port, bolt_port = free_port(), free_port(below=32768)
     workdir = tempfile.mkdtemp(prefix="bfsql-falkordb-")
     log = open(os.path.join(workdir, "server.log"), "wb")
-    command = [
-        server_bin, "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-        "--dir", workdir, "--maxmemory", "1gb",
-        "--loadmodule", module, "BOLT_PORT", str(bolt_port), "THREAD_COUNT", "1",
-    ]  # fmt: skip
+    command = falkordb_command(redis_port, bolt_port, workdir)
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:
         try:
@@ -295,11 +313,47 @@ def falkordb_server() -> Iterator[FalkorServer]:
         db = falkordb.FalkorDB(host="127.0.0.1", port=redis_port)
         yield FalkorServer(redis_port, bolt_port, db)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
         log.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# --- test modules of this directory import helpers with ``from conftest import ...`` ------------
+
+_THIS_CONFTEST = sys.modules[__name__]
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    """Make ``conftest`` this file while a test module of this directory is imported.
+
+    pytest imports every rootless ``conftest.py`` under the module name ``conftest``; when
+    several plugins' tests run in one session (the ``reliability`` nox session), the name
+    holds whichever was loaded last.
+    """
+    if isinstance(collector, pytest.Module) and collector.path.parent == Path(__file__).parent:
+        sys.modules["conftest"] = _THIS_CONFTEST
+
+
+# --- figures measured by the reliability tests ------------------------------------------------
+
+FIGURES: dict[str, Any] = {}
+"""Figures the reliability tests measured, printed and saved at the end of the run."""
+
+
+@pytest.fixture
+def figures() -> dict[str, Any]:
+    """Record a measured figure: ``figures["neo4j.name"] = value``."""
+    return FIGURES
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the figures and save them beside the core's (``.nox/reliability-figures-neo4j.json``)."""
+    if not FIGURES:
+        return
+    terminalreporter.section("reliability figures (neo4j backend on FalkorDB)")
+    for name, value in sorted(FIGURES.items()):
+        terminalreporter.write_line(f"{name}: {json.dumps(value)}")
+    report = Path(os.environ.get("BFSQL_RELIABILITY_REPORT", ".nox/reliability-figures.json"))
+    target = report.with_name(report.stem + "-neo4j.json")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(FIGURES, indent=2))
