@@ -9,13 +9,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -84,31 +82,6 @@ async def scripted() -> AsyncIterator[ScriptedApi]:
         yield api
     finally:
         await api.stop()
-
-
-# --- figures measured by the reliability tests ------------------------------------------------
-
-FIGURES: dict[str, Any] = {}
-"""Figures the reliability tests measured, printed and saved at the end of the run."""
-
-
-@pytest.fixture
-def figures() -> dict[str, Any]:
-    """Record a measured figure: ``figures["jsonld.name"] = value``."""
-    return FIGURES
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Print the figures and save them beside the core's (``.nox/reliability-figures-jsonld.json``)."""
-    if not FIGURES:
-        return
-    terminalreporter.section("reliability figures (jsonld backend)")
-    for name, value in sorted(FIGURES.items()):
-        terminalreporter.write_line(f"{name}: {json.dumps(value)}")
-    report = Path(os.environ.get("BFSQL_RELIABILITY_REPORT", ".nox/reliability-figures.json"))
-    target = report.with_name(report.stem + "-jsonld.json")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(FIGURES, indent=2))
 
 
 # --- test modules of this directory import helpers with ``from conftest import ...`` ------------

@@ -334,26 +334,3 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
         sys.modules["conftest"] = _THIS_CONFTEST
 
 
-# --- figures measured by the reliability tests ------------------------------------------------
-
-FIGURES: dict[str, Any] = {}
-"""Figures the reliability tests measured, printed and saved at the end of the run."""
-
-
-@pytest.fixture
-def figures() -> dict[str, Any]:
-    """Record a measured figure: ``figures["neo4j.name"] = value``."""
-    return FIGURES
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Print the figures and save them beside the core's (``.nox/reliability-figures-neo4j.json``)."""
-    if not FIGURES:
-        return
-    terminalreporter.section("reliability figures (neo4j backend on FalkorDB)")
-    for name, value in sorted(FIGURES.items()):
-        terminalreporter.write_line(f"{name}: {json.dumps(value)}")
-    report = Path(os.environ.get("BFSQL_RELIABILITY_REPORT", ".nox/reliability-figures.json"))
-    target = report.with_name(report.stem + "-neo4j.json")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(FIGURES, indent=2))

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,27 @@ import pytest
 from bfsql.testing.applicability import leave_out, recorded, unmet
 from bfsql.testing.standard_graph import write_standard_bundle
 
-__all__ = ["standard_bundle"]
+__all__ = ["figures", "standard_bundle"]
+
+FIGURES: dict[str, Any] = {}
+"""Figures measured by reliability tests, printed and saved at the end of the run."""
+
+
+@pytest.fixture
+def figures() -> dict[str, Any]:
+    """Record a measured figure, named after its backend: ``figures["sqlite.load"] = {...}``."""
+    return FIGURES
+
+
+def _save_figures(terminalreporter: Any) -> None:
+    terminalreporter.section("reliability figures")
+    for name, value in sorted(FIGURES.items()):
+        terminalreporter.write_line(f"{name}: {json.dumps(value)}")
+    backends = "-".join(sorted({name.split(".", 1)[0] for name in FIGURES}))
+    report = Path(os.environ.get("BFSQL_RELIABILITY_REPORT", ".nox/reliability-figures.json"))
+    target = report.with_name(f"{report.stem}-{backends}.json")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(FIGURES, indent=2))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,7 +79,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """List the conformance checks that did not apply, grouped by test and reason."""
+    """Print the reliability figures; list the conformance checks that did not apply, by test and reason."""
+    if FIGURES:
+        _save_figures(terminalreporter)
     entries = recorded(config)
     if not entries:
         return
