@@ -1,7 +1,7 @@
 """Reliability helpers shipped for every backend: the injection corpus, a held-open MCP session, fuzz strategies.
 
 Backends run the same hostile inputs through a real MCP client session against their real
-server (see docs/reliability.md). ``hypothesis`` is needed only for :func:`tool_arguments`.
+server (see docs/reliability.md). ``hypothesis`` (installed with ``bfsql[testing]``) drives :func:`tool_arguments`.
 """
 
 from __future__ import annotations
