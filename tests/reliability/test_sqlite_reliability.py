@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bfsql.demo import ensure_demo_db
-from bfsql.testing.reliability import INJECTION_CORPUS, SessionThread, check_outcome, tool_arguments
+from bfsql.testing.reliability import INJECTION_CORPUS, SessionThread, check_outcome, lexical_match, tool_arguments
 from bfsql.testing.services import free_port, wait_for_port
 
 pytestmark = pytest.mark.reliability
@@ -66,17 +66,6 @@ def test_fuzzed_calls_end_as_answers_or_clear_errors(session, store, figures):
     assert not session.call("describe_schema", {}).is_error, "the server must still answer"
     assert sha256(store) == before
     figures["sqlite.fuzz_calls"] = session.calls - start
-
-
-def words(text: str) -> set[str]:
-    return {w for w in "".join(c.lower() if c.isalnum() else " " for c in text).split() if w}
-
-
-def lexical_match(query: str, labels: str) -> bool:
-    """The hit is explained by the query's own text: a substring, or a query word inside a label word."""
-    if query.strip().lower() in labels.lower():
-        return True
-    return any(w in label_word for w in words(query) for label_word in words(labels))
 
 
 def test_injection_corpus_gives_errors_or_exact_matches(session, store, figures):

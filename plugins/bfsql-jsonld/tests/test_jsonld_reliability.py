@@ -16,7 +16,6 @@ the run and saved in ``.nox/reliability-figures-jsonld.json``.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
@@ -25,11 +24,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
 from collections import Counter
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -42,10 +39,20 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from mcp.client.stdio import StdioServerParameters
 
-from bfsql.loading.records import EntityRecord, RelationshipRecord
-from bfsql.testing.reliability import INJECTION_CORPUS, Outcome, SessionThread, check_outcome, tool_arguments
+from bfsql.testing.faults import BackgroundLoop, MarkedProcess, SlowProxy, new_mark
+from bfsql.testing.reliability import (
+    INJECTION_CORPUS,
+    Outcome,
+    SessionThread,
+    check_outcome,
+    clear_failure,
+    hits_of,
+    lexical_match,
+    reference_answers,
+    standard_ids,
+    tool_arguments,
+)
 from bfsql.testing.services import free_port, wait_for_port
-from bfsql.testing.standard_graph import standard_records
 
 from conftest import REFERENCE_MAX_BATCH, REFERENCE_PAGE_SIZE
 from jsonld_scripted import Reply, ScriptedApi
@@ -61,14 +68,7 @@ SLOW_ANSWER = 0.25
 """Seconds the proxy holds every chunk the API sends while a traversal is slowed."""
 
 
-def _ids() -> tuple[list[str], list[str]]:
-    records = standard_records()
-    entities = [r.id for r in records if isinstance(r, EntityRecord)]
-    ends = [end for r in records if isinstance(r, RelationshipRecord) for end in (r.subject, r.object)]
-    return entities, sorted(set(ends) - set(entities))
-
-
-ENTITY_IDS, DANGLING_IDS = _ids()
+ENTITY_IDS, DANGLING_IDS = standard_ids()
 KNOWN_IDS = [*ENTITY_IDS, *DANGLING_IDS]
 
 
@@ -76,34 +76,11 @@ KNOWN_IDS = [*ENTITY_IDS, *DANGLING_IDS]
 
 
 def serve_params(
-    base_url: str, *options: str, marker: str = "", timeout: float = CALL_TIMEOUT
+    base_url: str, *options: str, env: dict[str, str] | None = None, timeout: float = CALL_TIMEOUT
 ) -> StdioServerParameters:
     """``bfsql serve --backend jsonld`` over stdio, reading the API at ``base_url``."""
-    env = {**os.environ, "BFSQL_RELIABILITY_MARK": marker}
     args = ["-m", "bfsql", "serve", "--backend", "jsonld", "--base-url", base_url, "--timeout", f"{timeout:g}"]
-    return StdioServerParameters(command=sys.executable, args=[*args, *options], env=env)
-
-
-class Child:
-    """The ``bfsql serve`` subprocess started with ``marker`` in its environment (found in Linux's /proc)."""
-
-    def __init__(self, marker: str) -> None:
-        wanted = f"BFSQL_RELIABILITY_MARK={marker}".encode()
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
-                    self.pid = int(entry.name)
-                    return
-            except OSError:
-                continue
-        raise LookupError(f"no bfsql serve process marked {marker}")
-
-    def is_running(self) -> bool:
-        try:
-            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return False
-        return state not in ("Z", "X")
+    return StdioServerParameters(command=sys.executable, args=[*args, *options], env=env or dict(os.environ))
 
 
 def _get(base_url: str, path: str) -> tuple[int, Any]:
@@ -156,117 +133,6 @@ def check(tool: str, arguments: Any, outcome: Outcome) -> None:
             ECHOED[tool] += 1
             outcome = Outcome(True, text)
     check_outcome(outcome)
-
-
-def words(text: str) -> set[str]:
-    return {w for w in "".join(c.lower() if c.isalnum() else " " for c in text).split() if w}
-
-
-def lexical_match(query: str, labels: str) -> bool:
-    """The hit is explained by the query's own text: a substring, or a query word inside a label word."""
-    if query.strip().lower() in labels.lower():
-        return True
-    return any(w in label_word for w in words(query) for label_word in words(labels))
-
-
-def hits_of(outcome: Outcome) -> list[dict[str, Any]]:
-    data = outcome.data()
-    return data["result"] if isinstance(data, dict) else data
-
-
-class BackgroundLoop:
-    """An event loop in a daemon thread, for servers the synchronous tests drive."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    def __enter__(self) -> BackgroundLoop:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def cancel_the_rest() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        try:
-            self.run(cancel_the_rest())
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(30)
-            self.loop.close()
-
-    def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 30.0) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-
-class SlowProxy:
-    """A TCP proxy in front of a port that can hold every chunk the server sends for ``delay`` seconds."""
-
-    def __init__(self, loop: BackgroundLoop, upstream_port: int) -> None:
-        self._loop = loop
-        self.upstream_port = upstream_port
-        self.port = free_port()
-        self.delay = 0.0
-        self.sent = 0
-        """Chunks forwarded from the client to the server."""
-        self.refused = 0
-        """Client connections dropped because the server was not there."""
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    def __enter__(self) -> SlowProxy:
-        async def start() -> None:
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
-
-        self._loop.run(start())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            assert self._server is not None
-            self._server.close()
-            for writer in list(self._writers):
-                writer.transport.abort()
-            await self._server.wait_closed()
-
-        self._loop.run(stop())
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        except OSError:
-            self.refused += 1
-            writer.transport.abort()
-            return
-        self._writers |= {writer, up_writer}
-        pipes = [
-            asyncio.ensure_future(self._pipe(reader, up_writer, upstream=True)),
-            asyncio.ensure_future(self._pipe(up_reader, writer, upstream=False)),
-        ]
-        try:
-            await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for pipe in pipes:
-                pipe.cancel()
-            for end in (writer, up_writer):
-                end.transport.abort()
-                self._writers.discard(end)
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: bool) -> None:
-        try:
-            while data := await reader.read(65536):
-                if upstream:
-                    self.sent += 1
-                elif self.delay:
-                    await asyncio.sleep(self.delay)
-                writer.write(data)
-                await writer.drain()
-        except OSError:
-            pass  # a reset connection ends the pipe; the handler closes both ends
 
 
 class RecordingApi(ScriptedApi):
@@ -493,32 +359,12 @@ REFERENCE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def reference_answers(session: SessionThread) -> dict[str, Any]:
-    """Every reference call's answer from the session's reference server (the same graph, healthy)."""
-    answers = {}
-    for name, (tool, arguments) in REFERENCE_CALLS.items():
-        outcome = session.call(tool, arguments)
-        assert not outcome.is_error, (name, outcome.text[:500])
-        answers[name] = outcome.data()
-    return answers
-
-
-def clear_failure(outcome: Outcome, started: float, url: str) -> float:
-    """Check a call failed clearly (naming the API), within the call timeout; seconds it took."""
-    seconds = time.perf_counter() - started
-    check_outcome(outcome)
-    assert outcome.is_error, outcome.text[:500]
-    assert url in outcome.text or "timed out" in outcome.text, outcome.text
-    assert seconds <= CALL_TIMEOUT + 2, f"the error took {seconds:.1f}s (timeout {CALL_TIMEOUT:g}s)"
-    return seconds
-
-
 def test_api_stopped_mid_session_then_restarted(session, reference_url, own_reference, figures):
-    expected = reference_answers(session)
+    expected = reference_answers(session, REFERENCE_CALLS)
     data_before = api_dump(own_reference.url)
-    marker = uuid.uuid4().hex
-    with SessionThread(serve_params(own_reference.url, marker=marker), call_timeout=CLIENT_WAIT) as subject:
-        bfsql = Child(marker)
+    marked = new_mark()
+    with SessionThread(serve_params(own_reference.url, env=marked), call_timeout=CLIENT_WAIT) as subject:
+        bfsql = MarkedProcess(marked)
         warm = subject.call(*REFERENCE_CALLS["entity"])
         assert not warm.is_error and warm.data() == expected["entity"]
 
@@ -526,7 +372,8 @@ def test_api_stopped_mid_session_then_restarted(session, reference_url, own_refe
         errors = []
         for name in ("traversal", "entities", "search"):
             started = time.perf_counter()
-            errors.append(clear_failure(subject.call(*REFERENCE_CALLS[name]), started, own_reference.url))
+            outcome = subject.call(*REFERENCE_CALLS[name])
+            errors.append(clear_failure(outcome, started, CALL_TIMEOUT, own_reference.url, "timed out"))
         assert bfsql.is_running(), "bfsql serve must outlive the API"
 
         restart = own_reference.start()
@@ -539,7 +386,7 @@ def test_api_stopped_mid_session_then_restarted(session, reference_url, own_refe
         for name in ("entity", "entities", "search"):  # errors were not cached, answers are still right
             again = subject.call(*REFERENCE_CALLS[name])
             assert not again.is_error and again.data() == expected[name], (name, again.text[:500])
-        assert Child(marker).pid == bfsql.pid and bfsql.is_running()
+        assert MarkedProcess(marked).pid == bfsql.pid and bfsql.is_running()
     figures["jsonld.fault.stopped_between_calls"] = {
         "survived": True,
         "calls_failed_while_down": len(errors),
@@ -550,16 +397,16 @@ def test_api_stopped_mid_session_then_restarted(session, reference_url, own_refe
 
 
 def test_api_killed_during_a_traversal_then_restarted(session, own_reference, background, figures):
-    expected = reference_answers(session)
-    marker = uuid.uuid4().hex
+    expected = reference_answers(session, REFERENCE_CALLS)
+    marked = new_mark()
     with (
         SlowProxy(background, own_reference.port) as proxy,
         SessionThread(
-            serve_params(f"http://127.0.0.1:{proxy.port}", marker=marker), call_timeout=CLIENT_WAIT
+            serve_params(f"http://127.0.0.1:{proxy.port}", env=marked), call_timeout=CLIENT_WAIT
         ) as subject,
         ThreadPoolExecutor(1) as pool,
     ):
-        bfsql = Child(marker)
+        bfsql = MarkedProcess(marked)
         warm = subject.call(*REFERENCE_CALLS["entity"])
         assert not warm.is_error and warm.data() == expected["entity"]
 
@@ -575,7 +422,9 @@ def test_api_killed_during_a_traversal_then_restarted(session, own_reference, ba
         requests_sent = proxy.sent - sent
         killed = time.perf_counter()
         own_reference.stop(kill=True)  # SIGKILL while the traversal waits for answers
-        seconds_to_error = clear_failure(call.result(CLIENT_WAIT), killed, f"http://127.0.0.1:{proxy.port}")
+        seconds_to_error = clear_failure(
+            call.result(CLIENT_WAIT), killed, CALL_TIMEOUT, f"http://127.0.0.1:{proxy.port}", "timed out"
+        )
         assert bfsql.is_running()
 
         proxy.delay = 0.0
@@ -588,7 +437,7 @@ def test_api_killed_during_a_traversal_then_restarted(session, own_reference, ba
         for name in ("intersection", "entity"):
             again = subject.call(*REFERENCE_CALLS[name])
             assert not again.is_error and again.data() == expected[name], (name, again.text[:500])
-        assert Child(marker).pid == bfsql.pid and bfsql.is_running()
+        assert MarkedProcess(marked).pid == bfsql.pid and bfsql.is_running()
     figures["jsonld.fault.killed_during_traversal"] = {
         "survived": True,
         "traversal": f"bfs_query max_hops=3, API answers held {SLOW_ANSWER:g}s per chunk by a proxy",
@@ -625,10 +474,10 @@ def test_a_slow_api_makes_the_timeouts_fire_with_clear_messages(slow_api, figure
     api = slow_api
     measured: dict[str, Any] = {}
     # The per-call timeout (bfsql serve --timeout 2) fires before the request timeout (60 s).
-    marker = uuid.uuid4().hex
-    params = serve_params(api.url, "--request-timeout", "60", marker=marker, timeout=2)
+    marked = new_mark()
+    params = serve_params(api.url, "--request-timeout", "60", env=marked, timeout=2)
     with SessionThread(params, call_timeout=CLIENT_WAIT) as subject:
-        bfsql = Child(marker)
+        bfsql = MarkedProcess(marked)
         started = time.perf_counter()
         slow = subject.call("describe_entity", {"id": SLOW_ID})
         seconds = time.perf_counter() - started
@@ -645,7 +494,7 @@ def test_a_slow_api_makes_the_timeouts_fire_with_clear_messages(slow_api, figure
         again = subject.call("describe_entity", {"id": SLOW_ID})
         assert not again.is_error, again.text[:500]
         assert again.data()["name"] == "Slow gene" and again.data()["synonyms"] == ["sluggish"]
-        assert Child(marker).pid == bfsql.pid and bfsql.is_running()
+        assert MarkedProcess(marked).pid == bfsql.pid and bfsql.is_running()
 
     # The per-request timeout (--request-timeout 1) fires first, naming the URL and the limit.
     api.on(SLOW_PATH, Reply(json=SLOW_DOCUMENT, delay=SLOW_DELAY))

@@ -13,7 +13,6 @@ the run and saved in ``.nox/reliability-figures-neo4j.json``.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
@@ -21,11 +20,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
 from collections import Counter
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -35,8 +32,19 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from mcp.client.stdio import StdioServerParameters
 
-from bfsql.loading.records import EntityRecord, RelationshipRecord
-from bfsql.testing.reliability import INJECTION_CORPUS, Outcome, SessionThread, check_outcome, tool_arguments
+from bfsql.testing.faults import BackgroundLoop, MarkedProcess, SlowProxy, new_mark
+from bfsql.testing.reliability import (
+    INJECTION_CORPUS,
+    Outcome,
+    SessionThread,
+    check_outcome,
+    clear_failure,
+    hits_of,
+    lexical_match,
+    reference_answers,
+    standard_ids,
+    tool_arguments,
+)
 from bfsql.testing.services import free_port, unavailable, wait_for_port
 from bfsql.testing.standard_graph import standard_records
 from bfsql_neo4j.cypher import Statements
@@ -58,14 +66,7 @@ SLOW_ANSWER = 0.25
 """Seconds the proxy holds every chunk the server sends while a traversal is slowed."""
 
 
-def _ids() -> tuple[list[str], list[str]]:
-    records = standard_records()
-    entities = [r.id for r in records if isinstance(r, EntityRecord)]
-    ends = [end for r in records if isinstance(r, RelationshipRecord) for end in (r.subject, r.object)]
-    return entities, sorted(set(ends) - set(entities))
-
-
-ENTITY_IDS, DANGLING_IDS = _ids()
+ENTITY_IDS, DANGLING_IDS = standard_ids()
 KNOWN_IDS = [*ENTITY_IDS, *DANGLING_IDS]
 
 
@@ -152,36 +153,16 @@ class FalkorInstance:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def serve_params(server: FalkorServer, uri: str | None = None, marker: str = "") -> StdioServerParameters:
+def serve_params(
+    server: FalkorServer, uri: str | None = None, env: dict[str, str] | None = None
+) -> StdioServerParameters:
     """``bfsql serve --backend neo4j`` over stdio, reading ``server`` (or ``uri``, e.g. a proxy in front of it)."""
-    env = {**os.environ, **server.env(BFSQL_NEO4J_QUERY_TIMEOUT=str(QUERY_TIMEOUT)), "BFSQL_RELIABILITY_MARK": marker}
+    env = {**(env or os.environ), **server.env(BFSQL_NEO4J_QUERY_TIMEOUT=str(QUERY_TIMEOUT))}
     env.pop("BFSQL_LOAD_PLUGINS", None)
     args = ["-m", "bfsql", "serve", "--backend", "neo4j", "--timeout", str(CALL_TIMEOUT)]
     if uri is not None:
         args += ["--uri", uri]
     return StdioServerParameters(command=sys.executable, args=args, env=env)
-
-
-class Child:
-    """The ``bfsql serve`` subprocess started with ``marker`` in its environment (found in Linux's /proc)."""
-
-    def __init__(self, marker: str) -> None:
-        wanted = f"BFSQL_RELIABILITY_MARK={marker}".encode()
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
-                    self.pid = int(entry.name)
-                    return
-            except OSError:
-                continue
-        raise LookupError(f"no bfsql serve process marked {marker}")
-
-    def is_running(self) -> bool:
-        try:
-            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return False
-        return state not in ("Z", "X")
 
 
 def graph_dump(server: FalkorServer) -> dict[str, Any]:
@@ -234,108 +215,6 @@ class Crashes:
         else:
             self.unknown.append(f"{tool} {json.dumps(arguments, ensure_ascii=False)[:300]}: {outcome.text[:200]}")
         return True
-
-
-def words(text: str) -> set[str]:
-    return {w for w in "".join(c.lower() if c.isalnum() else " " for c in text).split() if w}
-
-
-def lexical_match(query: str, labels: str) -> bool:
-    """The hit is explained by the query's own text: a substring, or a query word inside a label word."""
-    if query.strip().lower() in labels.lower():
-        return True
-    return any(w in label_word for w in words(query) for label_word in words(labels))
-
-
-def hits_of(outcome: Outcome) -> list[dict[str, Any]]:
-    data = outcome.data()
-    return data["result"] if isinstance(data, dict) else data
-
-
-class BackgroundLoop:
-    """An event loop in a daemon thread, for servers the synchronous tests drive."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    def __enter__(self) -> BackgroundLoop:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(30)
-        self.loop.close()
-
-    def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 30.0) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-
-class SlowProxy:
-    """A TCP proxy in front of a port that can hold every chunk the server sends for ``delay`` seconds."""
-
-    def __init__(self, loop: BackgroundLoop, upstream_port: int) -> None:
-        self._loop = loop
-        self.upstream_port = upstream_port
-        self.port = free_port()
-        self.delay = 0.0
-        self.sent = 0
-        """Chunks forwarded from the client to the server."""
-        self.refused = 0
-        """Client connections dropped because the server was not there."""
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    def __enter__(self) -> SlowProxy:
-        async def start() -> None:
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
-
-        self._loop.run(start())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            assert self._server is not None
-            self._server.close()
-            for writer in list(self._writers):
-                writer.transport.abort()
-            await self._server.wait_closed()
-
-        self._loop.run(stop())
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        except OSError:
-            self.refused += 1
-            writer.transport.abort()
-            return
-        self._writers |= {writer, up_writer}
-        pipes = [
-            asyncio.ensure_future(self._pipe(reader, up_writer, upstream=True)),
-            asyncio.ensure_future(self._pipe(up_reader, writer, upstream=False)),
-        ]
-        try:
-            await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for pipe in pipes:
-                pipe.cancel()
-            for end in (writer, up_writer):
-                end.transport.abort()
-                self._writers.discard(end)
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: bool) -> None:
-        try:
-            while data := await reader.read(65536):
-                if upstream:
-                    self.sent += 1
-                elif self.delay:
-                    await asyncio.sleep(self.delay)
-                writer.write(data)
-                await writer.drain()
-        except OSError:
-            pass  # a reset connection ends the pipe; the handler closes both ends
 
 
 # --- fixtures --------------------------------------------------------------------------------
@@ -486,6 +365,9 @@ def test_an_oversized_type_filter_does_not_crash_falkordb(healthy, session):
 
 # --- faults ----------------------------------------------------------------------------------
 
+FAILURE_SAYS = ("Bolt server", "timed out")
+"""What a clear error during an outage mentions."""
+
 REFERENCE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "traversal": ("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 2}),
     "entity": ("describe_entity", {"id": "DRUG:aspirin"}),
@@ -496,33 +378,13 @@ REFERENCE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def reference_answers(session: SessionThread) -> dict[str, Any]:
-    """Every reference call's answer from the healthy server (through the module's own bfsql process)."""
-    answers = {}
-    for name, (tool, arguments) in REFERENCE_CALLS.items():
-        outcome = session.call(tool, arguments)
-        assert not outcome.is_error, (name, outcome.text[:500])
-        answers[name] = outcome.data()
-    return answers
-
-
-def clear_failure(outcome: Outcome, started: float) -> float:
-    """Check a call failed clearly, within the call timeout; seconds it took."""
-    seconds = time.perf_counter() - started
-    check_outcome(outcome)
-    assert outcome.is_error, outcome.text[:500]
-    assert "Bolt server" in outcome.text or "timed out" in outcome.text, outcome.text
-    assert seconds <= CALL_TIMEOUT + 2, f"the error took {seconds:.1f}s (timeout {CALL_TIMEOUT:g}s)"
-    return seconds
-
-
 def test_server_stopped_mid_session_then_restarted(healthy, session, figures):
-    expected = reference_answers(session)
+    expected = reference_answers(session, REFERENCE_CALLS)
     data_before = graph_dump(healthy.server)
-    marker = uuid.uuid4().hex
+    marked = new_mark()
     try:
-        with SessionThread(serve_params(healthy.server, marker=marker), call_timeout=CLIENT_WAIT) as subject:
-            bfsql = Child(marker)
+        with SessionThread(serve_params(healthy.server, env=marked), call_timeout=CLIENT_WAIT) as subject:
+            bfsql = MarkedProcess(marked)
             warm = subject.call(*REFERENCE_CALLS["entity"])
             assert not warm.is_error and warm.data() == expected["entity"]
 
@@ -530,7 +392,7 @@ def test_server_stopped_mid_session_then_restarted(healthy, session, figures):
             errors = []
             for name in ("traversal", "entities", "search"):
                 started = time.perf_counter()
-                errors.append(clear_failure(subject.call(*REFERENCE_CALLS[name]), started))
+                errors.append(clear_failure(subject.call(*REFERENCE_CALLS[name]), started, CALL_TIMEOUT, *FAILURE_SAYS))
             assert bfsql.is_running(), "bfsql serve must outlive its backend's server"
 
             restart = healthy.start()
@@ -543,7 +405,7 @@ def test_server_stopped_mid_session_then_restarted(healthy, session, figures):
             for name in ("entity", "entities", "search"):  # errors were not cached, answers are still right
                 again = subject.call(*REFERENCE_CALLS[name])
                 assert not again.is_error and again.data() == expected[name], (name, again.text[:500])
-            assert Child(marker).pid == bfsql.pid and bfsql.is_running()
+            assert MarkedProcess(marked).pid == bfsql.pid and bfsql.is_running()
     finally:
         if healthy.alive():
             reset_bolt(healthy.bolt_port)
@@ -557,19 +419,19 @@ def test_server_stopped_mid_session_then_restarted(healthy, session, figures):
 
 
 def test_server_killed_during_a_traversal_then_restarted(healthy, session, figures):
-    expected = reference_answers(session)
-    marker = uuid.uuid4().hex
+    expected = reference_answers(session, REFERENCE_CALLS)
+    marked = new_mark()
     try:
         with (
             BackgroundLoop() as loop,
             SlowProxy(loop, healthy.bolt_port) as proxy,
             SessionThread(
-                serve_params(healthy.server, uri=f"bolt://127.0.0.1:{proxy.port}", marker=marker),
+                serve_params(healthy.server, uri=f"bolt://127.0.0.1:{proxy.port}", env=marked),
                 call_timeout=CLIENT_WAIT,
             ) as subject,
             ThreadPoolExecutor(1) as pool,
         ):
-            bfsql = Child(marker)
+            bfsql = MarkedProcess(marked)
             warm = subject.call(*REFERENCE_CALLS["entity"])
             assert not warm.is_error and warm.data() == expected["entity"]
 
@@ -585,7 +447,7 @@ def test_server_killed_during_a_traversal_then_restarted(healthy, session, figur
             chunks_sent = proxy.sent - sent
             killed = time.perf_counter()
             healthy.stop(kill=True)  # SIGKILL while the traversal waits for answers
-            seconds_to_error = clear_failure(call.result(CLIENT_WAIT), killed)
+            seconds_to_error = clear_failure(call.result(CLIENT_WAIT), killed, CALL_TIMEOUT, *FAILURE_SAYS)
             assert bfsql.is_running()
 
             proxy.delay = 0.0
@@ -598,7 +460,7 @@ def test_server_killed_during_a_traversal_then_restarted(healthy, session, figur
             for name in ("intersection", "entity"):
                 again = subject.call(*REFERENCE_CALLS[name])
                 assert not again.is_error and again.data() == expected[name], (name, again.text[:500])
-            assert Child(marker).pid == bfsql.pid and bfsql.is_running()
+            assert MarkedProcess(marked).pid == bfsql.pid and bfsql.is_running()
     finally:
         if healthy.alive():
             reset_bolt(healthy.bolt_port)

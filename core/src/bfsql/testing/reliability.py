@@ -10,12 +10,27 @@ import asyncio
 import concurrent.futures
 import json
 import threading
-from collections.abc import Callable, Coroutine
+import time
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from mcp import Client
 
-__all__ = ["INJECTION_CORPUS", "Outcome", "SessionThread", "check_outcome", "tool_arguments"]
+from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.testing.standard_graph import standard_records
+
+__all__ = [
+    "INJECTION_CORPUS",
+    "Outcome",
+    "SessionThread",
+    "check_outcome",
+    "clear_failure",
+    "hits_of",
+    "lexical_match",
+    "reference_answers",
+    "standard_ids",
+    "tool_arguments",
+]
 
 
 class Outcome:
@@ -214,3 +229,52 @@ def check_outcome(outcome: Outcome) -> None:
         assert len(outcome.text) < 5000, "an error message should be short"
     else:
         outcome.data()
+
+
+def standard_ids() -> tuple[list[str], list[str]]:
+    """The standard graph's entity ids, and the ids that edges point to but no entity has (dangling)."""
+    records = standard_records()
+    entities = [r.id for r in records if isinstance(r, EntityRecord)]
+    ends = [end for r in records if isinstance(r, RelationshipRecord) for end in (r.subject, r.object)]
+    return entities, sorted(set(ends) - set(entities))
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in "".join(c.lower() if c.isalnum() else " " for c in text).split() if w}
+
+
+def lexical_match(query: str, labels: str) -> bool:
+    """Whether a search hit is explained by the query's own text: a substring, or a query word in a label word."""
+    if query.strip().lower() in labels.lower():
+        return True
+    return any(w in label_word for w in _words(query) for label_word in _words(labels))
+
+
+def hits_of(outcome: Outcome) -> list[dict[str, Any]]:
+    """The entity stubs of a search_entities or describe_entities answer (bare list or ``{"result": [...]}``)."""
+    data = outcome.data()
+    hits: list[dict[str, Any]] = data["result"] if isinstance(data, dict) else data
+    return hits
+
+
+def reference_answers(session: SessionThread, calls: Mapping[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Each named call's answer from a healthy server: what the same calls must give after a fault."""
+    answers = {}
+    for name, (tool, arguments) in calls.items():
+        outcome = session.call(tool, arguments)
+        assert not outcome.is_error, (name, outcome.text[:500])
+        answers[name] = outcome.data()
+    return answers
+
+
+def clear_failure(outcome: Outcome, started: float, timeout: float, *says: str) -> float:
+    """Check that a call during a fault failed clearly within ``timeout`` (+2 s); the seconds it took.
+
+    The error must contain one of ``says`` (e.g. the backend's name or "timed out").
+    """
+    seconds = time.perf_counter() - started
+    check_outcome(outcome)
+    assert outcome.is_error, outcome.text[:500]
+    assert any(s in outcome.text for s in says), outcome.text
+    assert seconds <= timeout + 2, f"the error took {seconds:.1f}s (timeout {timeout:g}s)"
+    return seconds
