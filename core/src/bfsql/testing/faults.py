@@ -19,7 +19,7 @@ from typing import Any
 
 from bfsql.testing.services import free_port
 
-__all__ = ["MARK_VARIABLE", "BackgroundLoop", "MarkedProcess", "SlowProxy", "new_mark"]
+__all__ = ["MARK_VARIABLE", "BackgroundLoop", "MarkedProcess", "SlowProxy", "new_mark", "rss_kb"]
 
 MARK_VARIABLE = "BFSQL_RELIABILITY_MARK"
 """The environment variable by which :class:`MarkedProcess` recognises a subprocess."""
@@ -52,12 +52,14 @@ class MarkedProcess:
             return False
         return state not in ("Z", "X")
 
-    def rss_kb(self, field: str = "VmRSS") -> int:
-        """A memory figure of the process from /proc (``VmRSS`` now, ``VmHWM`` its peak), in KiB."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-        raise LookupError(field)
+
+
+def rss_kb(pid: int, field: str = "VmRSS") -> int:
+    """A memory figure of a process from /proc, in KiB: ``VmRSS`` (now) or ``VmHWM`` (its peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise LookupError(field)
 
 
 class BackgroundLoop:

@@ -24,15 +24,23 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from collections import defaultdict
-from collections.abc import Iterator
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bfsql.loading.bundle import Record, parse_record
 
-__all__ = ["ASPECT_PREDICATES", "HpoCounts", "hpo_data_dir", "hpo_records", "hpo_rows", "write_hpo_bundle"]
+__all__ = [
+    "ASPECT_PREDICATES",
+    "HpoCounts",
+    "highest_degree",
+    "hpo_data_dir",
+    "hpo_records",
+    "hpo_rows",
+    "write_hpo_bundle",
+]
 
 ASPECT_PREDICATES: dict[str, str] = {
     "P": "has_phenotype",
@@ -234,6 +242,19 @@ def hpo_records(
     """The rows of :func:`hpo_rows` as validated bundle records, e.g. to fill a memory backend or a test store."""
     rows = hpo_rows(data_dir, max_diseases=max_diseases, genes=genes)
     return [parse_record(row, "hpo", line) for line, row in enumerate(rows, 1)]
+
+
+def highest_degree(rows: Iterable[dict[str, Any]], count: int) -> list[str]:
+    """The ``count`` visible entities with the most relationships (either direction), most first, ties by id."""
+    visible: set[str] = set()
+    degree: Counter[str] = Counter()
+    for row in rows:
+        if row["kind"] == "entity" and row.get("status") != "merged":
+            visible.add(row["id"])
+        elif row["kind"] == "relationship":
+            degree.update((row["subject"], row["object"]))
+    ranked = sorted((n for n in degree if n in visible), key=lambda n: (-degree[n], n))
+    return ranked[:count]
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import statistics
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from mcp import Client
@@ -26,7 +27,9 @@ __all__ = [
     "check_outcome",
     "clear_failure",
     "hits_of",
+    "hub_explosions",
     "lexical_match",
+    "load_figures",
     "reference_answers",
     "standard_ids",
     "tool_arguments",
@@ -278,3 +281,74 @@ def clear_failure(outcome: Outcome, started: float, timeout: float, *says: str) 
     assert any(s in outcome.text for s in says), outcome.text
     assert seconds <= timeout + 2, f"the error took {seconds:.1f}s (timeout {timeout:g}s)"
     return seconds
+
+
+async def hub_explosions(url: str, calls: Sequence[tuple[str, dict[str, Any]]], max_chars: int) -> dict[str, Any]:
+    """Run each call once over streamable HTTP at ``url``; per call its seconds, size and truncation reasons.
+
+    Every call must answer (no tool error) within ``max_chars`` characters: a traversal from a
+    hub stays inside the traversal and answer budgets and says so in ``truncated``.
+    """
+    measured: dict[str, Any] = {}
+    async with Client(url) as client:
+        for tool, arguments in calls:
+            started = time.perf_counter()
+            result = await client.call_tool(tool, arguments)
+            seconds = time.perf_counter() - started
+            text = "".join(getattr(block, "text", "") for block in result.content)
+            assert not result.is_error, (tool, arguments, text[:500])
+            assert len(text) <= max_chars, f"{tool} answered {len(text)} characters (budget {max_chars})"
+            answer = json.loads(text)
+            label = f"{tool}:{','.join(arguments['seeds'])}" + (f":k={arguments['k']}" if "k" in arguments else "")
+            measured[label] = {
+                "seconds": round(seconds, 3),
+                "chars": len(text),
+                "nodes": len(answer.get("nodes", [])),
+                "truncated": sorted({cut["reason"] for cut in answer.get("truncated") or []}),
+            }
+    return measured
+
+
+async def load_figures(
+    url: str, calls: Sequence[tuple[str, dict[str, Any]]], clients: int, seconds: float
+) -> dict[str, Any]:
+    """``clients`` MCP sessions over streamable HTTP calling ``calls`` round-robin for ``seconds``.
+
+    All sessions are open before the timed window starts. Returns the figures (calls,
+    throughput, p50/p99 latency) and the first error texts under ``error_samples``.
+    """
+    latencies: list[float] = []
+    errors: list[str] = []
+
+    async def worker(index: int, ready: asyncio.Barrier, window: list[float]) -> None:
+        async with Client(url) as client:
+            await ready.wait()
+            i = index
+            while time.monotonic() < window[0]:
+                tool, arguments = calls[i % len(calls)]
+                i += 1
+                started = time.perf_counter()
+                result = await client.call_tool(tool, arguments)
+                latencies.append(time.perf_counter() - started)
+                if result.is_error:
+                    errors.append("".join(getattr(b, "text", "") for b in result.content)[:200])
+
+    window = [time.monotonic() + 3600]
+    ready = asyncio.Barrier(clients + 1)
+    workers = [asyncio.create_task(worker(i, ready, window)) for i in range(clients)]
+    await ready.wait()
+    window[0] = time.monotonic() + seconds
+    started = time.perf_counter()
+    await asyncio.gather(*workers)
+    elapsed = time.perf_counter() - started
+    cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
+    return {
+        "clients": clients,
+        "seconds": round(elapsed, 1),
+        "calls": len(latencies),
+        "errors": len(errors),
+        "throughput_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(cuts[49] * 1000, 1),
+        "p99_ms": round(cuts[98] * 1000, 1),
+        "error_samples": errors[:5],
+    }
