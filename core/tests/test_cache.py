@@ -152,3 +152,81 @@ async def test_no_cache_means_every_call_reaches_the_backend():
     await graph.edges_from("S")
     await graph.edges_from("S")
     assert backend.calls["edges_from"] == 2
+
+
+class SlowLoader:
+    """A loader that blocks until released, recording each start and each cancellation."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.cancelled = 0
+        self.release = asyncio.Event()
+
+    async def __call__(self) -> str:
+        self.started += 1
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        return f"value {self.started}"
+
+
+async def test_a_load_whose_only_waiter_is_cancelled_is_cancelled_and_a_retry_loads_again():
+    cache = LruCache(10)
+    stuck = SlowLoader()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(cache.get_or_load("k", stuck), 0.05)
+    await asyncio.sleep(0)  # let the cancelled load run its cleanup
+    assert stuck.cancelled == 1
+    recovered = SlowLoader()
+    recovered.release.set()
+    assert await asyncio.wait_for(cache.get_or_load("k", recovered), 1.0) == "value 1"
+    assert recovered.started == 1 and stuck.started == 1
+    assert await cache.get_or_load("k", recovered) == "value 1" and recovered.started == 1  # cached
+
+
+async def test_a_cancelled_waiter_leaves_the_shared_load_to_the_others():
+    cache = LruCache(10)
+    loader = SlowLoader()
+    patient = asyncio.create_task(cache.get_or_load("k", loader))
+    impatient = asyncio.create_task(cache.get_or_load("k", loader))
+    await asyncio.sleep(0.01)
+    impatient.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await impatient
+    await asyncio.sleep(0.01)
+    assert loader.cancelled == 0
+    loader.release.set()
+    assert await patient == "value 1"
+    assert loader.started == 1
+    assert await cache.get_or_load("k", loader) == "value 1" and loader.started == 1
+
+
+async def test_a_batch_waiting_for_a_single_load_keeps_it_alive():
+    cache = LruCache(10)
+    loader = SlowLoader()
+    single = asyncio.create_task(cache.get_or_load("k", loader))
+    await asyncio.sleep(0.01)
+
+    async def load_many(keys: list[str]) -> dict[str, str]:
+        return {key: f"batch {key}" for key in keys}
+
+    batch = asyncio.create_task(cache.get_many_or_load(["k", "j"], load_many))
+    await asyncio.sleep(0.01)
+    single.cancel()
+    await asyncio.sleep(0.01)
+    assert loader.cancelled == 0
+    loader.release.set()
+    assert await batch == {"k": "value 1", "j": "batch j"}
+
+
+async def test_a_retry_after_a_timed_out_call_reaches_the_recovered_backend():
+    backend = CountingBackend()
+    graph = graph_of(backend)
+    backend.delay = 3600.0  # a dead backend: the call hangs
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(graph.edges_from("S"), 0.05)
+    backend.delay = 0.0
+    assert await asyncio.wait_for(graph.edges_from("S"), 1.0)
+    assert backend.calls["edges_from"] == 2

@@ -2,8 +2,10 @@
 
 It answers a primitive call from a bounded LRU when it can and otherwise passes the
 call (only the missing ids of a batch) to the rest of the hook chain. Concurrent
-identical calls share one backend call. Errors are never cached. ``entity_types``
-and ``predicates`` are kept for the life of the graph.
+identical calls share one backend call, which is cancelled when every caller
+waiting for it has been cancelled (a tool call that timed out), so that a retry asks
+the backend again. Errors are never cached. ``entity_types`` and ``predicates`` are
+kept for the life of the graph.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class LruCache:
         self.ttl = ttl
         self._data: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
         self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
+        self._waiters: dict[asyncio.Future[Any], int] = {}
+        """Callers waiting for each load started by :meth:`get_or_load` (batch loads are not counted)."""
         self.hits = 0
         self.misses = 0
 
@@ -75,7 +79,12 @@ class LruCache:
         self._data.clear()
 
     async def get_or_load(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
-        """Return the cached value or load it once, however many callers ask at once."""
+        """Return the cached value or load it once, however many callers ask at once.
+
+        The load outlives a cancelled caller while others still wait for it; once the
+        last one is cancelled it is cancelled too and forgotten, so the next call
+        starts a fresh load instead of joining one that may be stuck.
+        """
         value = self.get(key)
         if value is not _MISSING:
             self.hits += 1
@@ -83,11 +92,35 @@ class LruCache:
         pending = self._inflight.get(key)
         if pending is None:
             self.misses += 1
-            pending = asyncio.ensure_future(self._load_one(key, load))
+            pending = asyncio.create_task(self._load_one(key, load))
             self._inflight[key] = pending
+            self._waiters[pending] = 0
         else:
             self.hits += 1
-        return await asyncio.shield(pending)
+        self._join(pending)
+        try:
+            return await asyncio.shield(pending)
+        finally:
+            self._leave(key, pending)
+
+    def _join(self, pending: asyncio.Future[Any]) -> asyncio.Future[Any]:
+        """Count one more caller waiting for ``pending`` (if it is a counted load); ``pending``."""
+        if pending in self._waiters:
+            self._waiters[pending] += 1
+        return pending
+
+    def _leave(self, key: Hashable, pending: asyncio.Future[Any]) -> None:
+        """One caller stopped waiting for ``pending``; cancel and forget the load if it was the last."""
+        if pending not in self._waiters:
+            return
+        self._waiters[pending] -= 1
+        if self._waiters[pending] > 0:
+            return
+        del self._waiters[pending]
+        if not pending.done():
+            pending.cancel()
+            if self._inflight.get(key) is pending:
+                del self._inflight[key]
 
     async def _load_one(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
         try:
@@ -95,7 +128,9 @@ class LruCache:
             self.put(key, value)
             return value
         finally:
-            self._inflight.pop(key, None)
+            # A cancelled load may finish after a fresh one for the same key took its place.
+            if self._inflight.get(key) is asyncio.current_task():
+                del self._inflight[key]
 
     async def get_many_or_load(
         self,
@@ -118,39 +153,43 @@ class LruCache:
                 result[key] = value
             elif key in self._inflight:
                 self.hits += 1
-                waiting[key] = self._inflight[key]
+                waiting[key] = self._join(self._inflight[key])
             else:
                 missing.append(key)
-        if missing:
-            self.misses += len(missing)
-            loop = asyncio.get_running_loop()
-            futures = {key: loop.create_future() for key in missing}
-            self._inflight.update(futures)
-            try:
-                loaded = await load_many(missing)
-            except BaseException as exc:
+        try:
+            if missing:
+                self.misses += len(missing)
+                loop = asyncio.get_running_loop()
+                futures = {key: loop.create_future() for key in missing}
+                self._inflight.update(futures)
+                try:
+                    loaded = await load_many(missing)
+                except BaseException as exc:
+                    for key, fut in futures.items():
+                        self._inflight.pop(key, None)
+                        if not fut.done():
+                            fut.set_exception(exc)
+                            fut.exception()  # mark retrieved: the error is raised here, not lost
+                    raise
                 for key, fut in futures.items():
                     self._inflight.pop(key, None)
-                    if not fut.done():
-                        fut.set_exception(exc)
-                        fut.exception()  # mark retrieved: the error is raised here, not lost
-                raise
-            for key, fut in futures.items():
-                self._inflight.pop(key, None)
-                if key in loaded:
-                    self.put(key, loaded[key])
-                    result[key] = loaded[key]
-                    fut.set_result(loaded[key])
-                else:
-                    fut.set_result(_MISSING)
-        for key, fut in waiting.items():
-            try:
-                value = await asyncio.shield(fut)
-            except KeyError:
-                continue
-            if value is not _MISSING:
-                result[key] = value
-        return {key: result[key] for key in dict.fromkeys(keys) if key in result}
+                    if key in loaded:
+                        self.put(key, loaded[key])
+                        result[key] = loaded[key]
+                        fut.set_result(loaded[key])
+                    else:
+                        fut.set_result(_MISSING)
+            for key, fut in waiting.items():
+                try:
+                    value = await asyncio.shield(fut)
+                except KeyError:
+                    continue
+                if value is not _MISSING:
+                    result[key] = value
+            return {key: result[key] for key in dict.fromkeys(keys) if key in result}
+        finally:
+            for key, fut in waiting.items():
+                self._leave(key, fut)
 
 
 def _cached_by_id(hook: str) -> Any:
