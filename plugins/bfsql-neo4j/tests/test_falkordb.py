@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from bfsql.errors import InvalidArgument
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 from bfsql.models import Edge
 from bfsql.testing.standard_graph import standard_records
@@ -76,6 +77,29 @@ async def test_values_beyond_the_bolt_buffer_do_not_crash_the_server(falkordb_se
             await backend.get_node("x" * 10_000)
         assert isinstance(await backend.search_entities("p53 " * 2000), list)
         assert sorted(await backend.edges_from_many([*many, "GENE:TP53", "GENE:MDM2"])) == ["GENE:MDM2", "GENE:TP53"]
+
+
+LONG_TYPES = [f"{'T' * 1000}{i}" for i in range(5)]
+
+
+def long_type_records() -> list[EntityRecord | RelationshipRecord]:
+    return [EntityRecord(id=f"LONG:{i}", entity_type=t, name=f"p53 long {i}") for i, t in enumerate(LONG_TYPES)]
+
+
+async def test_an_oversized_type_filter_is_pruned_or_refused_without_crashing_the_server(falkordb_server) -> None:
+    falkordb_server.use("standard", standard_records)
+    async for backend in falkordb_server.open():
+        assert await backend.search_entities("p53", ["A" * 5000]) == []  # no such label: nothing sent
+        gene_hits = await backend.search_entities("p53", ["Gene"])
+        assert gene_hits and await backend.search_entities("p53", ["Gene", "A" * 5000]) == gene_hits
+        assert await backend.search_entities("p53", ["Gene"] * 1000) == gene_hits
+        assert (await backend.get_node("GENE:TP53")).id == "GENE:TP53"  # the server survived
+    falkordb_server.use("long_types", long_type_records)
+    async for backend in falkordb_server.open():
+        assert [s.id for s in await backend.search_entities("p53", LONG_TYPES[:1])] == ["LONG:0"]
+        with pytest.raises(InvalidArgument, match="Pass fewer or shorter node_types"):
+            await backend.search_entities("p53", LONG_TYPES)
+        assert sorted(await backend.get_nodes(["LONG:0", "LONG:4"])) == ["LONG:0", "LONG:4"]  # still alive
 
 
 async def test_embedding_vectors_are_dropped_unless_asked_for(falkordb_server) -> None:

@@ -19,7 +19,7 @@ import neo4j
 from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
 
 from bfsql.backend import Capabilities, GraphDbInterface
-from bfsql.errors import BackendFailure
+from bfsql.errors import BackendFailure, InvalidArgument
 from bfsql.models import Edge, EntityStub, Node
 from bfsql.search_rank import lexical_rank
 from bfsql_neo4j.config import Neo4jConfig
@@ -214,7 +214,12 @@ class Neo4jBackend(GraphDbInterface):
     # -- primitives ------------------------------------------------------------
 
     async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
-        """Full-text hits re-ranked like the memory backend (exact name, synonym, prefix, substring), at most 20."""
+        """Full-text hits re-ranked like the memory backend (exact name, synonym, prefix, substring), at most 20.
+
+        A statement too big for the server's message budget (FalkorDB) is cut down: types
+        that are no label of the graph are dropped, then the search text is shortened; if
+        it still does not fit, InvalidArgument asks for fewer or shorter ``node_types``.
+        """
         text = fulltext_query(query, self.dialect)
         if not text or node_types == []:
             return []
@@ -222,8 +227,20 @@ class Neo4jBackend(GraphDbInterface):
         if node_types:
             params["types"] = list(node_types)
         statement = self._statements.search(filter_types=bool(node_types))
+        if node_types and not self.dialect.fits(statement, params):
+            # A label the graph lacks matches no node, so dropping it keeps the answer the same.
+            labels = {row["label"] for row in await self._read(Statements.labels(), {})}
+            params["types"] = [t for t in dict.fromkeys(node_types) if t in labels]
+            if not params["types"]:
+                return []
         if not self.dialect.fits(statement, params):
             params["query"] = fulltext_query(query[:40], self.dialect)
+        if not self.dialect.fits(statement, params):
+            raise InvalidArgument(
+                f"The node_types filter ({len(params.get('types', []))} type(s)) is too large for one statement "
+                f"to {self.dialect.name.value}: it accepts at most {self.dialect.message_budget} bytes.",
+                "Pass fewer or shorter node_types, e.g. search once per type.",
+            )
         rows = await self._read(statement, params)
         ranked: dict[str, tuple[tuple[int, int], float, EntityStub]] = {}
         for position, row in enumerate(rows):
