@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
+from bfsql.errors import InvalidArgument
 from bfsql.models import Edge
 from bfsql_jsonld import JsonLdBackend, JsonLdConfig
 from bfsql_jsonld.errors import ApiError, ContextError, MalformedResponse
 from bfsql_jsonld.http_client import _retry_after_seconds, parse_link_header
+from bfsql_jsonld.urls import MAX_URL_BYTES
 
 from jsonld_scripted import Reply, ScriptedApi
 
@@ -144,6 +146,42 @@ async def test_a_response_larger_than_the_limit_is_refused(scripted, open_backen
     backend = await open_backend(scripted, max_response_mb=0.1)
     with pytest.raises(ApiError, match="larger than"):
         await backend.get_node("GENE:TP53")
+
+
+# --- long URLs ---------------------------------------------------------------------------------
+
+
+async def test_errors_quote_a_long_request_url_clipped(scripted, open_backend):
+    long_id = "x" * 7000  # its URL is under MAX_URL_BYTES: the request is sent
+    scripted.on(f"/entities/{long_id}", Reply(status=500, json={"error": "too long for me"}))
+    scripted.on(f"/entities/{long_id}/relations", Reply(status=503, json={}))
+    backend = await open_backend(scripted, max_retries=0)
+    for call, answer in ((backend.get_node, "500 Internal Server Error"), (backend.edges_from, "503")):
+        with pytest.raises(ApiError) as info:
+            await call(long_id)
+        message = str(info.value)
+        assert answer in message and len(message) < 1000, message[:300]
+        assert f"GET {scripted.url}/entities/xxx" in message and "characters)" in message
+    assert scripted.hits(f"/entities/{long_id}") == 1
+
+
+async def test_requests_beyond_the_url_limit_are_not_sent(scripted, open_backend):
+    scripted.on("/entities/GENE%3ATP53", ENTITY)
+    backend = await open_backend(scripted)
+    base = len(f"{scripted.url}/entities/")
+    too_long, longest = "y" * (MAX_URL_BYTES - base + 1), "z" * (MAX_URL_BYTES - base)
+    for call in (backend.get_node, backend.metadata_for_node, backend.edges_from, backend.edges_to):
+        with pytest.raises(KeyError):
+            await call(too_long)
+    assert await backend.get_nodes([too_long, "GENE:TP53"]) == {"GENE:TP53": await backend.get_node("GENE:TP53")}
+    assert await backend.metadata_for_edge(Edge(subject=too_long, predicate="REGULATES", object="GENE:TP53")) == {}
+    with pytest.raises(InvalidArgument, match=f"longer than {MAX_URL_BYTES} bytes") as info:
+        await backend.search_entities("p53", ["Gene"] * 2000)
+    assert "fewer or shorter node_types" in str(info.value)
+    assert scripted.hits("/entities") == 0 and not [s for s in scripted.seen if "yyy" in s.raw_path]
+    with pytest.raises(KeyError):  # a URL of exactly the limit is still sent (and answered 404)
+        await backend.get_node(longest)
+    assert scripted.hits(f"/entities/{longest}") == 1
 
 
 # --- JSON-LD contexts ---------------------------------------------------------------------------

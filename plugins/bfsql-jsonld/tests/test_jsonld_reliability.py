@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -112,27 +111,6 @@ def api_dump(base_url: str) -> dict[str, Any]:
         parts.append(_get(base_url, f"/entities?q={query}"))
     canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False)
     return {"entities": entities, "relations": relations, "sha256": hashlib.sha256(canonical.encode()).hexdigest()}
-
-
-ECHOED = Counter[str]()
-"""Errors longer than check_outcome allows only because they quote the whole request URL, per tool."""
-QUOTED_URL = re.compile(r"\b(GET|POST) (https?://\S+)")
-
-
-def check(tool: str, arguments: Any, outcome: Outcome) -> None:
-    """:func:`check_outcome`, tolerating one known defect of the plugin, counted in :data:`ECHOED`.
-
-    The backend's ``ApiError`` messages (src/bfsql_jsonld/http_client.py) quote the whole
-    request URL, so a 100 000-character id, or 500 type filters, come back in an error as
-    long. Such an error is checked with its URLs cut to 200 characters; everything else
-    must pass as is.
-    """
-    if outcome.is_error and len(outcome.text) >= 5000:
-        text = QUOTED_URL.sub(lambda m: f"{m[1]} {m[2][:200]}…" if len(m[2]) > 200 else m[0], outcome.text)
-        if text != outcome.text:
-            ECHOED[tool] += 1
-            outcome = Outcome(True, text)
-    check_outcome(outcome)
 
 
 class RecordingApi(ScriptedApi):
@@ -228,14 +206,13 @@ def test_fuzzed_calls_end_as_answers_or_clear_errors(session, reference_url, fig
     start_calls, started = session.calls, time.perf_counter()
     outcomes: Counter[str] = Counter()
     api_failures: list[str] = []
-    ECHOED.clear()
 
     @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(tool_arguments(KNOWN_IDS))
     def one(call):
         tool, arguments = call
         outcome = session.call(tool, arguments)
-        check(tool, arguments, outcome)
+        check_outcome(outcome)
         outcomes["error" if outcome.is_error else "answer"] += 1
         if outcome.is_error and ("answered 5" in outcome.text or "graph backend failed" in outcome.text):
             api_failures.append(f"{tool} {json.dumps(arguments)[:300]}: {outcome.text[:300]}")
@@ -251,7 +228,6 @@ def test_fuzzed_calls_end_as_answers_or_clear_errors(session, reference_url, fig
         "calls": session.calls - start_calls,
         "answers": outcomes["answer"],
         "tool_errors": outcomes["error"],
-        "errors_quoting_oversized_urls": dict(ECHOED),
         "api_failures": len(api_failures),
         "seconds": round(seconds, 1),
     }
@@ -264,11 +240,10 @@ def test_fuzzed_calls_end_as_answers_or_clear_errors(session, reference_url, fig
 def test_injection_corpus_changes_nothing_and_finds_only_lexical_matches(session, reference_url, figures):
     before = api_dump(reference_url)
     outcomes = {"error": 0, "empty": 0, "match": 0}
-    ECHOED.clear()
 
     def call(tool: str, arguments: dict[str, Any]) -> Outcome:
         outcome = session.call(tool, arguments)
-        check(tool, arguments, outcome)
+        check_outcome(outcome)
         return outcome
 
     baseline = call("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 1, "topology_only": True}).data()
@@ -308,7 +283,6 @@ def test_injection_corpus_changes_nothing_and_finds_only_lexical_matches(session
         "entries": len(INJECTION_CORPUS),
         "calls_per_entry": 6,
         "search": outcomes,
-        "errors_quoting_oversized_urls": dict(ECHOED),
         "graph": {"entities": after["entities"], "relations": after["relations"], "unchanged": True},
     }
 
@@ -324,7 +298,7 @@ def test_injection_corpus_reaches_the_api_as_one_encoded_value(background, figur
             for entry in INJECTION_CORPUS:
                 seen = len(api.seen)
                 described = session.call("describe_entity", {"id": entry})
-                check("describe_entity", {"id": entry}, described)
+                check_outcome(described)
                 assert described.is_error and "Unknown entity" in described.text, (entry, described.text[:300])
                 paths = {s.raw_path for s in api.seen[seen:]}
                 assert paths == {"/entities/" + quote(entry, safe="")}, (entry, paths)
@@ -512,13 +486,6 @@ def test_a_slow_api_makes_the_timeouts_fire_with_clear_messages(slow_api, figure
     figures["jsonld.fault.slow_api"] = {"survived": True, **measured}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="product defect: after a tool call times out, its loads keep running (shielded in "
-    "core/src/bfsql/cache.py LruCache.get_or_load) and an identical call joins them instead of asking the "
-    "recovered API, so it times out too until the abandoned request ends (up to --request-timeout)",
-)
 def test_a_retry_after_a_call_timeout_asks_the_recovered_api(slow_api):
     api = slow_api
     api.on(SLOW_PATH, Reply(json=SLOW_DOCUMENT, delay=CALL_TIMEOUT * 2))

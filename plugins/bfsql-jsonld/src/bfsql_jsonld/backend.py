@@ -4,6 +4,10 @@ Every primitive is one request (plus pages) to a URL built from a configurable
 template. The schema document is read once at start-up: it checks that the API
 answers, gives the vocabulary, and may advertise batch endpoints, which the batch
 primitives then use (one POST per chunk of ids instead of one GET per id).
+
+A request whose URL would be longer than :data:`~bfsql_jsonld.urls.MAX_URL_BYTES` is
+not sent: an id that long is unknown (``KeyError``, left out of batch answers), an
+edge that long has no metadata, and a search that long is refused (``InvalidArgument``).
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from typing_extensions import override
 
 from bfsql.backend import Capabilities, GraphDbInterface, gather_bounded
 from bfsql.embedders import Embedder, EmbedderMismatch
+from bfsql.errors import InvalidArgument
 from bfsql.models import Edge, EntityStub, Node
 from bfsql_jsonld.config import JsonLdConfig
 from bfsql_jsonld.context import ContextLoader, load_local_context
 from bfsql_jsonld.documents import ID, Frame, Reader, Schema
 from bfsql_jsonld.errors import ApiError, MalformedResponse, NotFound
 from bfsql_jsonld.http_client import ApiClient, Response
-from bfsql_jsonld.urls import same_origin
+from bfsql_jsonld.urls import MAX_URL_BYTES, same_origin, shown
 
 __all__ = ["JsonLdBackend"]
 
@@ -83,7 +88,9 @@ class JsonLdBackend(GraphDbInterface):
             try:
                 return (await client.get(url)).data
             except NotFound:
-                raise ApiError(f"The JSON-LD context {url} does not exist (404).", "Fix the reference.") from None
+                raise ApiError(
+                    f"The JSON-LD context {shown(url)} does not exist (404).", "Fix the reference."
+                ) from None
 
         return fetch
 
@@ -95,7 +102,7 @@ class JsonLdBackend(GraphDbInterface):
             frame = await self._fetch(url)
         except NotFound:
             raise ApiError(
-                f"The JSON-LD API at {self.config.base_url} has no schema document at {url} (404).",
+                f"The JSON-LD API at {self.config.base_url} has no schema document at {shown(url)} (404).",
                 "Check --base-url and --schema-url; give --schema-url '' if the API has none.",
             ) from None
         except ApiError as exc:
@@ -130,10 +137,12 @@ class JsonLdBackend(GraphDbInterface):
         next_url: str | None = url
         while next_url is not None:
             if next_url in seen:
-                raise MalformedResponse(f"The pages of {url} loop back to {next_url}.", "Fix the API's next links.")
+                raise MalformedResponse(
+                    f"The pages of {shown(url)} loop back to {shown(next_url)}.", "Fix the API's next links."
+                )
             if len(seen) >= self.config.max_pages:
                 raise ApiError(
-                    f"{url} has more than {self.config.max_pages} pages.",
+                    f"{shown(url)} has more than {self.config.max_pages} pages.",
                     "Raise --max-pages, or ask the API for larger pages.",
                 )
             seen.add(next_url)
@@ -145,13 +154,15 @@ class JsonLdBackend(GraphDbInterface):
             next_url = self._reader.next_link(frame) or response.links.get("next")
             if next_url is not None and not same_origin(next_url, self.config.base_url):
                 raise MalformedResponse(
-                    f"The next page of {url} is on another site: {next_url}.",
+                    f"The next page of {shown(url)} is on another site: {shown(next_url)}.",
                     "bfsql only follows next links within --base-url's origin.",
                 )
         return members
 
-    def _url(self, name: str, **values: Any) -> str:
-        return self._templates[name].expand(values, self.config.list_separator)
+    def _url(self, name: str, **values: Any) -> str | None:
+        """The request URL of template ``name``; None when it would be longer than MAX_URL_BYTES."""
+        url = self._templates[name].expand(values, self.config.list_separator)
+        return url if len(url.encode("utf-8")) <= MAX_URL_BYTES else None
 
     # -- the eight primitives ------------------------------------------------------
 
@@ -161,6 +172,12 @@ class JsonLdBackend(GraphDbInterface):
         if types == []:
             return []
         url = self._url("search_url", q=query, types=types, limit=str(SEARCH_LIMIT))
+        if url is None:
+            raise InvalidArgument(
+                f"This search would need a request URL longer than {MAX_URL_BYTES} bytes, "
+                "the most the JSON-LD backend sends.",
+                "Search for a shorter text, or pass fewer or shorter node_types.",
+            )
         try:
             members = await self._pages(url, SEARCH_LIMIT)
         except NotFound:
@@ -171,10 +188,11 @@ class JsonLdBackend(GraphDbInterface):
         return stubs[:SEARCH_LIMIT]
 
     async def _edges(self, template: str, entity_id: str) -> list[Edge]:
-        if not entity_id:
+        url = self._url(template, id=entity_id) if entity_id else None
+        if url is None:
             raise KeyError(entity_id)
         try:
-            members = await self._pages(self._url(template, id=entity_id))
+            members = await self._pages(url)
         except NotFound:
             raise KeyError(entity_id) from None
         return [self._reader.triple(m) for m in members]
@@ -188,10 +206,11 @@ class JsonLdBackend(GraphDbInterface):
         return await self._edges("edges_to_url", entity_id)
 
     async def _entity(self, entity_id: str) -> tuple[str, str, dict[str, Any]]:
-        if not entity_id:
+        url = self._url("entity_url", id=entity_id) if entity_id else None
+        if url is None:
             raise KeyError(entity_id)
         try:
-            frame = await self._fetch(self._url("entity_url", id=entity_id))
+            frame = await self._fetch(url)
         except NotFound:
             raise KeyError(entity_id) from None
         return self._reader.entity(frame)
@@ -214,6 +233,8 @@ class JsonLdBackend(GraphDbInterface):
             predicate=spell.get(edge.predicate, edge.predicate),
             object=edge.object,
         )
+        if url is None:
+            return {}
         try:
             return self._reader.relation_metadata(await self._fetch(url))
         except NotFound:
@@ -282,7 +303,7 @@ class JsonLdBackend(GraphDbInterface):
                 return await self._fetch(url, body(chunks[i]), post=True)
             except NotFound:
                 raise ApiError(
-                    f"The batch endpoint {url} advertised by the schema answered 404.",
+                    f"The batch endpoint {shown(url)} advertised by the schema answered 404.",
                     "Fix the API's schema document, or give --no-use-batch.",
                 ) from None
 

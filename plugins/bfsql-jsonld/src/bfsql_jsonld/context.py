@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from bfsql_jsonld.errors import ContextError
+from bfsql_jsonld.urls import shown
 
 __all__ = [
     "KEYWORDS",
@@ -430,7 +431,7 @@ class ContextLoader:
             return self._documents[url]
         if self._fetch is None:
             raise ContextError(
-                f"The document {document_url} uses the remote JSON-LD context {url}; bfsql does not fetch "
+                f"The document {shown(document_url)} uses the remote JSON-LD context {url}; bfsql does not fetch "
                 "contexts over the network unless told to.",
                 f"Provide a local copy with --context-map '{url}=FILE', or allow fetching with "
                 "--allow-remote-contexts.",

@@ -33,7 +33,7 @@ from bfsql_jsonld.context import (
     process_context,
 )
 from bfsql_jsonld.errors import MalformedResponse
-from bfsql_jsonld.urls import UrlTemplate
+from bfsql_jsonld.urls import UrlTemplate, shown
 
 __all__ = ["Field", "Frame", "Reader", "Schema", "VectorEndpoint"]
 
@@ -133,7 +133,7 @@ class Reader:
         """A fetched document as a frame: its contexts (inline, Link header, --expand-context) resolved."""
         if not isinstance(data, dict):
             raise MalformedResponse(
-                f"{url} answered a JSON {type(data).__name__}, not a JSON-LD object.",
+                f"{shown(url)} answered a JSON {type(data).__name__}, not a JSON-LD object.",
                 "Check the URL templates (see docs/backends/jsonld.md).",
             )
         refs = [*context_refs(self._expand_context, url), *document_refs(data, url)]
@@ -182,7 +182,7 @@ class Reader:
         hit = self.find(frame, MEMBERS)
         if hit is None:
             raise MalformedResponse(
-                f"{frame.url} has no member list (hydra:member, @graph or 'relations').",
+                f"{shown(frame.url)} has no member list (hydra:member, @graph or 'relations').",
                 "Check the URL templates (see docs/backends/jsonld.md).",
             )
         _key, term, value = hit
@@ -193,7 +193,7 @@ class Reader:
         for item in items:
             if not isinstance(item, dict):
                 raise MalformedResponse(
-                    f"{frame.url} lists {item!r} where an object was expected.", "Members must be JSON objects."
+                    f"{shown(frame.url)} lists {item!r} where an object was expected.", "Members must be JSON objects."
                 )
             frames.append(self._child(item, frame.ctx, frame.url, term))
         return frames
@@ -218,7 +218,7 @@ class Reader:
         if raw is None:
             return None
         if not isinstance(raw, str):
-            raise MalformedResponse(f"{frame.url} has a next link that is not a URL: {raw!r}.", "Fix the API.")
+            raise MalformedResponse(f"{shown(frame.url)} has a next link that is not a URL: {raw!r}.", "Fix the API.")
         return urljoin(frame.url, expand_iri(frame.ctx, raw, document_relative=True) or raw)
 
     # -- values ------------------------------------------------------------------
@@ -229,7 +229,7 @@ class Reader:
             hit = self.find(self._child(raw, frame.ctx, frame.url), ID)
             raw = hit[2] if hit is not None else None
         if not isinstance(raw, str) or not raw:
-            raise MalformedResponse(f"{frame.url} has an invalid id {raw!r}.", "Ids are non-empty strings.")
+            raise MalformedResponse(f"{shown(frame.url)} has an invalid id {raw!r}.", "Ids are non-empty strings.")
         ctx = frame.ctx
         if ctx.base == ctx.original_base:  # resolve against an explicit @base only, never the document URL
             ctx = ActiveContext(base=None, vocab=ctx.vocab, terms=ctx.terms)
@@ -242,7 +242,7 @@ class Reader:
         if isinstance(raw, dict):
             raw = raw.get("@id", raw.get("@value"))
         if not isinstance(raw, str) or not raw:
-            raise MalformedResponse(f"{frame.url} has an invalid type or predicate {raw!r}.", "Use strings.")
+            raise MalformedResponse(f"{shown(frame.url)} has an invalid type or predicate {raw!r}.", "Use strings.")
         if self.client is None:
             return raw
         iri = expand_iri(frame.ctx, raw, vocab=True)
@@ -254,7 +254,7 @@ class Reader:
         if hit is None:
             spelled = sorted(field.names)[0]
             raise MalformedResponse(
-                f"{frame.url}: a {what} has no {spelled!r} ({'/'.join(sorted(field.iris))}).",
+                f"{shown(frame.url)}: a {what} has no {spelled!r} ({'/'.join(sorted(field.iris))}).",
                 "Check the API's documents against docs/backends/jsonld.md.",
             )
         return hit
@@ -265,7 +265,7 @@ class Reader:
         type_key, _, raw_type = self.required(frame, TYPE, "entity")
         types = raw_type if isinstance(raw_type, list) else [raw_type]
         if not types:
-            raise MalformedResponse(f"{frame.url}: the entity has an empty @type.", "Give every entity a type.")
+            raise MalformedResponse(f"{shown(frame.url)}: the entity has an empty @type.", "Give every entity a type.")
         excluded = {id_key, type_key}
         return self.node_id(frame, raw_id), self.vocab_term(frame, types[0]), self.metadata(frame, excluded)
 
@@ -304,7 +304,7 @@ class Reader:
         if found is not None:
             _key, term, value = found
             if not isinstance(value, dict):
-                raise MalformedResponse(f"{frame.url}: relation metadata is not an object.", "Fix the API.")
+                raise MalformedResponse(f"{shown(frame.url)}: relation metadata is not an object.", "Fix the API.")
             if term is not None and term.type == "@json":  # a JSON literal: verbatim in every mode
                 return dict(value)
             return self.metadata(self._child(value, frame.ctx, frame.url, term), set())
@@ -361,7 +361,9 @@ class Reader:
         def names(key: str) -> list[str]:
             values = obj.get(key, [])
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-                raise MalformedResponse(f"{frame.url}: '{key}' is not a list of names.", "Fix the schema document.")
+                raise MalformedResponse(
+                    f"{shown(frame.url)}: '{key}' is not a list of names.", "Fix the schema document."
+                )
             for value in values:
                 spelling[self.vocab_term(frame, value)] = value
             return sorted({self.vocab_term(frame, v) for v in values})
@@ -380,7 +382,7 @@ class Reader:
             url, embedder, dimension = vector.get("url"), vector.get("embedder"), vector.get("dimension")
             if not (isinstance(url, str) and isinstance(embedder, str) and isinstance(dimension, int)):
                 raise MalformedResponse(
-                    f"{frame.url}: 'vector_search' needs a url, an embedder and a dimension.",
+                    f"{shown(frame.url)}: 'vector_search' needs a url, an embedder and a dimension.",
                     "Fix the schema document.",
                 )
             endpoint = VectorEndpoint(urljoin(frame.url, url), embedder, dimension)

@@ -9,7 +9,7 @@
   redirects are followed by hand so they never leak to another host.
 * 404 raises :class:`~bfsql_jsonld.errors.NotFound`; other errors raise :class:`ApiError`
   with the status and the start of the body; a body that is not JSON raises
-  :class:`MalformedResponse`.
+  :class:`MalformedResponse`. Messages quote the URL clipped (:func:`~bfsql_jsonld.urls.shown`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import aiohttp
 from yarl import URL
 
 from bfsql_jsonld.errors import ApiError, MalformedResponse, NotFound
-from bfsql_jsonld.urls import same_origin
+from bfsql_jsonld.urls import same_origin, shown
 
 __all__ = ["ApiClient", "Response", "parse_link_header"]
 
@@ -123,7 +123,7 @@ class ApiClient:
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
                 if attempt >= self._max_retries:
                     raise ApiError(
-                        f"{method} {url} failed: {exc or type(exc).__name__} (after {attempt + 1} attempt(s)).",
+                        f"{method} {shown(url)} failed: {exc or type(exc).__name__} (after {attempt + 1} attempt(s)).",
                         "Check that the API is up and --base-url is right.",
                     ) from None
                 delay = self._backoff_delay(attempt)
@@ -132,12 +132,12 @@ class ApiClient:
                     return self._decode(method, url, final_url, status, headers, raw)
                 if attempt >= self._max_retries:
                     raise ApiError(
-                        f"{method} {url} answered {status} {_reason(status)} {attempt + 1} time(s); "
+                        f"{method} {shown(url)} answered {status} {_reason(status)} {attempt + 1} time(s); "
                         f"gave up after {self._max_retries} retries.",
                         "The API is overloaded or down; try again later, or raise --max-retries.",
                     )
                 delay = self._retry_delay(method, url, status, headers.get("Retry-After"), attempt)
-            logger.info("bfsql-jsonld: retrying %s %s in %.2fs", method, url, delay)
+            logger.info("bfsql-jsonld: retrying %s %s in %.2fs", method, shown(url), delay)
             await asyncio.sleep(delay)
             attempt += 1
 
@@ -161,7 +161,9 @@ class ApiClient:
                     "Link": ", ".join(resp.headers.getall("Link", [])),
                 }
                 return resp.status, url, {name: value for name, value in kept.items() if value}, raw
-        raise ApiError(f"{method} {url} redirected more than {MAX_REDIRECTS} times.", "Fix --base-url or the API.")
+        raise ApiError(
+            f"{method} {shown(url)} redirected more than {MAX_REDIRECTS} times.", "Fix --base-url or the API."
+        )
 
     async def _read(self, resp: aiohttp.ClientResponse, url: str) -> bytes:
         chunks: list[bytes] = []
@@ -170,7 +172,7 @@ class ApiClient:
             size += len(chunk)
             if size > self._max_bytes:
                 raise ApiError(
-                    f"The answer of {url} is larger than {self._max_bytes // 2**20} MiB.",
+                    f"The answer of {shown(url)} is larger than {self._max_bytes // 2**20} MiB.",
                     "Raise --max-response-mb, or page the API's lists.",
                 )
             chunks.append(chunk)
@@ -186,12 +188,12 @@ class ApiClient:
                 401: "The API wants credentials: set --auth-header or --api-token.",
                 403: "The API refused the credentials: check --auth-header / --api-token.",
             }.get(status, "Check the URL templates and the API's logs.")
-            raise ApiError(f"{method} {url} answered {status} {_reason(status)}: {_snippet(raw)}", hint)
+            raise ApiError(f"{method} {shown(url)} answered {status} {_reason(status)}: {_snippet(raw)}", hint)
         try:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise MalformedResponse(
-                f"{method} {url} answered {status} with a body that is not JSON ({exc}): {_snippet(raw)}",
+                f"{method} {shown(url)} answered {status} with a body that is not JSON ({exc}): {_snippet(raw)}",
                 "Check the URL templates: they must lead to JSON-LD documents.",
             ) from None
         link = headers.get("Link")
@@ -199,7 +201,7 @@ class ApiClient:
 
     def _timed_out(self, method: str, url: str) -> ApiError:
         return ApiError(
-            f"{method} {url} took longer than {self._timeout:g}s.",
+            f"{method} {shown(url)} took longer than {self._timeout:g}s.",
             "The API is slow or stuck; raise --request-timeout if it is just slow.",
         )
 
@@ -214,7 +216,7 @@ class ApiClient:
             return self._backoff_delay(attempt)
         if wait > self._max_wait:
             raise ApiError(
-                f"{method} {url} answered {status} and asks to wait {wait:g}s before retrying.",
+                f"{method} {shown(url)} answered {status} and asks to wait {wait:g}s before retrying.",
                 f"That is longer than --max-retry-wait ({self._max_wait:g}s); try again later.",
             )
         return wait

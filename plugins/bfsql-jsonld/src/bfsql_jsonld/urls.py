@@ -5,6 +5,9 @@ encoded with :func:`urllib.parse.quote` and no safe characters, so ids holding `
 ``?``, ``#``, ``%``, spaces or non-ASCII text reach the API as one segment or one value
 and round-trip. A query parameter whose value is ``None`` is left out; a list value
 repeats the parameter (or is joined with a separator).
+
+Request URLs are at most :data:`MAX_URL_BYTES` long, and error messages quote them
+through :func:`shown`, so that a huge id neither reaches the API nor comes back whole.
 """
 
 from __future__ import annotations
@@ -13,7 +16,14 @@ import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import quote, unquote, urlsplit
 
-__all__ = ["UrlTemplate", "encode", "same_origin"]
+from bfsql.errors import clip
+
+__all__ = ["MAX_URL_BYTES", "URL_SHOWN", "UrlTemplate", "encode", "same_origin", "shown"]
+
+MAX_URL_BYTES = 8192
+"""The longest request URL the backend sends: many servers and proxies refuse longer ones (414) or cut them."""
+URL_SHOWN = 200
+"""Characters of a URL an error message quotes."""
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -25,6 +35,11 @@ def encode(value: str) -> str:
     if value in (".", ".."):
         return value.replace(".", "%2E")
     return quote(value, safe="")
+
+
+def shown(url: str) -> str:
+    """``url`` as an error message quotes it: clipped to :data:`URL_SHOWN` characters."""
+    return clip(url, URL_SHOWN)
 
 
 def same_origin(url: str, other: str) -> bool:
