@@ -100,6 +100,21 @@ async def test_edges_and_metadata_of_merged_entities_are_invisible(standard_back
 # --- start-up errors -------------------------------------------------------------
 
 
+async def test_ids_and_types_with_a_nul_character_name_nothing(standard_backend: PostgresBackend) -> None:
+    """PostgreSQL text cannot hold NUL: such an id is unknown, not a backend failure (found by the corpus)."""
+    nul = "GENE:TP53\x00"
+    with pytest.raises(KeyError):
+        await standard_backend.get_node(nul)
+    assert await standard_backend.get_nodes([nul, TP53]) == {TP53: await standard_backend.get_node(TP53)}
+    assert await standard_backend.edges_from_many([nul]) == {}
+    assert await standard_backend.metadata_for_nodes([nul]) == {}
+    assert await standard_backend.metadata_for_edge(Edge(subject=nul, predicate="REGULATES", object=MDM2)) == {}
+    assert await standard_backend.search_entities("p53", node_types=["Gene\x00"]) == []
+    assert [s.id for s in await standard_backend.search_entities("p53", node_types=["Gene\x00", "Gene"])][:1] == [
+        TP53
+    ]
+
+
 async def test_no_dsn_says_where_to_give_one() -> None:
     with pytest.raises(PostgresStoreError, match=r"--dsn.*DATABASE_URL"):
         await PostgresBackend.create(PostgresConfig())

@@ -25,7 +25,7 @@ from typing_extensions import override
 
 from bfsql.backend import Capabilities, GraphDbInterface
 from bfsql.embedders import Embedder, EmbedderMismatch
-from bfsql.errors import BackendFailure
+from bfsql.errors import BackendFailure, clip
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
 from bfsql.models import Edge, EntityStub, Node
 from bfsql_postgres import queries
@@ -43,6 +43,22 @@ QueryObserver = Callable[[Any], None]
 
 _CLIENT_GRACE = 5.0
 """Seconds the client waits beyond the server's statement_timeout before giving up on its own."""
+
+
+_CONNECTION_LOST = (
+    OSError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
+)
+"""Errors of a server that is down, restarting or shutting down (not of the statement)."""
+
+
+def _storable(values: list[str]) -> list[str]:
+    """The values PostgreSQL can hold in text: one with a NUL character names nothing, so it is not sent."""
+    return [v for v in values if "\x00" not in v]
 
 
 def _json(text: str | None, default: Any) -> Any:
@@ -95,9 +111,14 @@ class PostgresBackend(GraphDbInterface):
         *,
         statement_timeout: float,
         description: str | None = None,
+        where: str = "the configured database",
     ) -> None:
-        """Wrap an open pool whose store was checked by :func:`~bfsql_postgres.layout.inspect_store`."""
+        """Wrap an open pool whose store was checked by :func:`~bfsql_postgres.layout.inspect_store`.
+
+        ``where`` names the database in error messages (``host:port/dbname``, never a password).
+        """
         self.pool = pool
+        self.where = where
         self.layout = layout
         self.statement_timeout = statement_timeout
         self._description = description
@@ -160,12 +181,26 @@ class PostgresBackend(GraphDbInterface):
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, layout, statement_timeout=config.statement_timeout, description=config.description)
+        return cls(
+            pool, layout, statement_timeout=config.statement_timeout, description=config.description, where=where
+        )
 
     async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
-        """Run one statement on a pooled connection (one round trip)."""
+        """Run one statement on a pooled connection (one round trip).
+
+        A connection that the server closed since its last use (a restart) is replaced and
+        the statement, a read, is run once more on the new one.
+        """
         try:
-            rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
+            try:
+                rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
+            except _CONNECTION_LOST:
+                rows = await self.pool.fetch(sql, *args)
+        except _CONNECTION_LOST as exc:
+            raise BackendFailure(
+                f"PostgreSQL at {self.where} cannot be reached ({type(exc).__name__}: {clip(str(exc), 200)}).",
+                "Check that the server runs; bfsql reconnects by itself on the next call.",
+            ) from None
         except asyncpg.QueryCanceledError:
             raise BackendFailure(
                 f"PostgreSQL cancelled a query that ran longer than the statement timeout "
@@ -183,9 +218,9 @@ class PostgresBackend(GraphDbInterface):
         Ranked, at most 20, restricted to ``node_types`` in SQL; ``[]`` when nothing matches.
         """
         text = query.replace("\x00", "").strip()
-        if not text or node_types == []:
+        types = _storable(node_types) if node_types is not None else None
+        if not text or types == []:
             return []
-        types = list(node_types) if node_types is not None else None
         prefilter = self.layout.synonyms_jsonb and queries.synonym_prefilter_safe(text)
         pattern = queries.like_pattern(text)
         args: list[Any] = [text, pattern, types, SEARCH_LIMIT] + ([pattern] if prefilter else [])
@@ -200,10 +235,10 @@ class PostgresBackend(GraphDbInterface):
 
         ``score`` is the cosine similarity. Offered only when entities have embeddings.
         """
-        if node_types == [] or limit < 1:
+        types = _storable(node_types) if node_types is not None else None
+        if types == [] or limit < 1:
             return []
         literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
-        types = list(node_types) if node_types is not None else None
         try:
             rows = await self._fetch(queries.VECTOR_SEARCH, literal, types, limit)
         except asyncpg.DataError as exc:
@@ -279,7 +314,7 @@ class PostgresBackend(GraphDbInterface):
     async def _edges_many(self, sql: str, entity_ids: list[str]) -> dict[str, list[Edge]]:
         wanted = list(dict.fromkeys(entity_ids))
         found: dict[str, list[Edge]] = {}
-        for entity_id, subject, predicate, obj in await self._fetch(sql, wanted):  # sorted by the statement
+        for entity_id, subject, predicate, obj in await self._fetch(sql, _storable(wanted)):  # sorted by the statement
             edges = found.setdefault(entity_id, [])
             if subject is not None:
                 edges.append(Edge(subject=subject, predicate=predicate, object=obj))
@@ -299,14 +334,14 @@ class PostgresBackend(GraphDbInterface):
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
         """Identity of each visible entity, in one statement."""
         wanted = list(dict.fromkeys(entity_ids))
-        rows = {r["entity_id"]: r for r in await self._fetch(queries.GET_NODES, wanted)}
+        rows = {r["entity_id"]: r for r in await self._fetch(queries.GET_NODES, _storable(wanted))}
         return {i: Node(id=i, entity_type=rows[i]["entity_type"]) for i in wanted if i in rows}
 
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Metadata of each visible entity, in one statement."""
         wanted = list(dict.fromkeys(entity_ids))
-        rows = {r["entity_id"]: r for r in await self._fetch(queries.NODE_METADATA, wanted)}
+        rows = {r["entity_id"]: r for r in await self._fetch(queries.NODE_METADATA, _storable(wanted))}
         return {i: node_metadata(_entity(rows[i])) for i in wanted if i in rows}
 
     @override
@@ -316,11 +351,12 @@ class PostgresBackend(GraphDbInterface):
         ``{}`` for an unknown edge and for one touching a merged entity (invisible everywhere).
         """
         wanted = list(dict.fromkeys(edges))
+        asked = [e for e in wanted if len(_storable([e.subject, e.predicate, e.object])) == 3]
         rows = await self._fetch(
             self._edge_metadata_sql,
-            [e.subject for e in wanted],
-            [e.predicate for e in wanted],
-            [e.object for e in wanted],
+            [e.subject for e in asked],
+            [e.predicate for e in asked],
+            [e.object for e in asked],
         )
         found: dict[Edge, dict[str, Any]] = {}
         for row in rows:
