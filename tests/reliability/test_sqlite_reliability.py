@@ -27,6 +27,7 @@ from bfsql.testing.reliability import (
     INJECTION_CORPUS,
     SessionThread,
     check_outcome,
+    hub_calls,
     hub_explosions,
     lexical_match,
     load_figures,
@@ -155,20 +156,10 @@ def hpo_store(tmp_path_factory) -> tuple[Path, list[str]]:
         return work / "hpo.sqlite", highest_degree(map(json.loads, rows), 3)
 
 
-def hpo_hub_calls(hubs: list[str]) -> list[tuple[str, dict]]:
-    """3-hop traversals and a k=3 intersection from the HPO's highest-degree nodes."""
-    return [
-        ("bfs_query", {"seeds": hubs[:1], "max_hops": 3}),
-        ("bfs_query", {"seeds": hubs, "max_hops": 3, "topology_only": True}),
-        ("intersect_subgraphs", {"seeds": hubs[:2], "k": 3}),
-        ("intersect_subgraphs", {"seeds": hubs, "k": 3, "topology_only": True}),
-    ]
-
-
 def test_hpo_hub_explosion_stays_within_budgets(hpo_store, figures):
     db, hubs = hpo_store
     with served_over_http(["--db", str(db)]) as (url, proc):
-        measured = asyncio.run(hub_explosions(url, hpo_hub_calls(hubs), ANSWER_CHARS))
+        measured = asyncio.run(hub_explosions(url, hub_calls(hubs), ANSWER_CHARS))
         measured["server_peak_rss_mb"] = round(rss_kb(proc.pid, "VmHWM") / 1024, 1)
     for label, answer in measured.items():
         if label.startswith("bfs_query"):

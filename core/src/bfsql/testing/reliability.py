@@ -27,6 +27,7 @@ __all__ = [
     "check_outcome",
     "clear_failure",
     "hits_of",
+    "hub_calls",
     "hub_explosions",
     "lexical_match",
     "load_figures",
@@ -281,6 +282,17 @@ def clear_failure(outcome: Outcome, started: float, timeout: float, *says: str) 
     assert any(s in outcome.text for s in says), outcome.text
     assert seconds <= timeout + 2, f"the error took {seconds:.1f}s (timeout {timeout:g}s)"
     return seconds
+
+
+def hub_calls(hubs: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    """3-hop traversals and k=3 intersections from a graph's highest-degree nodes (at least two, most first)."""
+    seeds = list(hubs)
+    return [
+        ("bfs_query", {"seeds": seeds[:1], "max_hops": 3}),
+        ("bfs_query", {"seeds": seeds, "max_hops": 3, "topology_only": True}),
+        ("intersect_subgraphs", {"seeds": seeds[:2], "k": 3}),
+        ("intersect_subgraphs", {"seeds": seeds, "k": 3, "topology_only": True}),
+    ]
 
 
 async def hub_explosions(url: str, calls: Sequence[tuple[str, dict[str, Any]]], max_chars: int) -> dict[str, Any]:

@@ -142,15 +142,19 @@ class EmbeddedPostgres:
             raise
         return self
 
+    def _pg_ctl_start(self, port: int) -> subprocess.CompletedProcess[str]:
+        assert self._dir is not None
+        options = [f"-h 127.0.0.1 -p {port} -k {shlex.quote(str(self._dir))}"]
+        options += [f"-c {name}={value}" for name, value in self.settings.items()]
+        return self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self._dir / "server.log"), "-w", "-t", "60",
+                         "-o", " ".join(options), "start")
+
     def _start_on_free_port(self) -> None:
         log = self._dir / "server.log"  # type: ignore[operator]
         problem = ""
         for _ in range(START_ATTEMPTS):
             port = _free_port()
-            options = [f"-h 127.0.0.1 -p {port} -k {shlex.quote(str(self._dir))}"]
-            options += [f"-c {name}={value}" for name, value in self.settings.items()]
-            started = self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(log), "-w", "-t", "60",
-                                "-o", " ".join(options), "start")
+            started = self._pg_ctl_start(port)
             if started.returncode == 0:
                 self.port = port
                 self._wait_until_ready(port)
@@ -171,6 +175,27 @@ class EmbeddedPostgres:
                     return
             time.sleep(0.1)
         raise EmbeddedPostgresUnavailable(f"nothing listens on 127.0.0.1:{port} after {timeout:g}s")
+
+    def halt(self, mode: str = "fast") -> None:
+        """Stop the server but keep its data and port, for :meth:`resume` (fault tests).
+
+        ``mode`` is pg_ctl's: ``fast`` (clients are disconnected, a clean shutdown) or
+        ``immediate`` (every server process quits at once, as in a crash; the next start recovers).
+        """
+        if self.port is None or self._dir is None:
+            raise RuntimeError("the server is not started")
+        halted = self._run("pg_ctl", "-D", str(self.data_dir), "-m", mode, "-w", "-t", "60", "stop")
+        if halted.returncode != 0:
+            raise EmbeddedPostgresUnavailable(f"pg_ctl stop -m {mode} failed: {halted.stderr.strip()}")
+
+    def resume(self) -> None:
+        """Start a halted server again, on the same port with the same data."""
+        if self.port is None or self._dir is None:
+            raise RuntimeError("the server was never started")
+        started = self._pg_ctl_start(self.port)
+        if started.returncode != 0:
+            raise EmbeddedPostgresUnavailable(f"the server did not restart: {started.stderr.strip()}")
+        self._wait_until_ready(self.port)
 
     def stop(self) -> None:
         """Stop the server (fast shutdown) and delete its directory; idempotent."""
