@@ -193,7 +193,7 @@ async def test_streamable_http_with_token(http_server):
         assert data(await client.call_tool("describe_entity", {"id": "HGNC:RAF1"}))["name"] == "RAF1"
 
 
-async def test_http_refuses_requests_without_the_token_or_with_a_foreign_host(http_server):
+async def test_http_refuses_requests_without_the_token_or_with_a_foreign_host_or_origin(http_server):
     url, token = http_server
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -204,6 +204,9 @@ async def test_http_refuses_requests_without_the_token_or_with_a_foreign_host(ht
         rebinding = await http.post(url, json=body, headers={**headers, "Authorization": f"Bearer {token}",
                                                              "Host": "evil.example:80"})
         assert rebinding.status_code in (403, 421)
+        foreign = await http.post(url, json=body, headers={**headers, "Authorization": f"Bearer {token}",
+                                                           "Origin": "http://evil.example"})
+        assert foreign.status_code == 403
     async with http_client(url, token) as client:  # still serving
         assert (await client.list_tools()).tools
 
