@@ -18,7 +18,7 @@ from bfsql.models import Edge, EntityStub, Node
 if TYPE_CHECKING:
     from bfsql.embedders import Embedder
 
-__all__ = ["Capabilities", "GraphDbInterface", "gather_bounded", "has_vector_search"]
+__all__ = ["Capabilities", "GraphDbInterface", "gather_bounded", "gather_or_cancel", "has_vector_search"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -53,6 +53,23 @@ class Capabilities:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+async def gather_or_cancel(*aws: Awaitable[Any]) -> list[Any]:
+    """``asyncio.gather``, except that the first failure cancels the others before it is raised.
+
+    Plain ``gather`` leaves the siblings of a failed call running: requests to a server that
+    just went down would go on retrying after the tool call has already failed, and an
+    identical call made after the server is back would wait for them.
+    """
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
 async def gather_bounded(
     keys: Iterable[K],
     fetch: Callable[[K], Awaitable[V]],
@@ -74,7 +91,7 @@ async def gather_bounded(
                 pass
 
     unique = list(dict.fromkeys(keys))
-    await asyncio.gather(*(one(k) for k in unique))
+    await gather_or_cancel(*(one(k) for k in unique))
     return {k: found[k] for k in unique if k in found}
 
 

@@ -6,10 +6,10 @@ predicates, topology_only), min_mentions, paging and the schema summary.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from bfsql.backend import gather_or_cancel
 from bfsql.engine.traverse import edge_order
 from bfsql.graph import Graph
 from bfsql.models import Edge, Node, ResultEdge, SchemaSummary
@@ -105,7 +105,7 @@ async def assemble(
     metadata = metadata or {}
     want_nodes = [n for n in node_ids if detail.full_node(selection.types[n]) and n not in metadata]
     want_edges = [e for e in edges if detail.full_edge(e.predicate)]
-    fetched_nodes, edge_meta = await asyncio.gather(
+    fetched_nodes, edge_meta = await gather_or_cancel(
         graph.metadata_for_nodes(want_nodes), graph.metadata_for_edges(want_edges)
     )
     metadata = {**metadata, **fetched_nodes}

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
+from bfsql.backend import gather_or_cancel
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds, type_set
 from bfsql.engine.assemble import Detail, Selection, assemble, drop_low_mentions, schema_summary
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
@@ -56,7 +55,7 @@ async def intersect_subgraphs(
             await progress(done, len(seeds), f"expanded seed {done}/{len(seeds)}")
         return reached
 
-    expansions = await asyncio.gather(*(one(s) for s in seeds))
+    expansions = await gather_or_cancel(*(one(s) for s in seeds))
     common = set(expansions[0].distance)
     for reached in expansions[1:]:
         common &= set(reached.distance)

@@ -25,12 +25,12 @@ Execution (docs/path-queries.md states it in full):
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bfsql.backend import gather_or_cancel
 from bfsql.embedders import dot
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.path_syntax import (
@@ -422,7 +422,9 @@ async def path_query(
     parsed = parse_path_query(query)
     threshold = float(threshold)
     run = _Run(graph, k, threshold, budget)
-    type_names, _ = await asyncio.gather(_resolve_types(graph, parsed, run.warnings), _check_filter_ids(graph, parsed))
+    type_names, _ = await gather_or_cancel(
+        _resolve_types(graph, parsed, run.warnings), _check_filter_ids(graph, parsed)
+    )
     meta = PathMetadata(query=query.strip(), hops=len(parsed.hops), k=k, threshold=threshold, max_results=max_results)
 
     def finish(results: list[PathResult]) -> PathQueryResult:

@@ -15,10 +15,10 @@ The default is ``hybrid`` when the backend has vectors, else ``lexical``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from bfsql.backend import gather_or_cancel
 from bfsql.errors import InvalidArgument
 from bfsql.graph import Graph
 from bfsql.models import EntityStub
@@ -128,7 +128,7 @@ def _unique(stubs: Iterable[EntityStub]) -> list[EntityStub]:
 async def _exact(graph: Graph, query: str, node_types: list[str] | None, limit: int) -> list[EntityStub]:
     """Entities whose id, name or a synonym equals the query (case-insensitively)."""
     q = query.strip().casefold()
-    lexical, by_id = await asyncio.gather(graph.search_entities(query, node_types), graph.get_nodes([query.strip()]))
+    lexical, by_id = await gather_or_cancel(graph.search_entities(query, node_types), graph.get_nodes([query.strip()]))
     candidates = _unique(lexical)
     id_hits = [n for n in by_id.values() if node_types is None or n.entity_type in node_types]
     metadata = await graph.metadata_for_nodes(list(dict.fromkeys([n.id for n in id_hits] + [c.id for c in candidates])))
@@ -221,7 +221,7 @@ async def search_entities(
             s.model_copy(update={"score": None if s.score is None else round(s.score, 6), "rankers": ["vector"]})
             for s in stubs
         ]
-    lexical, nearest = await asyncio.gather(
+    lexical, nearest = await gather_or_cancel(
         graph.search_entities(query, node_types), graph.vector_search(vector, node_types, limit)
     )
     return _fuse({"lexical": list(lexical), "vector": list(nearest)}, chosen, float(alpha), limit)

@@ -7,10 +7,10 @@ implements the batch primitives that is O(1) round trips per hop.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from bfsql.backend import gather_or_cancel
 from bfsql.engine.budget import TraversalBudget
 from bfsql.graph import Graph
 from bfsql.models import Edge, Truncation
@@ -102,7 +102,7 @@ async def expand(
     for hop in range(1, hops + 1):
         if not frontier:
             break
-        out, inc = await asyncio.gather(graph.edges_from_many(frontier), graph.edges_to_many(frontier))
+        out, inc = await gather_or_cancel(graph.edges_from_many(frontier), graph.edges_to_many(frontier))
         candidate_edges: list[Edge] = []
         new_ids: set[str] = set()
         for node_id in frontier:

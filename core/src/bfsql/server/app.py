@@ -21,6 +21,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from bfsql import __version__
+from bfsql.backend import gather_or_cancel
 from bfsql.embedders import Embedder, create_embedder
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.engine import search as hybrid
@@ -111,7 +112,7 @@ class _Tools:
 
     async def describe_schema(self) -> Annotated[CallToolResult, SchemaDescription]:
         async def body() -> CallToolResult:
-            types, preds = await asyncio.gather(self.graph.entity_types(), self.graph.predicates())
+            types, preds = await gather_or_cancel(self.graph.entity_types(), self.graph.predicates())
             description = await self.graph.backend.graph_description()
             next_steps = await self.graph.backend.next_steps() or DEFAULT_NEXT_STEPS
             schema = SchemaDescription(
@@ -189,7 +190,7 @@ class _Tools:
         self, id: Annotated[str, Field(description="Canonical entity id.")]
     ) -> Annotated[CallToolResult, dict[str, Any]]:
         async def body() -> CallToolResult:
-            node, metadata = await asyncio.gather(self.graph.get_node(id), self.graph.metadata_for_node(id))
+            node, metadata = await gather_or_cancel(self.graph.get_node(id), self.graph.metadata_for_node(id))
             full = self.graph.process_node(node.model_copy(update={"metadata": dict(metadata)}), "describe_entity")
             flat = {**(full.metadata or {}), "id": full.id, "entity_type": full.entity_type}
             return _answer(fit.fit_record(flat, self.settings.max_tokens))
@@ -205,7 +206,7 @@ class _Tools:
                     f"describe_entities accepts at most 500 ids; got {len(ids)}.", "Split the ids over several calls."
                 )
             wanted = list(dict.fromkeys(ids))
-            nodes, metadata = await asyncio.gather(
+            nodes, metadata = await gather_or_cancel(
                 self.graph.get_nodes(wanted), self.graph.metadata_for_nodes(wanted)
             )
             out = []
@@ -318,7 +319,7 @@ async def build_server(graph: Graph, settings: ServeSettings | None = None) -> M
         embedder = create_embedder(settings.embedder) if isinstance(settings.embedder, str) else settings.embedder
         graph.set_embedder(embedder)
     await graph.bind_embedder()  # a store whose vectors come from another embedder fails here, at start-up
-    types, preds = await asyncio.gather(graph.entity_types(), graph.predicates())
+    types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
     injected = schema_injection(types, preds) or ""
     server: MCPServer = MCPServer(
         settings.name, instructions=SERVER_INSTRUCTIONS, version=__version__, log_level="WARNING"

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import neo4j
 from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
 
-from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.backend import Capabilities, GraphDbInterface, gather_or_cancel
 from bfsql.errors import BackendFailure, InvalidArgument
 from bfsql.models import Edge, EntityStub, Node
 from bfsql.search_rank import lexical_rank
@@ -189,7 +189,7 @@ class Neo4jBackend(GraphDbInterface):
             logger.warning(
                 "neo4j backend: %d value(s) too large for %s, treated as unknown", len(too_big), self.dialect.name.value
             )
-        answers = await asyncio.gather(*(self._read(query, {**params, key: chunk}) for chunk in chunks))
+        answers = await gather_or_cancel(*(self._read(query, {**params, key: chunk}) for chunk in chunks))
         return [row for rows in answers for row in rows]
 
     # -- mapping -------------------------------------------------------------
