@@ -3,6 +3,8 @@
 Each is started once per test session on free loopback ports, loaded with named
 graphs before it answers, kept small, and always stopped. A server that cannot be
 found or started makes its tests skip locally and fail in CI (BFSQL_REQUIRE_SERVICES=1).
+The reliability tests also start Oxigraphs of their own (:class:`OxigraphInstance`), which
+they stop, kill and restart.
 """
 
 from __future__ import annotations
@@ -92,33 +94,72 @@ def _oxigraph_binary() -> str | None:
     return str(beside) if beside.is_file() else shutil.which("oxigraph")
 
 
+class OxigraphInstance:
+    """An Oxigraph server on its own port over a store directory loaded once, restartable with the same data.
+
+    Oxigraph keeps its store in ``--location``, so stopping it (even with SIGKILL) and starting
+    it again on the same port serves the same dataset.
+    """
+
+    def __init__(self, workdir: Path, datasets: Mapping[str, tuple[str, Path]]) -> None:
+        binary = _oxigraph_binary()
+        if binary is None:
+            unavailable("Oxigraph", "the 'oxigraph' command is missing; pip install 'bfsql-sparql[test]'")
+        self.workdir = workdir
+        self.store = workdir / "oxigraph"
+        for graph, path in datasets.values():
+            loaded = subprocess.run(
+                [binary, "load", "--location", str(self.store), "--file", str(path), "--graph", graph],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if loaded.returncode != 0:
+                unavailable("Oxigraph", f"loading {path} failed: {loaded.stderr[-2000:]}")
+        self.port = free_port()
+        self.command = [binary, "serve", "--location", str(self.store), "--bind", f"127.0.0.1:{self.port}"]
+        self.server = SparqlServer(
+            "oxigraph", f"http://127.0.0.1:{self.port}/query", {n: g for n, (g, _) in datasets.items()}
+        )
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> float:
+        """Start (or restart) the server on the same port; seconds until it accepts connections."""
+        began = time.perf_counter()
+        self.starts += 1
+        log = self.workdir / f"oxigraph-{self.starts}.log"
+        with open(log, "wb") as out:
+            self.process = subprocess.Popen(self.command, stdout=out, stderr=out)
+        if self.starts == 1:
+            _wait_http(self.process, self.port, log, "Oxigraph")
+        else:  # it served before: not coming back is a failure, not a missing service
+            try:
+                wait_for_port(self.port, 60)
+            except TimeoutError as exc:
+                raise AssertionError(
+                    f"Oxigraph did not restart: {exc}; {log.read_text(errors='replace')[-2000:]}"
+                ) from None
+        return time.perf_counter() - began
+
+    def stop(self, kill: bool = False) -> None:
+        """SIGTERM (a clean stop) or SIGKILL (a crash); either way the process is reaped."""
+        assert self.process is not None
+        if kill:
+            self.process.kill()
+        _stop(self.process)
+
+
 @contextmanager
 def oxigraph(workdir: Path, datasets: Mapping[str, tuple[str, Path]]) -> Iterator[SparqlServer]:
     """An Oxigraph server over ``datasets`` (name -> (graph IRI, RDF file)), read-write like a real store."""
-    binary = _oxigraph_binary()
-    if binary is None:
-        unavailable("Oxigraph", "the 'oxigraph' command is missing; pip install 'bfsql-sparql[test]'")
-    store = workdir / "oxigraph"
-    for graph, path in datasets.values():
-        loaded = subprocess.run(
-            [binary, "load", "--location", str(store), "--file", str(path), "--graph", graph],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if loaded.returncode != 0:
-            unavailable("Oxigraph", f"loading {path} failed: {loaded.stderr[-2000:]}")
-    port = free_port()
-    log = workdir / "oxigraph.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [binary, "serve", "--location", str(store), "--bind", f"127.0.0.1:{port}"], stdout=out, stderr=out
-        )
+    instance = OxigraphInstance(workdir, datasets)
     try:
-        _wait_http(process, port, log, "Oxigraph")
-        yield SparqlServer("oxigraph", f"http://127.0.0.1:{port}/query", {n: g for n, (g, _) in datasets.items()})
+        instance.start()
+        yield instance.server
     finally:
-        _stop(process)
+        if instance.process is not None:
+            _stop(instance.process)
 
 
 VIRTUOSO_INI = """\

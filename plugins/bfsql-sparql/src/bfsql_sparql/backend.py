@@ -9,7 +9,6 @@ and fetched for ``--batch-size`` ids at a time (see :mod:`bfsql_sparql.fetch`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -17,8 +16,8 @@ from typing import Any
 
 from typing_extensions import override
 
-from bfsql.backend import Capabilities, GraphDbInterface
-from bfsql.errors import InvalidArgument
+from bfsql.backend import Capabilities, GraphDbInterface, gather_or_cancel
+from bfsql.errors import InvalidArgument, clip
 from bfsql.models import Edge, EntityStub, Node
 from bfsql.search_rank import lexical_rank
 from bfsql_sparql import queries
@@ -52,7 +51,7 @@ class InvalidEntityId(InvalidArgument, KeyError):
 
     def __init__(self, entity_id: str, reason: str, hint: str = "") -> None:
         super().__init__(
-            f"Invalid entity id {entity_id!r}: {reason}",
+            f"Invalid entity id {clip(entity_id)!r}: {reason}",
             hint or "Use an id returned by search_entities or by an earlier answer.",
         )
         self.entity_id = entity_id
@@ -161,7 +160,8 @@ class SparqlBackend(GraphDbInterface):
             raise InvalidEntityId(entity_id, str(exc)) from None
         canonical = self.prefixes.compact(iri)
         if canonical != entity_id:
-            raise InvalidEntityId(entity_id, f"this graph writes it {canonical!r}.", f"Use the id {canonical!r}.")
+            shown = clip(canonical, 500)  # the hint must hold the whole id, unless it is absurdly long
+            raise InvalidEntityId(entity_id, f"this graph writes it {shown!r}.", f"Use the id {shown!r}.")
         return iri
 
     def _valid(self, entity_ids: Sequence[str]) -> dict[str, str]:
@@ -234,7 +234,7 @@ class SparqlBackend(GraphDbInterface):
             return await self.client.select(queries.nodes_query(part, type_predicate=self.type_predicate))
 
         found: dict[str, list[str]] = {}
-        for rows in await asyncio.gather(
+        for rows in await gather_or_cancel(
             *(chunk(part) for part in _chunks(list(dict.fromkeys(iris)), self.limits.batch_size))
         ):
             for row in rows:
@@ -268,7 +268,7 @@ class SparqlBackend(GraphDbInterface):
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         valid = self._valid(entity_ids)
         iris = list(valid.values())
-        types, literals = await asyncio.gather(self._types_of(iris), self._statements(iris, "literal"))
+        types, literals = await gather_or_cancel(self._types_of(iris), self._statements(iris, "literal"))
         cuts = {cut.iri: (cut.total, cut.returned) for cut in literals.cuts}
         result: dict[str, dict[str, Any]] = {}
         for entity_id, iri in valid.items():
@@ -310,7 +310,7 @@ class SparqlBackend(GraphDbInterface):
         triples = list(wanted)
         for start in range(0, len(triples), self.limits.batch_size):
             part = triples[start : start + self.limits.batch_size]
-            statement_rows, provenance_rows = await asyncio.gather(
+            statement_rows, provenance_rows = await gather_or_cancel(
                 self.client.select(queries.statement_query(part)), self.client.select(queries.provenance_query(part))
             )
             for row in statement_rows:
@@ -364,7 +364,7 @@ class SparqlBackend(GraphDbInterface):
         )
         if not candidates.iris:
             return []
-        types, labels = await asyncio.gather(self._types_of(candidates.iris), self._labels_of(candidates.iris))
+        types, labels = await gather_or_cancel(self._types_of(candidates.iris), self._labels_of(candidates.iris))
         ranked: list[tuple[tuple[int, int], str, EntityStub]] = []
         for iri in candidates.iris:
             if iri not in types:
@@ -405,7 +405,7 @@ class SparqlBackend(GraphDbInterface):
 
     async def _full_schema(self) -> None:
         limit = self.config.schema_limit
-        type_rows, untyped, predicate_rows = await asyncio.gather(
+        type_rows, untyped, predicate_rows = await gather_or_cancel(
             self.client.select(queries.types_query(limit + 1, type_predicate=self.type_predicate)),
             self.client.ask(queries.untyped_query(type_predicate=self.type_predicate)),
             self.client.select(queries.predicates_query(limit + 1)),
@@ -422,7 +422,7 @@ class SparqlBackend(GraphDbInterface):
                 limit,
             )
             self.capabilities = Capabilities(batch_primitives=True, provenance=True, comprehensive_schema=False)
-        checks = await asyncio.gather(
+        checks = await gather_or_cancel(
             *(
                 self.client.select(queries.edge_predicates_query(part, type_predicate=self.type_predicate))
                 for part in _chunks(candidates[:limit], self.limits.batch_size)
@@ -447,7 +447,7 @@ class SparqlBackend(GraphDbInterface):
         predicates: set[str] = set()
         for _ in range(self.config.probe_hops):
             seen.update(frontier)
-            out, incoming = await asyncio.gather(self.edges_from_many(frontier), self.edges_to_many(frontier))
+            out, incoming = await gather_or_cancel(self.edges_from_many(frontier), self.edges_to_many(frontier))
             reached: set[str] = set()
             for edges in [*out.values(), *incoming.values()]:
                 for edge in edges:

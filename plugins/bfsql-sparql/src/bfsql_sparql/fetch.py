@@ -11,11 +11,11 @@ and reported too.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from bfsql.backend import gather_or_cancel
 from bfsql_sparql import queries
 from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term
 from bfsql_sparql.queries import Direction
@@ -137,10 +137,10 @@ async def _fetch_counted(
     page = _page_size(client, limits)
     small = {iri: n for iri, n in counts.items() if 0 < n <= min(limits.edge_limit, page)}
     paged = [iri for iri, n in counts.items() if n > min(limits.edge_limit, page)]
-    groups = await asyncio.gather(
+    groups = await gather_or_cancel(
         *(_fetch_group(client, group, direction, languages, limits) for group in _groups(small, page))
     )
-    pages = await asyncio.gather(*(_fetch_paged(client, iri, direction, languages, limits) for iri in paged))
+    pages = await gather_or_cancel(*(_fetch_paged(client, iri, direction, languages, limits) for iri in paged))
     found: dict[str, list[tuple[Term, Term]]] = {iri: [] for iri in counts}
     for group in groups:
         found.update(group)
@@ -175,7 +175,7 @@ async def fetch_statements(
 ) -> Statements:
     """The statements in ``direction`` of every entity among ``iris`` (chunks run concurrently)."""
     unique = list(dict.fromkeys(iris))
-    parts = await asyncio.gather(
+    parts = await gather_or_cancel(
         *(_fetch_chunk(client, chunk, direction, languages, limits) for chunk in _chunks(unique, limits.batch_size))
     )
     merged = Statements()

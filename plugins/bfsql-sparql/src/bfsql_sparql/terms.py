@@ -13,9 +13,12 @@ ever contains a backslash followed by ``u`` or ``U``.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from bfsql.errors import clip
 
 __all__ = [
     "BUILTIN_PREFIXES",
@@ -55,6 +58,26 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _PREFIX_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
 _LANGUAGE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
 _IRI_FORBIDDEN = frozenset('<>"{}|^`\\')
+
+# RFC 3987 (absolute IRI), checked because strict servers (Oxigraph) refuse a query holding any
+# other IRI: the error would blame the endpoint, and one bad id would sink a whole batch.
+_UCSCHAR = (
+    "\xa0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef"
+    + "".join(f"{chr(plane)}-{chr(plane + 0xFFFD)}" for plane in range(0x10000, 0xE0000, 0x10000))
+    + "\U000e1000-\U000efffd"
+)
+_PRIVATE = "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
+_PCT = "%[0-9A-Fa-f]{2}"
+_PLAIN = rf"A-Za-z0-9\-._~!$&'()*+,;={_UCSCHAR}"
+"""iunreserved and sub-delims."""
+_PCHAR = rf"(?:[{_PLAIN}:@]|{_PCT})"
+_RFC3987 = re.compile(
+    rf"[A-Za-z][A-Za-z0-9+.\-]*:"
+    rf"(?://(?:(?:[{_PLAIN}:]|{_PCT})*@)?(?:\[(?P<literal>[^\]]*)\]|(?:[{_PLAIN}]|{_PCT})*)(?::[0-9]*)?"
+    rf"(?:/{_PCHAR}*)*|/?(?:{_PCHAR}+(?:/{_PCHAR}*)*)?)"
+    rf"(?:\?(?:{_PCHAR}|[{_PRIVATE}/?])*)?(?:#(?:{_PCHAR}|[/?])*)?"
+)
+_IP_FUTURE = re.compile(r"v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+")
 _ECHAR = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 
 
@@ -67,18 +90,34 @@ def _bad_char(ch: str) -> bool:
     return code <= 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF or ch in _IRI_FORBIDDEN
 
 
+def _ip_literal(text: str) -> bool:
+    """Whether ``text`` may stand between ``[`` and ``]`` as an IRI's host: IPv6 (without a zone) or IPvFuture."""
+    if _IP_FUTURE.fullmatch(text):
+        return True
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return "%" not in text
+
+
 def check_iri(iri: str) -> str:
     """Return ``iri`` if it is an absolute IRI that is safe between ``<`` and ``>``; else raise InvalidTerm.
 
     Refused: the characters ``<>"{}|^`\\``, whitespace and control characters, lone
-    surrogates, and anything without a scheme (``name:``).
+    surrogates, anything without a scheme (``name:``), and anything else RFC 3987 does not allow.
     """
     if not _SCHEME.match(iri):
-        raise InvalidTerm(f"{iri!r} is not an absolute IRI (it needs a scheme such as 'http:').")
+        raise InvalidTerm(f"{clip(iri)!r} is not an absolute IRI (it needs a scheme such as 'http:').")
     bad = sorted({ch for ch in iri if _bad_char(ch)})
     if bad:
         shown = ", ".join(repr(ch) for ch in bad[:5])
-        raise InvalidTerm(f"{iri!r} is not a valid IRI: it contains {shown}.")
+        raise InvalidTerm(f"{clip(iri)!r} is not a valid IRI: it contains {shown}.")
+    valid = _RFC3987.fullmatch(iri)
+    if not valid or (valid["literal"] is not None and not _ip_literal(valid["literal"])):
+        raise InvalidTerm(
+            f"{clip(iri)!r} is not a valid IRI (RFC 3987): check its %-escapes (%XX), '[' ']', '#', '?' and port."
+        )
     return iri
 
 
@@ -213,7 +252,7 @@ class PrefixMap:
             return check_iri(term)
         known = ", ".join(name or "(default)" for name, _ in self.prefixes)
         raise InvalidTerm(
-            f"{term!r} is neither an absolute IRI nor a compact id with a known prefix (known prefixes: {known})."
+            f"{clip(term)!r} is neither an absolute IRI nor a compact id with a known prefix (known prefixes: {known})."
         )
 
     def rank(self, iri: str) -> int:
