@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -65,17 +66,24 @@ def session(store):
 def test_fuzzed_calls_end_as_answers_or_clear_errors(session, store, figures):
     before = sha256(store)
     start = session.calls
+    outcomes: Counter[str] = Counter()
 
     @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(tool_arguments(KNOWN_IDS))
     def one(call):
         tool, arguments = call
-        check_outcome(session.call(tool, arguments))
+        outcome = session.call(tool, arguments)
+        check_outcome(outcome)
+        outcomes["error" if outcome.is_error else "answer"] += 1
 
     one()
     assert not session.call("describe_schema", {}).is_error, "the server must still answer"
     assert sha256(store) == before
-    figures["sqlite.fuzz_calls"] = session.calls - start
+    figures["sqlite.fuzz"] = {
+        "calls": session.calls - start,
+        "answers": outcomes["answer"],
+        "tool_errors": outcomes["error"],
+    }
 
 
 def test_injection_corpus_gives_errors_or_exact_matches(session, store, figures):
