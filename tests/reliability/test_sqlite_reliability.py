@@ -14,26 +14,21 @@ import os
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from mcp.client.stdio import StdioServerParameters
 
 from bfsql.demo import ensure_demo_db
 from bfsql.testing.faults import rss_kb
 from bfsql.testing.hpo import highest_degree, hpo_data_dir, write_hpo_bundle
 from bfsql.testing.reliability import (
-    INJECTION_CORPUS,
     SessionThread,
-    check_outcome,
     hub_calls,
     hub_explosions,
-    lexical_match,
     load_figures,
-    tool_arguments,
 )
+from bfsql.testing.scenarios import fuzz, injection_corpus
 from bfsql.testing.services import free_port, unavailable, wait_for_port
 
 pytestmark = pytest.mark.reliability
@@ -63,53 +58,21 @@ def session(store):
         yield held
 
 
+BACKEND_FAILED = ("graph backend failed",)
+"""What an error says when the store, not the arguments, failed."""
+
+
 def test_fuzzed_calls_end_as_answers_or_clear_errors(session, store, figures):
     before = sha256(store)
-    start = session.calls
-    outcomes: Counter[str] = Counter()
-
-    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(tool_arguments(KNOWN_IDS))
-    def one(call):
-        tool, arguments = call
-        outcome = session.call(tool, arguments)
-        check_outcome(outcome)
-        outcomes["error" if outcome.is_error else "answer"] += 1
-
-    one()
-    assert not session.call("describe_schema", {}).is_error, "the server must still answer"
-    assert sha256(store) == before
-    figures["sqlite.fuzz"] = {
-        "calls": session.calls - start,
-        "answers": outcomes["answer"],
-        "tool_errors": outcomes["error"],
-    }
+    figures["sqlite.fuzz"] = fuzz(session, KNOWN_IDS, FUZZ_EXAMPLES, backend_failed=BACKEND_FAILED,
+                                  hub="FPLX:RAF", neighbour="HGNC:BRAF")
+    assert sha256(store) == before, "the store changed"
 
 
 def test_injection_corpus_gives_errors_or_exact_matches(session, store, figures):
     before = sha256(store)
-    outcomes = {"error": 0, "empty": 0, "match": 0}
-    for entry in INJECTION_CORPUS:
-        described = session.call("describe_entity", {"id": entry})
-        assert described.is_error and "Unknown entity" in described.text, (entry, described.text[:300])
-        traversed = session.call("bfs_query", {"seeds": [entry], "max_hops": 1})
-        assert traversed.is_error, entry
-        found = session.call("search_entities", {"query": entry, "mode": "lexical"})
-        check_outcome(found)
-        if found.is_error:
-            outcomes["error"] += 1
-            continue
-        hits = [h for h in found.data() if "id" in h]
-        if not hits:
-            outcomes["empty"] += 1
-            continue
-        outcomes["match"] += 1
-        for hit in hits:
-            record = session.call("describe_entity", {"id": hit["id"]}).data()
-            labels = " ".join([record.get("name") or "", *record.get("synonyms", [])])
-            assert lexical_match(entry, labels), (entry, hit, labels)
+    figures["sqlite.injection"] = injection_corpus(session, hub="HGNC:BRAF", backend_failed=BACKEND_FAILED)
     assert sha256(store) == before, "the store changed"
-    figures["sqlite.injection"] = {"entries": len(INJECTION_CORPUS), **outcomes}
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError
@@ -35,23 +33,19 @@ from urllib.request import urlopen
 
 import pytest
 from aiohttp import web
-from hypothesis import HealthCheck, given, settings
 from mcp.client.stdio import StdioServerParameters
 
-from bfsql.testing.faults import BackgroundLoop, MarkedProcess, SlowProxy, new_mark
-from bfsql.testing.reliability import (
-    INJECTION_CORPUS,
-    Outcome,
-    SessionThread,
-    check_outcome,
-    clear_failure,
-    hits_of,
-    lexical_match,
-    reference_answers,
-    standard_ids,
-    tool_arguments,
+from bfsql.testing.faults import BackgroundLoop, MarkedProcess, new_mark
+from bfsql.testing.reliability import INJECTION_CORPUS, SessionThread, check_outcome, hits_of, standard_ids
+from bfsql.testing.scenarios import (
+    fuzz,
+    injection_corpus,
+    outage_between_calls,
+    outage_during_traversal,
+    standard_reference_calls,
 )
 from bfsql.testing.services import free_port, wait_for_port
+from bfsql.testing.standard_graph import MDM2, TP53
 
 from conftest import REFERENCE_MAX_BATCH, REFERENCE_PAGE_SIZE
 from jsonld_scripted import Reply, ScriptedApi
@@ -63,9 +57,6 @@ CALL_TIMEOUT = 15.0
 """``bfsql serve --timeout``: the longest a tool call may take."""
 CLIENT_WAIT = 60.0
 """How long the test waits for any answer before calling it a hang."""
-SLOW_ANSWER = 0.25
-"""Seconds the proxy holds every chunk the API sends while a traversal is slowed."""
-
 
 ENTITY_IDS, DANGLING_IDS = standard_ids()
 KNOWN_IDS = [*ENTITY_IDS, *DANGLING_IDS]
@@ -198,91 +189,26 @@ def background() -> Iterator[BackgroundLoop]:
         yield loop
 
 
-# --- fuzzing ---------------------------------------------------------------------------------
+# --- fuzzing and the injection corpus ---------------------------------------------------------
+
+BACKEND_FAILED = ("answered 5", "graph backend failed")
+"""What an error says when the API, not the arguments, failed (a 5xx answer)."""
 
 
 def test_fuzzed_calls_end_as_answers_or_clear_errors(session, reference_url, figures):
     before = api_dump(reference_url)
-    start_calls, started = session.calls, time.perf_counter()
-    outcomes: Counter[str] = Counter()
-    api_failures: list[str] = []
-
-    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(tool_arguments(KNOWN_IDS))
-    def one(call):
-        tool, arguments = call
-        outcome = session.call(tool, arguments)
-        check_outcome(outcome)
-        outcomes["error" if outcome.is_error else "answer"] += 1
-        if outcome.is_error and ("answered 5" in outcome.text or "graph backend failed" in outcome.text):
-            api_failures.append(f"{tool} {json.dumps(arguments)[:300]}: {outcome.text[:300]}")
-
-    one()
-    seconds = time.perf_counter() - started
-    schema = session.call("describe_schema", {})
-    assert not schema.is_error and "Gene" in schema.data()["entity_types"], "the server must still answer"
-    traversal = session.call("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 1})
-    assert not traversal.is_error and "GENE:MDM2" in {n["id"] for n in traversal.data()["nodes"]}
+    figures["jsonld.fuzz"] = fuzz(session, KNOWN_IDS, FUZZ_EXAMPLES, backend_failed=BACKEND_FAILED, hub=TP53,
+                                  neighbour=MDM2)
     assert api_dump(reference_url) == before, "the published graph changed"
-    figures["jsonld.fuzz"] = {
-        "calls": session.calls - start_calls,
-        "answers": outcomes["answer"],
-        "tool_errors": outcomes["error"],
-        "api_failures": len(api_failures),
-        "seconds": round(seconds, 1),
-    }
-    assert not api_failures, "fuzzed arguments made the API fail:\n" + "\n".join(api_failures[:10])
-
-
-# --- the injection corpus ----------------------------------------------------------------------
 
 
 def test_injection_corpus_changes_nothing_and_finds_only_lexical_matches(session, reference_url, figures):
     before = api_dump(reference_url)
-    outcomes = {"error": 0, "empty": 0, "match": 0}
-
-    def call(tool: str, arguments: dict[str, Any]) -> Outcome:
-        outcome = session.call(tool, arguments)
-        check_outcome(outcome)
-        return outcome
-
-    baseline = call("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 1, "topology_only": True}).data()
-    baseline_nodes = {n["id"] for n in baseline["nodes"]}
-    for entry in INJECTION_CORPUS:
-        described = call("describe_entity", {"id": entry})
-        assert described.is_error and "Unknown entity" in described.text, (entry, described.text[:300])
-        traversed = call("bfs_query", {"seeds": [entry], "max_hops": 1})
-        assert traversed.is_error and "Unknown entity" in traversed.text, (entry, traversed.text[:300])
-        many = call("describe_entities", {"ids": [entry, "GENE:TP53"]})
-        assert not many.is_error, (entry, many.text[:300])
-        assert [n["id"] for n in hits_of(many)] == ["GENE:TP53"], (entry, many.text[:500])
-        excluded = call(
-            "bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 1, "topology_only": True, "exclude_node_types": [entry]}
-        )
-        if not excluded.is_error:  # an unknown type excludes nothing and adds nothing
-            assert {n["id"] for n in excluded.data()["nodes"]} == baseline_nodes, entry
-        typed = call("search_entities", {"query": "p53", "node_types": [entry], "mode": "lexical"})
-        assert typed.is_error or hits_of(typed) == [], (entry, typed.text[:300])
-
-        found = call("search_entities", {"query": entry, "mode": "lexical"})
-        if found.is_error:
-            outcomes["error"] += 1
-            continue
-        hits = [h for h in hits_of(found) if "id" in h]
-        if not hits:
-            outcomes["empty"] += 1
-            continue
-        outcomes["match"] += 1
-        for hit in hits:
-            record = call("describe_entity", {"id": hit["id"]}).data()
-            labels = " ".join([record.get("name") or "", *record.get("synonyms", [])])
-            assert lexical_match(entry, labels), (entry, hit, labels)
+    measured = injection_corpus(session, hub=TP53, backend_failed=BACKEND_FAILED)
     after = api_dump(reference_url)
     assert after == before, "the published graph changed"
     figures["jsonld.injection"] = {
-        "entries": len(INJECTION_CORPUS),
-        "calls_per_entry": 6,
-        "search": outcomes,
+        **measured,
         "graph": {"entities": after["entities"], "relations": after["relations"], "unchanged": True},
     }
 
@@ -323,104 +249,23 @@ def test_injection_corpus_reaches_the_api_as_one_encoded_value(background, figur
 
 # --- faults ----------------------------------------------------------------------------------
 
-REFERENCE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
-    "traversal": ("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 2}),
-    "entity": ("describe_entity", {"id": "DRUG:aspirin"}),
-    "entities": ("describe_entities", {"ids": ["DISEASE:LFS", "GENE:β-catenin", "NOPE:x"]}),
-    "search": ("search_entities", {"query": "catenin", "mode": "lexical"}),
-    "in_flight": ("bfs_query", {"seeds": ["DRUG:nutlin-3"], "max_hops": 3}),
-    "intersection": ("intersect_subgraphs", {"seeds": ["GENE:MDM2", "DISEASE:胃癌"], "k": 2}),
-}
+REFERENCE_CALLS = standard_reference_calls()
+OUTAGE_SAYS = ("Check that the API is up", "answered 50", "timed out")
+"""What a clear error during an outage says."""
 
 
-def test_api_stopped_mid_session_then_restarted(session, reference_url, own_reference, figures):
-    expected = reference_answers(session, REFERENCE_CALLS)
-    data_before = api_dump(own_reference.url)
-    marked = new_mark()
-    with SessionThread(serve_params(own_reference.url, env=marked), call_timeout=CLIENT_WAIT) as subject:
-        bfsql = MarkedProcess(marked)
-        warm = subject.call(*REFERENCE_CALLS["entity"])
-        assert not warm.is_error and warm.data() == expected["entity"]
-
-        own_reference.stop()  # SIGTERM: the API goes away between two calls
-        errors = []
-        for name in ("traversal", "entities", "search"):
-            started = time.perf_counter()
-            outcome = subject.call(*REFERENCE_CALLS[name])
-            errors.append(clear_failure(outcome, started, CALL_TIMEOUT, own_reference.url, "timed out"))
-        assert bfsql.is_running(), "bfsql serve must outlive the API"
-
-        restart = own_reference.start()
-        assert api_dump(own_reference.url) == data_before, "the restarted API must publish the same data"
-        started = time.perf_counter()
-        first = subject.call(*REFERENCE_CALLS["traversal"])
-        recovery = time.perf_counter() - started
-        assert not first.is_error, f"the first call after the restart failed: {first.text[:500]}"
-        assert first.data() == expected["traversal"]
-        for name in ("entity", "entities", "search"):  # errors were not cached, answers are still right
-            again = subject.call(*REFERENCE_CALLS[name])
-            assert not again.is_error and again.data() == expected[name], (name, again.text[:500])
-        assert MarkedProcess(marked).pid == bfsql.pid and bfsql.is_running()
-    figures["jsonld.fault.stopped_between_calls"] = {
-        "survived": True,
-        "calls_failed_while_down": len(errors),
-        "seconds_to_error_max": round(max(errors), 2),
-        "restart_seconds": round(restart, 2),
-        "first_call_after_restart_seconds": round(recovery, 2),
-    }
+def test_api_stopped_mid_session_then_restarted(session, own_reference, figures):
+    figures["jsonld.fault.stopped_between_calls"] = outage_between_calls(
+        session, lambda env: serve_params(own_reference.url, env=env), own_reference, REFERENCE_CALLS,
+        timeout=CALL_TIMEOUT, says=OUTAGE_SAYS, dump=lambda: api_dump(own_reference.url), client_wait=CLIENT_WAIT,
+    )
 
 
-def test_api_killed_during_a_traversal_then_restarted(session, own_reference, background, figures):
-    expected = reference_answers(session, REFERENCE_CALLS)
-    marked = new_mark()
-    with (
-        SlowProxy(background, own_reference.port) as proxy,
-        SessionThread(
-            serve_params(f"http://127.0.0.1:{proxy.port}", env=marked), call_timeout=CLIENT_WAIT
-        ) as subject,
-        ThreadPoolExecutor(1) as pool,
-    ):
-        bfsql = MarkedProcess(marked)
-        warm = subject.call(*REFERENCE_CALLS["entity"])
-        assert not warm.is_error and warm.data() == expected["entity"]
-
-        proxy.delay = SLOW_ANSWER
-        sent = proxy.sent
-        started = time.perf_counter()
-        call = pool.submit(subject.call, *REFERENCE_CALLS["in_flight"])
-        while proxy.sent < sent + 2 and time.perf_counter() - started < 10:
-            time.sleep(0.02)  # requests of the traversal are on their way
-        time.sleep(3 * SLOW_ANSWER)
-        assert not call.done(), "the traversal finished before the fault: slow the proxy down"
-        in_flight = time.perf_counter() - started
-        requests_sent = proxy.sent - sent
-        killed = time.perf_counter()
-        own_reference.stop(kill=True)  # SIGKILL while the traversal waits for answers
-        seconds_to_error = clear_failure(
-            call.result(CLIENT_WAIT), killed, CALL_TIMEOUT, f"http://127.0.0.1:{proxy.port}", "timed out"
-        )
-        assert bfsql.is_running()
-
-        proxy.delay = 0.0
-        restart = own_reference.start()
-        started = time.perf_counter()
-        first = subject.call(*REFERENCE_CALLS["in_flight"])
-        recovery = time.perf_counter() - started
-        assert not first.is_error, f"the first call after the restart failed: {first.text[:500]}"
-        assert first.data() == expected["in_flight"], "a partial traversal was cached"
-        for name in ("intersection", "entity"):
-            again = subject.call(*REFERENCE_CALLS[name])
-            assert not again.is_error and again.data() == expected[name], (name, again.text[:500])
-        assert MarkedProcess(marked).pid == bfsql.pid and bfsql.is_running()
-    figures["jsonld.fault.killed_during_traversal"] = {
-        "survived": True,
-        "traversal": f"bfs_query max_hops=3, API answers held {SLOW_ANSWER:g}s per chunk by a proxy",
-        "seconds_in_flight_before_kill": round(in_flight, 2),
-        "request_chunks_sent_before_kill": requests_sent,
-        "seconds_to_error": round(seconds_to_error, 2),
-        "restart_seconds": round(restart, 2),
-        "first_call_after_restart_seconds": round(recovery, 2),
-    }
+def test_api_killed_during_a_traversal_then_restarted(session, own_reference, figures):
+    figures["jsonld.fault.killed_during_traversal"] = outage_during_traversal(
+        session, lambda port, env: serve_params(f"http://127.0.0.1:{port}", env=env), own_reference,
+        own_reference.port, REFERENCE_CALLS, timeout=CALL_TIMEOUT, says=OUTAGE_SAYS, client_wait=CLIENT_WAIT,
+    )
 
 
 SLOW_ID, FAST_ID = "GENE:SLOW", "GENE:FAST"

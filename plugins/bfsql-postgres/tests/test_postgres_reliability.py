@@ -19,36 +19,26 @@ import re
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
-from hypothesis import HealthCheck, given, settings
 from mcp.client.stdio import StdioServerParameters
 
-from bfsql.testing.faults import BackgroundLoop, MarkedProcess, SlowProxy, new_mark, rss_kb
+from bfsql.testing.faults import rss_kb
 from bfsql.testing.hpo import highest_degree, hpo_data_dir, write_hpo_bundle
-from bfsql.testing.reliability import (
-    INJECTION_CORPUS,
-    Outcome,
-    SessionThread,
-    check_outcome,
-    clear_failure,
-    hits_of,
-    hub_calls,
-    hub_explosions,
-    lexical_match,
-    load_figures,
-    reference_answers,
-    standard_ids,
-    tool_arguments,
+from bfsql.testing.reliability import SessionThread, hub_calls, hub_explosions, load_figures, standard_ids
+from bfsql.testing.scenarios import (
+    fuzz,
+    injection_corpus,
+    outage_between_calls,
+    outage_during_traversal,
+    standard_reference_calls,
 )
 from bfsql.testing.services import free_port, unavailable, wait_for_port
-from bfsql.testing.standard_graph import write_standard_bundle
+from bfsql.testing.standard_graph import MDM2, TP53, write_standard_bundle
 from bfsql_postgres.loader import load_postgres
 
 pytestmark = pytest.mark.reliability
@@ -59,8 +49,6 @@ CALL_TIMEOUT = 15.0
 """``bfsql serve --timeout``: the longest a tool call may take."""
 CLIENT_WAIT = 60.0
 """How long the test waits for any answer before calling it a hang."""
-SLOW_ANSWER = 0.25
-"""Seconds the proxy holds every chunk PostgreSQL sends while a traversal is slowed."""
 ANSWER_CHARS = 20_000 * 3
 """The default answer budget (20,000 estimated tokens of 3 characters)."""
 READER = "bfsql_reader"
@@ -68,6 +56,8 @@ READER = "bfsql_reader"
 
 ENTITY_IDS, DANGLING_IDS = standard_ids()
 KNOWN_IDS = [*ENTITY_IDS, *DANGLING_IDS]
+BACKEND_FAILED = ("PostgreSQL", "graph backend failed")
+"""What an error says when the server, not the arguments, failed."""
 
 
 # --- the module's own PostgreSQL -------------------------------------------------------------
@@ -226,86 +216,19 @@ def session(cluster: Cluster) -> Iterator[SessionThread]:
 
 def test_fuzzed_calls_end_as_answers_or_clear_errors(cluster, session, figures):
     before = cluster.dump()
-    start_calls, started = session.calls, time.perf_counter()
-    outcomes: Counter[str] = Counter()
-    failures: list[str] = []
-
-    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(tool_arguments(KNOWN_IDS))
-    def one(call):
-        tool, arguments = call
-        outcome = session.call(tool, arguments)
-        check_outcome(outcome)
-        outcomes["error" if outcome.is_error else "answer"] += 1
-        if outcome.is_error and ("PostgreSQL" in outcome.text or "graph backend failed" in outcome.text):
-            failures.append(f"{tool} {json.dumps(arguments)[:300]}: {outcome.text[:300]}")
-
-    one()
-    seconds = time.perf_counter() - started
-    schema = session.call("describe_schema", {})
-    assert not schema.is_error and "Gene" in schema.data()["entity_types"], "the server must still answer"
-    traversal = session.call("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 1})
-    assert not traversal.is_error and "GENE:MDM2" in {n["id"] for n in traversal.data()["nodes"]}
+    measured = fuzz(session, KNOWN_IDS, FUZZ_EXAMPLES, backend_failed=BACKEND_FAILED, hub=TP53, neighbour=MDM2)
     assert cluster.dump() == before, "the database changed"
-    figures["postgres.fuzz"] = {
-        "calls": session.calls - start_calls,
-        "answers": outcomes["answer"],
-        "tool_errors": outcomes["error"],
-        "postgres_failures": len(failures),
-        "seconds": round(seconds, 1),
-    }
-    assert not failures, "fuzzed arguments made PostgreSQL fail:\n" + "\n".join(failures[:10])
+    figures["postgres.fuzz"] = measured
 
 
 def test_injection_corpus_changes_nothing_and_finds_only_lexical_matches(cluster, session, figures):
     before = cluster.dump()
-    outcomes = {"error": 0, "empty": 0, "match": 0}
-
-    def call(tool: str, arguments: dict[str, Any]) -> Outcome:
-        outcome = session.call(tool, arguments)
-        check_outcome(outcome)
-        return outcome
-
-    baseline = call("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 1, "topology_only": True}).data()
-    baseline_nodes = {n["id"] for n in baseline["nodes"]}
-    for entry in INJECTION_CORPUS:
-        described = call("describe_entity", {"id": entry})
-        assert described.is_error and "Unknown entity" in described.text, (entry, described.text[:300])
-        traversed = call("bfs_query", {"seeds": [entry], "max_hops": 1})
-        assert traversed.is_error and "Unknown entity" in traversed.text, (entry, traversed.text[:300])
-        many = call("describe_entities", {"ids": [entry, "GENE:TP53"]})
-        assert not many.is_error, (entry, many.text[:300])
-        assert [n["id"] for n in hits_of(many)] == ["GENE:TP53"], (entry, many.text[:500])
-        excluded = call(
-            "bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 1, "topology_only": True, "exclude_node_types": [entry]}
-        )
-        if not excluded.is_error:  # an unknown type excludes nothing and adds nothing
-            assert {n["id"] for n in excluded.data()["nodes"]} == baseline_nodes, entry
-        typed = call("search_entities", {"query": "p53", "node_types": [entry], "mode": "lexical"})
-        assert typed.is_error or hits_of(typed) == [], (entry, typed.text[:300])
-
-        found = call("search_entities", {"query": entry, "mode": "lexical"})
-        if found.is_error:
-            outcomes["error"] += 1
-            continue
-        hits = [h for h in hits_of(found) if "id" in h]
-        if not hits:
-            outcomes["empty"] += 1
-            continue
-        outcomes["match"] += 1
-        for hit in hits:
-            record = call("describe_entity", {"id": hit["id"]}).data()
-            labels = " ".join([record.get("name") or "", *record.get("synonyms", [])])
-            assert lexical_match(entry, labels), (entry, hit, labels)
+    measured = injection_corpus(session, hub=TP53, backend_failed=BACKEND_FAILED)
     after = cluster.dump()
     assert after == before, "the database changed"
-    figures["postgres.injection"] = {
-        "entries": len(INJECTION_CORPUS),
-        "calls_per_entry": 6,
-        "search": outcomes,
-        "database": {"tables": len(after["tables"]), "rows": sum(c for c, _ in after["tables"].values()),
-                     "unchanged": True},
-    }
+    rows = sum(count for count, _ in after["tables"].values())
+    figures["postgres.injection"] = {**measured, "database": {"tables": len(after["tables"]), "rows": rows,
+                                                              "unchanged": True}}
 
 
 READ_ONLY_STATEMENT = re.compile(r"\s*(SELECT|WITH)\b|\s*(BEGIN READ ONLY|COMMIT);?\s*$", re.IGNORECASE)
@@ -345,111 +268,40 @@ def test_bfsql_only_reads_through_a_select_only_role(cluster, session, figures):
 
 # --- faults ----------------------------------------------------------------------------------
 
-REFERENCE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
-    "traversal": ("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 2}),
-    "entity": ("describe_entity", {"id": "DRUG:aspirin"}),
-    "entities": ("describe_entities", {"ids": ["DISEASE:LFS", "GENE:β-catenin", "NOPE:x"]}),
-    "search": ("search_entities", {"query": "catenin", "mode": "lexical"}),
-    "in_flight": ("bfs_query", {"seeds": ["DRUG:nutlin-3"], "max_hops": 3}),
-    "intersection": ("intersect_subgraphs", {"seeds": ["GENE:MDM2", "DISEASE:胃癌"], "k": 2}),
-}
-FAILURE_SAYS = ("PostgreSQL", "timed out")
-"""What a clear error during an outage mentions."""
+REFERENCE_CALLS = standard_reference_calls()
+OUTAGE_SAYS = ("PostgreSQL at", "timed out")
+"""What a clear error during an outage says."""
+
+
+class Restarts:
+    """The cluster as a :class:`~bfsql.testing.scenarios.Restartable`: a fast shutdown, or a crash (``kill``)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.embedded = cluster.embedded
+
+    def stop(self, kill: bool = False) -> None:
+        """``pg_ctl stop -m fast`` (clients disconnected cleanly) or ``-m immediate`` (as in a crash)."""
+        self.embedded.halt("immediate" if kill else "fast")
+
+    def start(self) -> float:
+        """Start it again on the same port (crash recovery replays the WAL); seconds it took."""
+        began = time.perf_counter()
+        self.embedded.resume()
+        return time.perf_counter() - began
 
 
 def test_server_stopped_mid_session_then_restarted(cluster, session, figures):
-    expected = reference_answers(session, REFERENCE_CALLS)
-    data_before = cluster.dump()
-    marked = new_mark()
-    with SessionThread(serve_params(cluster.dsn("standard", READER), marked), call_timeout=CLIENT_WAIT) as subject:
-        bfsql = MarkedProcess(marked)
-        warm = subject.call(*REFERENCE_CALLS["entity"])
-        assert not warm.is_error and warm.data() == expected["entity"]
-
-        cluster.embedded.halt("fast")  # a clean shutdown between two calls: connections are closed
-        try:
-            errors = []
-            for name in ("traversal", "entities", "search"):
-                started = time.perf_counter()
-                outcome = subject.call(*REFERENCE_CALLS[name])
-                errors.append(clear_failure(outcome, started, CALL_TIMEOUT, *FAILURE_SAYS))
-            assert bfsql.is_running(), "bfsql serve must outlive PostgreSQL"
-        finally:
-            began = time.perf_counter()
-            cluster.embedded.resume()
-            restart = time.perf_counter() - began
-        assert cluster.dump() == data_before, "the restarted server must hold the same data"
-        started = time.perf_counter()
-        first = subject.call(*REFERENCE_CALLS["traversal"])
-        recovery = time.perf_counter() - started
-        assert not first.is_error, f"the first call after the restart failed: {first.text[:500]}"
-        assert first.data() == expected["traversal"]
-        for name in ("entity", "entities", "search"):  # errors were not cached, answers are still right
-            again = subject.call(*REFERENCE_CALLS[name])
-            assert not again.is_error and again.data() == expected[name], (name, again.text[:500])
-        assert MarkedProcess(marked).pid == bfsql.pid and bfsql.is_running()
-    figures["postgres.fault.stopped_between_calls"] = {
-        "survived": True,
-        "calls_failed_while_down": len(errors),
-        "seconds_to_error_max": round(max(errors), 2),
-        "restart_seconds": round(restart, 2),
-        "first_call_after_restart_seconds": round(recovery, 2),
-    }
+    figures["postgres.fault.stopped_between_calls"] = outage_between_calls(
+        session, lambda env: serve_params(cluster.dsn("standard", READER), env), Restarts(cluster),
+        REFERENCE_CALLS, timeout=CALL_TIMEOUT, says=OUTAGE_SAYS, dump=cluster.dump, client_wait=CLIENT_WAIT,
+    )
 
 
 def test_server_crashed_during_a_traversal_then_restarted(cluster, session, figures):
-    expected = reference_answers(session, REFERENCE_CALLS)
-    marked = new_mark()
-    with (
-        BackgroundLoop() as loop,
-        SlowProxy(loop, cluster.port) as proxy,
-        SessionThread(
-            serve_params(cluster.dsn("standard", READER, port=proxy.port), marked), call_timeout=CLIENT_WAIT
-        ) as subject,
-        ThreadPoolExecutor(1) as pool,
-    ):
-        bfsql = MarkedProcess(marked)
-        warm = subject.call(*REFERENCE_CALLS["entity"])
-        assert not warm.is_error and warm.data() == expected["entity"]
-
-        proxy.delay = SLOW_ANSWER
-        sent = proxy.sent
-        started = time.perf_counter()
-        call = pool.submit(subject.call, *REFERENCE_CALLS["in_flight"])
-        while proxy.sent < sent + 3 and time.perf_counter() - started < 10:
-            time.sleep(0.02)  # statements of the traversal are on their way
-        time.sleep(3 * SLOW_ANSWER)
-        assert not call.done(), "the traversal finished before the fault: slow the proxy down"
-        in_flight = time.perf_counter() - started
-        chunks_sent = proxy.sent - sent
-        crashed = time.perf_counter()
-        cluster.embedded.halt("immediate")  # every server process quits at once, as in a crash
-        try:
-            seconds_to_error = clear_failure(call.result(CLIENT_WAIT), crashed, CALL_TIMEOUT, *FAILURE_SAYS)
-            assert bfsql.is_running()
-        finally:
-            proxy.delay = 0.0
-            began = time.perf_counter()
-            cluster.embedded.resume()  # crash recovery replays the WAL
-            restart = time.perf_counter() - began
-        started = time.perf_counter()
-        first = subject.call(*REFERENCE_CALLS["in_flight"])
-        recovery = time.perf_counter() - started
-        assert not first.is_error, f"the first call after the restart failed: {first.text[:500]}"
-        assert first.data() == expected["in_flight"], "a partial traversal was cached"
-        for name in ("intersection", "entity"):
-            again = subject.call(*REFERENCE_CALLS[name])
-            assert not again.is_error and again.data() == expected[name], (name, again.text[:500])
-        assert MarkedProcess(marked).pid == bfsql.pid and bfsql.is_running()
-    figures["postgres.fault.crashed_during_traversal"] = {
-        "survived": True,
-        "traversal": f"bfs_query max_hops=3, server answers held {SLOW_ANSWER:g}s per chunk by a proxy",
-        "seconds_in_flight_before_crash": round(in_flight, 2),
-        "chunks_sent_before_crash": chunks_sent,
-        "seconds_to_error": round(seconds_to_error, 2),
-        "restart_seconds": round(restart, 2),
-        "first_call_after_restart_seconds": round(recovery, 2),
-    }
+    figures["postgres.fault.crashed_during_traversal"] = outage_during_traversal(
+        session, lambda port, env: serve_params(cluster.dsn("standard", READER, port=port), env), Restarts(cluster),
+        cluster.port, REFERENCE_CALLS, timeout=CALL_TIMEOUT, says=OUTAGE_SAYS, client_wait=CLIENT_WAIT,
+    )
 
 
 # --- the HPO: hub explosions and load ------------------------------------------------------------
