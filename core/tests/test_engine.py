@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bfsql import Graph, postprocess
@@ -201,3 +203,38 @@ async def test_batch_round_trips_per_hop_are_constant(small_graph):
     calls = small_graph.stats.calls
     assert calls.get("edges_from", 0) == 0 and calls.get("get_node", 0) == 0
     assert calls["edges_from_many"] == 2 and calls["edges_to_many"] == 2
+
+
+class CountingBackend(MemoryBackend):
+    """The memory backend, counting the metadata it is asked for."""
+
+    asked = 0
+
+    async def metadata_for_nodes(self, entity_ids):
+        self.asked += len(entity_ids)
+        return await super().metadata_for_nodes(entity_ids)
+
+    async def metadata_for_edges(self, edges):
+        self.asked += len(edges)
+        return await super().metadata_for_edges(edges)
+
+
+@pytest.mark.parametrize("answer_chars", [200, 400, 100_000])
+async def test_metadata_no_answer_could_hold_is_not_fetched_and_the_fitted_answer_is_the_same(answer_chars):
+    from bfsql.server.budget import answer_limit, fit_traversal
+
+    max_tokens = next(t for t in range(1, 100_000) if answer_limit(t) >= answer_chars)
+    answers, asked = [], []
+    for budget in (TraversalBudget(), TraversalBudget(answer_chars=answer_limit(max_tokens))):
+        backend = CountingBackend(small_records())
+        graph = Graph(backend, plugins=[postprocess], cache=None)
+        for result in (await bfs_query(graph, ["S"], 2, budget=budget),
+                       await intersect_subgraphs(graph, ["S", "C"], 2, budget=budget)):
+            answers.append(fit_traversal(to_output(result), max_tokens, offset=None))
+        asked.append(backend.asked)
+    assert answers[:2] == answers[2:]
+    if answer_chars < 1000:  # the stubs alone are larger: nothing fetched, answers cut to stubs all the same
+        assert asked[1] == 0 < asked[0]
+        assert all("Metadata was left out" in json.dumps(a["truncated"]) for a in answers)
+    else:
+        assert asked[1] == asked[0]

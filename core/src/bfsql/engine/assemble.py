@@ -88,6 +88,16 @@ def schema_summary(types: set[str], predicates: set[str]) -> SchemaSummary:
     return SchemaSummary(entity_types_found=sorted(types), predicates_found=sorted(predicates))
 
 
+_STUB_NODE_CHARS = len('{"id":"","entity_type":""},')
+_BARE_EDGE_CHARS = len('{"subject":"","predicate":"","object":""},')
+
+
+def _stub_chars(node_ids: list[str], types: dict[str, str], edges: list[Edge]) -> int:
+    """A lower bound of the compact JSON size of these nodes as stubs and edges as bare triples."""
+    nodes = sum(_STUB_NODE_CHARS + len(n) + len(types[n]) for n in node_ids)
+    return nodes + sum(_BARE_EDGE_CHARS + len(e.subject) + len(e.predicate) + len(e.object) for e in edges)
+
+
 async def assemble(
     graph: Graph,
     selection: Selection,
@@ -97,11 +107,18 @@ async def assemble(
     start: int = 0,
     stop: int | None = None,
     metadata: dict[str, dict[str, Any]] | None = None,
+    answer_chars: int | None = None,
 ) -> tuple[list[Node], list[ResultEdge]]:
-    """Protocol nodes and edges for ``order[start:stop]``, full or stub per ``detail``."""
+    """Protocol nodes and edges for ``order[start:stop]``, full or stub per ``detail``.
+
+    When even the stubs exceed ``answer_chars`` (see :attr:`TraversalBudget.answer_chars`),
+    everything is returned as stubs without fetching metadata.
+    """
     stop = len(selection.order) if stop is None else stop
     node_ids = selection.order[start:stop]
     edges = page_edges(selection, start, stop)
+    if answer_chars is not None and _stub_chars(node_ids, selection.types, edges) > answer_chars:
+        detail = Detail(topology_only=True)
     metadata = metadata or {}
     want_nodes = [n for n in node_ids if detail.full_node(selection.types[n]) and n not in metadata]
     want_edges = [e for e in edges if detail.full_edge(e.predicate)]

@@ -50,7 +50,10 @@ async def bfs_query(
 
     total = len(selection.order)
     stop = total if limit is None else min(total, offset + limit)
-    nodes, edges = await assemble(graph, selection, detail, "bfs_query", start=offset, stop=stop, metadata=metadata)
+    nodes, edges = await assemble(
+        graph, selection, detail, "bfs_query", start=offset, stop=stop, metadata=metadata,
+        answer_chars=budget.answer_chars,
+    )
 
     truncated = reached.truncations(budget)
     if stop < total:

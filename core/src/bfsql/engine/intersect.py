@@ -66,7 +66,9 @@ async def intersect_subgraphs(
     selection = Selection(order, types, sorted(edges, key=edge_order))
     summary = schema_summary(set(types.values()), {e.predicate for e in edges})
     selection, metadata = await drop_low_mentions(graph, selection, min_mentions, set(seeds))
-    nodes, result_edges = await assemble(graph, selection, detail, "intersect_subgraphs", metadata=metadata)
+    nodes, result_edges = await assemble(
+        graph, selection, detail, "intersect_subgraphs", metadata=metadata, answer_chars=budget.answer_chars
+    )
 
     cuts = Expansion()
     for reached in expansions:

@@ -8,6 +8,7 @@ the tools, with the valid filter values in the traversal tools' descriptions.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
 import logging
@@ -80,6 +81,8 @@ class _Tools:
     def __init__(self, graph: Graph, settings: ServeSettings) -> None:
         self.graph = graph
         self.settings = settings
+        self.budget = dataclasses.replace(settings.budget, answer_chars=fit.answer_limit(settings.max_tokens))
+        """The traversal budget, told the answer size so that it skips metadata no answer could hold."""
 
     async def guarded(self, tool: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run a tool body with a timeout, turning every failure into a clear tool error."""
@@ -179,7 +182,7 @@ class _Tools:
                 min_mentions=min_mentions,
                 limit=limit,
                 offset=offset,
-                budget=self.settings.budget,
+                budget=self.budget,
                 progress=functools.partial(self.progress, ctx),
             )
             return _answer(fit.fit_traversal(to_output(result), self.settings.max_tokens, offset=offset))
@@ -241,7 +244,7 @@ class _Tools:
                 topology_only=topology_only,
                 exclude_node_types=exclude_node_types,
                 min_mentions=min_mentions,
-                budget=self.settings.budget,
+                budget=self.budget,
                 progress=functools.partial(self.progress, ctx),
             )
             return _answer(fit.fit_traversal(to_output(result), self.settings.max_tokens, offset=None))
@@ -265,7 +268,7 @@ class _Tools:
     ) -> Annotated[CallToolResult, PathQueryResult]:
         async def body() -> CallToolResult:
             result = await path_query(
-                self.graph, query, k=k, threshold=threshold, max_results=max_results, budget=self.settings.budget
+                self.graph, query, k=k, threshold=threshold, max_results=max_results, budget=self.budget
             )
             return _answer(fit_paths(to_output(result), self.settings.max_tokens))
 

@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "CHARS_PER_TOKEN",
+    "answer_limit",
     "compact_json",
     "estimate_tokens",
     "fit_list",
@@ -37,12 +38,13 @@ def estimate_tokens(obj: Any) -> int:
     return len(compact_json(obj)) // CHARS_PER_TOKEN + 1
 
 
-def _limit(max_tokens: int) -> int:
+def answer_limit(max_tokens: int) -> int:
+    """The characters of compact JSON an answer of ``max_tokens`` may use (room kept for truncation notes)."""
     return max(max_tokens * CHARS_PER_TOKEN - _RESERVE_CHARS, 200)
 
 
 def _fits(obj: Any, max_tokens: int) -> bool:
-    return len(compact_json(obj)) <= _limit(max_tokens)
+    return len(compact_json(obj)) <= answer_limit(max_tokens)
 
 
 def _stub_node(node: dict[str, Any]) -> dict[str, Any]:
