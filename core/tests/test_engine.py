@@ -15,7 +15,7 @@ from bfsql import Graph, postprocess
 from bfsql.backends.memory import MemoryBackend
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.errors import InvalidArgument, UnknownEntity
-from bfsql.models import to_output
+from bfsql.models import Truncation, to_output
 
 from conftest import small_records
 
@@ -238,3 +238,23 @@ async def test_metadata_no_answer_could_hold_is_not_fetched_and_the_fitted_answe
         assert all("Metadata was left out" in json.dumps(a["truncated"]) for a in answers)
     else:
         assert asked[1] == asked[0]
+
+
+class CuttingBackend(MemoryBackend):
+    """A backend that says it cut the edges of ``C`` (as the SPARQL backend does at its edge limit)."""
+
+    def truncations(self, entity_ids):
+        if "C" not in entity_ids:
+            return []
+        return [Truncation(reason="edge_limit", detail="C: 1 of 9 edges read.", hint="Raise the limit.",
+                           capped_nodes=["C"])]
+
+
+async def test_cuts_the_backend_reports_reach_the_answers_that_touch_them():
+    graph = Graph(CuttingBackend(small_records()), plugins=[postprocess], cache=None)
+    near = await bfs_query(graph, ["B"], 1)
+    assert [t.capped_nodes for t in near.truncated or [] if t.reason == "edge_limit"] == [["C"]]
+    far = await bfs_query(graph, ["A"], 1)
+    assert not [t for t in far.truncated or [] if t.reason == "edge_limit"]
+    both = await intersect_subgraphs(graph, ["B", "D"], 1)
+    assert [t.reason for t in both.truncated or []] == ["edge_limit"]

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bfsql.models import Edge, EntityStub, Node
+from bfsql.models import Edge, EntityStub, Node, Truncation
 
 if TYPE_CHECKING:
     from bfsql.embedders import Embedder
@@ -196,6 +196,14 @@ class GraphDbInterface(ABC):
     async def next_steps(self) -> str | None:
         """Backend-authored workflow advice for describe_schema, or None for the default."""
         return None
+
+    def truncations(self, entity_ids: set[str]) -> list[Truncation]:
+        """What the backend cut from what it returned for these entities (e.g. an edge limit).
+
+        A traversal answer that reached any of ``entity_ids`` carries these entries in its
+        ``truncated`` list, so a cut the backend made is never hidden. Default: none.
+        """
+        return []
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release connections, pools and files. Called once when the graph closes."""

@@ -68,7 +68,7 @@ async def test_edge_limit_cuts_in_order_and_is_reported(
     }
     assert f"{DEPARTMENT} has {total} incoming statements; only 100 were read" in caplog.text
 
-    # The engine's answer says so, through this plugin's process_result hook (installed plugins are loaded).
+    # The engine's answer says so: the backend reports its cuts through GraphDbInterface.truncations.
     result = await bfs_query(Graph(lubm), [DEPARTMENT], 1, topology_only=True, budget=TraversalBudget(max_nodes=10_000))
     notes = [t for t in result.truncated or [] if t.reason == REASON]
     assert notes and notes[0].capped_nodes == [DEPARTMENT] and f"100 of {total} incoming" in notes[0].detail

@@ -55,7 +55,7 @@ async def bfs_query(
         answer_chars=budget.answer_chars,
     )
 
-    truncated = reached.truncations(budget)
+    truncated = [*reached.truncations(budget), *graph.backend.truncations(set(reached.distance))]
     if stop < total:
         truncated.append(
             Truncation(

@@ -74,7 +74,8 @@ async def intersect_subgraphs(
     for reached in expansions:
         cuts.capped_nodes.update(reached.capped_nodes)
         cuts.nodes_cut += reached.nodes_cut
-    truncated = cuts.truncations(budget)
+    reached_ids = {node_id for reached in expansions for node_id in reached.distance}
+    truncated = [*cuts.truncations(budget), *graph.backend.truncations(reached_ids)]
     dangling = sum(r.dangling_edges for r in expansions)
     warnings = [f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else []
     result = IntersectionResult(

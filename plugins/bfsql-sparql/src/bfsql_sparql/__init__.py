@@ -13,7 +13,6 @@ from bfsql.hookspecs import hookimpl
 from bfsql_sparql.backend import InvalidEntityId, SparqlBackend, SparqlConfigError
 from bfsql_sparql.client import SparqlClient, SparqlEndpointError
 from bfsql_sparql.config import ENV_ALIASES, SparqlConfig
-from bfsql_sparql.truncation import process_result
 
 __all__ = [
     "InvalidEntityId",
@@ -22,7 +21,6 @@ __all__ = [
     "SparqlConfig",
     "SparqlConfigError",
     "SparqlEndpointError",
-    "process_result",
     "register_backends",
 ]
 

@@ -18,7 +18,7 @@ from typing_extensions import override
 
 from bfsql.backend import Capabilities, GraphDbInterface, gather_or_cancel
 from bfsql.errors import InvalidArgument, clip
-from bfsql.models import Edge, EntityStub, Node
+from bfsql.models import Edge, EntityStub, Node, Truncation
 from bfsql.search_rank import lexical_rank
 from bfsql_sparql import queries
 from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term
@@ -37,7 +37,7 @@ from bfsql_sparql.mapping import (
 from bfsql_sparql.queries import Direction
 from bfsql_sparql.search import WORD_MATCH_RANK, find_candidates
 from bfsql_sparql.terms import RDFS, SKOS, InvalidTerm, PrefixMap, local_name, string_expression
-from bfsql_sparql.truncation import CutLog
+from bfsql_sparql.truncation import CutLog, truncation_for
 
 __all__ = ["InvalidEntityId", "SparqlBackend", "SparqlConfigError"]
 
@@ -147,8 +147,13 @@ class SparqlBackend(GraphDbInterface):
 
     @override
     async def aclose(self) -> None:
-        self.cuts.close()
         await self.client.aclose()
+
+    @override
+    def truncations(self, entity_ids: set[str]) -> list[Truncation]:
+        """A ``sparql_edge_limit`` entry naming the given entities whose edge lists were cut, if any."""
+        cuts = self.cuts.cuts_for(entity_ids)
+        return [truncation_for(cuts, self.cuts.edge_limit)] if cuts else []
 
     # --- ids ---------------------------------------------------------------
 
