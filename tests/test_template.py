@@ -41,6 +41,7 @@ def test_renders_exactly_the_project_files(tmp_path: Path) -> None:
         "src/bfsql_example/__init__.py",
         "tests/test_conformance.py",
         "tests/test_discovery.py",
+        "tests/test_reliability.py",
     }
     meta = tomllib.loads((project / "pyproject.toml").read_text())
     assert meta["project"]["name"] == "bfsql-example"
