@@ -168,7 +168,7 @@ class MemoryBackend(GraphDbInterface):
     @override
     async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
         rel = self._rels.get(edge)
-        if rel is None:
+        if rel is None or self._touches_merged(edge):
             return {}
         return edge_metadata(rel, self._evidence.get(edge, []))
 

@@ -233,6 +233,8 @@ class SqliteBackend(GraphDbInterface):
                        v.rowid, v.text_span, v.confidence, v.document_id, v.section
                 FROM wanted w
                 JOIN relationship r ON r.subject_id = w.s AND r.predicate = w.p AND r.object_id = w.o
+                    AND NOT EXISTS (SELECT 1 FROM entity m
+                                    WHERE m.entity_id IN (r.subject_id, r.object_id) AND m.status = 'merged')
                 LEFT JOIN evidence v
                     ON v.subject_id = r.subject_id AND v.predicate = r.predicate AND v.object_id = r.object_id
                 ORDER BY r.subject_id, r.predicate, r.object_id, v.rowid

@@ -327,6 +327,12 @@ class BackendConformance:
         for query in ("TP53", "p53"):
             assert merged not in [s.id for s in await backend.search_entities(query)], f"search {query!r}"
 
+    async def test_an_edge_touching_a_merged_node_has_no_metadata(self, backend: GraphDbInterface, ids: IdMap) -> None:
+        """An edge touching a merged entity is invisible like the entity: ``{}``, as for an unknown edge."""
+        edge = ids.edge(MERGED_MDM2)
+        assert await backend.metadata_for_edge(edge) == {}
+        assert await backend.metadata_for_edges([edge]) == {edge: {}}
+
     # --- edge metadata -----------------------------------------------------
 
     @pytest.mark.parametrize("triple", ALL_EDGES)

@@ -226,10 +226,13 @@ _STATEMENT = f"?st <{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o"
 
 
 def statement_query(triples: Sequence[tuple[str, str, str]]) -> str:
-    """``?s ?p ?o`` for each triple that exists, with the ``?k ?v`` properties of its reified statements."""
+    """``?s ?p ?o`` for each triple that exists between live entities, with its reified statements' ``?k ?v``.
+
+    A triple touching a deprecated (merged) entity is invisible like the entity, so it has no metadata.
+    """
     skipped = ", ".join(f"<{RDF}{name}>" for name in ("subject", "predicate", "object", "type"))
     return (
-        f"SELECT ?s ?p ?o ?k ?v WHERE {{ {_triples(triples)} ?s ?p ?o "
+        f"SELECT ?s ?p ?o ?k ?v WHERE {{ {_triples(triples)} ?s ?p ?o {live('s')} {live('o')} "
         f"OPTIONAL {{ {_STATEMENT} ; ?k ?v FILTER(?k NOT IN ({skipped}) && !isBlank(?v)) }} }}"
     )
 

@@ -56,10 +56,15 @@ class {{ cookiecutter.__backend_class }}(GraphDbInterface):
                 self._evidence[record.edge()].append(record)
         hidden = {i for i, e in entities.items() if e.status == "merged"}
         self._entities = {i: e for i, e in entities.items() if i not in hidden}
+        # An edge touching a merged entity is invisible like the entity: no edge lists, no metadata.
+        self._relationships = {
+            edge: rel
+            for edge, rel in self._relationships.items()
+            if edge.subject not in hidden and edge.object not in hidden
+        }
         for edge in self._relationships:
-            if edge.subject not in hidden and edge.object not in hidden:
-                self._outgoing[edge.subject].append(edge)
-                self._incoming[edge.object].append(edge)
+            self._outgoing[edge.subject].append(edge)
+            self._incoming[edge.object].append(edge)
 
     def _entity(self, entity_id: str) -> EntityRecord:
         """The visible entity; KeyError for an unknown or merged id, as the contract requires."""
