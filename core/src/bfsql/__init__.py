@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from bfsql.backend import Capabilities, GraphDbInterface, gather_bounded
+from bfsql.backend import BatchFirstBackend, Capabilities, GraphDbInterface, gather_bounded
 from bfsql.graph import Graph, then
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.models import (
@@ -29,6 +29,7 @@ except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0.0.0"
 
 __all__ = [
+    "BatchFirstBackend",
     "BfsResult",
     "Capabilities",
     "Edge",

@@ -18,7 +18,14 @@ from bfsql.models import Edge, EntityStub, Node, Truncation
 if TYPE_CHECKING:
     from bfsql.embedders import Embedder
 
-__all__ = ["Capabilities", "GraphDbInterface", "gather_bounded", "gather_or_cancel", "has_vector_search"]
+__all__ = [
+    "BatchFirstBackend",
+    "Capabilities",
+    "GraphDbInterface",
+    "gather_bounded",
+    "gather_or_cancel",
+    "has_vector_search",
+]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -207,6 +214,56 @@ class GraphDbInterface(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release connections, pools and files. Called once when the graph closes."""
+
+
+class BatchFirstBackend(GraphDbInterface):
+    """A base for backends that answer a whole frontier at once: write the batch primitives only.
+
+    Each single primitive is its batch primitive on one id (``KeyError`` when the id is not
+    in the answer), so the two can never disagree.
+    """
+
+    capabilities = Capabilities(batch_primitives=True)
+
+    @abstractmethod
+    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        """Outgoing edges of each existing entity, keyed by id (missing ids left out)."""
+
+    @abstractmethod
+    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+        """Incoming edges of each existing entity, keyed by id (missing ids left out)."""
+
+    @abstractmethod
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
+        """Identity of each existing entity, keyed by id (missing ids left out)."""
+
+    @abstractmethod
+    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Metadata of each existing entity, keyed by id (missing ids left out)."""
+
+    @abstractmethod
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        """Metadata of every given edge, ``{}`` for an unknown one."""
+
+    async def edges_from(self, entity_id: str) -> list[Edge]:
+        """Outgoing edges, sorted; ``KeyError`` for an unknown id."""
+        return (await self.edges_from_many([entity_id]))[entity_id]
+
+    async def edges_to(self, entity_id: str) -> list[Edge]:
+        """Incoming edges, sorted; ``KeyError`` for an unknown id."""
+        return (await self.edges_to_many([entity_id]))[entity_id]
+
+    async def get_node(self, entity_id: str) -> Node:
+        """Id and type; ``KeyError`` for an unknown id."""
+        return (await self.get_nodes([entity_id]))[entity_id]
+
+    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
+        """All metadata of the entity; ``KeyError`` for an unknown id."""
+        return (await self.metadata_for_nodes([entity_id]))[entity_id]
+
+    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
+        """All metadata of the edge; ``{}`` for an unknown one."""
+        return (await self.metadata_for_edges([edge]))[edge]
 
 
 def has_vector_search(backend: GraphDbInterface) -> bool:

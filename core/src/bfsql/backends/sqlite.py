@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.backend import BatchFirstBackend, Capabilities
 from bfsql.embedders import Embedder, EmbedderMismatch, dot, normalise
 from bfsql.errors import BfsqlError
 from bfsql.hookspecs import hookimpl
@@ -102,7 +102,7 @@ def fts_query(text: str) -> str:
     return " ".join(tokens) + "*"
 
 
-class SqliteBackend(GraphDbInterface):
+class SqliteBackend(BatchFirstBackend):
     """A read-only view of a SQLite store written by :func:`bfsql.loading.sqlite_loader.load_sqlite`."""
 
     capabilities = Capabilities(batch_primitives=True, provenance=True)
@@ -422,25 +422,10 @@ class SqliteBackend(GraphDbInterface):
             f"bfsql load --db {self.path} --embedder {embedder.name}",
         )
 
-    async def edges_from(self, entity_id: str) -> list[Edge]:
-        """Outgoing edges, sorted; KeyError for an unknown or merged id."""
-        return (await self.edges_from_many([entity_id]))[entity_id]
 
-    async def edges_to(self, entity_id: str) -> list[Edge]:
-        """Incoming edges, sorted; KeyError for an unknown or merged id."""
-        return (await self.edges_to_many([entity_id]))[entity_id]
 
-    async def get_node(self, entity_id: str) -> Node:
-        """Id and type; KeyError for an unknown or merged id."""
-        return (await self.get_nodes([entity_id]))[entity_id]
 
-    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
-        """All metadata of the entity; KeyError for an unknown or merged id."""
-        return (await self.metadata_for_nodes([entity_id]))[entity_id]
 
-    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
-        """Confidence, source documents, properties and provenance; ``{}`` for an unknown edge."""
-        return (await self.metadata_for_edges([edge]))[edge]
 
     async def entity_types(self) -> list[str]:
         """Types of the visible entities, sorted."""

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import neo4j
 from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
 
-from bfsql.backend import Capabilities, GraphDbInterface, gather_or_cancel
+from bfsql.backend import BatchFirstBackend, Capabilities, gather_or_cancel
 from bfsql.errors import BackendFailure, InvalidArgument
 from bfsql.models import Edge, EntityStub, Node
 from bfsql.search_rank import lexical_rank
@@ -43,7 +43,7 @@ CLOSE_TIMEOUT = 5.0
 _NO_RANK = (99, 0)
 
 
-class Neo4jBackend(GraphDbInterface):
+class Neo4jBackend(BatchFirstBackend):
     """A read-only view of a property graph served over Bolt. Build it with :meth:`open`."""
 
     def __init__(self, driver: neo4j.AsyncDriver, config: Neo4jConfig) -> None:
@@ -256,25 +256,10 @@ class Neo4jBackend(GraphDbInterface):
         ordered = sorted(ranked.values(), key=lambda item: (item[0], item[1], item[2].id))
         return [stub for _, _, stub in ordered[:SEARCH_LIMIT]]
 
-    async def edges_from(self, entity_id: str) -> list[Edge]:
-        """Outgoing edges, sorted; KeyError for an unknown id."""
-        return (await self.edges_from_many([entity_id]))[entity_id]
 
-    async def edges_to(self, entity_id: str) -> list[Edge]:
-        """Incoming edges, sorted; KeyError for an unknown id."""
-        return (await self.edges_to_many([entity_id]))[entity_id]
 
-    async def get_node(self, entity_id: str) -> Node:
-        """Id and type; KeyError for an unknown id."""
-        return (await self.get_nodes([entity_id]))[entity_id]
 
-    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
-        """All properties but the id and dropped ones; KeyError for an unknown id."""
-        return (await self.metadata_for_nodes([entity_id]))[entity_id]
 
-    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
-        """Relationship properties plus the original type; ``{}`` for an unknown edge."""
-        return (await self.metadata_for_edges([edge]))[edge]
 
     async def entity_types(self) -> list[str]:
         """Node labels other than the served label, sorted (db.labels())."""

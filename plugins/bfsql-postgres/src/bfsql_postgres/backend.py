@@ -23,7 +23,7 @@ from typing import Any
 import asyncpg
 from typing_extensions import override
 
-from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.backend import BatchFirstBackend, Capabilities
 from bfsql.embedders import Embedder, EmbedderMismatch
 from bfsql.errors import BackendFailure, clip
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
@@ -96,7 +96,7 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     after every statement. asyncpg still rolls back any open transaction itself."""
 
 
-class PostgresBackend(GraphDbInterface):
+class PostgresBackend(BatchFirstBackend):
     """A read-only view of a kgraph-schema PostgreSQL database. Build it with :meth:`create`.
 
     ``capabilities.vector_search`` is set when entities have embeddings (pgvector).
@@ -272,32 +272,7 @@ class PostgresBackend(GraphDbInterface):
                 f"Serve with {use}, or re-embed: bfsql postgres load --embedder {embedder.name} BUNDLE.",
             )
 
-    # -- single primitives: each is its batch primitive on one id ---------------
-
-    @override
-    async def edges_from(self, entity_id: str) -> list[Edge]:
-        """Outgoing edges, sorted; KeyError for an unknown or merged id."""
-        return (await self.edges_from_many([entity_id]))[entity_id]
-
-    @override
-    async def edges_to(self, entity_id: str) -> list[Edge]:
-        """Incoming edges, sorted; KeyError for an unknown or merged id."""
-        return (await self.edges_to_many([entity_id]))[entity_id]
-
-    @override
-    async def get_node(self, entity_id: str) -> Node:
-        """Id and type; KeyError for an unknown or merged id."""
-        return (await self.get_nodes([entity_id]))[entity_id]
-
-    @override
-    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
-        """Every column but the embedding, as the memory backend derives it; KeyError for an unknown id."""
-        return (await self.metadata_for_nodes([entity_id]))[entity_id]
-
-    @override
-    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
-        """Properties, confidence, source_documents and provenance; ``{}`` for an unknown or invisible edge."""
-        return (await self.metadata_for_edges([edge]))[edge]
+    # -- schema lists -------------------------------------------------------------
 
     @override
     async def entity_types(self) -> list[str]:
