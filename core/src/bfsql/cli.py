@@ -141,6 +141,18 @@ def _add_backend_options(command: click.Command) -> click.Command:
 _BASE_PARAMS: dict[str, list[click.Parameter]] = {}
 
 
+def _graph_options(options: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """The backend, its config and the server settings from the options of serve, query or path."""
+    _report_plugin_errors()
+    backend = options.pop("backend")
+    spec, config = _backend_and_config(backend, _split_backend_options(options))
+    settings = _serve_settings(
+        options.pop("max_tokens"), options.pop("timeout"), options.pop("max_nodes"),
+        options.pop("max_edges_per_node"), options.pop("embedder"), options.pop("primitive_timeout"),
+    )
+    return spec, config, settings
+
+
 def _split_backend_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     from bfsql.plugins import get_backends
 
@@ -167,26 +179,12 @@ def cli(verbose: bool) -> None:
 @click.option("--allowed-host", "allowed_hosts", multiple=True,
               help="Extra Host header value accepted over HTTP (e.g. a reverse proxy's name).")
 def serve(
-    backend: str,
-    transport: str,
-    host: str,
-    port: int,
-    auth_token: str | None,
-    allowed_hosts: tuple[str, ...],
-    max_tokens: int,
-    timeout: float,
-    primitive_timeout: float,
-    max_nodes: int,
-    max_edges_per_node: int,
-    embedder: str,
-    **kwargs: Any,
+    transport: str, host: str, port: int, auth_token: str | None, allowed_hosts: tuple[str, ...], **options: Any
 ) -> None:
     """Serve a graph over MCP (stdio by default). With no options: the FamPlex demo graph."""
     from bfsql.server.run import HttpOptions, serve_http, serve_stdio
 
-    _report_plugin_errors()
-    spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
-    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder, primitive_timeout)
+    spec, config, settings = _graph_options(options)
     try:
         if transport == "stdio":
             if sys.stdin.isatty():
@@ -314,19 +312,7 @@ async def _call_tool(spec: Any, config: Any, settings: Any, tool: str, arguments
 @click.argument("tool")
 @click.argument("arguments", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON answer.")
-def query(
-    tool: str,
-    arguments: tuple[str, ...],
-    as_json: bool,
-    backend: str,
-    max_tokens: int,
-    timeout: float,
-    primitive_timeout: float,
-    max_nodes: int,
-    max_edges_per_node: int,
-    embedder: str,
-    **kwargs: Any,
-) -> None:
+def query(tool: str, arguments: tuple[str, ...], as_json: bool, **options: Any) -> None:
     """Call one tool from the terminal.
 
     ARGUMENTS are key=value pairs (values parsed as JSON when they can be) or one JSON
@@ -336,17 +322,7 @@ def query(
       bfsql query search_entities query=BRAF
       bfsql query bfs_query '{"seeds": ["FPLX:RAF"], "max_hops": 1}'
     """
-    _report_plugin_errors()
-    spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
-    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder, primitive_timeout)
-    try:
-        ok, data = asyncio.run(_call_tool(spec, config, settings, tool, _parse_arguments(arguments)))
-    except BfsqlError as exc:
-        _fail(exc)
-        return
-    if not ok:
-        raise click.ClickException(str(data))
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2) if as_json else _render(tool, data))
+    _print_answer(tool, _parse_arguments(arguments), as_json, options)
 
 
 @click.command()
@@ -358,21 +334,7 @@ def query(
               help="Least similarity (0-1) for fuzzy relation and semantic matches.")
 @click.option("--max-results", type=int, default=20, show_default=True, help="Most results returned.")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON answer.")
-def path(
-    path_query: str,
-    k: int,
-    threshold: float,
-    max_results: int,
-    as_json: bool,
-    backend: str,
-    max_tokens: int,
-    timeout: float,
-    primitive_timeout: float,
-    max_nodes: int,
-    max_edges_per_node: int,
-    embedder: str,
-    **kwargs: Any,
-) -> None:
+def path(path_query: str, k: int, threshold: float, max_results: int, as_json: bool, **options: Any) -> None:
     """Run a path query (the path_query tool) from the terminal, e.g.:
 
     \b
@@ -381,18 +343,21 @@ def path(
 
     See docs/path-queries.md for the language.
     """
-    _report_plugin_errors()
-    spec, config = _backend_and_config(backend, _split_backend_options(kwargs))
-    settings = _serve_settings(max_tokens, timeout, max_nodes, max_edges_per_node, embedder, primitive_timeout)
     arguments = {"query": path_query, "k": k, "threshold": threshold, "max_results": max_results}
+    _print_answer("path_query", arguments, as_json, options)
+
+
+def _print_answer(tool: str, arguments: dict[str, Any], as_json: bool, options: dict[str, Any]) -> None:
+    """Call ``tool`` on the graph the command's options describe and print its answer (or fail with its error)."""
+    spec, config, settings = _graph_options(options)
     try:
-        ok, data = asyncio.run(_call_tool(spec, config, settings, "path_query", arguments))
+        ok, data = asyncio.run(_call_tool(spec, config, settings, tool, arguments))
     except BfsqlError as exc:
         _fail(exc)
         return
     if not ok:
         raise click.ClickException(str(data))
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2) if as_json else _render("path_query", data))
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2) if as_json else _render(tool, data))
 
 
 @click.command()
