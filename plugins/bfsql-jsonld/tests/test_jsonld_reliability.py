@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -328,6 +329,20 @@ def test_a_slow_api_makes_the_timeouts_fire_with_clear_messages(slow_api, figure
         api.on(SLOW_PATH, Reply(json=SLOW_DOCUMENT))
         again = subject.call("describe_entity", {"id": SLOW_ID})  # a failed request leaves nothing behind
         assert not again.is_error and again.data()["name"] == "Slow gene", again.text[:500]
+
+    # The per-primitive timeout (--primitive-timeout 1) fires first and names the backend call that was slow.
+    api.on(SLOW_PATH, Reply(json=SLOW_DOCUMENT, delay=SLOW_DELAY))
+    params = serve_params(api.url, "--request-timeout", "60", "--primitive-timeout", "1", timeout=10)
+    with SessionThread(params, call_timeout=CLIENT_WAIT) as subject:
+        started = time.perf_counter()
+        slow = subject.call("describe_entity", {"id": SLOW_ID})
+        seconds = time.perf_counter() - started
+        check_outcome(slow)
+        assert slow.is_error and re.search(r"did not answer (get_node|metadata_for_node) within 1s", slow.text), (
+            slow.text
+        )
+        assert seconds < 1 + 3, f"the primitive timeout fired after {seconds:.1f}s"
+        measured["primitive_timeout_1s_fired_after_seconds"] = round(seconds, 2)
     figures["jsonld.fault.slow_api"] = {"survived": True, **measured}
 
 
