@@ -422,11 +422,6 @@ class SqliteBackend(BatchFirstBackend):
             f"bfsql load --db {self.path} --embedder {embedder.name}",
         )
 
-
-
-
-
-
     async def entity_types(self) -> list[str]:
         """Types of the visible entities, sorted."""
         sql = f"SELECT DISTINCT entity_type FROM entity WHERE {_VISIBLE} ORDER BY entity_type"

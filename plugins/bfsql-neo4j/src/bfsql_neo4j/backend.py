@@ -256,11 +256,6 @@ class Neo4jBackend(BatchFirstBackend):
         ordered = sorted(ranked.values(), key=lambda item: (item[0], item[1], item[2].id))
         return [stub for _, _, stub in ordered[:SEARCH_LIMIT]]
 
-
-
-
-
-
     async def entity_types(self) -> list[str]:
         """Node labels other than the served label, sorted (db.labels())."""
         rows = await self._read(Statements.labels(), {})
