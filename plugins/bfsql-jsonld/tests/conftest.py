@@ -82,19 +82,3 @@ async def scripted() -> AsyncIterator[ScriptedApi]:
         yield api
     finally:
         await api.stop()
-
-
-# --- test modules of this directory import helpers with ``from conftest import ...`` ------------
-
-_THIS_CONFTEST = sys.modules[__name__]
-
-
-def pytest_collectstart(collector: pytest.Collector) -> None:
-    """Make ``conftest`` this file while a test module of this directory is imported.
-
-    pytest imports every rootless ``conftest.py`` under the module name ``conftest``; when
-    several plugins' tests run in one session (the ``reliability`` nox session), the name
-    holds whichever was loaded last.
-    """
-    if isinstance(collector, pytest.Module) and collector.path.parent == Path(__file__).parent:
-        sys.modules["conftest"] = _THIS_CONFTEST

@@ -25,7 +25,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -316,21 +315,5 @@ def falkordb_server() -> Iterator[FalkorServer]:
         stop_process(process)
         log.close()
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-# --- test modules of this directory import helpers with ``from conftest import ...`` ------------
-
-_THIS_CONFTEST = sys.modules[__name__]
-
-
-def pytest_collectstart(collector: pytest.Collector) -> None:
-    """Make ``conftest`` this file while a test module of this directory is imported.
-
-    pytest imports every rootless ``conftest.py`` under the module name ``conftest``; when
-    several plugins' tests run in one session (the ``reliability`` nox session), the name
-    holds whichever was loaded last.
-    """
-    if isinstance(collector, pytest.Module) and collector.path.parent == Path(__file__).parent:
-        sys.modules["conftest"] = _THIS_CONFTEST
 
 
