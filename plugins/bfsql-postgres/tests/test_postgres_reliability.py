@@ -13,7 +13,6 @@ Bounded for CI by ``BFSQL_FUZZ_EXAMPLES`` (default 200) and ``BFSQL_LOAD_SECONDS
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import subprocess
@@ -28,7 +27,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from bfsql.testing.faults import rss_kb
-from bfsql.testing.hpo import highest_degree, hpo_data_dir, write_hpo_bundle
+from bfsql.testing.hpo import hpo_data_dir, write_hpo_bundle
 from bfsql.testing.reliability import SessionThread, hub_calls, hub_explosions, load_figures, standard_ids
 from bfsql.testing.scenarios import (
     fuzz,
@@ -109,10 +108,9 @@ class Cluster:
             except FileNotFoundError as exc:
                 pytest.fail(f"the test extra is incomplete: {exc}")
             bundle = self.work / "hpo.jsonl"
-            write_hpo_bundle(bundle)
+            hubs = write_hpo_bundle(bundle).hubs[:3]
             asyncio.run(self.create("hpo", bundle))
-            with open(bundle, encoding="utf-8") as rows:
-                self._hpo = "hpo", highest_degree(map(json.loads, rows), 3)
+            self._hpo = "hpo", hubs
         return self._hpo
 
     def dump(self, database: str = "standard") -> dict[str, Any]:

@@ -25,7 +25,7 @@ import importlib.util
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,6 @@ from bfsql.loading.bundle import Record, parse_record
 __all__ = [
     "ASPECT_PREDICATES",
     "HpoCounts",
-    "highest_degree",
     "hpo_data_dir",
     "hpo_records",
     "hpo_rows",
@@ -244,27 +243,34 @@ def hpo_records(
     return [parse_record(row, "hpo", line) for line, row in enumerate(rows, 1)]
 
 
-def highest_degree(rows: Iterable[dict[str, Any]], count: int) -> list[str]:
-    """The ``count`` visible entities with the most relationships (either direction), most first, ties by id."""
-    visible: set[str] = set()
-    degree: Counter[str] = Counter()
-    for row in rows:
+class _Degrees:
+    """Relationships per visible entity, counted row by row."""
+
+    def __init__(self) -> None:
+        self.visible: set[str] = set()
+        self.degree: Counter[str] = Counter()
+
+    def add(self, row: dict[str, Any]) -> None:
         if row["kind"] == "entity" and row.get("status") != "merged":
-            visible.add(row["id"])
+            self.visible.add(row["id"])
         elif row["kind"] == "relationship":
-            degree.update((row["subject"], row["object"]))
-    ranked = sorted((n for n in degree if n in visible), key=lambda n: (-degree[n], n))
-    return ranked[:count]
+            self.degree.update((row["subject"], row["object"]))
+
+    def highest(self, count: int) -> list[str]:
+        ranked = sorted((n for n in self.degree if n in self.visible), key=lambda n: (-self.degree[n], n))
+        return ranked[:count]
 
 
 @dataclass(frozen=True)
 class HpoCounts:
-    """Rows written per kind, and relationships per predicate."""
+    """Rows written per kind, relationships per predicate, and the biggest hubs."""
 
     entities: int
     relationships: int
     evidence: int
     predicates: dict[str, int]
+    hubs: list[str]
+    """The ten visible entities with the most relationships (either direction), most first, ties by id."""
 
 
 def write_hpo_bundle(
@@ -273,10 +279,18 @@ def write_hpo_bundle(
     """Write the HPO graph (or the part :func:`hpo_rows` keeps) as a JSONL bundle at ``path``."""
     counts: dict[str, int] = defaultdict(int)
     predicates: dict[str, int] = defaultdict(int)
+    degrees = _Degrees()
     with open(path, "w", encoding="utf-8") as handle:
         for row in hpo_rows(data_dir, max_diseases=max_diseases, genes=genes):
             counts[row["kind"]] += 1
+            degrees.add(row)
             if row["kind"] == "relationship":
                 predicates[row["predicate"]] += 1
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return HpoCounts(counts["entity"], counts["relationship"], counts["evidence"], dict(sorted(predicates.items())))
+    return HpoCounts(
+        entities=counts["entity"],
+        relationships=counts["relationship"],
+        evidence=counts["evidence"],
+        predicates=dict(sorted(predicates.items())),
+        hubs=degrees.highest(10),
+    )
