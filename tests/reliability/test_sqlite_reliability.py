@@ -7,7 +7,6 @@ Bounded for CI by ``BFSQL_FUZZ_EXAMPLES`` (default 300) and ``BFSQL_LOAD_SECONDS
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import shutil
@@ -26,9 +25,10 @@ from bfsql.testing.reliability import (
     hub_calls,
     hub_explosions,
     load_figures,
+    served_over_http,
 )
 from bfsql.testing.scenarios import fuzz, injection_corpus
-from bfsql.testing.services import free_port, unavailable, wait_for_port
+from bfsql.testing.services import unavailable
 
 pytestmark = pytest.mark.reliability
 
@@ -78,20 +78,6 @@ def test_injection_corpus_gives_errors_or_exact_matches(session, store, figures)
 def http_server(store):
     with served_over_http(["--db", str(store)]) as served:
         yield served
-
-
-@contextlib.contextmanager
-def served_over_http(options: list[str]):
-    """``bfsql serve --transport http`` with ``options`` on a free port: its MCP URL and process."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bfsql", "serve", *options, "--transport", "http",
-                             "--port", str(port)], stderr=subprocess.PIPE)
-    try:
-        wait_for_port(port, 60)
-        yield f"http://127.0.0.1:{port}/mcp", proc
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 ANSWER_CHARS = 20_000 * 3

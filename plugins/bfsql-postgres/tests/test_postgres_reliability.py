@@ -28,7 +28,14 @@ from mcp.client.stdio import StdioServerParameters
 
 from bfsql.testing.faults import rss_kb
 from bfsql.testing.hpo import hpo_data_dir, write_hpo_bundle
-from bfsql.testing.reliability import SessionThread, hub_calls, hub_explosions, load_figures, standard_ids
+from bfsql.testing.reliability import (
+    SessionThread,
+    hub_calls,
+    hub_explosions,
+    load_figures,
+    served_over_http,
+    standard_ids,
+)
 from bfsql.testing.scenarios import (
     fuzz,
     injection_corpus,
@@ -36,7 +43,7 @@ from bfsql.testing.scenarios import (
     outage_during_traversal,
     standard_reference_calls,
 )
-from bfsql.testing.services import free_port, unavailable, wait_for_port
+from bfsql.testing.services import unavailable
 from bfsql.testing.standard_graph import MDM2, TP53, write_standard_bundle
 from bfsql_postgres.loader import load_postgres
 
@@ -190,17 +197,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         embedded.stop()
 
 
-def serve_args(dsn: str) -> list[str]:
-    """``bfsql serve --backend postgres`` reading ``dsn`` with the module's timeouts."""
-    return ["-m", "bfsql", "serve", "--backend", "postgres", "--dsn", dsn, "--timeout", f"{CALL_TIMEOUT:g}",
-            "--statement-timeout", "5", "--connect-timeout", "3"]
+def serve_options(dsn: str) -> list[str]:
+    """``bfsql serve`` options: the postgres backend reading ``dsn``, with the module's timeouts."""
+    return ["--backend", "postgres", "--dsn", dsn, "--timeout", f"{CALL_TIMEOUT:g}", "--statement-timeout", "5",
+            "--connect-timeout", "3"]
+
+
+def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) without any BFSQL_POSTGRES_* or DATABASE_URL, which would pick the database."""
+    base = env or dict(os.environ)
+    return {k: v for k, v in base.items() if not k.startswith("BFSQL_POSTGRES_") and k != "DATABASE_URL"}
 
 
 def serve_params(dsn: str, env: dict[str, str] | None = None) -> StdioServerParameters:
-    """:func:`serve_args` over stdio, without any BFSQL_POSTGRES_* or DATABASE_URL of the caller."""
-    base = env or dict(os.environ)
-    clean = {k: v for k, v in base.items() if not k.startswith("BFSQL_POSTGRES_") and k != "DATABASE_URL"}
-    return StdioServerParameters(command=sys.executable, args=serve_args(dsn), env=clean)
+    """:func:`serve_options` over stdio."""
+    return StdioServerParameters(command=sys.executable, args=["-m", "bfsql", "serve", *serve_options(dsn)],
+                                 env=clean_env(env))
 
 
 @pytest.fixture(scope="module")
@@ -309,16 +321,8 @@ def test_server_crashed_during_a_traversal_then_restarted(cluster, session, figu
 def hpo_http(cluster: Cluster) -> Iterator[tuple[str, subprocess.Popen[bytes], list[str]]]:
     """``bfsql serve`` over streamable HTTP on the HPO database, as the reader; its URL, process and hubs."""
     database, hubs = cluster.hpo()
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BFSQL_POSTGRES_") and k != "DATABASE_URL"}
-    proc = subprocess.Popen([sys.executable, *serve_args(cluster.dsn(database, READER)), "--transport", "http",
-                             "--port", str(port)], env=env, stderr=subprocess.PIPE)
-    try:
-        wait_for_port(port, 60)
-        yield f"http://127.0.0.1:{port}/mcp", proc, hubs
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    with served_over_http(serve_options(cluster.dsn(database, READER)), clean_env()) as (url, proc):
+        yield url, proc, hubs
 
 
 def test_hpo_hub_explosion_stays_within_budgets(hpo_http, figures):

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import statistics
+import subprocess
+import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any
 
 from mcp import Client
 
 from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.testing.services import free_port, wait_for_port
 from bfsql.testing.standard_graph import standard_records
 
 __all__ = [
@@ -32,6 +37,7 @@ __all__ = [
     "lexical_match",
     "load_figures",
     "reference_answers",
+    "served_over_http",
     "standard_ids",
     "tool_arguments",
 ]
@@ -293,6 +299,32 @@ def hub_calls(hubs: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
         ("intersect_subgraphs", {"seeds": seeds[:2], "k": 3}),
         ("intersect_subgraphs", {"seeds": seeds, "k": 3, "topology_only": True}),
     ]
+
+
+@contextlib.contextmanager
+def served_over_http(
+    options: Sequence[str], env: Mapping[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``bfsql serve OPTIONS --transport http`` on a free 127.0.0.1 port: its MCP URL and process.
+
+    The server's log goes to a temporary file (a pipe nobody reads would fill up and stall
+    it under load) and is quoted if the server does not start; it is stopped at the end.
+    """
+    port = free_port()
+    with tempfile.TemporaryFile() as log:
+        command = [sys.executable, "-m", "bfsql", "serve", *options, "--transport", "http", "--port", str(port)]
+        process = subprocess.Popen(command, env=dict(env) if env is not None else None, stderr=log)
+        try:
+            try:
+                wait_for_port(port, 60)
+            except TimeoutError:
+                log.seek(0)
+                tail = log.read()[-2000:].decode(errors="replace")
+                raise AssertionError(f"bfsql serve did not start: {tail}") from None
+            yield f"http://127.0.0.1:{port}/mcp", process
+        finally:
+            process.terminate()
+            process.wait(30)
 
 
 async def hub_explosions(url: str, calls: Sequence[tuple[str, dict[str, Any]]], max_chars: int) -> dict[str, Any]:
