@@ -230,3 +230,19 @@ async def test_a_retry_after_a_timed_out_call_reaches_the_recovered_backend():
     backend.delay = 0.0
     assert await asyncio.wait_for(graph.edges_from("S"), 1.0)
     assert backend.calls["edges_from"] == 2
+
+
+async def test_callers_sharing_a_batch_load_still_answer_when_its_owner_is_cancelled():
+    """Regression (issue 19.1): the cancelled owner's CancelledError reached every waiter."""
+    backend = CountingBackend()
+    graph = graph_of(backend)
+    backend.delay = 0.2
+    owner = asyncio.create_task(graph.edges_from_many(["S", "A"]))
+    await asyncio.sleep(0.05)  # the owner's load is under way
+    waiters = [asyncio.create_task(graph.edges_from_many(["S", "A"])) for _ in range(3)]
+    await asyncio.sleep(0.01)
+    owner.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await owner
+    answers = await asyncio.gather(*waiters)
+    assert all(answer == answers[0] and set(answer) == {"S", "A"} for answer in answers)

@@ -27,7 +27,7 @@ from bfsql.testing.reliability import (
     load_figures,
     served_over_http,
 )
-from bfsql.testing.scenarios import fuzz, injection_corpus
+from bfsql.testing.scenarios import cancel_one_of_shared_calls, fuzz, injection_corpus
 from bfsql.testing.services import unavailable
 
 pytestmark = pytest.mark.reliability
@@ -109,6 +109,45 @@ def hpo_store(tmp_path_factory) -> tuple[Path, list[str]]:
     subprocess.run([sys.executable, "-m", "bfsql", "load", "--db", str(work / "hpo.sqlite"), "--embedder", "none",
                     str(work / "hpo.jsonl")], check=True, capture_output=True)
     return work / "hpo.sqlite", hubs
+
+
+@pytest.fixture(scope="module")
+def hpo_hubs(hpo_store) -> list[str]:
+    """The 100 highest-degree entities of the HPO store."""
+    db, _ = hpo_store
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT id FROM (SELECT subject_id AS id FROM relationship UNION ALL SELECT object_id FROM relationship) "
+            "GROUP BY id ORDER BY COUNT(*) DESC, id LIMIT 100"
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def _hub_intersection(hubs: list[str]) -> dict:
+    return {"seeds": hubs, "k": 2, "topology_only": True}
+
+
+def test_a_cancelled_call_ends_only_itself_over_stdio(hpo_store, hpo_hubs, figures):
+    """Regression (issue 19.1): cancelling the owner of shared loads closed the stdio server."""
+    db, _ = hpo_store
+    params = StdioServerParameters(command=sys.executable, args=["-m", "bfsql", "serve", "--db", str(db)],
+                                   env=dict(os.environ))
+    measured = asyncio.run(cancel_one_of_shared_calls(params, "intersect_subgraphs", _hub_intersection(hpo_hubs)))
+    assert measured["first"] == "cancelled", measured
+    assert measured["others"] == ["answer"] * 3, measured
+    figures["sqlite.cancel.stdio"] = measured
+
+
+def test_a_cancelled_call_ends_only_itself_over_http(hpo_store, hpo_hubs, figures):
+    db, _ = hpo_store
+    with served_over_http(["--db", str(db)]) as (url, proc):
+        measured = asyncio.run(cancel_one_of_shared_calls(url, "intersect_subgraphs", _hub_intersection(hpo_hubs)))
+        assert proc.poll() is None, "the server exited"
+    assert measured["first"] == "cancelled", measured
+    assert measured["others"] == ["answer"] * 3, measured
+    figures["sqlite.cancel.http"] = measured
 
 
 def test_hpo_hub_explosion_stays_within_budgets(hpo_store, figures):

@@ -25,6 +25,8 @@ from bfsql.models import Edge
 __all__ = ["CacheConfig", "CachePlugin", "LruCache"]
 
 _MISSING: Any = object()
+_RETRY: Any = object()
+"""What a batch load tells the callers waiting for it when the caller that started it was cancelled."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,13 @@ class LruCache:
                 self._inflight.update(futures)
                 try:
                     loaded = await load_many(missing)
+                except asyncio.CancelledError:
+                    # This caller was cancelled, not the others: callers waiting for these keys load them again.
+                    for key, fut in futures.items():
+                        self._inflight.pop(key, None)
+                        if not fut.done():
+                            fut.set_result(_RETRY)
+                    raise
                 except BaseException as exc:
                     for key, fut in futures.items():
                         self._inflight.pop(key, None)
@@ -179,13 +188,18 @@ class LruCache:
                         fut.set_result(loaded[key])
                     else:
                         fut.set_result(_MISSING)
+            retry: list[Any] = []
             for key, fut in waiting.items():
                 try:
                     value = await asyncio.shield(fut)
                 except KeyError:
                     continue
-                if value is not _MISSING:
+                if value is _RETRY:
+                    retry.append(key)
+                elif value is not _MISSING:
                     result[key] = value
+            if retry:
+                result.update(await self.get_many_or_load(retry, load_many))
             return {key: result[key] for key in dict.fromkeys(keys) if key in result}
         finally:
             for key, fut in waiting.items():

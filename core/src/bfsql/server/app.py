@@ -102,6 +102,13 @@ class _Tools:
             ) from None
         except ToolError:
             raise
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this call was cancelled (client or timeout): it ends, and only it
+            # A cancellation that reached this call from work it shared with a cancelled one.
+            logger.warning("%s: a shared backend call was cancelled under it", tool)
+            raise ToolError(f"{tool} was interrupted by another call's cancellation; try again.") from None
         except Exception as exc:
             logger.warning("%s: backend failure: %s: %s", tool, type(exc).__name__, exc)
             raise ToolError(

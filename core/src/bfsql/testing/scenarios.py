@@ -36,6 +36,7 @@ from bfsql.testing.standard_graph import ASPIRIN, CTNNB1, GASTRIC, LFS, MDM2, NU
 __all__ = [
     "AfterCall",
     "Restartable",
+    "cancel_one_of_shared_calls",
     "fuzz",
     "injection_corpus",
     "outage_between_calls",
@@ -315,3 +316,51 @@ def outage_during_traversal(
         "restart_seconds": round(restart, 2),
         "first_call_after_restart_seconds": round(recovery, 2),
     }
+
+
+async def cancel_one_of_shared_calls(
+    target: Any, tool: str, arguments: dict[str, Any], copies: int = 4
+) -> dict[str, Any]:
+    """Start ``copies`` identical calls at once and cancel the first mid-way; the others must still answer.
+
+    Identical calls share their backend loads (the cache coalesces them), so the first call
+    owns loads the others wait for. It is cancelled the way a client's stop button cancels
+    it (``notifications/cancelled``), as soon as it reports progress (or after 1 s). Every
+    other call must end as an answer or a short tool error, never a lost connection, and
+    the server must answer a further call. ``target`` is what :class:`mcp.Client` opens: a
+    :class:`~mcp.client.stdio.StdioServerParameters` or a streamable HTTP URL.
+    """
+    import anyio
+    from mcp import Client
+
+    outcomes: dict[int, str] = {}
+    seconds: dict[int, float] = {}
+    async with Client(target) as client:
+        started_work = anyio.Event()
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            started_work.set()
+
+        async def one(index: int, scope: anyio.CancelScope) -> None:
+            started = time.perf_counter()
+            with scope:
+                result = await client.call_tool(tool, arguments, progress_callback=progress if index == 0 else None)
+                text = "".join(getattr(block, "text", "") for block in result.content)
+                outcomes[index] = "error: " + text[:300] if result.is_error else "answer"
+            if scope.cancelled_caught:
+                outcomes[index] = "cancelled"
+            seconds[index] = round(time.perf_counter() - started, 2)
+
+        scopes = [anyio.CancelScope() for _ in range(copies)]
+        async with anyio.create_task_group() as group:
+            for index, scope in enumerate(scopes):
+                group.start_soon(one, index, scope)
+            with anyio.move_on_after(1.0):
+                await started_work.wait()
+            scopes[0].cancel()
+        after = await client.call_tool("describe_schema", {})
+    assert not after.is_error, "the server must answer after a cancelled call"
+    others = [outcomes[i] for i in range(1, copies)]
+    for outcome in others:
+        assert outcome == "answer" or (outcome.startswith("error: ") and "Traceback" not in outcome), outcome
+    return {"first": outcomes[0], "others": others, "seconds": seconds}
