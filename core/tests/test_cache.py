@@ -1,4 +1,4 @@
-"""The primitive cache: coalescing, bounds, expiry, errors never cached."""
+"""The primitive cache: coalescing, bounds, expiry, errors never cached, cancellation."""
 
 from __future__ import annotations
 
@@ -6,19 +6,22 @@ import asyncio
 
 import pytest
 
-from bfsql import Edge, Graph
+from bfsql import Capabilities, Graph, HopEdge
 from bfsql.backends.memory import MemoryBackend
-from bfsql.cache import CacheConfig, LruCache
+from bfsql.cache import CacheConfig, KeyCache, LruCache
 
 from conftest import small_records
 
 
 class CountingBackend(MemoryBackend):
-    """A memory backend that counts calls, can be slowed down, and can be told to fail."""
+    """A memory backend that counts calls and asked ids, can be slowed down, and can be told to fail."""
+
+    capabilities = Capabilities(batch_primitives=True)  # not in_memory: its hops are cached
 
     def __init__(self) -> None:
         super().__init__(small_records())
         self.calls: dict[str, int] = {}
+        self.asked: list[str] = []
         self.delay = 0.0
         self.fail = False
 
@@ -28,14 +31,10 @@ class CountingBackend(MemoryBackend):
         if self.fail:
             raise ConnectionError("backend down")
 
-    async def edges_from(self, entity_id: str) -> list[Edge]:
-        await self._count("edges_from")
-        return await super().edges_from(entity_id)
-
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        await self._count("edges_from_many")
-        self.calls["ids"] = self.calls.get("ids", 0) + len(entity_ids)
-        return {i: await MemoryBackend.edges_from(self, i) for i in entity_ids if i in self._entities}
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        self.asked.extend(entity_ids)
+        await self._count("hop")
+        return await super().hop(entity_ids)
 
     async def entity_types(self) -> list[str]:
         await self._count("entity_types")
@@ -49,46 +48,53 @@ def graph_of(backend: CountingBackend, maxsize: int = 100, ttl: float | None = N
 async def test_repeated_calls_hit_the_backend_once():
     backend = CountingBackend()
     graph = graph_of(backend)
-    first = await graph.edges_from("S")
-    assert await graph.edges_from("S") == first
-    assert backend.calls["edges_from"] == 1
+    first = await graph.hop(["S"])
+    assert await graph.hop(["S"]) == first
+    assert backend.calls["hop"] == 1
 
 
 async def test_concurrent_identical_calls_are_coalesced():
     backend = CountingBackend()
     backend.delay = 0.05
     graph = graph_of(backend)
-    results = await asyncio.gather(*(graph.edges_from("S") for _ in range(20)))
+    results = await asyncio.gather(*(graph.hop(["S", "A"]) for _ in range(20)))
     assert all(r == results[0] for r in results)
-    assert backend.calls["edges_from"] == 1
+    assert backend.calls["hop"] == 1
 
 
-async def test_batch_asks_only_for_missing_ids_and_shares_entries_with_single_calls():
+async def test_a_batch_asks_only_for_the_ids_not_cached():
     backend = CountingBackend()
     graph = graph_of(backend)
-    await graph.edges_from("S")
-    answer = await graph.edges_from_many(["S", "A", "B"])
+    await graph.hop(["S"])
+    answer = await graph.hop(["S", "A", "B", "A"])
     assert set(answer) == {"S", "A", "B"}
-    assert backend.calls["ids"] == 2  # S came from the cache
-    await graph.edges_from_many(["A", "B"])
-    assert backend.calls["edges_from_many"] == 1
+    assert backend.asked == ["S", "A", "B"]  # S came from the cache, A was asked once
+    await graph.hop(["A", "B"])
+    assert backend.calls["hop"] == 2
 
 
 async def test_concurrent_overlapping_batches_load_each_id_once():
     backend = CountingBackend()
     backend.delay = 0.05
     graph = graph_of(backend)
-    one, two = await asyncio.gather(graph.edges_from_many(["S", "A"]), graph.edges_from_many(["A", "B"]))
+    one, two = await asyncio.gather(graph.hop(["S", "A"]), graph.hop(["A", "B"]))
     assert set(one) == {"S", "A"} and set(two) == {"A", "B"}
-    assert backend.calls["ids"] == 3
+    assert sorted(backend.asked) == ["A", "B", "S"]
 
 
 async def test_unknown_ids_are_not_cached():
     backend = CountingBackend()
     graph = graph_of(backend)
-    assert await graph.edges_from_many(["nope"]) == {}
-    assert await graph.edges_from_many(["nope"]) == {}
-    assert backend.calls["edges_from_many"] == 2
+    assert await graph.hop(["nope"]) == {}
+    assert await graph.hop(["nope"]) == {}
+    assert backend.calls["hop"] == 2
+
+
+async def test_an_empty_batch_asks_nobody():
+    backend = CountingBackend()
+    graph = graph_of(backend)
+    assert await graph.hop([]) == {}
+    assert "hop" not in backend.calls
 
 
 async def test_errors_are_never_cached_and_the_next_call_succeeds():
@@ -96,37 +102,45 @@ async def test_errors_are_never_cached_and_the_next_call_succeeds():
     graph = graph_of(backend)
     backend.fail = True
     with pytest.raises(ConnectionError):
-        await graph.edges_from("S")
-    with pytest.raises(ConnectionError):
-        await graph.edges_from_many(["A"])
+        await graph.hop(["S"])
     backend.fail = False
-    assert await graph.edges_from("S")
-    assert "A" in await graph.edges_from_many(["A"])
+    assert "S" in await graph.hop(["S"])
+    assert backend.calls["hop"] == 2
 
 
 async def test_coalesced_waiters_all_see_the_error():
     backend = CountingBackend()
     backend.delay, backend.fail = 0.05, True
     graph = graph_of(backend)
-    results = await asyncio.gather(*(graph.edges_from("S") for _ in range(5)), return_exceptions=True)
+    results = await asyncio.gather(*(graph.hop(["S"]) for _ in range(5)), return_exceptions=True)
     assert all(isinstance(r, ConnectionError) for r in results)
-    assert backend.calls["edges_from"] == 1
+    assert backend.calls["hop"] == 1
 
 
 async def test_cache_is_bounded_lru():
     backend = CountingBackend()
     graph = graph_of(backend, maxsize=2)
     for entity_id in ("S", "A", "B"):
-        await graph.edges_from(entity_id)
-    assert len(graph.cache.caches["edges_from"]) == 2
-    await graph.edges_from("S")  # evicted first, so fetched again
-    assert backend.calls["edges_from"] == 4
+        await graph.hop([entity_id])
+    assert graph.cache is not None and len(graph.cache.caches["hop"].lru) == 2
+    await graph.hop(["S"])  # evicted first, so fetched again
+    assert backend.calls["hop"] == 4
+
+
+def test_the_hop_cache_is_bounded_by_edges_too():
+    cache = LruCache(100, max_weight=5, weigh=len)
+    cache.put("hub", [1, 2, 3, 4])
+    cache.put("small", [1])
+    assert cache.weight == 5 and len(cache) == 2
+    cache.put("other", [1, 2])
+    assert cache.get("hub") is cache.get("missing")  # the oldest entry went to make room
+    assert cache.weight == 3
 
 
 async def test_entries_expire_after_ttl():
-    cache = LruCache(10, ttl=0.01)
-    cache.put("k", 1)
-    assert cache.get("k") == 1
+    cache = KeyCache(LruCache(10, ttl=0.01))
+    cache.lru.put("k", 1)
+    assert cache.lru.get("k") == 1
     await asyncio.sleep(0.02)
     loads = []
 
@@ -149,9 +163,20 @@ async def test_schema_lists_are_cached_for_the_session():
 async def test_no_cache_means_every_call_reaches_the_backend():
     backend = CountingBackend()
     graph = Graph(backend, plugins=[], cache=None)
-    await graph.edges_from("S")
-    await graph.edges_from("S")
-    assert backend.calls["edges_from"] == 2
+    await graph.hop(["S"])
+    await graph.hop(["S"])
+    assert backend.calls["hop"] == 2
+
+
+async def test_an_in_memory_backend_is_not_cached_per_id():
+    backend = MemoryBackend(small_records())
+    graph = Graph(backend, plugins=[])
+    await graph.hop(["S"])
+    await graph.hop(["S"])
+    assert graph.stats.calls["hop"] == 2
+    await graph.entity_types()
+    await graph.entity_types()
+    assert graph.stats.calls["entity_types"] == 1  # schema lists are still kept
 
 
 class SlowLoader:
@@ -173,7 +198,7 @@ class SlowLoader:
 
 
 async def test_a_load_whose_only_waiter_is_cancelled_is_cancelled_and_a_retry_loads_again():
-    cache = LruCache(10)
+    cache = KeyCache(LruCache(10))
     stuck = SlowLoader()
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(cache.get_or_load("k", stuck), 0.05)
@@ -187,7 +212,7 @@ async def test_a_load_whose_only_waiter_is_cancelled_is_cancelled_and_a_retry_lo
 
 
 async def test_a_cancelled_waiter_leaves_the_shared_load_to_the_others():
-    cache = LruCache(10)
+    cache = KeyCache(LruCache(10))
     loader = SlowLoader()
     patient = asyncio.create_task(cache.get_or_load("k", loader))
     impatient = asyncio.create_task(cache.get_or_load("k", loader))
@@ -203,8 +228,8 @@ async def test_a_cancelled_waiter_leaves_the_shared_load_to_the_others():
     assert await cache.get_or_load("k", loader) == "value 1" and loader.started == 1
 
 
-async def test_a_batch_waiting_for_a_single_load_keeps_it_alive():
-    cache = LruCache(10)
+async def test_a_batch_waiting_for_another_callers_load_keeps_it_alive():
+    cache = KeyCache(LruCache(10))
     loader = SlowLoader()
     single = asyncio.create_task(cache.get_or_load("k", loader))
     await asyncio.sleep(0.01)
@@ -212,7 +237,7 @@ async def test_a_batch_waiting_for_a_single_load_keeps_it_alive():
     async def load_many(keys: list[str]) -> dict[str, str]:
         return {key: f"batch {key}" for key in keys}
 
-    batch = asyncio.create_task(cache.get_many_or_load(["k", "j"], load_many))
+    batch = asyncio.create_task(cache.get_many(["k", "j"], load_many))
     await asyncio.sleep(0.01)
     single.cancel()
     await asyncio.sleep(0.01)
@@ -226,10 +251,10 @@ async def test_a_retry_after_a_timed_out_call_reaches_the_recovered_backend():
     graph = graph_of(backend)
     backend.delay = 3600.0  # a dead backend: the call hangs
     with pytest.raises(TimeoutError):
-        await asyncio.wait_for(graph.edges_from("S"), 0.05)
+        await asyncio.wait_for(graph.hop(["S"]), 0.05)
     backend.delay = 0.0
-    assert await asyncio.wait_for(graph.edges_from("S"), 1.0)
-    assert backend.calls["edges_from"] == 2
+    assert await asyncio.wait_for(graph.hop(["S"]), 1.0)
+    assert backend.calls["hop"] == 2
 
 
 async def test_callers_sharing_a_batch_load_still_answer_when_its_owner_is_cancelled():
@@ -237,12 +262,13 @@ async def test_callers_sharing_a_batch_load_still_answer_when_its_owner_is_cance
     backend = CountingBackend()
     graph = graph_of(backend)
     backend.delay = 0.2
-    owner = asyncio.create_task(graph.edges_from_many(["S", "A"]))
+    owner = asyncio.create_task(graph.hop(["S", "A"]))
     await asyncio.sleep(0.05)  # the owner's load is under way
-    waiters = [asyncio.create_task(graph.edges_from_many(["S", "A"])) for _ in range(3)]
+    waiters = [asyncio.create_task(graph.hop(["S", "A"])) for _ in range(3)]
     await asyncio.sleep(0.01)
     owner.cancel()
     with pytest.raises(asyncio.CancelledError):
         await owner
     answers = await asyncio.gather(*waiters)
     assert all(answer == answers[0] and set(answer) == {"S", "A"} for answer in answers)
+    assert backend.calls["hop"] == 1  # the waiters shared the owner's load

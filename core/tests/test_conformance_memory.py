@@ -137,12 +137,12 @@ class TestRuntime(BackendConformance):
     def backend(self):
         return Plain(standard_records())
 """)
-    result = pytester.runpytest_subprocess("-k", "provenance or overridden or isolated_node")
-    result.assert_outcomes(passed=1, skipped=15)
+    result = pytester.runpytest_subprocess("-k", "provenance or natively or isolated_node")
+    result.assert_outcomes(passed=2, skipped=15)
     result.stdout.fnmatch_lines([
         "*bfsql conformance: checks that do not apply to the backend*",
-        "skipped: *TestRuntime::test_batch_primitives_are_overridden - not applicable: *'batch_primitives'*",
-        "skipped: *TestRuntime::test_metadata_for_edge_provenance (14 cases) - not applicable: *'provenance'*",
+        "skipped: *TestRuntime::test_batch_primitives_are_answered_natively - not applicable: *'batch_primitives'*",
+        "skipped: *TestRuntime::test_provenance_for_edges (14 cases) - not applicable: *'provenance'*",
     ])
 
 
@@ -156,10 +156,10 @@ class TestDeclared(BackendConformance):
         return MemoryBackend(standard_records())
 """)
     result = pytester.runpytest_subprocess("-k", "provenance or capabilities_declared")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines([
         "*TestDeclared.capabilities declares*but the backend declares*",
-        "not collected: *TestDeclared::test_metadata_for_edge_provenance (14 cases) - not applicable*",
+        "not collected: *TestDeclared::test_provenance_for_edges (14 cases) - not applicable*",
     ])
 
 

@@ -1,4 +1,7 @@
-"""The sqlite backend passes the conformance suite (capabilities read from the backend at run time)."""
+"""The sqlite backend passes the conformance suite, both ways it answers hops.
+
+Capabilities are read from the backend at run time.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +16,26 @@ from bfsql.testing import BackendConformance
 
 
 class TestSqliteBackend(BackendConformance):
+    """Hops from the in-memory hop index (waited for, so every check uses it)."""
+
     @pytest.fixture
     async def backend(self, standard_bundle: Path, tmp_path: Path) -> AsyncIterator[SqliteBackend]:
         db = tmp_path / "standard.db"
         load_sqlite(db, [standard_bundle])
         backend = SqliteBackend(db)
+        assert await backend.wait_for_index(30)
+        yield backend
+        await backend.aclose()
+
+
+class TestSqliteBackendWithoutIndex(BackendConformance):
+    """Hops from set-based SQL, as for stores bigger than ``memory_index``."""
+
+    @pytest.fixture
+    async def backend(self, standard_bundle: Path, tmp_path: Path) -> AsyncIterator[SqliteBackend]:
+        db = tmp_path / "standard.db"
+        load_sqlite(db, [standard_bundle])
+        backend = SqliteBackend(db, memory_index=0)
+        assert not await backend.wait_for_index(0)
         yield backend
         await backend.aclose()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bfsql import Edge, Graph, Node
 from bfsql.backends.sqlite import SqliteBackend, SqliteConfig
 from bfsql.demo import DATA_DIR, ensure_demo_db, famplex_records
 from bfsql.loading.records import EntityRecord, RelationshipRecord
-from bfsql.models import Edge, Node
 from bfsql.plugins import get_backends
 
 
@@ -92,9 +92,10 @@ async def test_demo_answers(demo: SqliteBackend) -> None:
     hits = await demo.search_entities("BRAF")
     assert hits[0].id == "HGNC:BRAF" and hits[0].name == "BRAF"
     assert (await demo.search_entities("RAF"))[0].id == "FPLX:RAF"
-    assert Edge(subject="HGNC:BRAF", predicate="isa", object="FPLX:RAF") in await demo.edges_to("FPLX:RAF")
-    assert await demo.edges_from("FPLX:RAF") == [Edge(subject="FPLX:RAF", predicate="isa", object="FPLX:MAP3K")]
-    assert await demo.get_node("FPLX:RAF") == Node(id="FPLX:RAF", entity_type="Family")
+    graph = Graph(demo, plugins=[], cache=None)
+    assert Edge("HGNC:BRAF", "isa", "FPLX:RAF") in await graph.edges_to("FPLX:RAF")
+    assert await graph.edges_from("FPLX:RAF") == [Edge("FPLX:RAF", "isa", "FPLX:MAP3K")]
+    assert await graph.get_node("FPLX:RAF") == Node(id="FPLX:RAF", entity_type="Family")
     assert await demo.entity_types() == ["Complex", "Family", "Gene", "Protein"]
     assert await demo.predicates() == ["isa", "partof"]
     assert "FamPlex" in await demo.graph_description()
@@ -105,6 +106,6 @@ async def test_sqlite_backend_defaults_to_the_demo(demo_db: Path) -> None:
     backend = get_backends()["sqlite"].factory(SqliteConfig())
     try:
         assert backend.path == demo_db
-        assert (await backend.get_node("HGNC:BRAF")).entity_type == "Gene"
+        assert (await backend.get_nodes(["HGNC:BRAF"]))["HGNC:BRAF"].entity_type == "Gene"
     finally:
         await backend.aclose()

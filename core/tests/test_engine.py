@@ -198,11 +198,18 @@ async def test_node_budget_stops_the_traversal_and_says_so():
     assert cut.reason == "max_nodes" and "7 further neighbour(s)" in cut.detail
 
 
-async def test_batch_round_trips_per_hop_are_constant(small_graph):
+async def test_one_hop_call_per_hop_and_one_identity_call_per_query(small_graph):
     await bfs_query(small_graph, ["S"], 2, topology_only=True)
-    calls = small_graph.stats.calls
-    assert calls.get("edges_from", 0) == 0 and calls.get("get_node", 0) == 0
-    assert calls["edges_from_many"] == 2 and calls["edges_to_many"] == 2
+    assert small_graph.stats.calls == {"get_nodes": 1, "hop": 2}
+    await bfs_query(small_graph, ["S"], 2)
+    full = {"get_nodes": 2, "hop": 4, "metadata_for_nodes": 1, "metadata_for_edges": 1}
+    assert small_graph.stats.calls == full  # full mode adds one node and one edge metadata call per query
+
+
+async def test_intersection_walks_every_seed_at_once(small_graph):
+    await intersect_subgraphs(small_graph, ["A", "B", "D"], 2, topology_only=True)
+    # the seeds' identities (checked, then walked), one hop call per level, one for the shared nodes' edges
+    assert small_graph.stats.calls == {"get_nodes": 2, "hop": 3}
 
 
 class CountingBackend(MemoryBackend):

@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 import bfsql
-from bfsql import Graph, hookimpl, hookspecs
+from bfsql import Graph, NodeInfo, hookimpl, hookspecs
 from bfsql.backends.memory import MemoryBackend
 from bfsql.engine import bfs_query
-from bfsql.models import Node
+from bfsql.primitives import PRIMITIVES
 
 from conftest import small_records
 
@@ -21,52 +21,58 @@ class Recorder:
         self.log = log
 
     @hookimpl(wrapper=True)
-    def get_node(self, entity_id: str):
-        self.log.append(("before", entity_id))
+    def get_nodes(self, entity_ids: list[str]):
+        self.log.append(("before", entity_ids))
         inner = yield
-        return bfsql.then(inner, lambda node: self.log.append(("after", node.id)) or node)
+        return bfsql.then(inner, lambda found: self.log.append(("after", sorted(found))) or found)
 
 
-class Renamer:
-    """A wrapper that changes results (e.g. access control, redaction)."""
+class HidePredicate:
+    """A wrapper that changes results (e.g. access control, redaction): one predicate disappears."""
 
     @hookimpl(wrapper=True)
-    def edges_from(self, entity_id: str):
+    def hop(self, entity_ids: list[str]):
         inner = yield
 
-        async def only_assoc(edges):
-            return [e for e in edges if e.predicate == "assoc"]
+        async def without_r(found):
+            return {i: [row for row in rows if row[1] != "r"] for i, rows in found.items()}
 
-        return bfsql.then(inner, only_assoc)
+        return bfsql.then(inner, without_r)
 
 
 class Override:
-    """Answers get_node for one id itself; passes (returns None) for the others."""
+    """Answers get_nodes when it is asked for the virtual id; passes (returns None) otherwise."""
 
     @hookimpl(tryfirst=True)
-    def get_node(self, entity_id: str):
-        if entity_id != "virtual":
+    def get_nodes(self, entity_ids: list[str]):
+        if entity_ids != ["virtual"]:
             return None
 
-        async def answer() -> Node:
-            return Node(id="virtual", entity_type="Virtual")
+        async def answer() -> dict[str, NodeInfo]:
+            return {"virtual": NodeInfo("Virtual")}
 
         return answer()
 
 
 async def test_wrapper_observes_each_call_once_even_with_cache():
     log: list = []
-    graph = Graph(MemoryBackend(small_records()), plugins=[Recorder(log)])
-    await graph.get_node("S")
-    await graph.get_node("S")
-    assert log == [("before", "S"), ("after", "S"), ("before", "S"), ("after", "S")]
-    assert graph.stats.calls["get_node"] == 1  # the second call came from the cache
+
+    class Cached(MemoryBackend):
+        capabilities = bfsql.Capabilities(batch_primitives=True)
+
+    graph = Graph(Cached(small_records()), plugins=[Recorder(log)])
+    await graph.get_nodes(["S"])
+    await graph.get_nodes(["S"])
+    assert log == [("before", ["S"]), ("after", ["S"]), ("before", ["S"]), ("after", ["S"])]
+    assert graph.stats.calls["get_nodes"] == 1  # the second call came from the cache
 
 
-async def test_wrapper_can_change_results_with_async_helper():
-    graph = Graph(MemoryBackend(small_records()), plugins=[Renamer()])
-    edges = await graph.edges_from("S")
-    assert [e.predicate for e in edges] == ["assoc"]
+async def test_a_wrapper_on_a_batch_hook_changes_what_the_single_calls_and_the_tools_see():
+    graph = Graph(MemoryBackend(small_records()), plugins=[HidePredicate()])
+    assert [e.predicate for e in await graph.edges_from("S")] == ["assoc"]
+    result = await bfs_query(graph, ["S"], 2)
+    assert "r" not in {e.predicate for e in result.edges}
+    assert "E" not in {n.id for n in result.nodes}  # reached only through an r edge
 
 
 async def test_tryfirst_override_answers_and_passes():
@@ -78,10 +84,16 @@ async def test_tryfirst_override_answers_and_passes():
 async def test_a_call_reaches_exactly_one_backend():
     other = MemoryBackend(small_records())
     graph = Graph(MemoryBackend(small_records()), plugins=[])
-    results = graph.pm.hook.get_node(entity_id="S")
+    results = graph.pm.hook.get_nodes(entity_ids=["S"])
     assert not isinstance(results, list)  # firstresult: one awaitable, not a fan-out
     await results
     assert other is not graph.backend
+
+
+async def test_single_id_calls_are_not_hooks():
+    assert not {"get_node", "edges_from", "edges_to", "metadata_for_node", "metadata_for_edge"} & set(PRIMITIVES)
+    graph = Graph(MemoryBackend(small_records()), plugins=[])
+    assert not hasattr(graph.pm.hook, "edges_from")
 
 
 async def test_post_processing_hooks_edit_results():
@@ -100,6 +112,6 @@ async def test_post_processing_hooks_edit_results():
 def test_every_hookspec_is_documented():
     docs = (Path(__file__).parents[2] / "docs" / "hooks.md").read_text()
     documented = set(re.findall(r"^#+ `(\w+)", docs, flags=re.MULTILINE))
-    specs = {name for name in dir(hookspecs) if hasattr(getattr(hookspecs, name), "bfsql_spec")}
+    specs = {name for name in dir(hookspecs) if hasattr(getattr(hookspecs, name), "bfsql_spec")} | set(PRIMITIVES)
     assert specs, "no hookspecs found"
     assert specs - documented == set(), f"hookspecs missing from docs/hooks.md: {sorted(specs - documented)}"

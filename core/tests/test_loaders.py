@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from bfsql import Edge, Graph, Node
 from bfsql.backends.sqlite import SqliteBackend
 from bfsql.loading.bundle import BadRow
 from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 from bfsql.loading.sqlite_loader import LoadReport, StoreFormatError, load_sqlite
-from bfsql.models import Edge, Node
 
 ENTITIES = [
     {"kind": "entity", "id": "A", "entity_type": "Gene", "name": "Alpha", "synonyms": ["a1"]},
@@ -186,9 +186,10 @@ async def test_upsert_replaces_and_keeps_description(store: Path, tmp_path: Path
     ]
     load_sqlite(store, [write_jsonl(tmp_path / "update.jsonl", update)])
     backend = SqliteBackend(store)
+    graph = Graph(backend, plugins=[], cache=None)
     try:
-        assert await backend.metadata_for_node("A") == {"name": "Alpha prime"}
-        assert (await backend.metadata_for_edge(Edge(subject="A", predicate="binds", object="B")))["confidence"] == 0.9
+        assert await graph.metadata_for_node("A") == {"name": "Alpha prime"}
+        assert (await graph.metadata_for_edge(Edge("A", "binds", "B")))["confidence"] == 0.9
         assert [hit.id for hit in await backend.search_entities("alpha prime")] == ["A"]
         assert await backend.search_entities("a1") == []  # the old synonym left the index
         assert await backend.graph_description() == "base"
@@ -301,12 +302,13 @@ async def test_implied_entities_never_replace_full_ones(tmp_path: Path) -> None:
         for sources in loads:
             load_sqlite(db, sources)
         backend = SqliteBackend(db)
+        graph = Graph(backend, plugins=[], cache=None)
         try:
-            assert await backend.get_node("A") == Node(id="A", entity_type="Gene")
-            assert await backend.metadata_for_node("A") == {"name": "Al"}
-            assert await backend.get_node("B") == Node(id="B", entity_type="Entity")
-            assert await backend.metadata_for_node("B") == {"name": "B"}
-            assert await backend.edges_from("A") == [Edge(subject="A", predicate="binds", object="B")]
+            assert await graph.get_node("A") == Node(id="A", entity_type="Gene")
+            assert await graph.metadata_for_node("A") == {"name": "Al"}
+            assert await graph.get_node("B") == Node(id="B", entity_type="Entity")
+            assert await graph.metadata_for_node("B") == {"name": "B"}
+            assert await graph.edges_from("A") == [Edge("A", "binds", "B")]
         finally:
             await backend.aclose()
 
@@ -374,8 +376,8 @@ async def test_ntriples_load_and_errors(tmp_path: Path) -> None:
     backend = SqliteBackend(db)
     try:
         assert [hit.id for hit in await backend.search_entities("aye")] == ["http://x.org/a"]
-        assert await backend.edges_to("http://x.org/b") == [
-            Edge(subject="http://x.org/a", predicate="likes", object="http://x.org/b")
+        assert await Graph(backend, plugins=[], cache=None).edges_to("http://x.org/b") == [
+            Edge("http://x.org/a", "likes", "http://x.org/b")
         ]
     finally:
         await backend.aclose()

@@ -8,9 +8,8 @@ import json
 import pytest
 from mcp import Client
 
-from bfsql import Graph, hookimpl, postprocess
+from bfsql import Graph, HopEdge, hookimpl, postprocess
 from bfsql.backends.memory import MemoryBackend
-from bfsql.models import Edge
 from bfsql.plugins import get_plugin_manager
 from bfsql.server import ServeSettings, build_server
 from bfsql.server.budget import estimate_tokens, fit_list, fit_record, fit_traversal
@@ -26,11 +25,11 @@ class FlakyBackend(MemoryBackend):
         self.down = False
         self.delay = 0.0
 
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
         if self.down:
             raise ConnectionError("connection refused")
         await asyncio.sleep(self.delay)
-        return await super().edges_from_many(entity_ids)
+        return await super().hop(entity_ids)
 
 
 def payload(result):
@@ -72,7 +71,7 @@ async def test_a_slow_primitive_times_out_and_the_error_names_it():
     async with await client_for(backend, primitive_timeout=0.2, timeout=10) as client:
         result = await client.call_tool("bfs_query", {"seeds": ["S"], "max_hops": 1})
         assert result.is_error
-        assert "did not answer edges_from_many within 0.2s" in result.content[0].text
+        assert "did not answer hop within 0.2s" in result.content[0].text
         backend.delay = 0
         assert payload(await client.call_tool("bfs_query", {"seeds": ["S"], "max_hops": 1}))["node_count"] == 4
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from bfsql import Edge, EntityStub, Graph, Node, NodeInfo
 from bfsql.backends.memory import MemoryBackend
 from bfsql.backends.sqlite import SqliteBackend, SqliteConfig, SqliteStoreError, fts_query
 from bfsql.loading.sqlite_loader import load_sqlite
-from bfsql.models import Edge, EntityStub, Node
 from bfsql.plugins import get_backends
 
 # A hand-made graph. M is merged: it and every edge touching it are invisible.
@@ -87,49 +87,57 @@ def bundle(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "graph.jsonl", BUNDLE)
 
 
-@pytest.fixture
-async def backend(bundle: Path, tmp_path: Path):
+@pytest.fixture(params=["index", "sql"])
+async def backend(request: pytest.FixtureRequest, bundle: Path, tmp_path: Path):
+    """The store with its hop index built, and without one (hops from SQL)."""
     db = tmp_path / "graph.sqlite"
     load_sqlite(db, [bundle], description="A small test graph.")
-    sqlite_backend = SqliteBackend(db)
+    sqlite_backend = SqliteBackend(db, memory_index=0 if request.param == "sql" else 1000)
+    assert await sqlite_backend.wait_for_index(0 if request.param == "sql" else 30) is (request.param == "index")
     yield sqlite_backend
     await sqlite_backend.aclose()
 
 
+@pytest.fixture
+def graph(backend: SqliteBackend) -> Graph:
+    """The single-id calls of seed 000 (``get_node``, ``edges_from`` …), derived from the batch primitives."""
+    return Graph(backend, plugins=[], cache=None)
+
+
 def edge(s: str, p: str, o: str) -> Edge:
-    return Edge(subject=s, predicate=p, object=o)
+    return Edge(s, p, o)
 
 
 # -- hand-worked answers ---------------------------------------------------------
 
 
 @pytest.mark.asyncio
-async def test_edges_by_hand(backend: SqliteBackend) -> None:
-    assert await backend.edges_from("A") == [
+async def test_edges_by_hand(graph: Graph) -> None:
+    assert await graph.edges_from("A") == [
         edge("A", "associated_with", "B"),
         edge("A", "interacts_with", "D"),
         edge("A", "regulates", "A"),
         edge("A", "regulates", "GHOST"),
     ]
-    assert await backend.edges_to("A") == [edge("A", "regulates", "A")]
-    assert await backend.edges_to("B") == [edge("A", "associated_with", "B"), edge("C", "treats", "B")]
-    assert await backend.edges_to("D") == [edge("A", "interacts_with", "D")]
-    assert await backend.edges_from("D") == []
-    assert await backend.edges_from("Q") == []
+    assert await graph.edges_to("A") == [edge("A", "regulates", "A")]
+    assert await graph.edges_to("B") == [edge("A", "associated_with", "B"), edge("C", "treats", "B")]
+    assert await graph.edges_to("D") == [edge("A", "interacts_with", "D")]
+    assert await graph.edges_from("D") == []
+    assert await graph.edges_from("Q") == []
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("missing", ["M", "GHOST", "nope", ""])
-async def test_missing_and_merged_raise_key_error(backend: SqliteBackend, missing: str) -> None:
-    for primitive in (backend.edges_from, backend.edges_to, backend.get_node, backend.metadata_for_node):
+async def test_missing_and_merged_raise_key_error(graph: Graph, missing: str) -> None:
+    for primitive in (graph.edges_from, graph.edges_to, graph.get_node, graph.metadata_for_node):
         with pytest.raises(KeyError):
             await primitive(missing)
 
 
 @pytest.mark.asyncio
-async def test_nodes_and_metadata_by_hand(backend: SqliteBackend) -> None:
-    assert await backend.get_node("A") == Node(id="A", entity_type="Gene")
-    assert await backend.metadata_for_node("A") == {
+async def test_nodes_and_metadata_by_hand(graph: Graph) -> None:
+    assert await graph.get_node("A") == Node(id="A", entity_type="Gene")
+    assert await graph.metadata_for_node("A") == {
         "chromosome": "17q21",
         "name": "BRCA1",
         "synonyms": ["breast cancer 1", "RNF53"],
@@ -137,13 +145,13 @@ async def test_nodes_and_metadata_by_hand(backend: SqliteBackend) -> None:
         "canonical_url": "https://example.org/A",
         "confidence": 0.9,
     }
-    assert await backend.metadata_for_node("Q") == {}
-    assert await backend.metadata_for_node("D") == {"name": "BRCA2", "status": "canonical"}
+    assert await graph.metadata_for_node("Q") == {}
+    assert await graph.metadata_for_node("D") == {"name": "BRCA2", "status": "canonical"}
 
 
 @pytest.mark.asyncio
-async def test_edge_metadata_by_hand(backend: SqliteBackend) -> None:
-    assert await backend.metadata_for_edge(edge("A", "associated_with", "B")) == {
+async def test_edge_metadata_by_hand(graph: Graph) -> None:
+    assert await graph.metadata_for_edge(edge("A", "associated_with", "B")) == {
         "method": "GWAS",
         "confidence": 0.7,
         "source_documents": ["PMID:1", "PMID:2"],
@@ -157,9 +165,9 @@ async def test_edge_metadata_by_hand(backend: SqliteBackend) -> None:
             },
         ],
     }
-    assert await backend.metadata_for_edge(edge("A", "regulates", "GHOST")) == {"source_documents": []}
-    assert await backend.metadata_for_edge(edge("X", "no", "Y")) == {}
-    assert await backend.metadata_for_edge(edge("A", "nope", "B")) == {}
+    assert await graph.metadata_for_edge(edge("A", "regulates", "GHOST")) == {"source_documents": []}
+    assert await graph.metadata_for_edge(edge("X", "no", "Y")) == {}
+    assert await graph.metadata_for_edge(edge("A", "nope", "B")) == {}
 
 
 @pytest.mark.asyncio
@@ -174,8 +182,8 @@ async def test_schema_by_hand(backend: SqliteBackend) -> None:
 
 
 @pytest.mark.asyncio
-async def test_answers_equal_memory_backend(backend: SqliteBackend, bundle: Path) -> None:
-    memory = MemoryBackend.from_bundle(bundle)
+async def test_answers_equal_memory_backend(graph: Graph, bundle: Path) -> None:
+    memory = Graph(MemoryBackend.from_bundle(bundle), plugins=[], cache=None)
     for entity_id in dict.fromkeys(ALL_IDS):
         for name in ("edges_from", "edges_to", "get_node", "metadata_for_node"):
             expected: Any
@@ -184,47 +192,57 @@ async def test_answers_equal_memory_backend(backend: SqliteBackend, bundle: Path
             except KeyError:
                 expected = KeyError
             try:
-                got: Any = await getattr(backend, name)(entity_id)
+                got: Any = await getattr(graph, name)(entity_id)
             except KeyError:
                 got = KeyError
             assert got == expected, (name, entity_id)
             if isinstance(got, dict):
                 assert list(got) == list(expected), (name, entity_id)
-    edges = [Edge(subject=r["subject"], predicate=r["predicate"], object=r["object"]) for r in BUNDLE if "subject" in r]
+    edges = [edge(r["subject"], r["predicate"], r["object"]) for r in BUNDLE if "subject" in r]
     edges.append(edge("A", "nope", "B"))
     for one in edges:
-        got_meta = await backend.metadata_for_edge(one)
+        got_meta = await graph.metadata_for_edge(one)
         assert got_meta == await memory.metadata_for_edge(one)
         assert json.dumps(got_meta) == json.dumps(await memory.metadata_for_edge(one))
-    assert await backend.entity_types() == await memory.entity_types()
-    assert await backend.predicates() == await memory.predicates()
+    assert await graph.entity_types() == await memory.entity_types()
+    assert await graph.predicates() == await memory.predicates()
     for name, keys in (
-        ("edges_from_many", ALL_IDS),
-        ("edges_to_many", ALL_IDS),
         ("get_nodes", ALL_IDS),
+        ("hop", ALL_IDS),
         ("metadata_for_nodes", ALL_IDS),
-        ("metadata_for_edges", [*edges, edges[0]]),
+        ("provenance_for_edges", [*edges, edges[0]]),
     ):
-        got_many = await getattr(backend, name)(keys)
+        got_many = await getattr(graph, name)(keys)
         expected_many = await getattr(memory, name)(keys)
+        if name == "hop":
+            got_many = {i: sorted(map(tuple, rows)) for i, rows in got_many.items()}
+            expected_many = {i: sorted(map(tuple, rows)) for i, rows in expected_many.items()}
         assert got_many == expected_many, name
-        assert list(got_many) == list(expected_many), name
-        assert await getattr(backend, name)([]) == {}
+        assert await getattr(graph, name)([]) == {}
+    got_edges = await graph.metadata_for_edges(edges)
+    expected_edges = await memory.metadata_for_edges(edges)
+    assert {e: m for e, m in got_edges.items() if m} == {e: m for e, m in expected_edges.items() if m}
 
 
 @pytest.mark.asyncio
-async def test_batches_are_set_based(backend: SqliteBackend) -> None:
-    statements: list[str] = []
-    await backend._run(lambda: backend._db.set_trace_callback(statements.append))
-    await backend.edges_from_many(["A", "B", "C", "D", "nope"])
-    assert len(statements) == 1
-    statements.clear()
-    await backend.metadata_for_edges([edge("A", "associated_with", "B"), edge("C", "treats", "B")])
-    assert len(statements) == 1
-    statements.clear()
-    many = [f"id{i}" for i in range(1200)] + ["A"]
-    assert list(await backend.get_nodes(many)) == ["A"]
-    assert len(statements) == 3  # chunks of at most 500 ids
+async def test_batches_are_set_based(bundle: Path, tmp_path: Path) -> None:
+    db = tmp_path / "sql.sqlite"
+    load_sqlite(db, [bundle])
+    backend = SqliteBackend(db, memory_index=0)
+    try:
+        statements: list[str] = []
+        await backend._run(lambda: backend._db.set_trace_callback(statements.append))
+        await backend.hop(["A", "B", "C", "D", "nope"])
+        assert len(statements) == 2  # outgoing and incoming
+        statements.clear()
+        await backend.metadata_for_edges([edge("A", "associated_with", "B"), edge("C", "treats", "B")])
+        assert len(statements) == 1
+        statements.clear()
+        many = [f"id{i}" for i in range(1200)] + ["A"]
+        assert list(await backend.get_nodes(many)) == ["A"]
+        assert len(statements) == 3  # chunks of at most 500 ids
+    finally:
+        await backend.aclose()
 
 
 # -- search ----------------------------------------------------------------------
@@ -338,7 +356,7 @@ async def test_search_matches_phrases_literally(searchable: SqliteBackend) -> No
 
 
 @pytest.mark.asyncio
-async def test_store_is_read_only(backend: SqliteBackend) -> None:
+async def test_store_is_read_only(backend: SqliteBackend, graph: Graph) -> None:
     with pytest.raises(sqlite3.OperationalError):
         await backend._run(lambda: backend._db.execute("INSERT INTO meta (key, value) VALUES ('x', 'y')"))
 
@@ -348,7 +366,7 @@ async def test_store_is_read_only(backend: SqliteBackend) -> None:
 
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         await backend._run(bypass_query_only)
-    assert await backend.get_node("A") == Node(id="A", entity_type="Gene")
+    assert await graph.get_node("A") == Node(id="A", entity_type="Gene")
 
 
 def test_missing_store_says_how_to_build_it(tmp_path: Path) -> None:
@@ -378,7 +396,7 @@ async def test_aclose(bundle: Path, tmp_path: Path) -> None:
     await sqlite_backend.aclose()
     await sqlite_backend.aclose()
     with pytest.raises(RuntimeError):
-        await sqlite_backend.get_node("A")
+        await sqlite_backend.get_nodes(["A"])
 
 
 @pytest.mark.asyncio
@@ -390,6 +408,6 @@ async def test_registered_factory(bundle: Path, tmp_path: Path) -> None:
     created = spec.factory(SqliteConfig(db=db))
     try:
         assert isinstance(created, SqliteBackend)
-        assert await created.get_node("C") == Node(id="C", entity_type="Drug")
+        assert await created.get_nodes(["C"]) == {"C": NodeInfo("Drug", "Olaparib")}
     finally:
         await created.aclose()

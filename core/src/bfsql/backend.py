@@ -1,8 +1,10 @@
-"""The backend contract: eight async primitives, plus batch primitives with defaults.
+"""The backend contract, in two shapes.
 
-A backend author subclasses :class:`GraphDbInterface` and implements the eight
-abstract methods. Overriding the batch methods (``edges_from_many`` and friends) is
-optional; it lets a backend answer a whole BFS frontier in one round trip.
+* :class:`GraphBackend` — the batch primitives of :class:`bfsql.primitives.Primitives`
+  (many ids per call; a BFS hop is one ``hop`` call). Core talks to every backend through
+  these. A store that answers sets natively subclasses it and writes them directly.
+* :class:`GraphDbInterface` — seed 000's eight single-id methods. A backend author may write
+  just those; this class derives every batch primitive from them (bounded concurrency).
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bfsql.models import Edge, EntityStub, Node, Truncation
+from bfsql.models import EntityStub, Node, Truncation
+from bfsql.primitives import SEARCH_LIMIT
+from bfsql.rows import Edge, HopEdge, NodeInfo
 
 if TYPE_CHECKING:
     from bfsql.embedders import Embedder
 
 __all__ = [
-    "BatchFirstBackend",
+    "PROVENANCE_KEYS",
     "Capabilities",
+    "GraphBackend",
     "GraphDbInterface",
     "gather_bounded",
     "gather_or_cancel",
@@ -32,19 +37,22 @@ V = TypeVar("V")
 
 DEFAULT_BATCH_CONCURRENCY = 16
 
+PROVENANCE_KEYS = frozenset({"provenance", "evidence", "text_span", "text_spans"})
+"""Keys of seed 000's ``metadata_for_edge`` answer that hold provenance rather than metadata."""
+
 
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend can do beyond the contract's minimum.
 
-    The conformance suite reads these flags to decide which checks apply.
+    The engine, the cache and the conformance suite read these flags.
     """
 
     batch_primitives: bool = False
-    """The batch methods are overridden with set-based queries (O(1) round trips)."""
+    """The batch primitives are answered natively, ``hop`` in one round trip (not derived from single-id calls)."""
     vector_search: bool = False
     """The backend ranks entities by embedding similarity: it implements
-    :meth:`GraphDbInterface.vector_search`, which core's hybrid search uses as its vector
+    :meth:`GraphBackend.vector_search`, which core's hybrid search uses as its vector
     ranker (modes vector, hybrid, rrf). (A backend whose ``search_entities`` embeds the
     query itself may also set it; core then treats ``search_entities`` as its only ranker.)"""
     lexical_search: bool = True
@@ -52,8 +60,9 @@ class Capabilities:
     comprehensive_schema: bool = True
     """entity_types()/predicates() are complete, not samples."""
     provenance: bool = False
-    """metadata_for_edge includes a ``provenance`` list of evidence records."""
-
+    """provenance_for_edges returns the evidence records behind edges."""
+    in_memory: bool = False
+    """Primitives are answered from memory as fast as a cache would: the graph does not cache them."""
 
     def as_dict(self) -> dict[str, bool]:
         """The flags as a plain dict."""
@@ -102,24 +111,125 @@ async def gather_bounded(
     return {k: found[k] for k in unique if k in found}
 
 
-class GraphDbInterface(ABC):
-    """The eight primitives every backend answers.
+def hop_edges(entity_id: str, edges: Iterable[tuple[str, str, str]], ends: dict[str, NodeInfo]) -> list[HopEdge]:
+    """The hop rows of ``entity_id`` from its edges (both directions) and what is known of their ends.
 
-    Contract (seeds 000/001): ``edges_from``/``edges_to``/``get_node``/
-    ``metadata_for_node`` raise ``KeyError`` for an entity that does not exist and
-    return ``[]`` for one without edges; edge lists are complete (no relevance
-    filtering); ``entity_types``/``predicates`` are stable and sorted;
-    ``search_entities`` returns at most 20 ranked stubs, ``[]`` when nothing matches.
+    A helper for backends that read edges and entities separately: an edge appearing in both
+    directions (a self-loop) is kept once; an end missing from ``ends`` is dangling.
+    """
+    rows: dict[tuple[str, str, str], HopEdge] = {}
+    for subject, predicate, obj in edges:
+        other = ends.get(obj if subject == entity_id else subject)
+        rows[(subject, predicate, obj)] = HopEdge(
+            subject, predicate, obj, other.entity_type if other else None, other.name if other else None
+        )
+    return list(rows.values())
+
+
+class GraphBackend(ABC):
+    """A graph store answering the batch primitives (contracts in :class:`bfsql.primitives.Primitives`).
+
+    Write ``search_entities``, ``entity_types``, ``predicates``, ``get_nodes``, ``hop``,
+    ``metadata_for_nodes`` and ``metadata_for_edges``; the rest is optional. Register a
+    factory with the ``register_backends`` hook. The conformance suite
+    (:class:`bfsql.testing.BackendConformance`) checks every method against the contract.
+    """
+
+    capabilities: Capabilities = Capabilities(batch_primitives=True)
+    """Flags read by the engine, the cache and the conformance suite."""
+
+    @abstractmethod
+    async def search_entities(
+        self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        """Ranked stubs for a name or alias, at most ``limit`` (``[]`` when nothing matches)."""
+
+    @abstractmethod
+    async def entity_types(self) -> list[str]:
+        """The graph's entity type names, sorted."""
+
+    @abstractmethod
+    async def predicates(self) -> list[str]:
+        """The graph's predicate names, sorted."""
+
+    @abstractmethod
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
+        """Type and name of each visible entity; unknown ids left out."""
+
+    @abstractmethod
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        """Edges of each entity in both directions, with their other ends' type and name."""
+
+    @abstractmethod
+    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """All metadata of each visible entity; unknown ids left out."""
+
+    @abstractmethod
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        """Metadata of each edge, without provenance (``{}`` or absent for an unknown edge)."""
+
+    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        """The evidence records behind each edge. Default: the store keeps none."""
+        return {}
+
+    async def vector_search(
+        self, vector: list[float], node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        """Entities whose stored vectors are nearest to ``vector``, best first (cosine ``score``).
+
+        Only called when ``capabilities.vector_search`` is true and this method is
+        overridden; ``vector`` comes from the embedder passed to :meth:`bind_embedder`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no vector search")
+
+    async def bind_embedder(self, embedder: Embedder) -> None:  # noqa: B027 - optional hook
+        """Learn the embedder that makes query vectors, once, before the first vector_search.
+
+        A backend with stored vectors checks they come from the same embedder (name and
+        dimension) and raises :class:`bfsql.embedders.EmbedderMismatch` otherwise; a
+        backend that embeds entities on the fly keeps it. The default does nothing.
+        """
+
+    async def graph_description(self) -> str:
+        """A human-readable summary of the graph's domain and source."""
+        return "A knowledge graph."
+
+    async def next_steps(self) -> str | None:
+        """Backend-authored workflow advice for describe_schema, or None for the default."""
+        return None
+
+    def truncations(self, entity_ids: set[str]) -> list[Truncation]:
+        """What the backend cut from what it returned for these entities (e.g. an edge limit).
+
+        A traversal answer that reached any of ``entity_ids`` carries these entries in its
+        ``truncated`` list, so a cut the backend made is never hidden. Default: none.
+        """
+        return []
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release connections, pools and files. Called once when the graph closes."""
+
+
+class GraphDbInterface(GraphBackend):
+    """Seed 000's contract: eight single-id async methods. Every batch primitive is derived from them.
+
+    ``edges_from``/``edges_to``/``get_node``/``metadata_for_node`` raise ``KeyError`` for an
+    entity that does not exist and return ``[]`` for one without edges; edge lists are
+    complete; ``metadata_for_edge`` includes provenance (a ``provenance`` list); ``entity_types``
+    and ``predicates`` are sorted; ``search_entities`` returns at most 20 ranked stubs, ``[]``
+    when nothing matches. Batch primitives call these with at most ``batch_concurrency``
+    calls in flight; a backend may override any of them with a set-based query.
     """
 
     capabilities: Capabilities = Capabilities()
-    """Flags read by the engine and the conformance suite."""
 
     batch_concurrency: int = DEFAULT_BATCH_CONCURRENCY
-    """Calls in flight at once when the default batch methods fan out."""
+    """Calls in flight at once when a batch primitive fans out to single-id calls."""
 
     @abstractmethod
-    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+    async def search_entities(  # type: ignore[override]
+        self, query: str, node_types: list[str] | None = None
+    ) -> list[EntityStub]:
         """Resolve a name or alias to ranked candidate stubs (at most 20)."""
 
     @abstractmethod
@@ -142,132 +252,39 @@ class GraphDbInterface(ABC):
     async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
         """Return all metadata of the edge, provenance included; ``{}`` if there is none."""
 
-    @abstractmethod
-    async def entity_types(self) -> list[str]:
-        """Return the graph's entity type names, sorted."""
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
+        """``get_node`` per id (without names: the eight methods have no cheap way to them)."""
+        nodes = await gather_bounded(entity_ids, self.get_node, self.batch_concurrency)
+        return {i: NodeInfo(node.entity_type) for i, node in nodes.items()}
 
-    @abstractmethod
-    async def predicates(self) -> list[str]:
-        """Return the graph's predicate names, sorted."""
-
-    # Batch primitives. Missing entities are left out of the answer, never raised.
-
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Outgoing edges of each existing entity, keyed by id."""
-        return await gather_bounded(entity_ids, self.edges_from, self.batch_concurrency)
-
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Incoming edges of each existing entity, keyed by id."""
-        return await gather_bounded(entity_ids, self.edges_to, self.batch_concurrency)
-
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        """Identity of each existing entity, keyed by id."""
-        return await gather_bounded(entity_ids, self.get_node, self.batch_concurrency)
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        """``edges_from`` and ``edges_to`` per id, then ``get_nodes`` of the other ends."""
+        outgoing, incoming = await gather_or_cancel(
+            gather_bounded(entity_ids, self.edges_from, self.batch_concurrency),
+            gather_bounded(entity_ids, self.edges_to, self.batch_concurrency),
+        )
+        edges = {i: [*outgoing[i], *incoming.get(i, [])] for i in outgoing}
+        ends = {e.object if e.subject == i else e.subject for i, found in edges.items() for e in found}
+        info = await self.get_nodes(sorted(ends))
+        return {i: hop_edges(i, found, info) for i, found in edges.items()}
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Metadata of each existing entity, keyed by id."""
+        """``metadata_for_node`` per id."""
         return await gather_bounded(entity_ids, self.metadata_for_node, self.batch_concurrency)
 
     async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        """Metadata of each edge, keyed by the edge."""
-        return await gather_bounded(edges, self.metadata_for_edge, self.batch_concurrency)
+        """``metadata_for_edge`` per edge, without its provenance keys."""
+        found = await gather_bounded(edges, self.metadata_for_edge, self.batch_concurrency)
+        return {e: {k: v for k, v in m.items() if k not in PROVENANCE_KEYS} for e, m in found.items()}
 
-    # Optional vector search (hybrid entity search, docs/backend-contract.md#vector-search).
-
-    async def vector_search(
-        self, vector: list[float], node_types: list[str] | None = None, limit: int = 20
-    ) -> list[EntityStub]:
-        """Entities whose stored vectors are nearest to ``vector``, best first, at most ``limit``.
-
-        ``score`` is the cosine similarity (higher is better); ``node_types`` restricts the
-        types (``[]``: nothing). Only called when ``capabilities.vector_search`` is true and
-        this method is overridden; ``vector`` comes from the embedder passed to
-        :meth:`bind_embedder`.
-        """
-        raise NotImplementedError(f"{type(self).__name__} has no vector search")
-
-    async def bind_embedder(self, embedder: Embedder) -> None:  # noqa: B027 - optional hook
-        """Learn the embedder that makes query vectors, once, before the first vector_search.
-
-        A backend with stored vectors checks they come from the same embedder (name and
-        dimension) and raises :class:`bfsql.embedders.EmbedderMismatch` otherwise; a
-        backend that embeds entities on the fly keeps it. The default does nothing.
-        """
-
-    # Optional descriptive hooks with sensible defaults.
-
-    async def graph_description(self) -> str:
-        """A human-readable summary of the graph's domain and source."""
-        return "A knowledge graph."
-
-    async def next_steps(self) -> str | None:
-        """Backend-authored workflow advice for describe_schema, or None for the default."""
-        return None
-
-    def truncations(self, entity_ids: set[str]) -> list[Truncation]:
-        """What the backend cut from what it returned for these entities (e.g. an edge limit).
-
-        A traversal answer that reached any of ``entity_ids`` carries these entries in its
-        ``truncated`` list, so a cut the backend made is never hidden. Default: none.
-        """
-        return []
-
-    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
-        """Release connections, pools and files. Called once when the graph closes."""
+    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        """The ``provenance`` list of ``metadata_for_edge`` per edge."""
+        found = await gather_bounded(edges, self.metadata_for_edge, self.batch_concurrency)
+        return {e: list(m["provenance"]) for e, m in found.items() if isinstance(m.get("provenance"), list)}
 
 
-class BatchFirstBackend(GraphDbInterface):
-    """A base for backends that answer a whole frontier at once: write the batch primitives only.
-
-    Each single primitive is its batch primitive on one id (``KeyError`` when the id is not
-    in the answer), so the two can never disagree.
-    """
-
-    capabilities = Capabilities(batch_primitives=True)
-
-    @abstractmethod
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Outgoing edges of each existing entity, keyed by id (missing ids left out)."""
-
-    @abstractmethod
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Incoming edges of each existing entity, keyed by id (missing ids left out)."""
-
-    @abstractmethod
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        """Identity of each existing entity, keyed by id (missing ids left out)."""
-
-    @abstractmethod
-    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Metadata of each existing entity, keyed by id (missing ids left out)."""
-
-    @abstractmethod
-    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        """Metadata of every given edge, ``{}`` for an unknown one."""
-
-    async def edges_from(self, entity_id: str) -> list[Edge]:
-        """Outgoing edges, sorted; ``KeyError`` for an unknown id."""
-        return (await self.edges_from_many([entity_id]))[entity_id]
-
-    async def edges_to(self, entity_id: str) -> list[Edge]:
-        """Incoming edges, sorted; ``KeyError`` for an unknown id."""
-        return (await self.edges_to_many([entity_id]))[entity_id]
-
-    async def get_node(self, entity_id: str) -> Node:
-        """Id and type; ``KeyError`` for an unknown id."""
-        return (await self.get_nodes([entity_id]))[entity_id]
-
-    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
-        """All metadata of the entity; ``KeyError`` for an unknown id."""
-        return (await self.metadata_for_nodes([entity_id]))[entity_id]
-
-    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
-        """All metadata of the edge; ``{}`` for an unknown one."""
-        return (await self.metadata_for_edges([edge]))[edge]
-
-
-def has_vector_search(backend: GraphDbInterface) -> bool:
+def has_vector_search(backend: GraphBackend) -> bool:
     """Whether core may use ``backend.vector_search`` as a ranker: flagged and overridden."""
     return bool(backend.capabilities.vector_search) and (
-        type(backend).vector_search is not GraphDbInterface.vector_search
+        type(backend).vector_search is not GraphBackend.vector_search
     )

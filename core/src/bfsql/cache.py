@@ -1,11 +1,13 @@
-"""The primitive cache, itself a plugin on the per-graph plugin manager.
+"""The primitive cache, itself a plugin on each graph's plugin manager.
 
-It answers a primitive call from a bounded LRU when it can and otherwise passes the
-call (only the missing ids of a batch) to the rest of the hook chain. Concurrent
-identical calls share one backend call, which is cancelled when every caller
-waiting for it has been cancelled (a tool call that timed out), so that a retry asks
-the backend again. Errors are never cached. ``entity_types`` and ``predicates`` are
-kept for the life of the graph.
+One cached implementation per primitive of the table (:mod:`bfsql.primitives`), chosen by
+the primitive's :class:`~bfsql.primitives.CachePolicy`. A call is answered from a bounded LRU
+where it can; the rest goes down the hook chain (overrides and the backend) as **one**
+batch. Concurrent calls share the loads of the keys they have in common: a load is a task
+of its own, not part of the call that started it, so cancelling that call (a client's
+stop button, a tool timeout) ends only that call; the load is cancelled once no call
+waits for it any more, so that a retry asks the backend again instead of joining a stuck
+load. Errors are never cached.
 """
 
 from __future__ import annotations
@@ -13,20 +15,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import pluggy
 
-from bfsql.hookspecs import hookimpl
-from bfsql.models import Edge
+from bfsql.primitives import PRIMITIVES, CachePolicy, PrimitiveSpec, implementation
 
-__all__ = ["CacheConfig", "CachePlugin", "LruCache"]
+__all__ = ["CacheConfig", "CachePlugin", "KeyCache", "LruCache"]
 
-_MISSING: Any = object()
-_RETRY: Any = object()
-"""What a batch load tells the callers waiting for it when the caller that started it was cancelled."""
+MISSING: Any = object()
+"""What :meth:`LruCache.get` returns for a key it does not hold."""
 
 
 @dataclass(frozen=True)
@@ -37,20 +37,28 @@ class CacheConfig:
     """Entries kept per primitive."""
     ttl: float | None = 600.0
     """Seconds an entry stays valid; None keeps entries until evicted."""
+    max_edges: int = 1_000_000
+    """Edges kept in the ``hop`` cache in all (a hub's edge list is one entry of thousands)."""
 
 
 class LruCache:
-    """A bounded LRU with optional expiry and coalescing of concurrent loads."""
+    """A bounded LRU with optional expiry, bounded by entries and, optionally, by total weight."""
 
-    def __init__(self, maxsize: int, ttl: float | None = None) -> None:
+    def __init__(
+        self,
+        maxsize: int,
+        ttl: float | None = None,
+        max_weight: int | None = None,
+        weigh: Callable[[Any], int] | None = None,
+    ) -> None:
         if maxsize < 1:
             raise ValueError("maxsize must be at least 1")
         self.maxsize = maxsize
         self.ttl = ttl
-        self._data: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
-        self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
-        self._waiters: dict[asyncio.Future[Any], int] = {}
-        """Callers waiting for each load started by :meth:`get_or_load` (batch loads are not counted)."""
+        self.max_weight = max_weight
+        self._weigh = weigh
+        self.weight = 0
+        self._data: OrderedDict[Hashable, tuple[float, Any, int]] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -58,190 +66,185 @@ class LruCache:
         return len(self._data)
 
     def get(self, key: Hashable) -> Any:
-        """The cached value, or the module's ``_MISSING`` sentinel."""
+        """The cached value, or :data:`MISSING`."""
         item = self._data.get(key)
         if item is None:
-            return _MISSING
-        stamp, value = item
-        if self.ttl is not None and time.monotonic() - stamp > self.ttl:
-            del self._data[key]
-            return _MISSING
+            return MISSING
+        if self.ttl is not None and time.monotonic() - item[0] > self.ttl:
+            self._drop(key)
+            return MISSING
         self._data.move_to_end(key)
-        return value
+        return item[1]
 
-    def put(self, key: Hashable, value: Any) -> None:
-        """Store a value, evicting the least recently used entries past ``maxsize``."""
-        self._data[key] = (time.monotonic(), value)
-        self._data.move_to_end(key)
-        while len(self._data) > self.maxsize:
-            self._data.popitem(last=False)
+    def put(self, key: Hashable, value: Any, stamp: float | None = None) -> None:
+        """Store a value, evicting the least recently used entries past the bounds."""
+        if key in self._data:
+            self._drop(key)
+        weight = self._weigh(value) if self._weigh is not None else 1
+        self._data[key] = (time.monotonic() if stamp is None else stamp, value, weight)
+        self.weight += weight
+        while len(self._data) > self.maxsize or (
+            self.max_weight is not None and self.weight > self.max_weight and len(self._data) > 1
+        ):
+            _, (_, _, dropped) = self._data.popitem(last=False)
+            self.weight -= dropped
+
+    def _drop(self, key: Hashable) -> None:
+        _, _, weight = self._data.pop(key)
+        self.weight -= weight
 
     def clear(self) -> None:
         """Drop every entry."""
         self._data.clear()
+        self.weight = 0
 
-    async def get_or_load(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
-        """Return the cached value or load it once, however many callers ask at once.
 
-        The load outlives a cancelled caller while others still wait for it; once the
-        last one is cancelled it is cancelled too and forgotten, so the next call
-        starts a fresh load instead of joining one that may be stuck.
-        """
-        value = self.get(key)
-        if value is not _MISSING:
-            self.hits += 1
-            return value
-        pending = self._inflight.get(key)
-        if pending is None:
-            self.misses += 1
-            pending = asyncio.create_task(self._load_one(key, load))
-            self._inflight[key] = pending
-            self._waiters[pending] = 0
-        else:
-            self.hits += 1
-        self._join(pending)
-        try:
-            return await asyncio.shield(pending)
-        finally:
-            self._leave(key, pending)
+class _Load:
+    """One backend call for some keys, awaited by every call that needs them."""
 
-    def _join(self, pending: asyncio.Future[Any]) -> asyncio.Future[Any]:
-        """Count one more caller waiting for ``pending`` (if it is a counted load); ``pending``."""
-        if pending in self._waiters:
-            self._waiters[pending] += 1
-        return pending
+    __slots__ = ("keys", "task", "waiters")
 
-    def _leave(self, key: Hashable, pending: asyncio.Future[Any]) -> None:
-        """One caller stopped waiting for ``pending``; cancel and forget the load if it was the last."""
-        if pending not in self._waiters:
-            return
-        self._waiters[pending] -= 1
-        if self._waiters[pending] > 0:
-            return
-        del self._waiters[pending]
-        if not pending.done():
-            pending.cancel()
-            if self._inflight.get(key) is pending:
-                del self._inflight[key]
+    def __init__(self, keys: list[Any]) -> None:
+        self.keys = keys
+        self.waiters = 0
+        self.task: asyncio.Task[dict[Any, Any]]
 
-    async def _load_one(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
-        try:
-            value = await load()
-            self.put(key, value)
-            return value
-        finally:
-            # A cancelled load may finish after a fresh one for the same key took its place.
-            if self._inflight.get(key) is asyncio.current_task():
-                del self._inflight[key]
 
-    async def get_many_or_load(
-        self,
-        keys: list[Hashable],
-        load_many: Callable[[list[Any]], Awaitable[dict[Any, Any]]],
+class KeyCache:
+    """Answers ``{key: value}`` calls from an LRU, loading the missing keys in one shared call."""
+
+    def __init__(self, lru: LruCache) -> None:
+        self.lru = lru
+        self._loading: dict[Hashable, _Load] = {}
+
+    async def get_many(
+        self, keys: Iterable[Hashable], load_many: Callable[[list[Any]], Awaitable[dict[Any, Any]]]
     ) -> dict[Any, Any]:
-        """Answer a batch: cached keys from the cache, the rest with one ``load_many`` call.
+        """Cached keys from the cache, keys being loaded from their loads, the rest with one ``load_many``.
 
-        Keys already being loaded by another caller are awaited, not loaded twice.
-        Keys that ``load_many`` leaves out (unknown entities) are left out here too
-        and not cached.
+        Keys that ``load_many`` leaves out (unknown ids) are left out here too and not cached.
         """
-        result: dict[Any, Any] = {}
-        waiting: dict[Any, asyncio.Future[Any]] = {}
+        found: dict[Any, Any] = {}
+        waiting: dict[_Load, list[Any]] = {}
         missing: list[Any] = []
-        for key in dict.fromkeys(keys):
-            value = self.get(key)
-            if value is not _MISSING:
-                self.hits += 1
-                result[key] = value
-            elif key in self._inflight:
-                self.hits += 1
-                waiting[key] = self._join(self._inflight[key])
-            else:
+        lru, loading = self.lru, self._loading
+        for key in keys:
+            value = lru.get(key)
+            if value is not MISSING:
+                found[key] = value
+                continue
+            load = loading.get(key)
+            if load is None:
                 missing.append(key)
+            else:
+                waiting.setdefault(load, []).append(key)
+        lru.hits += len(found)
+        lru.misses += len(missing)
+        if missing:
+            load = self._start(list(dict.fromkeys(missing)), load_many)
+            waiting[load] = load.keys
+        if waiting:
+            await self._wait(waiting, found)
+        return found
+
+    async def get_or_load(self, key: Hashable, load_one: Callable[[], Awaitable[Any]]) -> Any:
+        """The cached value of ``key``, or the one load of it, however many callers ask at once."""
+
+        async def load_many(keys: list[Any]) -> dict[Any, Any]:
+            return {key: await load_one()}
+
+        return (await self.get_many([key], load_many))[key]
+
+    def _start(self, keys: list[Any], load_many: Callable[[list[Any]], Awaitable[dict[Any, Any]]]) -> _Load:
+        load = _Load(keys)
+
+        async def run() -> dict[Any, Any]:
+            try:
+                answer = await load_many(keys)
+                stamp = time.monotonic()
+                for key in keys:
+                    if key in answer:
+                        self.lru.put(key, answer[key], stamp)
+                return answer
+            finally:
+                self._forget(load)
+
+        load.task = asyncio.create_task(run())
+        load.task.add_done_callback(_retrieve)
+        for key in keys:
+            self._loading[key] = load
+        return load
+
+    async def _wait(self, waiting: dict[_Load, list[Any]], found: dict[Any, Any]) -> None:
+        for load in waiting:
+            load.waiters += 1
         try:
-            if missing:
-                self.misses += len(missing)
-                loop = asyncio.get_running_loop()
-                futures = {key: loop.create_future() for key in missing}
-                self._inflight.update(futures)
-                try:
-                    loaded = await load_many(missing)
-                except asyncio.CancelledError:
-                    # This caller was cancelled, not the others: callers waiting for these keys load them again.
-                    for key, fut in futures.items():
-                        self._inflight.pop(key, None)
-                        if not fut.done():
-                            fut.set_result(_RETRY)
-                    raise
-                except BaseException as exc:
-                    for key, fut in futures.items():
-                        self._inflight.pop(key, None)
-                        if not fut.done():
-                            fut.set_exception(exc)
-                            fut.exception()  # mark retrieved: the error is raised here, not lost
-                    raise
-                for key, fut in futures.items():
-                    self._inflight.pop(key, None)
-                    if key in loaded:
-                        self.put(key, loaded[key])
-                        result[key] = loaded[key]
-                        fut.set_result(loaded[key])
-                    else:
-                        fut.set_result(_MISSING)
-            retry: list[Any] = []
-            for key, fut in waiting.items():
-                try:
-                    value = await asyncio.shield(fut)
-                except KeyError:
-                    continue
-                if value is _RETRY:
-                    retry.append(key)
-                elif value is not _MISSING:
-                    result[key] = value
-            if retry:
-                result.update(await self.get_many_or_load(retry, load_many))
-            return {key: result[key] for key in dict.fromkeys(keys) if key in result}
+            for load, keys in waiting.items():
+                answer = await asyncio.shield(load.task)
+                for key in keys:
+                    if key in answer:
+                        found[key] = answer[key]
         finally:
-            for key, fut in waiting.items():
-                self._leave(key, fut)
+            for load in waiting:
+                load.waiters -= 1
+                if load.waiters == 0 and not load.task.done():
+                    load.task.cancel()  # nobody waits any more: a retry must not join a stuck load
+                    self._forget(load)
+
+    def _forget(self, load: _Load) -> None:
+        for key in load.keys:
+            if self._loading.get(key) is load:
+                del self._loading[key]
+
+    def clear(self) -> None:
+        """Forget the cached entries (loads under way finish for their callers)."""
+        self.lru.clear()
 
 
-def _cached_by_id(hook: str) -> Any:
-    """A tryfirst implementation of a single-id primitive, answered from the cache."""
-
-    def impl(self: CachePlugin, entity_id: str) -> Awaitable[Any]:
-        return self.caches[hook].get_or_load(entity_id, lambda: self._rest(hook)(entity_id=entity_id))
-
-    impl.__name__ = impl.__qualname__ = hook
-    impl.__doc__ = f"{hook}, from the cache when possible."
-    return hookimpl(tryfirst=True)(impl)
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a load's error as retrieved: the callers that waited got it; nobody else needs a log line."""
+    if not task.cancelled():
+        task.exception()
 
 
-def _cached_by_ids(hook: str, single: str) -> Any:
-    """A tryfirst implementation of an id-batch primitive: cached ids from the cache, one call for the rest."""
+def _frozen(value: Any) -> Hashable:
+    """A hashable form of a hook argument (lists become tuples)."""
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    return value  # type: ignore[no-any-return]
 
-    def impl(self: CachePlugin, entity_ids: list[str]) -> Awaitable[Any]:
-        return self.caches[single].get_many_or_load(
-            list(entity_ids), lambda missing: self._rest(hook)(entity_ids=missing)
-        )
 
-    impl.__name__ = impl.__qualname__ = hook
-    impl.__doc__ = f"{hook}, sharing cache entries with {single}."
-    return hookimpl(tryfirst=True)(impl)
+def _edge_count(value: Any) -> int:
+    return len(value) if isinstance(value, list) else 1
 
 
 class CachePlugin:
-    """Caches the primitives of one graph. Registered ``tryfirst`` on its plugin manager."""
+    """Caches the primitives of one graph. Registered ``tryfirst`` on its plugin manager.
 
-    _single = ("edges_from", "edges_to", "get_node", "metadata_for_node", "metadata_for_edge")
+    ``policies`` limits caching to primitives of those policies (a backend answering from
+    memory gains nothing from a per-key cache); the others pass through untouched.
+    """
 
-    def __init__(self, pm: pluggy.PluginManager, config: CacheConfig | None = None) -> None:
-        self.config = config or CacheConfig()
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        config: CacheConfig | None = None,
+        policies: frozenset[CachePolicy] = frozenset(CachePolicy),
+    ) -> None:
+        self.config = config = config or CacheConfig()
         self._pm = pm
-        self.caches = {name: LruCache(self.config.maxsize, self.config.ttl) for name in self._single}
-        self._schema = LruCache(4, None)
-        self._search = LruCache(min(self.config.maxsize, 512), self.config.ttl)
-        self._vector = LruCache(min(self.config.maxsize, 512), self.config.ttl)
+        self.policies = policies
+        self.caches: dict[str, KeyCache] = {}
+        for spec in PRIMITIVES.values():
+            if spec.cache is CachePolicy.SESSION:
+                lru = LruCache(4)
+            elif spec.cache is CachePolicy.PER_CALL:
+                lru = LruCache(min(config.maxsize, 512), config.ttl)
+            elif spec.name == "hop":
+                lru = LruCache(config.maxsize, config.ttl, config.max_edges, _edge_count)
+            else:
+                lru = LruCache(config.maxsize, config.ttl)
+            self.caches[spec.name] = KeyCache(lru)
         self._rest_callers: dict[str, Any] = {}
 
     def _rest(self, hook: str) -> Any:
@@ -261,57 +264,26 @@ class CachePlugin:
             self._rest_callers[hook] = caller
         return caller
 
-    def clear(self) -> None:
-        """Forget everything cached, the schema included."""
-        for cache in self.caches.values():
-            cache.clear()
-        self._schema.clear()
-        self._search.clear()
-        self._vector.clear()
+    def answer(self, spec: PrimitiveSpec, arguments: dict[str, Any]) -> Awaitable[Any] | None:
+        """The cached answer of one primitive call (an awaitable), or None to pass the call on."""
+        if spec.cache not in self.policies:
+            return None
+        cache, rest = self.caches[spec.name], self._rest(spec.name)
+        if spec.keys is not None:
+            keys = spec.keys
+            return cache.get_many(arguments[keys], lambda missing: rest(**{**arguments, keys: missing}))
+        key = tuple(_frozen(arguments[name]) for name in spec.params)
+        return cache.get_or_load(key, lambda: rest(**arguments))
 
-    edges_from = _cached_by_id("edges_from")
-    edges_to = _cached_by_id("edges_to")
-    get_node = _cached_by_id("get_node")
-    metadata_for_node = _cached_by_id("metadata_for_node")
-    edges_from_many = _cached_by_ids("edges_from_many", "edges_from")
-    edges_to_many = _cached_by_ids("edges_to_many", "edges_to")
-    get_nodes = _cached_by_ids("get_nodes", "get_node")
-    metadata_for_nodes = _cached_by_ids("metadata_for_nodes", "metadata_for_node")
+    def clear(self, *names: str) -> None:
+        """Forget what is cached for these primitives (all of them when none is named)."""
+        for name in names or self.caches:
+            self.caches[name].clear()
 
-    @hookimpl(tryfirst=True)
-    def metadata_for_edge(self, edge: Edge) -> Awaitable[Any]:
-        """metadata_for_edge, from the cache when possible."""
-        return self.caches["metadata_for_edge"].get_or_load(edge, lambda: self._rest("metadata_for_edge")(edge=edge))
 
-    @hookimpl(tryfirst=True)
-    def metadata_for_edges(self, edges: list[Edge]) -> Awaitable[Any]:
-        """metadata_for_edges, sharing cache entries with metadata_for_edge."""
-        return self.caches["metadata_for_edge"].get_many_or_load(
-            list(edges), lambda missing: self._rest("metadata_for_edges")(edges=missing)
-        )
+def _cached(spec: PrimitiveSpec) -> Callable[..., Any]:
+    return implementation(spec, lambda plugin, arguments: plugin.answer(spec, arguments), tryfirst=True)
 
-    @hookimpl(tryfirst=True)
-    def search_entities(self, query: str, node_types: list[str] | None) -> Awaitable[Any]:
-        """search_entities, from the cache when possible."""
-        key = (query, tuple(node_types) if node_types is not None else None)
-        return self._search.get_or_load(
-            key, lambda: self._rest("search_entities")(query=query, node_types=node_types)
-        )
 
-    @hookimpl(tryfirst=True)
-    def vector_search(self, vector: list[float], node_types: list[str] | None, limit: int) -> Awaitable[Any]:
-        """vector_search, from the cache when possible (keyed by the vector itself)."""
-        key = (tuple(vector), tuple(node_types) if node_types is not None else None, limit)
-        return self._vector.get_or_load(
-            key, lambda: self._rest("vector_search")(vector=vector, node_types=node_types, limit=limit)
-        )
-
-    @hookimpl(tryfirst=True)
-    def entity_types(self) -> Awaitable[Any]:
-        """entity_types, cached for the life of the graph."""
-        return self._schema.get_or_load("entity_types", lambda: self._rest("entity_types")())
-
-    @hookimpl(tryfirst=True)
-    def predicates(self) -> Awaitable[Any]:
-        """predicates, cached for the life of the graph."""
-        return self._schema.get_or_load("predicates", lambda: self._rest("predicates")())
+for _spec in PRIMITIVES.values():
+    setattr(CachePlugin, _spec.name, _cached(_spec))

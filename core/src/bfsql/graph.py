@@ -1,9 +1,12 @@
 """Graph: one backend and the primitive plugins around it, behind a typed facade.
 
 Each graph owns a plugin manager on which the backend is the terminal (``trylast``)
-implementation of every primitive hook, the cache sits ``tryfirst``, and every
-globally loaded plugin that implements a primitive or post-processing hook is
-registered too. The engine and the server only ever talk to a :class:`Graph`.
+implementation of every primitive hook, the cache sits ``tryfirst``, and every globally
+loaded plugin that implements a primitive or post-processing hook is registered too. The
+facade's primitive methods come from the primitive table (:class:`Graph` subclasses
+:class:`~bfsql.primitives.Primitives`); the single-id calls of seed 000 (``get_node``,
+``edges_from`` …) are derived here from the batch primitives, never hooks. The engine and
+the server only ever talk to a :class:`Graph`.
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ from typing import Any, TypeVar
 
 import pluggy
 
-from bfsql.backend import GraphDbInterface, has_vector_search
+from bfsql.backend import GraphBackend, gather_or_cancel, has_vector_search
 from bfsql.cache import CacheConfig, CachePlugin
 from bfsql.embedders import CachedEmbedder, Embedder, HashingEmbedder, split_identifier
 from bfsql.errors import BackendFailure
-from bfsql.hookspecs import BATCH_HOOKS, PRIMITIVE_HOOKS, SEARCH_HOOKS, hookimpl
-from bfsql.models import Edge, EntityStub, Node, ResultEdge
+from bfsql.models import Node, ResultEdge
+from bfsql.primitives import PRIMITIVES, CachePolicy, Primitives, PrimitiveSpec, implementation
+from bfsql.rows import Edge
 
 __all__ = ["BackendCallStats", "Graph", "then"]
 
@@ -36,9 +40,10 @@ async def then(inner: Awaitable[T], fn: Callable[[T], R | Awaitable[R]]) -> R:
     The helper for async primitive wrappers::
 
         @bfsql.hookimpl(wrapper=True)
-        def edges_from(entity_id):
+        def hop(entity_ids):
             inner = yield
-            return bfsql.then(inner, lambda edges: [e for e in edges if keep(e)])
+            return bfsql.then(inner, lambda found: {i: [e for e in edges if e.predicate != "secret"]
+                                                    for i, edges in found.items()})
     """
     value = fn(await inner)
     if inspect.isawaitable(value):
@@ -59,17 +64,33 @@ class BackendCallStats:
 
 
 class _BackendTerminal:
-    """Adapts a GraphDbInterface to the primitive hooks (the last implementation)."""
+    """The last implementation of every primitive hook: the backend's method of the same name."""
 
-    def __init__(self, backend: GraphDbInterface, stats: BackendCallStats, timeout: float | None) -> None:
+    def __init__(self, backend: GraphBackend, stats: BackendCallStats, timeout: float | None) -> None:
         self.backend = backend
         self.stats = stats
         self.timeout = timeout
+        # Seed 000's search_entities takes no limit; such a backend's answer is cut here instead.
+        self._search_takes_limit = "limit" in inspect.signature(backend.search_entities).parameters
+
+    def call(self, spec: PrimitiveSpec, arguments: dict[str, Any]) -> Awaitable[Any]:
+        """The backend's answer to one primitive call, timed and bounded by the primitive timeout."""
+        values = list(arguments.values())
+        if spec.name == "search_entities" and not self._search_takes_limit:
+            limit = values.pop()
+            return self._timed(spec.name, self._first(self.backend.search_entities(*values), limit))
+        return self._timed(spec.name, getattr(self.backend, spec.name)(*values))
+
+    @staticmethod
+    async def _first(answer: Awaitable[list[Any]], limit: int) -> list[Any]:
+        return (await answer)[: max(0, limit)]
 
     async def _timed(self, name: str, awaitable: Awaitable[T]) -> T:
         self.stats.calls[name] = self.stats.calls.get(name, 0) + 1
         start = time.perf_counter()
         try:
+            if self.timeout is None:
+                return await awaitable
             return await asyncio.wait_for(awaitable, self.timeout)
         except TimeoutError:
             raise BackendFailure(
@@ -79,63 +100,13 @@ class _BackendTerminal:
         finally:
             self.stats.seconds[name] = self.stats.seconds.get(name, 0.0) + time.perf_counter() - start
 
-    @hookimpl(trylast=True)
-    def search_entities(self, query: str, node_types: list[str] | None) -> Awaitable[list[EntityStub]]:
-        return self._timed("search_entities", self.backend.search_entities(query, node_types))
 
-    @hookimpl(trylast=True)
-    def edges_from(self, entity_id: str) -> Awaitable[list[Edge]]:
-        return self._timed("edges_from", self.backend.edges_from(entity_id))
+def _terminal(spec: PrimitiveSpec) -> Callable[..., Any]:
+    return implementation(spec, lambda terminal, arguments: terminal.call(spec, arguments), trylast=True)
 
-    @hookimpl(trylast=True)
-    def edges_to(self, entity_id: str) -> Awaitable[list[Edge]]:
-        return self._timed("edges_to", self.backend.edges_to(entity_id))
 
-    @hookimpl(trylast=True)
-    def get_node(self, entity_id: str) -> Awaitable[Node]:
-        return self._timed("get_node", self.backend.get_node(entity_id))
-
-    @hookimpl(trylast=True)
-    def metadata_for_node(self, entity_id: str) -> Awaitable[dict[str, Any]]:
-        return self._timed("metadata_for_node", self.backend.metadata_for_node(entity_id))
-
-    @hookimpl(trylast=True)
-    def metadata_for_edge(self, edge: Edge) -> Awaitable[dict[str, Any]]:
-        return self._timed("metadata_for_edge", self.backend.metadata_for_edge(edge))
-
-    @hookimpl(trylast=True)
-    def entity_types(self) -> Awaitable[list[str]]:
-        return self._timed("entity_types", self.backend.entity_types())
-
-    @hookimpl(trylast=True)
-    def predicates(self) -> Awaitable[list[str]]:
-        return self._timed("predicates", self.backend.predicates())
-
-    @hookimpl(trylast=True)
-    def vector_search(
-        self, vector: list[float], node_types: list[str] | None, limit: int
-    ) -> Awaitable[list[EntityStub]]:
-        return self._timed("vector_search", self.backend.vector_search(vector, node_types, limit))
-
-    @hookimpl(trylast=True)
-    def edges_from_many(self, entity_ids: list[str]) -> Awaitable[dict[str, list[Edge]]]:
-        return self._timed("edges_from_many", self.backend.edges_from_many(entity_ids))
-
-    @hookimpl(trylast=True)
-    def edges_to_many(self, entity_ids: list[str]) -> Awaitable[dict[str, list[Edge]]]:
-        return self._timed("edges_to_many", self.backend.edges_to_many(entity_ids))
-
-    @hookimpl(trylast=True)
-    def get_nodes(self, entity_ids: list[str]) -> Awaitable[dict[str, Node]]:
-        return self._timed("get_nodes", self.backend.get_nodes(entity_ids))
-
-    @hookimpl(trylast=True)
-    def metadata_for_nodes(self, entity_ids: list[str]) -> Awaitable[dict[str, dict[str, Any]]]:
-        return self._timed("metadata_for_nodes", self.backend.metadata_for_nodes(entity_ids))
-
-    @hookimpl(trylast=True)
-    def metadata_for_edges(self, edges: list[Edge]) -> Awaitable[dict[Edge, dict[str, Any]]]:
-        return self._timed("metadata_for_edges", self.backend.metadata_for_edges(edges))
+for _spec in PRIMITIVES.values():
+    setattr(_BackendTerminal, _spec.name, _terminal(_spec))
 
 
 DEFAULT_PRIMITIVE_TIMEOUT = 30.0
@@ -144,25 +115,27 @@ DEFAULT_PRIMITIVE_TIMEOUT = 30.0
 DEFAULT_CACHE = CacheConfig()
 """The cache bounds used when none are given."""
 
-_GRAPH_HOOKS = frozenset(
-    PRIMITIVE_HOOKS + BATCH_HOOKS + SEARCH_HOOKS + ("process_node", "process_edge", "process_result")
-)
+POST_PROCESSING_HOOKS = ("process_node", "process_edge", "process_result")
+
+_GRAPH_HOOKS = frozenset(PRIMITIVES) | frozenset(POST_PROCESSING_HOOKS)
 
 
-class Graph:
+class Graph(Primitives):
     """A backend wrapped by the primitive hooks of its own plugin manager.
 
-    ``plugins`` defaults to every plugin loaded by :func:`bfsql.plugins.get_plugin_manager`
-    that implements a primitive or post-processing hook. ``cache=None`` disables caching.
-    ``embedder`` (default: the built-in ``hashing`` embedder) makes query vectors for
-    vector search and scores fuzzy matches in path queries; its answers are cached (LRU).
-    ``primitive_timeout`` bounds every backend call; one that takes longer fails with a
-    :class:`~bfsql.errors.BackendFailure` naming the primitive (None: no bound).
+    The primitives (``get_nodes``, ``hop`` … see :class:`~bfsql.primitives.Primitives`) are
+    methods of the graph that call its hooks. ``plugins`` defaults to every plugin loaded by
+    :func:`bfsql.plugins.get_plugin_manager` that implements a primitive or post-processing
+    hook. ``cache=None`` disables caching. ``embedder`` (default: the built-in ``hashing``
+    embedder) makes query vectors for vector search and scores fuzzy matches in path
+    queries; its answers are cached (LRU). ``primitive_timeout`` bounds every backend call;
+    one that takes longer fails with a :class:`~bfsql.errors.BackendFailure` naming the
+    primitive (None: no bound).
     """
 
     def __init__(
         self,
-        backend: GraphDbInterface,
+        backend: GraphBackend,
         *,
         plugins: list[object] | None = None,
         cache: CacheConfig | None = DEFAULT_CACHE,
@@ -188,7 +161,10 @@ class Graph:
             self.pm.register(plugin)
         self.cache: CachePlugin | None = None
         if cache is not None:
-            self.cache = CachePlugin(self.pm, cache)
+            policies = frozenset(CachePolicy)
+            if backend.capabilities.in_memory:
+                policies -= {CachePolicy.PER_KEY}
+            self.cache = CachePlugin(self.pm, cache, policies)
             self.pm.register(self.cache, name="cache")
         self._embedder = CachedEmbedder(embedder or HashingEmbedder())
         self._embedder_bound = False
@@ -218,7 +194,7 @@ class Graph:
         self._embedder_bound = False
         self._predicate_vectors.clear()
         if self.cache is not None:
-            self.cache._vector.clear()
+            self.cache.clear("vector_search")
 
     async def bind_embedder(self) -> None:
         """Tell the backend which embedder makes query vectors (once; raises on a mismatch)."""
@@ -246,16 +222,6 @@ class Graph:
             self._predicate_vectors.update(zip(missing, vectors, strict=True))
         return {p: self._predicate_vectors[p] for p in predicates}
 
-    async def vector_search(
-        self, vector: list[float], node_types: list[str] | None = None, limit: int = 20
-    ) -> list[EntityStub]:
-        """Entities nearest to ``vector`` (cosine ``score``), through the ``vector_search`` hook (cached)."""
-        await self.bind_embedder()
-        result: list[EntityStub] = await self.pm.hook.vector_search(
-            vector=list(vector), node_types=node_types, limit=limit
-        )
-        return result
-
     async def aclose(self) -> None:
         """Close the backend."""
         await self.backend.aclose()
@@ -266,84 +232,43 @@ class Graph:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    # The eight primitives.
-
-    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
-        """Ranked stubs matching ``query``, restricted to ``node_types`` when given."""
-        result: list[EntityStub] = await self.pm.hook.search_entities(query=query, node_types=node_types)
-        return result
-
-    async def edges_from(self, entity_id: str) -> list[Edge]:
-        """Outgoing edges; KeyError for an unknown id."""
-        result: list[Edge] = await self.pm.hook.edges_from(entity_id=entity_id)
-        return result
-
-    async def edges_to(self, entity_id: str) -> list[Edge]:
-        """Incoming edges; KeyError for an unknown id."""
-        result: list[Edge] = await self.pm.hook.edges_to(entity_id=entity_id)
-        return result
+    # Seed 000's single-id calls, derived from the batch primitives.
 
     async def get_node(self, entity_id: str) -> Node:
         """Identity of one entity; KeyError for an unknown id."""
-        result: Node = await self.pm.hook.get_node(entity_id=entity_id)
-        return result
+        found = await self.get_nodes([entity_id])
+        if entity_id not in found:
+            raise KeyError(entity_id)
+        return Node(id=entity_id, entity_type=found[entity_id].entity_type)
+
+    async def _edges(self, entity_id: str, end: int) -> list[Edge]:
+        rows, known = await gather_or_cancel(self.hop([entity_id]), self.get_nodes([entity_id]))
+        if entity_id not in known:
+            raise KeyError(entity_id)
+        return sorted(Edge(r[0], r[1], r[2]) for r in rows.get(entity_id, []) if r[end] == entity_id)
+
+    async def edges_from(self, entity_id: str) -> list[Edge]:
+        """Outgoing edges, sorted; KeyError for an unknown id."""
+        return await self._edges(entity_id, 0)
+
+    async def edges_to(self, entity_id: str) -> list[Edge]:
+        """Incoming edges, sorted; KeyError for an unknown id."""
+        return await self._edges(entity_id, 2)
 
     async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
         """Metadata of one entity; KeyError for an unknown id."""
-        result: dict[str, Any] = await self.pm.hook.metadata_for_node(entity_id=entity_id)
-        return result
+        return (await self.metadata_for_nodes([entity_id]))[entity_id]
 
     async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
-        """Metadata of one edge."""
-        result: dict[str, Any] = await self.pm.hook.metadata_for_edge(edge=edge)
-        return result
-
-    async def entity_types(self) -> list[str]:
-        """Entity type names, sorted."""
-        result: list[str] = await self.pm.hook.entity_types()
-        return result
-
-    async def predicates(self) -> list[str]:
-        """Predicate names, sorted."""
-        result: list[str] = await self.pm.hook.predicates()
-        return result
-
-    # Batch primitives.
-
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Outgoing edges of many entities; unknown ids left out."""
-        if not entity_ids:
-            return {}
-        result: dict[str, list[Edge]] = await self.pm.hook.edges_from_many(entity_ids=list(entity_ids))
-        return result
-
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Incoming edges of many entities; unknown ids left out."""
-        if not entity_ids:
-            return {}
-        result: dict[str, list[Edge]] = await self.pm.hook.edges_to_many(entity_ids=list(entity_ids))
-        return result
-
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        """Identities of many entities; unknown ids left out."""
-        if not entity_ids:
-            return {}
-        result: dict[str, Node] = await self.pm.hook.get_nodes(entity_ids=list(entity_ids))
-        return result
-
-    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Metadata of many entities; unknown ids left out."""
-        if not entity_ids:
-            return {}
-        result: dict[str, dict[str, Any]] = await self.pm.hook.metadata_for_nodes(entity_ids=list(entity_ids))
-        return result
-
-    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        """Metadata of many edges, keyed by edge."""
-        if not edges:
-            return {}
-        result: dict[Edge, dict[str, Any]] = await self.pm.hook.metadata_for_edges(edges=list(edges))
-        return result
+        """Metadata of one edge with its ``provenance`` (when the store has any); ``{}`` for an unknown edge."""
+        edge = Edge(*edge)
+        metadata, provenance = await gather_or_cancel(
+            self.metadata_for_edges([edge]), self.provenance_for_edges([edge])
+        )
+        found = dict(metadata.get(edge) or {})
+        if found and provenance.get(edge):
+            found["provenance"] = provenance[edge]
+        return found
 
     # Post-processing.
 

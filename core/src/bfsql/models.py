@@ -2,14 +2,17 @@
 
 Every model serialises with :func:`to_output`, which drops optional fields that are
 ``None`` so that a stub node is exactly ``{"id", "entity_type"}`` and a bare edge is
-exactly ``{"subject", "predicate", "object"}``.
+exactly ``{"subject", "predicate", "object"}``. :class:`~bfsql.rows.Edge`, a plain named
+tuple, is re-exported here.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from bfsql.rows import Edge
 
 __all__ = [
     "BfsResult",
@@ -42,20 +45,6 @@ class EntityStub(BaseModel):
     )
 
 
-class Edge(BaseModel):
-    """A directed triple. Hashable, so it can key dictionaries and sets."""
-
-    model_config = ConfigDict(frozen=True)
-
-    subject: str
-    predicate: str
-    object: str
-
-    def key(self) -> str:
-        """The kgraph relationship key ``subject:predicate:object``."""
-        return f"{self.subject}:{self.predicate}:{self.object}"
-
-
 class ResultEdge(BaseModel):
     """An edge in a tool result: a bare triple, or a full edge carrying ``metadata``."""
 
@@ -66,7 +55,7 @@ class ResultEdge(BaseModel):
 
     def triple(self) -> Edge:
         """The edge without its metadata."""
-        return Edge(subject=self.subject, predicate=self.predicate, object=self.object)
+        return Edge(self.subject, self.predicate, self.object)
 
 
 class Node(BaseModel):

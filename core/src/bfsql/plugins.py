@@ -116,9 +116,12 @@ def _record(name: str, exc: BaseException) -> None:
 
 
 def new_plugin_manager() -> pluggy.PluginManager:
-    """A plugin manager with every bfsql hookspec and nothing registered."""
+    """A plugin manager with every bfsql hookspec (the primitive table's included) and nothing registered."""
+    from bfsql.primitives import PrimitiveHookspecs
+
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
+    pm.add_hookspecs(PrimitiveHookspecs)
     return pm
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from typing_extensions import override
 
-from bfsql.backend import Capabilities, GraphDbInterface
+from bfsql.backend import Capabilities, GraphBackend, hop_edges
 from bfsql.embedders import Embedder, HashingEmbedder, dot, normalise
 from bfsql.hookspecs import hookimpl
 from bfsql.loading.bundle import Record, read_bundle
@@ -21,12 +21,12 @@ from bfsql.loading.records import (
     edge_metadata,
     node_metadata,
 )
-from bfsql.models import Edge, EntityStub, Node
+from bfsql.models import EntityStub
+from bfsql.primitives import SEARCH_LIMIT
+from bfsql.rows import Edge, HopEdge, NodeInfo
 from bfsql.search_rank import lexical_rank
 
 __all__ = ["MemoryBackend", "MemoryConfig"]
-
-SEARCH_LIMIT = 20
 
 
 class MemoryConfig(BaseModel):
@@ -36,22 +36,22 @@ class MemoryConfig(BaseModel):
     description: str = Field(default="An in-memory knowledge graph.", description="graph_description text.")
 
 
-class MemoryBackend(GraphDbInterface):
+class MemoryBackend(GraphBackend):
     """A graph held in dictionaries. Merged entities are invisible; dangling edges are kept.
 
-    Vector search embeds every visible entity's name (its id when it has none) with the
-    bound embedder on first use, and keeps the vectors until the graph changes.
+    The hop rows of every entity are built once, on first use after a change. Vector search
+    embeds every visible entity's name (its id when it has none) with the bound embedder on
+    first use, and keeps the vectors until the graph changes.
     """
 
-    capabilities = Capabilities(batch_primitives=True, provenance=True, vector_search=True)
+    capabilities = Capabilities(batch_primitives=True, provenance=True, vector_search=True, in_memory=True)
 
     def __init__(self, records: Iterable[Record] = (), description: str = "An in-memory knowledge graph.") -> None:
         self._description = description
         self._entities: dict[str, EntityRecord] = {}
         self._rels: dict[Edge, RelationshipRecord] = {}
         self._evidence: dict[Edge, list[EvidenceRecord]] = defaultdict(list)
-        self._out: dict[str, list[Edge]] = defaultdict(list)
-        self._in: dict[str, list[Edge]] = defaultdict(list)
+        self._hops: dict[str, list[HopEdge]] | None = None
         self._embedder: Embedder | None = None
         self._vectors: dict[str, list[float]] | None = None
         for record in records:
@@ -65,37 +65,38 @@ class MemoryBackend(GraphDbInterface):
     def add(self, record: Record) -> None:
         """Add one record; a later record with the same key replaces the earlier one."""
         self._vectors = None
+        self._hops = None
         if isinstance(record, EntityRecord):
             self._entities[record.id] = record
         elif isinstance(record, RelationshipRecord):
-            edge = record.edge()
-            if edge not in self._rels:
-                self._out[edge.subject].append(edge)
-                self._in[edge.object].append(edge)
-            self._rels[edge] = record
+            self._rels[record.edge()] = record
         elif record not in self._evidence[record.edge()]:  # evidence is deduplicated, as in the sqlite store
             self._evidence[record.edge()].append(record)
 
-    def _visible(self, entity_id: str) -> EntityRecord:
+    def _visible(self, entity_id: str) -> EntityRecord | None:
         entity = self._entities.get(entity_id)
-        if entity is None or entity.merged:
-            raise KeyError(entity_id)
-        return entity
-
-    def _exists(self, entity_id: str) -> bool:
-        entity = self._entities.get(entity_id)
-        return entity is not None and not entity.merged
+        return None if entity is None or entity.merged else entity
 
     def _touches_merged(self, edge: Edge) -> bool:
         return any((e := self._entities.get(end)) is not None and e.merged for end in (edge.subject, edge.object))
 
-    def _edges(self, index: dict[str, list[Edge]], entity_id: str) -> list[Edge]:
-        self._visible(entity_id)
-        edges = [e for e in index.get(entity_id, []) if not self._touches_merged(e)]
-        return sorted(edges, key=lambda e: (e.subject, e.predicate, e.object))
+    def _hop_index(self) -> dict[str, list[HopEdge]]:
+        if self._hops is None:
+            edges: dict[str, list[Edge]] = defaultdict(list)
+            for edge in sorted(self._rels):
+                if self._touches_merged(edge):
+                    continue
+                edges[edge.subject].append(edge)
+                if edge.object != edge.subject:
+                    edges[edge.object].append(edge)
+            ends = {i: NodeInfo(e.entity_type, e.name) for i, e in self._entities.items() if not e.merged}
+            self._hops = {i: hop_edges(i, found, ends) for i, found in edges.items() if i in ends}
+        return self._hops
 
     @override
-    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+    async def search_entities(
+        self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
         ranked = []
         for entity in self._entities.values():
             if entity.merged or (node_types is not None and entity.entity_type not in node_types):
@@ -104,9 +105,7 @@ class MemoryBackend(GraphDbInterface):
             if rank is not None:
                 ranked.append((rank, entity.id, entity))
         ranked.sort(key=lambda item: (item[0], item[1]))
-        return [
-            EntityStub(id=e.id, entity_type=e.entity_type, name=e.name) for _, _, e in ranked[:SEARCH_LIMIT]
-        ]
+        return [EntityStub(id=e.id, entity_type=e.entity_type, name=e.name) for _, _, e in ranked[: max(0, limit)]]
 
     @override
     async def bind_embedder(self, embedder: Embedder) -> None:
@@ -149,30 +148,6 @@ class MemoryBackend(GraphDbInterface):
         ]
 
     @override
-    async def edges_from(self, entity_id: str) -> list[Edge]:
-        return self._edges(self._out, entity_id)
-
-    @override
-    async def edges_to(self, entity_id: str) -> list[Edge]:
-        return self._edges(self._in, entity_id)
-
-    @override
-    async def get_node(self, entity_id: str) -> Node:
-        entity = self._visible(entity_id)
-        return Node(id=entity.id, entity_type=entity.entity_type)
-
-    @override
-    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
-        return node_metadata(self._visible(entity_id))
-
-    @override
-    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
-        rel = self._rels.get(edge)
-        if rel is None or self._touches_merged(edge):
-            return {}
-        return edge_metadata(rel, self._evidence.get(edge, []))
-
-    @override
     async def entity_types(self) -> list[str]:
         return sorted({e.entity_type for e in self._entities.values() if not e.merged})
 
@@ -181,24 +156,43 @@ class MemoryBackend(GraphDbInterface):
         return sorted({edge.predicate for edge in self._rels if not self._touches_merged(edge)})
 
     @override
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        return {i: self._edges(self._out, i) for i in dict.fromkeys(entity_ids) if self._exists(i)}
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
+        found = {}
+        for entity_id in entity_ids:
+            entity = self._visible(entity_id)
+            if entity is not None:
+                found[entity_id] = NodeInfo(entity.entity_type, entity.name)
+        return found
 
     @override
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        return {i: self._edges(self._in, i) for i in dict.fromkeys(entity_ids) if self._exists(i)}
-
-    @override
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        return {i: await self.get_node(i) for i in dict.fromkeys(entity_ids) if self._exists(i)}
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        index = self._hop_index()
+        return {i: index[i] for i in entity_ids if i in index}
 
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        return {i: node_metadata(self._entities[i]) for i in dict.fromkeys(entity_ids) if self._exists(i)}
+        found = {}
+        for entity_id in entity_ids:
+            entity = self._visible(entity_id)
+            if entity is not None:
+                found[entity_id] = node_metadata(entity)
+        return found
 
     @override
     async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        return {e: await self.metadata_for_edge(e) for e in dict.fromkeys(edges)}
+        found = {}
+        for edge in edges:
+            rel = self._rels.get(edge)
+            found[edge] = {} if rel is None or self._touches_merged(edge) else edge_metadata(rel, [])
+        return found
+
+    @override
+    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        found = {}
+        for edge in edges:
+            if edge in self._rels and self._evidence.get(edge) and not self._touches_merged(edge):
+                found[edge] = edge_metadata(self._rels[edge], self._evidence[edge])["provenance"]
+        return found
 
     @override
     async def graph_description(self) -> str:

@@ -2,11 +2,18 @@
 
 The store is opened read-only (``mode=ro`` plus ``PRAGMA query_only``), so the
 server cannot write to it by construction. All SQLite work runs on one dedicated
-worker thread per backend, never on the event loop. Batch primitives are set-based
-(``IN (...)`` in chunks), so a BFS frontier costs one query per batch call and chunk.
-Answers equal the memory backend's for the same bundle: merged entities are
-invisible (and so are edges touching them), dangling edges are kept, edges are
-sorted by (subject, predicate, object), and metadata is derived with
+worker thread per backend, never on the event loop.
+
+Hops come from an **in-memory hop index** (every entity's edges in both directions with
+their other ends' type and name, as plain tuples), built once by a background thread of
+its own when the store opens, if the store has at most ``memory_index`` relationships.
+Measured on the HPO (306k relationships): the index takes ~0.9 s to build and ~110 MB,
+and a 2-hop traversal then runs within 2x of a plain in-memory BFS, where set-based SQL
+hops (one statement per chunk of ids, used until the index is ready and for bigger
+stores) take 5-7x. Everything else is set-based SQL (``IN (...)`` in chunks).
+
+Answers equal the memory backend's for the same bundle: merged entities are invisible
+(and so are edges touching them), dangling edges are kept, and metadata is derived with
 :func:`~bfsql.loading.records.node_metadata` / :func:`~bfsql.loading.records.edge_metadata`.
 """
 
@@ -17,6 +24,7 @@ import dataclasses
 import functools
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,26 +32,37 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from bfsql.backend import BatchFirstBackend, Capabilities
+from bfsql.backend import Capabilities, GraphBackend
 from bfsql.embedders import Embedder, EmbedderMismatch, dot, normalise
 from bfsql.errors import BfsqlError
 from bfsql.hookspecs import hookimpl
-from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
+from bfsql.loading.records import (
+    EntityRecord,
+    EvidenceRecord,
+    RelationshipRecord,
+    edge_metadata,
+    node_metadata,
+    provenance,
+)
 from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION, decode_vector
-from bfsql.models import Edge, EntityStub, Node
+from bfsql.models import EntityStub
+from bfsql.primitives import SEARCH_LIMIT
+from bfsql.rows import Edge, HopEdge, NodeInfo
 from bfsql.search_rank import lexical_rank
 
-__all__ = ["SqliteBackend", "SqliteConfig", "SqliteStoreError"]
+__all__ = ["DEFAULT_MEMORY_INDEX", "SqliteBackend", "SqliteConfig", "SqliteStoreError"]
 
 T = TypeVar("T")
 
-SEARCH_LIMIT = 20
 MAX_PARAMS = 500
 """Bound parameters per statement; batches are split into chunks of at most this many."""
 FTS_CANDIDATES = 5000
 """Best-ranked labels examined by the full-text tier of search_entities."""
 SUBSTRING_CANDIDATES = 2000
 """Labels examined by the substring tier of search_entities."""
+
+DEFAULT_MEMORY_INDEX = 1_000_000
+"""Stores with at most this many relationships keep a hop index in memory (~350 bytes a relationship)."""
 
 _VISIBLE = "status IS NOT 'merged'"
 _VISIBLE_PREDICATES = (
@@ -60,6 +79,11 @@ class SqliteConfig(BaseModel):
     db: Path | None = Field(default=None, description="SQLite file; default: the bundled FamPlex demo graph")
     description: str | None = Field(
         default=None, description="graph_description text; default: the description stored by the loader"
+    )
+    memory_index: int = Field(
+        default=DEFAULT_MEMORY_INDEX,
+        ge=0,
+        description="keep a hop index in memory for stores with at most this many relationships (0: never)",
     )
 
 
@@ -102,21 +126,37 @@ def fts_query(text: str) -> str:
     return " ".join(tokens) + "*"
 
 
-class SqliteBackend(BatchFirstBackend):
+class SqliteBackend(GraphBackend):
     """A read-only view of a SQLite store written by :func:`bfsql.loading.sqlite_loader.load_sqlite`."""
 
     capabilities = Capabilities(batch_primitives=True, provenance=True)
 
-    def __init__(self, db: str | Path, description: str | None = None, *, demo: bool = False) -> None:
+    def __init__(
+        self,
+        db: str | Path,
+        description: str | None = None,
+        *,
+        demo: bool = False,
+        memory_index: int = DEFAULT_MEMORY_INDEX,
+    ) -> None:
         """Open ``db`` read-only; :class:`SqliteStoreError` if it is missing or not a bfsql store.
 
-        Opening is quick (a connection and a schema check) and waits for the worker thread.
-        ``demo`` marks the bundled demo store: bound to another embedder than the one its
-        vectors were made with, it switches to a copy embedded with that one.
+        Opening is quick (a connection and a schema check) and waits for the worker thread;
+        the hop index (for stores of at most ``memory_index`` relationships) is built in the
+        background. ``demo`` marks the bundled demo store: bound to another embedder than
+        the one its vectors were made with, it switches to a copy embedded with that one.
         """
         self.path = Path(db)
         self._description = description
         self._demo = demo
+        self._memory_index = memory_index
+        self._index: dict[str, list[HopEdge]] | None = None
+        """Every visible entity's hop rows (plain tuples), once the background build is done."""
+        self._nodes: dict[str, NodeInfo] | None = None
+        """Every visible entity's type and name, built with the index."""
+        self._has_merged = True
+        self._closing = threading.Event()
+        self._indexed = threading.Event()
         self.vector_embedder: tuple[str, int] | None = None
         """(name, dimension) of the embedder of the stored entity vectors; None without vectors."""
         self._matrix: list[tuple[str, str, str | None, Any]] | None = None
@@ -131,18 +171,24 @@ class SqliteBackend(BatchFirstBackend):
             )
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bfsql-sqlite")
         try:
-            self._executor.submit(self._connect).result()
+            relationships = self._executor.submit(self._connect).result()
         except BaseException:
             self._executor.shutdown(wait=False)
             raise
+        if 0 < relationships <= memory_index:
+            threading.Thread(target=self._build_index, name="bfsql-sqlite-index", daemon=True).start()
 
     # -- worker-thread side ---------------------------------------------------
 
-    def _connect(self) -> None:
-        uri = self.path.resolve().as_uri() + "?mode=ro"
-        conn = sqlite3.connect(uri, uri=True)
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True)
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    def _connect(self) -> int:
+        """Open and check the store; its number of relationships."""
+        conn = self._open()
         try:
-            conn.execute("PRAGMA query_only = ON")
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             missing = REQUIRED_TABLES - tables
             if missing:
@@ -151,6 +197,10 @@ class SqliteBackend(BatchFirstBackend):
                     f"Build a store with: bfsql load --db NEW_FILE bundle.jsonl (not over {self.path}).",
                 )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            self._has_merged = bool(
+                conn.execute("SELECT EXISTS (SELECT 1 FROM entity WHERE status = 'merged')").fetchone()[0]
+            )
+            relationships: int = conn.execute("SELECT COUNT(*) FROM relationship").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise SqliteStoreError(
@@ -175,6 +225,52 @@ class SqliteBackend(BatchFirstBackend):
         self.capabilities = dataclasses.replace(type(self).capabilities, vector_search=self.vector_embedder is not None)
         self._matrix = None
         self._conn = conn
+        return relationships
+
+    def _build_index(self) -> None:
+        """Build the hop index on a connection of its own (a background thread), then publish it."""
+        conn = self._open()
+        try:
+            nodes = {
+                entity_id: NodeInfo(entity_type, name)
+                for entity_id, entity_type, name in conn.execute(
+                    f"SELECT entity_id, entity_type, name FROM entity WHERE {_VISIBLE}"
+                )
+            }
+            merged = {row[0] for row in conn.execute("SELECT entity_id FROM entity WHERE status = 'merged'")}
+            index: dict[str, list[Any]] = {}
+            unknown = (None, None)
+            get = nodes.get
+            for count, (subject, predicate, obj) in enumerate(
+                conn.execute("SELECT subject_id, predicate, object_id FROM relationship")
+            ):
+                if count % 65536 == 0 and self._closing.is_set():
+                    return
+                if merged and (subject in merged or obj in merged):
+                    continue
+                if subject in nodes:
+                    found = index.get(subject)
+                    row = (subject, predicate, obj, *get(obj, unknown))
+                    if found is None:
+                        index[subject] = [row]
+                    else:
+                        found.append(row)
+                if obj != subject and obj in nodes:
+                    found = index.get(obj)
+                    row = (subject, predicate, obj, *get(subject, unknown))
+                    if found is None:
+                        index[obj] = [row]
+                    else:
+                        found.append(row)
+            if self._closing.is_set():
+                return
+            self._nodes = nodes
+            self._index = index
+            self._indexed.set()
+        except sqlite3.Error:
+            pass  # the store went away (closed, replaced); hops keep using SQL
+        finally:
+            conn.close()
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -182,26 +278,31 @@ class SqliteBackend(BatchFirstBackend):
             raise RuntimeError("the sqlite backend is closed")
         return self._conn
 
-    def _edges_many(self, entity_ids: list[str], outgoing: bool) -> dict[str, list[Edge]]:
-        key, other = ("subject_id", "object_id") if outgoing else ("object_id", "subject_id")
-        found: dict[str, list[Edge]] = {}
-        for chunk in _chunks(list(dict.fromkeys(entity_ids)), MAX_PARAMS):
-            rows = self._db.execute(
-                f"""
-                SELECT e.entity_id, r.subject_id, r.predicate, r.object_id
-                FROM entity e
-                LEFT JOIN relationship r ON r.{key} = e.entity_id AND NOT EXISTS (
-                    SELECT 1 FROM entity m WHERE m.entity_id = r.{other} AND m.status = 'merged')
-                WHERE e.entity_id IN ({_marks(len(chunk))}) AND e.{_VISIBLE}
-                ORDER BY e.entity_id, r.subject_id, r.predicate, r.object_id
-                """,
-                chunk,
-            )
-            for entity_id, subject, predicate, obj in rows:
-                edges = found.setdefault(entity_id, [])
-                if subject is not None:
-                    edges.append(Edge(subject=subject, predicate=predicate, object=obj))
-        return {i: found[i] for i in dict.fromkeys(entity_ids) if i in found}
+    def _sql_hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        found: dict[str, list[HopEdge]] = {}
+        if self._has_merged:
+            visible = f"JOIN entity f ON f.entity_id = {{key}} AND f.{_VISIBLE} "
+            other_visible = f"AND o.{_VISIBLE}"
+        else:
+            visible = other_visible = ""
+        for key, other, own in (("r.subject_id", "r.object_id", 0), ("r.object_id", "r.subject_id", 2)):
+            loops = "AND r.subject_id <> r.object_id" if own == 2 else ""
+            for chunk in _chunks(list(dict.fromkeys(entity_ids)), MAX_PARAMS):
+                rows = self._db.execute(
+                    f"""
+                    SELECT r.subject_id, r.predicate, r.object_id, o.entity_type, o.name
+                    FROM relationship r {visible.format(key=key)}LEFT JOIN entity o ON o.entity_id = {other}
+                    WHERE {key} IN ({_marks(len(chunk))}) {loops} {other_visible}
+                    """,
+                    chunk,
+                )
+                for row in rows:
+                    edges = found.get(row[own])
+                    if edges is None:
+                        found[row[own]] = [row]
+                    else:
+                        edges.append(row)
+        return found
 
     def _entities(self, entity_ids: list[str], columns: str) -> dict[str, tuple[Any, ...]]:
         found: dict[str, tuple[Any, ...]] = {}
@@ -211,71 +312,79 @@ class SqliteBackend(BatchFirstBackend):
                 found[row[0]] = row
         return {i: found[i] for i in dict.fromkeys(entity_ids) if i in found}
 
-    def _get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        rows = self._entities(entity_ids, "entity_id, entity_type")
-        return {i: Node(id=row[0], entity_type=row[1]) for i, row in rows.items()}
+    def _get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
+        rows = self._entities(entity_ids, "entity_id, entity_type, name")
+        return {i: NodeInfo(row[1], row[2]) for i, row in rows.items()}
 
     def _metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         rows = self._entities(entity_ids, _ENTITY_COLUMNS)
         return {i: node_metadata(_entity(row)) for i, row in rows.items()}
 
-    def _metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        unique = list(dict.fromkeys(edges))
-        rels: dict[Edge, RelationshipRecord] = {}
-        evidence: dict[Edge, list[EvidenceRecord]] = {}
-        for chunk in _chunks(unique, MAX_PARAMS // 3):
-            values = ",".join(["(?, ?, ?)"] * len(chunk))
-            params = [part for edge in chunk for part in (edge.subject, edge.predicate, edge.object)]
-            rows = self._db.execute(
+    def _edge_rows(self, edges: list[Edge], columns: str, join: str) -> Iterator[Sequence[Any]]:
+        """``columns`` of the visible relationships among ``edges`` (``r``), with the ``join`` added."""
+        merged = (
+            "AND NOT EXISTS (SELECT 1 FROM entity m WHERE m.entity_id IN (r.subject_id, r.object_id) "
+            "AND m.status = 'merged')"
+            if self._has_merged
+            else ""
+        )
+        for chunk in _chunks(list(dict.fromkeys(edges)), MAX_PARAMS // 3):
+            yield from self._db.execute(
                 f"""
-                WITH wanted (s, p, o) AS (VALUES {values})
-                SELECT r.subject_id, r.predicate, r.object_id, r.confidence, r.source_documents, r.properties,
-                       v.rowid, v.text_span, v.confidence, v.document_id, v.section
+                WITH wanted (s, p, o) AS (VALUES {",".join(["(?, ?, ?)"] * len(chunk))})
+                SELECT r.subject_id, r.predicate, r.object_id, {columns}
                 FROM wanted w
-                JOIN relationship r ON r.subject_id = w.s AND r.predicate = w.p AND r.object_id = w.o
-                    AND NOT EXISTS (SELECT 1 FROM entity m
-                                    WHERE m.entity_id IN (r.subject_id, r.object_id) AND m.status = 'merged')
-                LEFT JOIN evidence v
-                    ON v.subject_id = r.subject_id AND v.predicate = r.predicate AND v.object_id = r.object_id
-                ORDER BY r.subject_id, r.predicate, r.object_id, v.rowid
+                JOIN relationship r ON r.subject_id = w.s AND r.predicate = w.p AND r.object_id = w.o {merged}
+                {join}
                 """,
-                params,
+                [part for edge in chunk for part in edge],
             )
-            for s, p, o, confidence, documents, properties, ev_rowid, span, ev_conf, document, section in rows:
-                edge = Edge(subject=s, predicate=p, object=o)
-                if edge not in rels:
-                    rels[edge] = RelationshipRecord.model_construct(
-                        subject=s,
-                        predicate=p,
-                        object=o,
-                        confidence=confidence,
-                        source_documents=json.loads(documents),
-                        properties=json.loads(properties),
-                    )
-                    evidence[edge] = []
-                if ev_rowid is not None:
-                    evidence[edge].append(
-                        EvidenceRecord.model_construct(
-                            subject=s,
-                            predicate=p,
-                            object=o,
-                            text_span=span,
-                            confidence=ev_conf,
-                            document_id=document,
-                            section=section,
-                        )
-                    )
-        return {e: edge_metadata(rels[e], evidence[e]) if e in rels else {} for e in unique}
+
+    def _metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        found: dict[Edge, dict[str, Any]] = {}
+        for s, p, o, confidence, documents, properties in self._edge_rows(
+            edges, "r.confidence, r.source_documents, r.properties", ""
+        ):
+            rel = RelationshipRecord.model_construct(
+                subject=s,
+                predicate=p,
+                object=o,
+                confidence=confidence,
+                source_documents=json.loads(documents),
+                properties=json.loads(properties),
+            )
+            found[Edge(s, p, o)] = edge_metadata(rel, [])
+        return found
+
+    def _provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        evidence: dict[Edge, list[EvidenceRecord]] = {}
+        join = (
+            "JOIN evidence v ON v.subject_id = r.subject_id AND v.predicate = r.predicate AND v.object_id = r.object_id"
+        )
+        columns = "v.text_span, v.confidence, v.document_id, v.section"
+        for s, p, o, span, confidence, document, section in self._edge_rows(edges, columns, join):
+            evidence.setdefault(Edge(s, p, o), []).append(
+                EvidenceRecord.model_construct(
+                    subject=s,
+                    predicate=p,
+                    object=o,
+                    text_span=span,
+                    confidence=confidence,
+                    document_id=document,
+                    section=section,
+                )
+            )
+        return {edge: provenance(found) for edge, found in evidence.items()}
 
     def _distinct(self, sql: str) -> list[str]:
         if sql not in self._schema_cache:  # the store is read-only, so the answer never changes
             self._schema_cache[sql] = [row[0] for row in self._db.execute(sql)]
         return self._schema_cache[sql]
 
-    def _search(self, query: str, node_types: list[str] | None) -> list[EntityStub]:
+    def _search(self, query: str, node_types: list[str] | None, limit: int) -> list[EntityStub]:
         text = query.replace("\x00", "").strip()  # FTS5 parses queries as C strings: NUL would end one early
         q = text.casefold()
-        if not q or node_types == []:
+        if not q or node_types == [] or limit < 1:
             return []
         type_filter = f"AND e.entity_type IN ({_marks(len(node_types))})" if node_types else ""
         types = list(node_types or [])
@@ -283,7 +392,7 @@ class SqliteBackend(BatchFirstBackend):
 
         def take(rows: Sequence[Sequence[Any]]) -> None:
             for entity_id, entity_type, name in rows:
-                if len(hits) < SEARCH_LIMIT:
+                if len(hits) < limit:
                     hits.setdefault(entity_id, (entity_type, name))
 
         # Tier 1: exact (case-insensitive) name, then exact synonym.
@@ -295,11 +404,11 @@ class SqliteBackend(BatchFirstBackend):
                 WHERE l.norm = ? AND e.{_VISIBLE} {type_filter}
                 GROUP BY e.entity_id ORDER BY MIN(l.kind), e.entity_id LIMIT ?
                 """,
-                [q, *types, SEARCH_LIMIT],
+                [q, *types, limit],
             ).fetchall()
         )
         # Tier 2: full-text matches of every token (the last one as a prefix), best BM25 first.
-        if len(hits) < SEARCH_LIMIT:
+        if len(hits) < limit:
             take(
                 self._db.execute(
                     f"""
@@ -313,12 +422,12 @@ class SqliteBackend(BatchFirstBackend):
                     WHERE e.{_VISIBLE} {type_filter}
                     GROUP BY e.entity_id ORDER BY MIN(f.score), MIN(l.kind), e.entity_id LIMIT ?
                     """,
-                    [fts_query(text), FTS_CANDIDATES, *types, 2 * SEARCH_LIMIT],
+                    [fts_query(text), FTS_CANDIDATES, *types, 2 * limit],
                 ).fetchall()
             )
         # Tier 3: substrings, ranked like the memory backend. The trigram index answers
         # queries of three or more characters; shorter ones scan, and only as a last resort.
-        if len(hits) < SEARCH_LIMIT and ((self._has_trigram and len(text) >= 3) or not hits):
+        if len(hits) < limit and ((self._has_trigram and len(text) >= 3) or not hits):
             if self._has_trigram and len(text) >= 3:
                 source = "entity_trigram t JOIN entity_label l ON l.label_id = t.rowid"
                 condition, needle = "entity_trigram MATCH ?", '"' + text.replace('"', '""') + '"'
@@ -383,14 +492,22 @@ class SqliteBackend(BatchFirstBackend):
 
     # -- event-loop side ------------------------------------------------------
 
+    async def wait_for_index(self, timeout: float | None = None) -> bool:
+        """Wait until the hop index is built (False if it is not within ``timeout`` or is never built)."""
+        if self._index is not None:
+            return True
+        return await asyncio.to_thread(self._indexed.wait, timeout)
+
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the backend's worker thread (the only thread touching the connection)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args))
 
-    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
-        """Exact name/synonym matches, then BM25 full-text (prefix) matches, then substrings; at most 20."""
-        return await self._run(self._search, query, node_types)
+    async def search_entities(
+        self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        """Exact name/synonym matches, then BM25 full-text (prefix) matches, then substrings; at most ``limit``."""
+        return await self._run(self._search, query, node_types, limit)
 
     async def vector_search(
         self, vector: list[float], node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
@@ -431,17 +548,19 @@ class SqliteBackend(BatchFirstBackend):
         """Predicates of the relationships that touch no merged entity, sorted."""
         return list(await self._run(self._distinct, _VISIBLE_PREDICATES))
 
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Outgoing edges of each visible entity, one query per chunk of ids."""
-        return await self._run(self._edges_many, list(entity_ids), True)
-
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Incoming edges of each visible entity, one query per chunk of ids."""
-        return await self._run(self._edges_many, list(entity_ids), False)
-
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        """Identity of each visible entity, one query per chunk of ids."""
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
+        """Type and name of each visible entity: from memory once the hop index is built, else one query per chunk."""
+        nodes = self._nodes
+        if nodes is not None:
+            return {i: nodes[i] for i in entity_ids if i in nodes}
         return await self._run(self._get_nodes, list(entity_ids))
+
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        """Each entity's edges both ways with their other ends: from the hop index, else two queries per chunk."""
+        index = self._index
+        if index is not None:
+            return {i: index[i] for i in entity_ids if i in index}
+        return await self._run(self._sql_hop, list(entity_ids))
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Metadata of each visible entity, one query per chunk of ids."""
@@ -451,12 +570,18 @@ class SqliteBackend(BatchFirstBackend):
         """Metadata of every given edge (``{}`` for unknown ones), one query per chunk of edges."""
         return await self._run(self._metadata_for_edges, list(edges))
 
+    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        """The evidence of every given edge that has some, one query per chunk of edges."""
+        return await self._run(self._provenance_for_edges, list(edges))
+
     async def graph_description(self) -> str:
         """The configured description, else the one stored by the loader."""
         return self._description or self._stored_description or f"A knowledge graph stored in {self.path.name}."
 
     async def aclose(self) -> None:
-        """Close the connection and stop the worker thread (idempotent)."""
+        """Close the connection, stop the worker thread and any index build (idempotent)."""
+        self._closing.set()
+        self._index = self._nodes = None
         if self._conn is not None:
             await self._run(self._close)
         self._executor.shutdown(wait=False)
@@ -464,10 +589,10 @@ class SqliteBackend(BatchFirstBackend):
 
 def _create(config: SqliteConfig) -> SqliteBackend:
     if config.db is not None:
-        return SqliteBackend(config.db, config.description)
+        return SqliteBackend(config.db, config.description, memory_index=config.memory_index)
     from bfsql.demo import ensure_demo_db
 
-    return SqliteBackend(ensure_demo_db(), config.description, demo=True)
+    return SqliteBackend(ensure_demo_db(), config.description, demo=True, memory_index=config.memory_index)
 
 
 @hookimpl

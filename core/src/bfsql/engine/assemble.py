@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bfsql.backend import gather_or_cancel
-from bfsql.engine.traverse import edge_order
+from bfsql.engine.traverse import Triple
 from bfsql.graph import Graph
-from bfsql.models import Edge, Node, ResultEdge, SchemaSummary
+from bfsql.models import Node, ResultEdge, SchemaSummary
+from bfsql.rows import Edge
 
 __all__ = ["Detail", "Selection", "assemble", "drop_low_mentions"]
 
@@ -36,11 +37,11 @@ class Detail:
 
 @dataclass
 class Selection:
-    """The ordered nodes (with types) and edges a result is made from."""
+    """The ordered nodes (with types) and the edges (sorted triples) a result is made from."""
 
     order: list[str]
     types: dict[str, str]
-    edges: list[Edge]
+    edges: list[Triple]
 
 
 def _mentions(metadata: dict[str, Any]) -> float | None:
@@ -67,20 +68,21 @@ async def drop_low_mentions(
         if node_id not in keep and mentions is not None and mentions < min_mentions:
             dropped.add(node_id)
     order = [n for n in selection.order if n not in dropped]
-    edges = [e for e in selection.edges if e.subject not in dropped and e.object not in dropped]
+    edges = [e for e in selection.edges if e[0] not in dropped and e[2] not in dropped]
     return Selection(order, selection.types, edges), metadata
 
 
-def page_edges(selection: Selection, start: int, stop: int) -> list[Edge]:
+def page_edges(selection: Selection, start: int, stop: int) -> list[Triple]:
     """Edges belonging to nodes ``order[start:stop]``.
 
     An edge belongs to the page of whichever endpoint comes later in the node order,
     so across all pages every edge appears exactly once, and always on a page that
     holds or follows both of its endpoints.
     """
+    if start == 0 and stop >= len(selection.order):
+        return selection.edges
     position = {node_id: i for i, node_id in enumerate(selection.order)}
-    chosen = [e for e in selection.edges if start <= max(position[e.subject], position[e.object]) < stop]
-    return sorted(chosen, key=edge_order)
+    return [e for e in selection.edges if start <= max(position[e[0]], position[e[2]]) < stop]
 
 
 def schema_summary(types: set[str], predicates: set[str]) -> SchemaSummary:
@@ -92,10 +94,10 @@ _STUB_NODE_CHARS = len('{"id":"","entity_type":""},')
 _BARE_EDGE_CHARS = len('{"subject":"","predicate":"","object":""},')
 
 
-def _stub_chars(node_ids: list[str], types: dict[str, str], edges: list[Edge]) -> int:
+def _stub_chars(node_ids: list[str], types: dict[str, str], edges: list[Triple]) -> int:
     """A lower bound of the compact JSON size of these nodes as stubs and edges as bare triples."""
     nodes = sum(_STUB_NODE_CHARS + len(n) + len(types[n]) for n in node_ids)
-    return nodes + sum(_BARE_EDGE_CHARS + len(e.subject) + len(e.predicate) + len(e.object) for e in edges)
+    return nodes + sum(_BARE_EDGE_CHARS + len(s) + len(p) + len(o) for s, p, o in edges)
 
 
 async def assemble(
@@ -121,7 +123,7 @@ async def assemble(
         detail = Detail(topology_only=True)
     metadata = metadata or {}
     want_nodes = [n for n in node_ids if detail.full_node(selection.types[n]) and n not in metadata]
-    want_edges = [e for e in edges if detail.full_edge(e.predicate)]
+    want_edges = [Edge(*e) for e in edges if detail.full_edge(e[1])]
     fetched_nodes, edge_meta = await gather_or_cancel(
         graph.metadata_for_nodes(want_nodes), graph.metadata_for_edges(want_edges)
     )
@@ -131,20 +133,17 @@ async def assemble(
     for node_id in node_ids:
         entity_type = selection.types[node_id]
         if detail.full_node(entity_type):
-            node = Node(id=node_id, entity_type=entity_type, metadata=dict(metadata.get(node_id, {})))
+            node = Node.model_construct(id=node_id, entity_type=entity_type, metadata=dict(metadata.get(node_id, {})))
             nodes.append(graph.process_node(node, tool))
         else:
-            nodes.append(Node(id=node_id, entity_type=entity_type))
+            nodes.append(Node.model_construct(id=node_id, entity_type=entity_type, metadata=None))
     result_edges: list[ResultEdge] = []
-    for edge in edges:
-        if detail.full_edge(edge.predicate):
-            full = ResultEdge(
-                subject=edge.subject,
-                predicate=edge.predicate,
-                object=edge.object,
-                metadata=dict(edge_meta.get(edge, {})),
-            )
+    for subject, predicate, obj in edges:
+        if detail.full_edge(predicate):
+            metadata = dict(edge_meta.get((subject, predicate, obj), {}))
+            full = ResultEdge.model_construct(subject=subject, predicate=predicate, object=obj, metadata=metadata)
             result_edges.append(graph.process_edge(full, tool))
         else:
-            result_edges.append(ResultEdge(subject=edge.subject, predicate=edge.predicate, object=edge.object))
+            bare = ResultEdge.model_construct(subject=subject, predicate=predicate, object=obj, metadata=None)
+            result_edges.append(bare)
     return nodes, result_edges

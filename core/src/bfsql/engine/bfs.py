@@ -5,7 +5,7 @@ from __future__ import annotations
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds, type_set
 from bfsql.engine.assemble import Detail, Selection, assemble, drop_low_mentions, schema_summary
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
-from bfsql.engine.traverse import ProgressFn, edge_order, expand
+from bfsql.engine.traverse import ProgressFn, expand
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.models import BfsResult, Truncation
@@ -41,10 +41,10 @@ async def bfs_query(
         raise UnknownEntity(reached.unknown_seeds)
 
     order = sorted(reached.distance, key=lambda n: (reached.distance[n], n))
-    selection = Selection(order, reached.types, sorted(reached.edges, key=edge_order))
+    selection = Selection(order, reached.types, sorted(reached.edges))
     summary = schema_summary(
         set(reached.types.values()) | reached.excluded_types,
-        {e.predicate for e in reached.edges} | reached.excluded_predicates,
+        {e[1] for e in reached.edges} | reached.excluded_predicates,
     )
     selection, metadata = await drop_low_mentions(graph, selection, min_mentions, set(seeds))
 

@@ -1,23 +1,111 @@
-"""intersect_subgraphs: the nodes within k hops of every seed (see docs/traversal.md)."""
+"""intersect_subgraphs: the nodes within k hops of every seed (see docs/traversal.md).
+
+All seeds are walked at once (multi-source BFS with bit sets): every visited node carries
+one bit per seed that has reached it, and each level expands only the nodes that gained
+bits, passing those bits on. A node's edges are fetched once per level it gains bits in (the
+cache answers the repeats), the whole call shares one traversal budget, and memory is one
+integer per visited node, however many seeds there are.
+"""
 
 from __future__ import annotations
 
-from bfsql.backend import gather_or_cancel
+from dataclasses import dataclass, field
+
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds, type_set
 from bfsql.engine.assemble import Detail, Selection, assemble, drop_low_mentions, schema_summary
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
-from bfsql.engine.traverse import Expansion, ProgressFn, edge_order, expand
+from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
-from bfsql.models import Edge, IntersectionResult
+from bfsql.models import IntersectionResult
 
-__all__ = ["intersect_subgraphs"]
+__all__ = ["intersect_subgraphs", "reach_all"]
 
 
-async def _induced_edges(graph: Graph, nodes: set[str]) -> set[Edge]:
-    """Every edge whose both endpoints are in ``nodes`` (one batch call)."""
-    out = await graph.edges_from_many(sorted(nodes))
-    return {e for edges in out.values() for e in edges if e.object in nodes}
+@dataclass
+class Reach:
+    """What a multi-source walk reached."""
+
+    common: dict[str, int] = field(default_factory=dict)
+    """Nodes reached by every seed -> the hop at which the last seed reached them."""
+    types: dict[str, str] = field(default_factory=dict)
+    """Entity type of every visited node."""
+    cuts: Expansion = field(default_factory=Expansion)
+    """Hub caps, nodes cut and dangling edges (in ``capped_nodes``, ``nodes_cut``, ``dangling_edges``)."""
+    visited: set[str] = field(default_factory=set)
+
+
+async def reach_all(
+    graph: Graph,
+    seeds: list[str],
+    k: int,
+    *,
+    budget: TraversalBudget,
+    exclude_types: frozenset[str] = frozenset(),
+    progress: ProgressFn | None = None,
+) -> Reach:
+    """Walk ``k`` undirected hops from all ``seeds`` (known ids) at once; the nodes every seed reaches.
+
+    ``budget.max_nodes`` bounds the nodes visited by the whole walk; when a level would pass
+    it, the new nodes kept are the first by id. Neighbours of an excluded type are not visited.
+    """
+    reach = Reach()
+    known = await graph.get_nodes(seeds)
+    everyone = (1 << len(seeds)) - 1
+    mask: dict[str, int] = {}
+    for bit, seed in enumerate(seeds):
+        mask[seed] = 1 << bit
+        reach.types[seed] = known[seed].entity_type
+    if len(seeds) == 1:
+        reach.common[seeds[0]] = 0
+    dangling: set[Triple] = set()
+    gained = dict(mask)
+    for level in range(1, k + 1):
+        if not gained:
+            break
+        rows_of = await graph.hop(list(gained))
+        now: dict[str, int] = {}
+        fresh: dict[str, int] = {}
+        for node_id, bits in gained.items():
+            rows = rows_of.get(node_id)
+            if not rows:
+                continue
+            for subject, predicate, obj, other_type, _ in capped(node_id, rows, budget, reach.cuts.capped_nodes):
+                other = obj if subject == node_id else subject
+                before = mask.get(other)
+                if before is None:
+                    if other_type is None:
+                        dangling.add((subject, predicate, obj))
+                    elif other_type in exclude_types:
+                        reach.cuts.excluded_types.add(other_type)
+                    else:
+                        fresh[other] = fresh.get(other, 0) | bits
+                        reach.types.setdefault(other, other_type)
+                elif bits & ~before:
+                    mask[other] = before | bits
+                    now[other] = now.get(other, 0) | (bits & ~before)
+        admitted = list(fresh)
+        room = budget.max_nodes - len(mask)
+        if len(admitted) > room:
+            reach.cuts.nodes_cut += len(admitted) - room
+            admitted = sorted(admitted)[: max(0, room)]
+        for node_id in admitted:
+            mask[node_id] = now[node_id] = fresh[node_id]
+        for node_id in now:
+            if mask[node_id] == everyone:
+                reach.common.setdefault(node_id, level)
+        gained = now
+        if progress is not None:
+            await progress(level, k, f"hop {level}/{k}: {len(mask)} nodes visited, {len(reach.common)} shared")
+    reach.cuts.dangling_edges = len(dangling)
+    reach.visited = set(mask)
+    return reach
+
+
+async def _induced_edges(graph: Graph, nodes: set[str]) -> set[Triple]:
+    """Every edge whose both endpoints are in ``nodes`` (one ``hop`` call)."""
+    rows_of = await graph.hop(sorted(nodes))
+    return {(s, p, o) for rows in rows_of.values() for s, p, o, _, _ in rows if s in nodes and o in nodes}
 
 
 async def intersect_subgraphs(
@@ -45,38 +133,21 @@ async def intersect_subgraphs(
     if unknown:
         raise UnknownEntity(unknown)
 
-    done = 0
-
-    async def one(seed: str) -> Expansion:
-        nonlocal done
-        reached = await expand(graph, [seed], k, budget=budget, exclude_types=excluded)
-        done += 1
-        if progress is not None:
-            await progress(done, len(seeds), f"expanded seed {done}/{len(seeds)}")
-        return reached
-
-    expansions = await gather_or_cancel(*(one(s) for s in seeds))
-    common = set(expansions[0].distance)
-    for reached in expansions[1:]:
-        common &= set(reached.distance)
-    types = {n: expansions[0].types[n] for n in common}
+    reach = await reach_all(graph, seeds, k, budget=budget, exclude_types=excluded, progress=progress)
+    common = set(reach.common)
+    types = {n: reach.types[n] for n in common}
     edges = await _induced_edges(graph, common)
 
-    order = sorted(common, key=lambda n: (max(r.distance[n] for r in expansions), n))
-    selection = Selection(order, types, sorted(edges, key=edge_order))
-    summary = schema_summary(set(types.values()), {e.predicate for e in edges})
+    order = sorted(common, key=lambda n: (reach.common[n], n))
+    selection = Selection(order, types, sorted(edges))
+    summary = schema_summary(set(types.values()), {e[1] for e in edges})
     selection, metadata = await drop_low_mentions(graph, selection, min_mentions, set(seeds))
     nodes, result_edges = await assemble(
         graph, selection, detail, "intersect_subgraphs", metadata=metadata, answer_chars=budget.answer_chars
     )
 
-    cuts = Expansion()
-    for reached in expansions:
-        cuts.capped_nodes.update(reached.capped_nodes)
-        cuts.nodes_cut += reached.nodes_cut
-    reached_ids = {node_id for reached in expansions for node_id in reached.distance}
-    truncated = [*cuts.truncations(budget), *graph.backend.truncations(reached_ids)]
-    dangling = sum(r.dangling_edges for r in expansions)
+    truncated = [*reach.cuts.truncations(budget), *graph.backend.truncations(reach.visited)]
+    dangling = reach.cuts.dangling_edges
     warnings = [f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else []
     result = IntersectionResult(
         seeds=seeds,

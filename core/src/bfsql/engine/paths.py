@@ -7,14 +7,14 @@ Execution (docs/path-queries.md states it in full):
    candidate is scored by the embedding similarity of the text to its name and
    synonyms (1 for an exact, case-insensitive match) and the best ``k`` candidates
    scoring at least ``threshold`` are the entry points.
-2. **Each hop** asks for the frontier's edges in one batch call (``edges_from_many`` or
-   ``edges_to_many``). Relation terms are matched against the predicates there: a term
-   equal to a known predicate (case-insensitive) matches only that predicate, with
-   score 1; other terms score every predicate by embedding similarity (predicates split
-   on ``_`` and camelCase). Per entity, the best ``k`` predicates scoring at least
-   ``threshold`` are followed (``[*]`` follows all, score 1). The reached entities'
-   types come from one ``get_nodes`` batch. An entity already on a path is not visited
-   again by that path (other paths may visit it).
+2. **Each hop** asks for the frontier's edges in one ``hop`` call, which also gives the
+   types of the entities they lead to, and keeps those of the hop's direction. Relation
+   terms are matched against the predicates there: a term equal to a known predicate
+   (case-insensitive) matches only that predicate, with score 1; other terms score every
+   predicate by embedding similarity (predicates split on ``_`` and camelCase). Per
+   entity, the best ``k`` predicates scoring at least ``threshold`` are followed (``[*]``
+   follows all, score 1). An entity already on a path is not visited again by that path
+   (other paths may visit it).
 3. **Filters**: ``type:T`` keeps entities of type T, ``@id`` keeps that entity, ``"text"``
    keeps the ``k`` candidates of the hop most similar to the text (at least
    ``threshold``), no filter keeps all.
@@ -43,10 +43,11 @@ from bfsql.engine.path_syntax import (
     parse_path_query,
 )
 from bfsql.engine.search import SEARCH_LIMIT, labels_of, search_entities
-from bfsql.engine.traverse import edge_order
+from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
-from bfsql.models import Edge, Node, PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
+from bfsql.models import Node, PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
+from bfsql.rows import HopEdge
 
 __all__ = [
     "DEFAULT_K",
@@ -215,34 +216,33 @@ async def _entry(run: _Run, entry: SemanticText | ExactEntity) -> tuple[list[_Pa
     return [_Path((i,), (), (scores[i],), scores[i]) for i in kept], None, None
 
 
-def _cap_edges(run: _Run, entity_id: str, edges: list[Edge]) -> list[Edge]:
-    edges = sorted(edges, key=edge_order)
-    if len(edges) > run.budget.max_edges_per_node:
-        run.capped[entity_id] = len(edges)
-        edges = edges[: run.budget.max_edges_per_node]
-    return edges
+def _directed(rows_of: dict[str, list[HopEdge]], node: str, direction: Direction) -> list[HopEdge]:
+    """The node's edges in one direction (a self-loop is both)."""
+    end = 0 if direction == "outgoing" else 2
+    return [row for row in rows_of.get(node, ()) if row[end] == node]
 
 
-async def _other_direction_hint(run: _Run, frontier: list[str], direction: Direction) -> str:
-    other = await (run.graph.edges_to_many if direction == "outgoing" else run.graph.edges_from_many)(frontier)
-    preds = sorted({e.predicate for edges in other.values() for e in edges})
+def _other_direction_hint(rows_of: dict[str, list[HopEdge]], frontier: list[str], direction: Direction) -> str:
+    other_direction: Direction = "incoming" if direction == "outgoing" else "outgoing"
+    preds = sorted({row[1] for node in frontier for row in _directed(rows_of, node, other_direction)})
     if not preds:
         return ""
     arrow = "<-[…]-" if direction == "outgoing" else "-[…]->"
-    other_name = "incoming" if direction == "outgoing" else "outgoing"
-    return f" {other_name.capitalize()} relations there: {', '.join(preds[:20])} (follow them with {arrow})."
+    return f" {other_direction.capitalize()} relations there: {', '.join(preds[:20])} (follow them with {arrow})."
 
 
 async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: str | None) -> list[_Path] | _Stop:
     frontier = sorted({p.nodes[-1] for p in paths})
-    fetch = run.graph.edges_from_many if hop.direction == "outgoing" else run.graph.edges_to_many
-    edge_lists = {node: _cap_edges(run, node, edges) for node, edges in (await fetch(frontier)).items()}
-    local = sorted({e.predicate for edges in edge_lists.values() for e in edges})
+    rows_of = await run.graph.hop(frontier)
+    edge_lists = {
+        node: capped(node, _directed(rows_of, node, hop.direction), run.budget, run.capped) for node in frontier
+    }
+    local = sorted({row[1] for rows in edge_lists.values() for row in rows})
     scores = await relation_scores(run.graph, hop.relation, local)
 
     followed: dict[str, dict[str, float]] = {}
     for node, edges in edge_lists.items():
-        preds = sorted({e.predicate for e in edges if scores[e.predicate] >= run.threshold},
+        preds = sorted({row[1] for row in edges if scores[row[1]] >= run.threshold},
                        key=lambda p: (-scores[p], p))
         if not hop.relation.wildcard:
             preds = preds[: run.k]
@@ -261,26 +261,28 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
                 if ranked
                 else f". There are no {word} edges here."
             )
-            + await _other_direction_hint(run, frontier, hop.direction)
+            + _other_direction_hint(rows_of, frontier, hop.direction)
             + " Use one of the available relations, [*], or a lower threshold."
         )
         return _Stop(number, "no_matching_relations", hint, ranked[:AVAILABLE_RELATIONS_SHOWN])
 
     extensions: list[tuple[_Path, str, float, str]] = []
     cycles = 0
+    ends: dict[str, str | None] = {}
     for path in paths:
         node = path.nodes[-1]
         matched = followed.get(node)
         if not matched:
             continue
-        for edge in edge_lists.get(node, []):
-            if edge.predicate not in matched:
+        for subject, predicate, obj, other_type, _ in edge_lists.get(node, []):
+            if predicate not in matched:
                 continue
-            other = edge.object if hop.direction == "outgoing" else edge.subject
+            other = obj if hop.direction == "outgoing" else subject
             if other in path.nodes:
                 cycles += 1
                 continue
-            extensions.append((path, edge.predicate, matched[edge.predicate], other))
+            ends[other] = other_type
+            extensions.append((path, predicate, matched[predicate], other))
 
     best: dict[str, float] = {}
     for path, _, score, other in extensions:
@@ -290,11 +292,10 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
         run.cut += len(candidates) - run.budget.max_nodes
         candidates = candidates[: run.budget.max_nodes]
     run.explored += len(candidates)
-    found = await run.graph.get_nodes(candidates)
-    run.dangling += len(candidates) - len(found)
-    for node_id, found_node in found.items():
-        run.types[node_id] = found_node.entity_type
-    reached = [c for c in candidates if c in found]
+    reached = [c for c in candidates if ends[c] is not None]
+    run.dangling += len(candidates) - len(reached)
+    for node_id in reached:
+        run.types[node_id] = ends[node_id]  # type: ignore[assignment]
     if not reached:
         why = "every entity it leads to is already on the path (cycles are not followed)" if cycles else (
             "its edges lead only to entities missing from the graph"

@@ -130,12 +130,12 @@ async def _exact(graph: Graph, query: str, node_types: list[str] | None, limit: 
     q = query.strip().casefold()
     lexical, by_id = await gather_or_cancel(graph.search_entities(query, node_types), graph.get_nodes([query.strip()]))
     candidates = _unique(lexical)
-    id_hits = [n for n in by_id.values() if node_types is None or n.entity_type in node_types]
-    metadata = await graph.metadata_for_nodes(list(dict.fromkeys([n.id for n in id_hits] + [c.id for c in candidates])))
+    id_hits = {i: n for i, n in by_id.items() if node_types is None or n.entity_type in node_types}
+    metadata = await graph.metadata_for_nodes(list(dict.fromkeys([*id_hits, *(c.id for c in candidates)])))
     ranked: list[tuple[int, int, EntityStub]] = []
-    for node in id_hits:
-        name = metadata.get(node.id, {}).get("name")
-        stub = EntityStub(id=node.id, entity_type=node.entity_type, name=name if isinstance(name, str) else None)
+    for entity_id, node in id_hits.items():
+        name = metadata.get(entity_id, {}).get("name")
+        stub = EntityStub(id=entity_id, entity_type=node.entity_type, name=name if isinstance(name, str) else None)
         ranked.append((0, 0, stub))
     for position, stub in enumerate(candidates):
         meta = metadata.get(stub.id, {})
@@ -214,6 +214,7 @@ async def search_entities(
     if chosen == "lexical":
         stubs = _unique(await graph.search_entities(query, node_types))[:limit]
         return [s.model_copy(update={"rankers": ["lexical"]}) for s in stubs]
+    await graph.bind_embedder()
     (vector,) = await graph.embed([query])
     if chosen == "vector":
         stubs = _unique(await graph.vector_search(vector, node_types, limit))[:limit]

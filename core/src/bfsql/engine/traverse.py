@@ -1,8 +1,9 @@
-"""Breadth-first expansion over the graph facade, hop by hop, in batches.
+"""Breadth-first expansion over the graph facade: one ``hop`` call per hop.
 
-One hop from a frontier costs three batch calls: outgoing edges, incoming edges
-(concurrently), then the identities of the newly reached ids. With a backend that
-implements the batch primitives that is O(1) round trips per hop.
+A hop asks the graph for the frontier's edges in both directions, each with its other
+end's type and name (:meth:`~bfsql.primitives.Primitives.hop`), so the types of the newly
+reached nodes come with the edges: no further call. The loop works on plain tuples; edges
+are sorted only where a hub cap cuts a node's edge list.
 """
 
 from __future__ import annotations
@@ -10,20 +11,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bfsql.backend import gather_or_cancel
 from bfsql.engine.budget import TraversalBudget
 from bfsql.graph import Graph
-from bfsql.models import Edge, Truncation
+from bfsql.models import Truncation
+from bfsql.rows import HopEdge
 
-__all__ = ["Expansion", "ProgressFn", "edge_order", "expand"]
+__all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand"]
 
 ProgressFn = Callable[[int, int, str], Awaitable[None]]
-"""``progress(hop, total_hops, message)``."""
+"""``progress(done, total, message)``."""
 
-
-def edge_order(edge: Edge) -> tuple[str, str, str]:
-    """The canonical edge order: subject, predicate, object."""
-    return (edge.subject, edge.predicate, edge.object)
+Triple = tuple[str, str, str]
+"""An edge as (subject, predicate, object): sorted, it is the canonical edge order."""
 
 
 @dataclass
@@ -34,7 +33,9 @@ class Expansion:
     """Hop distance of every reached node from the nearest seed."""
     types: dict[str, str] = field(default_factory=dict)
     """Entity type of every reached node."""
-    edges: set[Edge] = field(default_factory=set)
+    names: dict[str, str | None] = field(default_factory=dict)
+    """Display name of every reached node (None where the store has none)."""
+    edges: set[Triple] = field(default_factory=set)
     """Edges examined whose both endpoints were reached."""
     unknown_seeds: list[str] = field(default_factory=list)
     excluded_types: set[str] = field(default_factory=set)
@@ -76,6 +77,14 @@ class Expansion:
         return cuts
 
 
+def capped(node_id: str, rows: list[HopEdge], budget: TraversalBudget, hubs: dict[str, int]) -> list[HopEdge]:
+    """``rows`` within the hub cap: the first ``max_edges_per_node`` in edge order; a cut hub is noted in ``hubs``."""
+    if len(rows) <= budget.max_edges_per_node:
+        return rows
+    hubs[node_id] = len(rows)
+    return sorted(rows)[: budget.max_edges_per_node]
+
+
 async def expand(
     graph: Graph,
     seeds: list[str],
@@ -88,65 +97,57 @@ async def expand(
     """Visit every node within ``hops`` undirected hops of any seed, within ``budget``.
 
     Seeds are always kept, whatever their type; neighbours of an excluded type are
-    neither kept nor expanded, and the edges touching them are dropped.
+    neither kept nor expanded, and the edges touching them are dropped. When a hop would
+    pass ``max_nodes``, the new nodes kept are the first by id and the walk stops there.
     """
     result = Expansion()
-    seed_nodes = await graph.get_nodes(seeds)
-    result.unknown_seeds = [s for s in seeds if s not in seed_nodes]
+    distance, types, names, edges = result.distance, result.types, result.names, result.edges
+    known = await graph.get_nodes(seeds)
+    result.unknown_seeds = [s for s in seeds if s not in known]
     for seed in seeds:
-        if seed in seed_nodes:
-            result.distance[seed] = 0
-            result.types[seed] = seed_nodes[seed].entity_type
-    frontier = sorted(result.distance)
+        if seed in known:
+            distance[seed] = 0
+            types[seed], names[seed] = known[seed]
+    frontier = list(distance)
 
     for hop in range(1, hops + 1):
         if not frontier:
             break
-        out, inc = await gather_or_cancel(graph.edges_from_many(frontier), graph.edges_to_many(frontier))
-        candidate_edges: list[Edge] = []
-        new_ids: set[str] = set()
+        rows_of = await graph.hop(frontier)
+        new: dict[str, tuple[str, str | None]] = {}
+        pending: list[Triple] = []
         for node_id in frontier:
-            node_edges = sorted(set(out.get(node_id, [])) | set(inc.get(node_id, [])), key=edge_order)
-            if len(node_edges) > budget.max_edges_per_node:
-                result.capped_nodes[node_id] = len(node_edges)
-                node_edges = node_edges[: budget.max_edges_per_node]
-            for edge in node_edges:
-                candidate_edges.append(edge)
-                for end in (edge.subject, edge.object):
-                    if end not in result.distance:
-                        new_ids.add(end)
-
-        found = await graph.get_nodes(sorted(new_ids))
-        admitted: list[str] = []
-        for node_id in sorted(found):
-            entity_type = found[node_id].entity_type
-            if entity_type in exclude_types:
-                result.excluded_types.add(entity_type)
-            else:
-                admitted.append(node_id)
-        room = budget.max_nodes - len(result.distance)
+            rows = rows_of.get(node_id)
+            if not rows:
+                continue
+            for subject, predicate, obj, other_type, other_name in capped(node_id, rows, budget, result.capped_nodes):
+                other = obj if subject == node_id else subject
+                if other in distance:
+                    edges.add((subject, predicate, obj))
+                elif other_type is None:
+                    result.dangling_edges += 1
+                elif other_type in exclude_types:
+                    result.excluded_types.add(other_type)
+                    result.excluded_predicates.add(predicate)
+                else:
+                    if other not in new:
+                        new[other] = (other_type, other_name)
+                    pending.append((subject, predicate, obj))
+        admitted = list(new)
+        room = budget.max_nodes - len(distance)
         if len(admitted) > room:
             result.nodes_cut += len(admitted) - room
-            admitted = admitted[:room]
+            admitted = sorted(admitted)[:room]
         for node_id in admitted:
-            result.distance[node_id] = hop
-            result.types[node_id] = found[node_id].entity_type
-
-        for edge in candidate_edges:
-            if edge.subject in result.distance and edge.object in result.distance:
-                result.edges.add(edge)
-            elif edge.subject not in found and edge.subject not in result.distance:
-                result.dangling_edges += 1
-            elif edge.object not in found and edge.object not in result.distance:
-                result.dangling_edges += 1
-            elif edge.subject in found and found[edge.subject].entity_type in exclude_types:
-                result.excluded_predicates.add(edge.predicate)
-            elif edge.object in found and found[edge.object].entity_type in exclude_types:
-                result.excluded_predicates.add(edge.predicate)
-
+            distance[node_id] = hop
+            types[node_id], names[node_id] = new[node_id]
+        if result.nodes_cut:
+            edges.update(e for e in pending if e[0] in distance and e[2] in distance)
+        else:
+            edges.update(pending)
         frontier = admitted
         if progress is not None:
-            await progress(hop, hops, f"hop {hop}/{hops}: {len(result.distance)} nodes, {len(result.edges)} edges")
+            await progress(hop, hops, f"hop {hop}/{hops}: {len(distance)} nodes, {len(edges)} edges")
         if result.nodes_cut:
             break
     return result

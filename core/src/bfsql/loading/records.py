@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bfsql.models import Edge
 
-__all__ = ["EntityRecord", "EvidenceRecord", "RelationshipRecord", "edge_metadata", "node_metadata"]
+__all__ = ["EntityRecord", "EvidenceRecord", "RelationshipRecord", "edge_metadata", "node_metadata", "provenance"]
 
 
 def _non_empty(value: str) -> str:
@@ -63,7 +63,7 @@ class RelationshipRecord(BaseModel):
 
     def edge(self) -> Edge:
         """The bare triple."""
-        return Edge(subject=self.subject, predicate=self.predicate, object=self.object)
+        return Edge(self.subject, self.predicate, self.object)
 
 
 class EvidenceRecord(BaseModel):
@@ -82,7 +82,7 @@ class EvidenceRecord(BaseModel):
 
     def edge(self) -> Edge:
         """The triple this evidence supports."""
-        return Edge(subject=self.subject, predicate=self.predicate, object=self.object)
+        return Edge(self.subject, self.predicate, self.object)
 
     def provenance(self) -> dict[str, Any]:
         """The evidence as a provenance entry (None fields dropped)."""
@@ -115,6 +115,11 @@ def edge_metadata(rel: RelationshipRecord, evidence: list[EvidenceRecord]) -> di
         metadata["confidence"] = rel.confidence
     metadata["source_documents"] = list(rel.source_documents)
     if evidence:
-        ordered = sorted(evidence, key=lambda e: (e.document_id or "", e.section or "", e.text_span or ""))
-        metadata["provenance"] = [e.provenance() for e in ordered]
+        metadata["provenance"] = provenance(evidence)
     return metadata
+
+
+def provenance(evidence: list[EvidenceRecord]) -> list[dict[str, Any]]:
+    """An edge's evidence as its ``provenance`` list, in a stable order (document, section, text)."""
+    ordered = sorted(evidence, key=lambda e: (e.document_id or "", e.section or "", e.text_span or ""))
+    return [e.provenance() for e in ordered]

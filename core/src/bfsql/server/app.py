@@ -29,7 +29,15 @@ from bfsql.engine import search as hybrid
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD, path_query
 from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph
-from bfsql.models import BfsResult, EntityStub, IntersectionResult, PathQueryResult, SchemaDescription, to_output
+from bfsql.models import (
+    BfsResult,
+    EntityStub,
+    IntersectionResult,
+    Node,
+    PathQueryResult,
+    SchemaDescription,
+    to_output,
+)
 from bfsql.server import budget as fit
 from bfsql.server.instructions import (
     DEFAULT_NEXT_STEPS,
@@ -222,7 +230,8 @@ class _Tools:
             out = []
             for entity_id in wanted:
                 if entity_id in nodes:
-                    node = nodes[entity_id].model_copy(update={"metadata": dict(metadata.get(entity_id, {}))})
+                    entity_type = nodes[entity_id].entity_type
+                    node = Node(id=entity_id, entity_type=entity_type, metadata=dict(metadata.get(entity_id, {})))
                     out.append(to_output(self.graph.process_node(node, "describe_entities")))
             return _answer(fit.fit_list(out, self.settings.max_tokens, what="entities"))
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from bfsql.backend import GraphDbInterface
+from bfsql.backend import GraphBackend
 from bfsql.errors import BfsqlError
 from bfsql.graph import Graph
 from bfsql.plugins import BackendSpec
@@ -48,8 +48,8 @@ async def open_graph(spec: BackendSpec, config: BaseModel, **graph_options: Any)
     backend = spec.factory(config)
     if inspect.isawaitable(backend):
         backend = await backend
-    if not isinstance(backend, GraphDbInterface):
-        raise TypeError(f"backend {spec.name!r} factory returned {type(backend).__name__}, not a GraphDbInterface")
+    if not isinstance(backend, GraphBackend):
+        raise TypeError(f"backend {spec.name!r} factory returned {type(backend).__name__}, not a bfsql.GraphBackend")
     graph = Graph(backend, name=spec.name, **graph_options)
     try:
         yield graph

@@ -29,13 +29,14 @@ from typing import Any, ClassVar
 import pytest
 
 from bfsql import postprocess
-from bfsql.backend import Capabilities, GraphDbInterface, has_vector_search
+from bfsql.backend import PROVENANCE_KEYS, Capabilities, GraphBackend, GraphDbInterface, has_vector_search
 from bfsql.backends.memory import MemoryBackend
 from bfsql.embedders import Embedder, HashingEmbedder
 from bfsql.engine import TraversalBudget
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
-from bfsql.models import Edge, EntityStub, Node
+from bfsql.models import EntityStub
+from bfsql.rows import Edge
 from bfsql.testing.answers import (
     backend_arguments,
     check_edge_metadata,
@@ -91,7 +92,7 @@ __all__ = ["BackendConformance"]
 SEARCH_LIMIT = 20
 VECTOR_QUERIES = (("Aspirin", ASPIRIN), ("Nutlin-3", NUTLIN), ("β-catenin", CTNNB1), ("胃癌", GASTRIC))
 """Entity names whose own embedding must find the entity first."""
-BATCH_METHODS = ("edges_from_many", "edges_to_many", "get_nodes", "metadata_for_nodes", "metadata_for_edges")
+BATCH_METHODS = ("get_nodes", "hop", "metadata_for_nodes", "metadata_for_edges")
 
 
 def _xfailed(value: object) -> bool:
@@ -121,6 +122,7 @@ def _refusal(owner: str, name: str, override: object) -> Callable[..., Any]:
 
 def _triples(edges: Iterable[Edge], ids: IdMap) -> list[Triple]:
     """Backend edges as sorted standard triples (duplicates kept, so they show)."""
+    edges = list(edges)
     for edge in edges:
         assert isinstance(edge, Edge), f"expected Edge records, got {type(edge).__name__}"
     return sorted(ids.triple(e.subject, e.predicate, e.object) for e in edges)
@@ -134,7 +136,8 @@ def _payload(result: Any, what: str) -> Any:
 class BackendConformance:
     """The standard tests of a bfsql backend. Subclass it (``class TestMine(BackendConformance)``).
 
-    Provide the ``backend`` fixture: a :class:`~bfsql.GraphDbInterface` loaded with the
+    Provide the ``backend`` fixture: a :class:`~bfsql.GraphBackend` (or
+    :class:`~bfsql.GraphDbInterface`) loaded with the
     standard graph (use the ``standard_bundle`` fixture or
     :func:`~bfsql.testing.standard_graph.standard_records`), sync or async, closed by
     the fixture itself. Optionally override ``id_map`` (standard id -> backend id) and
@@ -164,11 +167,11 @@ class BackendConformance:
     # --- fixtures ------------------------------------------------------------
 
     @pytest.fixture
-    def backend(self) -> GraphDbInterface:
+    def backend(self) -> GraphBackend:
         """The backend under test, loaded with the standard graph. Subclasses must provide it."""
         pytest.fail(
-            f"{type(self).__name__} must define a `backend` fixture returning a GraphDbInterface "
-            "loaded with the standard graph (see the `standard_bundle` fixture).",
+            f"{type(self).__name__} must define a `backend` fixture returning a bfsql.GraphBackend (or a "
+            "GraphDbInterface) loaded with the standard graph (see the `standard_bundle` fixture).",
             pytrace=False,
         )
 
@@ -183,7 +186,7 @@ class BackendConformance:
         return IdMap.of(id_map)
 
     @pytest.fixture
-    def tested_capabilities(self, backend: GraphDbInterface) -> Capabilities:
+    def tested_capabilities(self, backend: GraphBackend) -> Capabilities:
         """The capabilities the suite tests: the class's declaration, else the backend's."""
         declared = type(self).capabilities
         return backend.capabilities if declared is None else declared
@@ -194,7 +197,7 @@ class BackendConformance:
         return HashingEmbedder()
 
     @pytest.fixture
-    def graph(self, backend: GraphDbInterface) -> Graph:
+    def graph(self, backend: GraphBackend) -> Graph:
         """The backend behind a Graph without cache, with only the built-in post-processing."""
         return Graph(backend, plugins=[postprocess], cache=None)
 
@@ -210,14 +213,14 @@ class BackendConformance:
             skip(request, "the id map does not preserve id order, on which this answer depends")
 
     @staticmethod
-    def _needs_vector_primitive(request: pytest.FixtureRequest, backend: GraphDbInterface) -> None:
+    def _needs_vector_primitive(request: pytest.FixtureRequest, backend: GraphBackend) -> None:
         if not has_vector_search(backend):
             skip(request, "vector_search is declared for search_entities, which embeds the query itself; "
                  "the vector_search primitive is not implemented")
 
     # --- capabilities and schema -------------------------------------------
 
-    async def test_capabilities_declared_are_the_backends(self, backend: GraphDbInterface) -> None:
+    async def test_capabilities_declared_are_the_backends(self, backend: GraphBackend) -> None:
         """The flags are a Capabilities; a class-level declaration must equal the backend's own."""
         assert isinstance(backend.capabilities, Capabilities), "backend.capabilities must be a bfsql.Capabilities"
         declared = type(self).capabilities
@@ -227,140 +230,194 @@ class BackendConformance:
                 f"{backend.capabilities.as_dict()}; the suite would not test what the backend claims"
             )
 
-    async def test_entity_types_sorted_and_stable(self, backend: GraphDbInterface) -> None:
+    async def test_entity_types_sorted_and_stable(self, graph: Graph) -> None:
         """Sorted, without duplicates, the same on every call, and only types of the graph."""
-        first, second = await backend.entity_types(), await backend.entity_types()
+        first, second = await graph.entity_types(), await graph.entity_types()
         assert first == sorted(set(first)), f"entity_types must be sorted and unique: {first}"
         assert first == second, "entity_types changed between two calls"
         assert set(first) <= set(EXPECTED_ENTITY_TYPES), f"unexpected types: {set(first) - set(EXPECTED_ENTITY_TYPES)}"
 
     @requires(comprehensive_schema=True)
-    async def test_entity_types_complete(self, backend: GraphDbInterface) -> None:
+    async def test_entity_types_complete(self, graph: Graph) -> None:
         """A comprehensive schema lists exactly the types of visible entities."""
-        assert await backend.entity_types() == list(EXPECTED_ENTITY_TYPES)
+        assert await graph.entity_types() == list(EXPECTED_ENTITY_TYPES)
 
-    async def test_predicates_sorted_and_stable(self, backend: GraphDbInterface) -> None:
+    async def test_predicates_sorted_and_stable(self, graph: Graph) -> None:
         """Sorted, without duplicates, the same on every call, and only predicates of the graph."""
-        first, second = await backend.predicates(), await backend.predicates()
+        first, second = await graph.predicates(), await graph.predicates()
         assert first == sorted(set(first)), f"predicates must be sorted and unique: {first}"
         assert first == second, "predicates changed between two calls"
         assert set(first) <= set(EXPECTED_PREDICATES), f"unexpected predicates: {set(first) - set(EXPECTED_PREDICATES)}"
 
     @requires(comprehensive_schema=True)
-    async def test_predicates_complete(self, backend: GraphDbInterface) -> None:
+    async def test_predicates_complete(self, graph: Graph) -> None:
         """A comprehensive schema lists exactly the graph's predicates."""
-        assert await backend.predicates() == list(EXPECTED_PREDICATES)
+        assert await graph.predicates() == list(EXPECTED_PREDICATES)
 
-    # --- identity and metadata ----------------------------------------------
+    # --- identity and metadata (single-id calls, derived by the graph from the batch primitives) ---
 
     @pytest.mark.parametrize("entity_id", STANDARD_IDS)
-    async def test_get_node(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+    async def test_get_node(self, graph: Graph, ids: IdMap, entity_id: str) -> None:
         """The node's id and type."""
-        node = await backend.get_node(ids.to_backend(entity_id))
-        assert isinstance(node, Node), f"get_node must return a Node, got {type(node).__name__}"
+        node = await graph.get_node(ids.to_backend(entity_id))
         assert (ids.to_standard(node.id), node.entity_type) == (entity_id, NODE_TYPES[entity_id])
 
     @pytest.mark.parametrize("entity_id", INVISIBLE_IDS)
-    async def test_get_node_refuses_invisible_ids(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+    async def test_get_node_refuses_invisible_ids(self, graph: Graph, ids: IdMap, entity_id: str) -> None:
         """KeyError for unknown ids, merged entities and the target of a dangling edge."""
         with pytest.raises(KeyError):
-            await backend.get_node(ids.to_backend(entity_id))
+            await graph.get_node(ids.to_backend(entity_id))
 
     @pytest.mark.parametrize("entity_id", STANDARD_IDS)
-    async def test_metadata_for_node(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+    async def test_metadata_for_node(self, graph: Graph, ids: IdMap, entity_id: str) -> None:
         """Name, synonyms, properties (total_mentions …) and the standard fields, all present."""
-        metadata = await backend.metadata_for_node(ids.to_backend(entity_id))
-        assert isinstance(metadata, dict), f"metadata_for_node must return a dict, got {type(metadata).__name__}"
+        metadata = await graph.metadata_for_node(ids.to_backend(entity_id))
+        assert isinstance(metadata, dict), f"metadata_for_nodes must give dicts, got {type(metadata).__name__}"
         check_node_metadata(metadata, EXPECTED_NODE_METADATA[entity_id], f"metadata_for_node({entity_id!r})")
 
     @pytest.mark.parametrize("entity_id", INVISIBLE_IDS)
-    async def test_metadata_for_node_refuses_invisible_ids(
-        self, backend: GraphDbInterface, ids: IdMap, entity_id: str
-    ) -> None:
+    async def test_metadata_for_node_refuses_invisible_ids(self, graph: Graph, ids: IdMap, entity_id: str) -> None:
         """KeyError for unknown ids, merged entities and the target of a dangling edge."""
         with pytest.raises(KeyError):
-            await backend.metadata_for_node(ids.to_backend(entity_id))
+            await graph.metadata_for_node(ids.to_backend(entity_id))
 
     # --- edges ---------------------------------------------------------------
 
     @pytest.mark.parametrize("entity_id", STANDARD_IDS)
-    async def test_edges_from(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+    async def test_edges_from(self, graph: Graph, ids: IdMap, entity_id: str) -> None:
         """All outgoing edges, no more, no fewer ([] for a node without any)."""
-        got = _triples(await backend.edges_from(ids.to_backend(entity_id)), ids)
+        got = _triples(await graph.edges_from(ids.to_backend(entity_id)), ids)
         assert got == sorted(EXPECTED_EDGES_FROM[entity_id]), f"edges_from({entity_id!r})"
 
     @pytest.mark.parametrize("entity_id", STANDARD_IDS)
-    async def test_edges_to(self, backend: GraphDbInterface, ids: IdMap, entity_id: str) -> None:
+    async def test_edges_to(self, graph: Graph, ids: IdMap, entity_id: str) -> None:
         """All incoming edges, no more, no fewer ([] for a node without any)."""
-        got = _triples(await backend.edges_to(ids.to_backend(entity_id)), ids)
+        got = _triples(await graph.edges_to(ids.to_backend(entity_id)), ids)
         assert got == sorted(EXPECTED_EDGES_TO[entity_id]), f"edges_to({entity_id!r})"
 
     @pytest.mark.parametrize("direction", ["edges_from", "edges_to"])
     @pytest.mark.parametrize("entity_id", INVISIBLE_IDS)
-    async def test_edges_refuse_invisible_ids(
-        self, backend: GraphDbInterface, ids: IdMap, entity_id: str, direction: str
-    ) -> None:
+    async def test_edges_refuse_invisible_ids(self, graph: Graph, ids: IdMap, entity_id: str, direction: str) -> None:
         """KeyError, not [], for unknown ids, merged entities and the target of a dangling edge."""
         with pytest.raises(KeyError):
-            await getattr(backend, direction)(ids.to_backend(entity_id))
+            await getattr(graph, direction)(ids.to_backend(entity_id))
 
-    async def test_isolated_node_has_no_edges(self, backend: GraphDbInterface, ids: IdMap) -> None:
+    async def test_isolated_node_has_no_edges(self, graph: Graph, ids: IdMap) -> None:
         """An existing node without edges answers [] both ways."""
-        assert await backend.edges_from(ids.to_backend(ORPHAN)) == []
-        assert await backend.edges_to(ids.to_backend(ORPHAN)) == []
+        assert await graph.edges_from(ids.to_backend(ORPHAN)) == []
+        assert await graph.edges_to(ids.to_backend(ORPHAN)) == []
 
-    async def test_self_loop_is_outgoing_and_incoming(self, backend: GraphDbInterface, ids: IdMap) -> None:
+    async def test_self_loop_is_outgoing_and_incoming(self, graph: Graph, ids: IdMap) -> None:
         """A self-loop is in the node's outgoing and in its incoming edges."""
-        assert MDM2_SELF_LOOP in _triples(await backend.edges_from(ids.to_backend(MDM2)), ids)
-        assert MDM2_SELF_LOOP in _triples(await backend.edges_to(ids.to_backend(MDM2)), ids)
+        assert MDM2_SELF_LOOP in _triples(await graph.edges_from(ids.to_backend(MDM2)), ids)
+        assert MDM2_SELF_LOOP in _triples(await graph.edges_to(ids.to_backend(MDM2)), ids)
 
-    async def test_dangling_edge_is_returned(self, backend: GraphDbInterface, ids: IdMap) -> None:
+    async def test_dangling_edge_is_returned(self, graph: Graph, ids: IdMap) -> None:
         """An edge to an id that is no entity is still an edge of its subject (the engine reports it)."""
-        assert MDM2_DANGLING in _triples(await backend.edges_from(ids.to_backend(MDM2)), ids)
+        assert MDM2_DANGLING in _triples(await graph.edges_from(ids.to_backend(MDM2)), ids)
 
-    async def test_merged_entity_is_invisible(self, backend: GraphDbInterface, ids: IdMap) -> None:
+    async def test_merged_entity_is_invisible(self, graph: Graph, ids: IdMap) -> None:
         """A merged entity is absent from get_node, search and its neighbours' edges."""
         merged = ids.to_backend(MERGED)
         with pytest.raises(KeyError):
-            await backend.get_node(merged)
-        assert MERGED_MDM2 not in _triples(await backend.edges_to(ids.to_backend(MDM2)), ids)
+            await graph.get_node(merged)
+        assert MERGED_MDM2 not in _triples(await graph.edges_to(ids.to_backend(MDM2)), ids)
         for query in ("TP53", "p53"):
-            assert merged not in [s.id for s in await backend.search_entities(query)], f"search {query!r}"
+            assert merged not in [s.id for s in await graph.search_entities(query)], f"search {query!r}"
 
-    async def test_an_edge_touching_a_merged_node_has_no_metadata(self, backend: GraphDbInterface, ids: IdMap) -> None:
+    async def test_an_edge_touching_a_merged_node_has_no_metadata(self, graph: Graph, ids: IdMap) -> None:
         """An edge touching a merged entity is invisible like the entity: ``{}``, as for an unknown edge."""
         edge = ids.edge(MERGED_MDM2)
-        assert await backend.metadata_for_edge(edge) == {}
-        assert await backend.metadata_for_edges([edge]) == {edge: {}}
+        assert await graph.metadata_for_edge(edge) == {}
+        assert (await graph.metadata_for_edges([edge])).get(edge, {}) == {}
+
+    # --- the hop primitive ------------------------------------------------------
+
+    @pytest.mark.parametrize("entity_id", STANDARD_IDS)
+    async def test_hop_gives_both_directions_with_the_other_ends(
+        self, graph: Graph, ids: IdMap, entity_id: str
+    ) -> None:
+        """Every edge of the entity, out and in, each once, with its other end's type and name (None: dangling)."""
+        backend_id = ids.to_backend(entity_id)
+        rows = (await graph.hop([backend_id])).get(backend_id, [])
+        triples = _triples((Edge(*row[:3]) for row in rows), ids)
+        expected = sorted(set(EXPECTED_EDGES_FROM[entity_id]) | set(EXPECTED_EDGES_TO[entity_id]))
+        assert triples == expected, f"hop([{entity_id!r}]) edges"
+        for row in rows:
+            subject, _, obj, other_type, other_name = row
+            assert len(row) == 5, f"hop rows are (subject, predicate, object, other_type, other_name); got {row!r}"
+            other = ids.to_standard(obj if ids.to_standard(subject) == entity_id else subject)
+            if other in NODE_TYPES:
+                assert other_type == NODE_TYPES[other], f"hop([{entity_id!r}]): {other!r} has type {other_type!r}"
+                assert other_name in (None, EXPECTED_NODE_METADATA[other]["name"]), f"hop: name of {other!r}"
+            else:
+                assert other_type is None, f"hop([{entity_id!r}]): {other!r} is no entity, yet has type {other_type!r}"
+
+    async def test_hop_of_many_ids_equals_hop_of_each(self, graph: Graph, ids: IdMap) -> None:
+        """One call for every id (repeats and invisible ids included) answers as one call per id."""
+        asked = [ids.to_backend(i) for i in (*ALL_IDS, TP53)]
+        batch = await graph.hop(asked)
+        visible = {ids.to_backend(i) for i in STANDARD_IDS}
+        assert set(batch) <= visible, f"hop answered invisible ids: {sorted(set(batch) - visible)}"
+        for backend_id in visible:
+            single = (await graph.hop([backend_id])).get(backend_id, [])
+            assert sorted(batch.get(backend_id, [])) == sorted(single), f"hop[{backend_id!r}]"
+
+    async def test_hop_hides_merged_ends_and_keeps_self_loops_once(self, graph: Graph, ids: IdMap) -> None:
+        """No edge touching a merged entity; a self-loop appears once, its other end the entity itself."""
+        mdm2 = ids.to_backend(MDM2)
+        rows = (await graph.hop([mdm2]))[mdm2]
+        triples = [ids.triple(*row[:3]) for row in rows]
+        assert MERGED_MDM2 not in triples, "hop shows an edge from a merged entity"
+        assert triples.count(MDM2_SELF_LOOP) == 1, f"the self-loop must appear once: {triples}"
+        loop = next(row for row in rows if ids.triple(*row[:3]) == MDM2_SELF_LOOP)
+        assert loop[3] == NODE_TYPES[MDM2], f"a self-loop's other end is the entity itself: {loop!r}"
+        assert not (await graph.hop([ids.to_backend(MERGED)])).get(ids.to_backend(MERGED)), "hop of a merged entity"
+
+    async def test_get_nodes_names_match_the_metadata(self, graph: Graph, ids: IdMap) -> None:
+        """get_nodes gives each visible entity's type and, where it gives a name, the metadata's name."""
+        found = await graph.get_nodes([ids.to_backend(i) for i in ALL_IDS])
+        assert sorted(found) == sorted(ids.to_backend(i) for i in STANDARD_IDS), "get_nodes keys"
+        for backend_id, info in found.items():
+            entity_id = ids.to_standard(backend_id)
+            assert info.entity_type == NODE_TYPES[entity_id], f"get_nodes[{entity_id!r}]"
+            assert info.name in (None, EXPECTED_NODE_METADATA[entity_id]["name"]), f"get_nodes[{entity_id!r}].name"
 
     # --- edge metadata -----------------------------------------------------
 
     @pytest.mark.parametrize("triple", ALL_EDGES)
-    async def test_metadata_for_edge(self, backend: GraphDbInterface, ids: IdMap, triple: Triple) -> None:
+    async def test_metadata_for_edge(self, graph: Graph, ids: IdMap, triple: Triple) -> None:
         """Confidence, source documents and properties of every edge, the dangling one included."""
-        metadata = await backend.metadata_for_edge(ids.edge(triple))
-        assert isinstance(metadata, dict), f"metadata_for_edge must return a dict, got {type(metadata).__name__}"
+        metadata = await graph.metadata_for_edge(ids.edge(triple))
+        assert isinstance(metadata, dict), f"metadata_for_edges must give dicts, got {type(metadata).__name__}"
         check_edge_metadata(metadata, EXPECTED_EDGE_METADATA[triple], f"metadata_for_edge({triple})")
+
+    async def test_metadata_for_edges_leaves_provenance_out(self, graph: Graph, ids: IdMap) -> None:
+        """Traversals fetch edge metadata without provenance: that is provenance_for_edges' job."""
+        edges = [ids.edge(t) for t in ALL_EDGES]
+        for edge, metadata in (await graph.metadata_for_edges(edges)).items():
+            leaked = sorted(set(metadata) & PROVENANCE_KEYS)
+            assert not leaked, f"metadata_for_edges({edge}) holds provenance keys {leaked}"
 
     @requires(provenance=True)
     @pytest.mark.parametrize("triple", ALL_EDGES)
-    async def test_metadata_for_edge_provenance(self, backend: GraphDbInterface, ids: IdMap, triple: Triple) -> None:
-        """A ``provenance`` list holding every evidence record of the edge (none for the others)."""
-        metadata = await backend.metadata_for_edge(ids.edge(triple))
-        check_provenance(metadata, EXPECTED_PROVENANCE.get(triple, ()), f"metadata_for_edge({triple})")
+    async def test_provenance_for_edges(self, graph: Graph, ids: IdMap, triple: Triple) -> None:
+        """Every evidence record of the edge (none for the others)."""
+        edge = ids.edge(triple)
+        found = (await graph.provenance_for_edges([edge])).get(edge) or []
+        expected = EXPECTED_PROVENANCE.get(triple, ())
+        check_provenance({"provenance": found}, expected, f"provenance_for_edges({triple})")
 
-    async def test_metadata_for_unknown_edge_is_empty(self, backend: GraphDbInterface, ids: IdMap) -> None:
+    async def test_metadata_for_unknown_edge_is_empty(self, graph: Graph, ids: IdMap) -> None:
         """An edge the graph does not have has no metadata: ``{}``, not an error."""
-        assert await backend.metadata_for_edge(ids.edge(UNKNOWN_EDGE)) == {}
+        assert await graph.metadata_for_edge(ids.edge(UNKNOWN_EDGE)) == {}
 
     # --- search --------------------------------------------------------------
 
     @pytest.mark.parametrize("case", RANKED_SEARCHES + EMPTY_SEARCHES, ids=lambda c: c.label)
-    async def test_search_answers_are_well_formed(
-        self, backend: GraphDbInterface, ids: IdMap, case: SearchCase
-    ) -> None:
+    async def test_search_answers_are_well_formed(self, graph: Graph, ids: IdMap, case: SearchCase) -> None:
         """At most 20 stubs of visible entities with their true types, within node_types."""
-        stubs = await backend.search_entities(case.query, case.node_types)
+        stubs = await graph.search_entities(case.query, case.node_types)
         assert isinstance(stubs, list) and len(stubs) <= SEARCH_LIMIT, f"search {case.label!r}: {stubs!r}"
         for stub in stubs:
             assert isinstance(stub, EntityStub), f"search must return EntityStub records, got {type(stub).__name__}"
@@ -377,11 +434,9 @@ class BackendConformance:
 
     @requires(lexical_search=True)
     @pytest.mark.parametrize("case", RANKED_SEARCHES, ids=lambda c: c.label)
-    async def test_search_ranks_exact_match_first(
-        self, backend: GraphDbInterface, ids: IdMap, case: SearchCase
-    ) -> None:
+    async def test_search_ranks_exact_match_first(self, graph: Graph, ids: IdMap, case: SearchCase) -> None:
         """An exact name or synonym match comes first."""
-        stubs = await backend.search_entities(case.query, case.node_types)
+        stubs = await graph.search_entities(case.query, case.node_types)
         got = [ids.to_standard(s.id) for s in stubs]
         if case.first is not None:
             assert got[:1] == [case.first], f"search {case.label!r}: expected {case.first!r} first, got {got}"
@@ -391,19 +446,20 @@ class BackendConformance:
     async def test_search_without_match_is_empty(
         self,
         request: pytest.FixtureRequest,
-        backend: GraphDbInterface,
+        backend: GraphBackend,
+        graph: Graph,
         tested_capabilities: Capabilities,
         case: SearchCase,
     ) -> None:
         """Nothing matches: ``[]``, not an error."""
         if tested_capabilities.vector_search and not has_vector_search(backend):
             skip(request, "search_entities ranks by embeddings, so every query has neighbours")
-        assert await backend.search_entities(case.query, case.node_types) == []
+        assert await graph.search_entities(case.query, case.node_types) == []
 
-    async def test_search_scores_rank_best_first(self, backend: GraphDbInterface) -> None:
+    async def test_search_scores_rank_best_first(self, graph: Graph) -> None:
         """Scores, where given, are numbers, higher is better, so they never rise down the list."""
         for case in RANKED_SEARCHES:
-            scores = [s.score for s in await backend.search_entities(case.query, case.node_types)]
+            scores = [s.score for s in await graph.search_entities(case.query, case.node_types)]
             given = [score for score in scores if score is not None]
             assert given == sorted(given, reverse=True), f"search {case.label!r}: scores rise down the list {scores}"
 
@@ -414,7 +470,7 @@ class BackendConformance:
     async def test_vector_search_ranks_nearest_first(
         self,
         request: pytest.FixtureRequest,
-        backend: GraphDbInterface,
+        backend: GraphBackend,
         ids: IdMap,
         embedder: Embedder,
         name: str,
@@ -437,7 +493,7 @@ class BackendConformance:
 
     @requires(vector_search=True)
     async def test_vector_search_respects_node_types(
-        self, request: pytest.FixtureRequest, backend: GraphDbInterface, ids: IdMap, embedder: Embedder
+        self, request: pytest.FixtureRequest, backend: GraphBackend, ids: IdMap, embedder: Embedder
     ) -> None:
         """Only the requested types, at most ``limit``; ``[]`` asks for nothing."""
         self._needs_vector_primitive(request, backend)
@@ -450,44 +506,23 @@ class BackendConformance:
 
     # --- batch primitives ---------------------------------------------------
 
-    @pytest.mark.parametrize("direction", ["edges_from", "edges_to"])
-    async def test_batch_edges_agree_with_single(self, backend: GraphDbInterface, ids: IdMap, direction: str) -> None:
-        """``edges_*_many`` equals the single calls; unknown and invisible ids are left out."""
-        asked = [ids.to_backend(i) for i in ALL_IDS]
-        batch = await getattr(backend, f"{direction}_many")(asked)
-        assert sorted(batch) == sorted(ids.to_backend(i) for i in STANDARD_IDS), f"{direction}_many keys"
-        for backend_id, edges in batch.items():
-            single = await getattr(backend, direction)(backend_id)
-            assert _triples(edges, ids) == _triples(single, ids), f"{direction}_many[{backend_id!r}]"
-
-    async def test_batch_get_nodes_agree_with_single(self, backend: GraphDbInterface, ids: IdMap) -> None:
-        """``get_nodes`` equals get_node per id; unknown and invisible ids are left out."""
-        batch = await backend.get_nodes([ids.to_backend(i) for i in ALL_IDS])
-        assert sorted(batch) == sorted(ids.to_backend(i) for i in STANDARD_IDS), "get_nodes keys"
-        for backend_id, node in batch.items():
-            assert node == await backend.get_node(backend_id), f"get_nodes[{backend_id!r}]"
-
-    async def test_batch_metadata_for_nodes_agree_with_single(self, backend: GraphDbInterface, ids: IdMap) -> None:
-        """``metadata_for_nodes`` equals metadata_for_node per id; unknown and invisible ids are left out."""
-        batch = await backend.metadata_for_nodes([ids.to_backend(i) for i in ALL_IDS])
+    async def test_batch_metadata_agrees_with_one_id_at_a_time(self, graph: Graph, ids: IdMap) -> None:
+        """``metadata_for_nodes`` of many ids equals the calls of one id each; invisible ids are left out."""
+        batch = await graph.metadata_for_nodes([ids.to_backend(i) for i in ALL_IDS])
         assert sorted(batch) == sorted(ids.to_backend(i) for i in STANDARD_IDS), "metadata_for_nodes keys"
         for backend_id, metadata in batch.items():
-            assert metadata == await backend.metadata_for_node(backend_id), f"metadata_for_nodes[{backend_id!r}]"
-
-    async def test_batch_metadata_for_edges_agree_with_single(self, backend: GraphDbInterface, ids: IdMap) -> None:
-        """``metadata_for_edges`` equals metadata_for_edge per edge; an unknown edge is absent or ``{}``."""
+            assert metadata == await graph.metadata_for_node(backend_id), f"metadata_for_nodes[{backend_id!r}]"
         edges = [ids.edge(t) for t in (*ALL_EDGES, UNKNOWN_EDGE)]
-        batch = await backend.metadata_for_edges(edges)
+        many = await graph.metadata_for_edges(edges)
         for edge in edges[:-1]:
-            assert edge in batch, f"metadata_for_edges lacks {edge}"
-            assert batch[edge] == await backend.metadata_for_edge(edge), f"metadata_for_edges[{edge}]"
-        assert batch.get(edges[-1], {}) == {}, "metadata_for_edges: an unknown edge must be absent or {}"
+            assert many.get(edge) == (await graph.metadata_for_edges([edge])).get(edge), f"metadata_for_edges[{edge}]"
+        assert many.get(edges[-1], {}) == {}, "metadata_for_edges: an unknown edge must be absent or {}"
 
     @requires(batch_primitives=True)
-    async def test_batch_primitives_are_overridden(self, backend: GraphDbInterface) -> None:
-        """A backend declaring batch_primitives overrides every batch method with its own query."""
-        inherited = [m for m in BATCH_METHODS if getattr(type(backend), m) is getattr(GraphDbInterface, m)]
-        assert not inherited, f"batch_primitives is declared but these batch methods are the defaults: {inherited}"
+    async def test_batch_primitives_are_answered_natively(self, backend: GraphBackend) -> None:
+        """A backend declaring batch_primitives answers hop itself, not through the single-id fan-out."""
+        derived = [m for m in BATCH_METHODS if getattr(type(backend), m, None) is getattr(GraphDbInterface, m)]
+        assert not derived, f"batch_primitives is declared but these are derived from single-id calls: {derived}"
 
     # --- tools through the engine -------------------------------------------
 
@@ -516,7 +551,7 @@ class BackendConformance:
 
     # --- the MCP tool layer -------------------------------------------------
 
-    async def _client(self, backend: GraphDbInterface, max_edges_per_node: int | None = None) -> Any:
+    async def _client(self, backend: GraphBackend, max_edges_per_node: int | None = None) -> Any:
         from mcp import Client
 
         from bfsql.server import ServeSettings, build_server
@@ -528,7 +563,7 @@ class BackendConformance:
 
     @pytest.mark.parametrize("case", TRAVERSALS, ids=lambda c: c.name)
     async def test_mcp_traversal(
-        self, request: pytest.FixtureRequest, backend: GraphDbInterface, ids: IdMap, case: TraversalCase
+        self, request: pytest.FixtureRequest, backend: GraphBackend, ids: IdMap, case: TraversalCase
     ) -> None:
         """The same answers through the real MCP tools (an in-process client, cache on)."""
         self._needs_order(request, case, ids)
@@ -537,7 +572,7 @@ class BackendConformance:
             check_traversal(case, _payload(result, case.name), ids)
 
     async def test_mcp_entity_tools(
-        self, backend: GraphDbInterface, ids: IdMap, tested_capabilities: Capabilities
+        self, backend: GraphBackend, ids: IdMap, tested_capabilities: Capabilities
     ) -> None:
         """describe_schema, search_entities, describe_entity and describe_entities through MCP."""
         async with await self._client(backend) as client:

@@ -338,7 +338,7 @@ async def cancel_one_of_shared_calls(
     async with Client(target) as client:
         started_work = anyio.Event()
 
-        async def progress(done: float, total: float | None, message: str | None) -> None:
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
             started_work.set()
 
         async def one(index: int, scope: anyio.CancelScope) -> None:

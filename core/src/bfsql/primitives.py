@@ -1,0 +1,284 @@
+"""The primitive table: every primitive a graph answers, written once.
+
+Each primitive is a stub method of :class:`Primitives` marked with :func:`primitive`. The
+stub's name, parameters and return type are the primitive's; its docstring is the contract;
+``cache=`` says how a graph caches it. From this table alone:
+
+* every graph's plugin manager gets one ``firstresult`` hookspec per primitive
+  (:class:`PrimitiveHookspecs`), so plugins wrap or answer primitives by these names;
+* :mod:`bfsql.graph` builds the terminal implementation that calls the backend's method of
+  the same name, and the :class:`~bfsql.graph.Graph` facade (a subclass of
+  :class:`Primitives`) calls the hook when a stub is called on it;
+* :mod:`bfsql.cache` builds one cached implementation per primitive from its policy.
+
+Adding a primitive is one stub here plus its implementation (or derivation) in
+:class:`bfsql.backend.GraphBackend`.
+
+All primitives are batch-level: they take many ids (or edges) at once. The single-id calls
+of seed 000's contract (``get_node``, ``edges_from`` …) are derived from them by the facade
+and are never hooks, so a wrapper written once on a primitive changes what every tool answers.
+Every hook returns an awaitable.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import types
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from bfsql.hookspecs import hookimpl, hookspec
+from bfsql.models import EntityStub
+from bfsql.rows import Edge, HopEdge, NodeInfo
+
+__all__ = [
+    "PRIMITIVES",
+    "SEARCH_LIMIT",
+    "CachePolicy",
+    "PrimitiveHookspecs",
+    "PrimitiveSpec",
+    "Primitives",
+    "implementation",
+    "primitive",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+SEARCH_LIMIT = 20
+"""Candidates a search asks a ranker for, unless told otherwise."""
+
+
+class CachePolicy(enum.Enum):
+    """How a graph caches a primitive."""
+
+    PER_KEY = "per key"
+    """The primitive takes a list of keys (ids or edges) and answers ``{key: value}``; each key's
+    value is cached on its own, a call asks the backend only for the keys not cached, and
+    concurrent calls share the loads of the keys they have in common. Keys left out of an
+    answer (unknown ids) are not cached."""
+    PER_CALL = "per call"
+    """The whole answer, keyed by all the arguments, for the cache's time to live."""
+    SESSION = "session"
+    """The whole answer, kept for the life of the graph (schema lists)."""
+
+
+@dataclass(frozen=True)
+class PrimitiveSpec:
+    """One entry of the table, as read from its stub."""
+
+    name: str
+    params: tuple[str, ...]
+    """Parameter names, in order (hooks are called with keyword arguments)."""
+    defaults: dict[str, Any]
+    cache: CachePolicy
+    keys: str | None
+    """The parameter holding the keys of a PER_KEY primitive."""
+    optional: bool
+    """Not every backend answers it; the backend's capabilities say whether this one does."""
+    doc: str
+    hookspec: Callable[..., Any]
+    """The function pluggy reads as the hookspec (the stub without defaults); implementations generated
+    for this primitive wrap it, so that pluggy reads their parameters from it."""
+
+
+PRIMITIVES: dict[str, PrimitiveSpec] = {}
+"""Every primitive by name, in the order of the table."""
+
+
+class Primitive(Generic[P, R]):
+    """A primitive of the table: the hookspec on the class, the hook call on a :class:`~bfsql.graph.Graph`."""
+
+    def __init__(
+        self, stub: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]], cache: CachePolicy, optional: bool
+    ) -> None:
+        self.stub = stub
+        self.hookspec = hookspec(firstresult=True)(_without_defaults(stub))
+        self.cache = cache
+        self.optional = optional
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        params = [p for p in inspect.signature(self.stub).parameters.values() if p.name != "self"]
+        keys = params[0].name if self.cache is CachePolicy.PER_KEY else None
+        self.spec = PrimitiveSpec(
+            name=name,
+            params=tuple(p.name for p in params),
+            defaults={p.name: p.default for p in params if p.default is not inspect.Parameter.empty},
+            cache=self.cache,
+            keys=keys,
+            optional=self.optional,
+            doc=inspect.cleandoc(self.stub.__doc__ or ""),
+            hookspec=self.hookspec,
+        )
+        PRIMITIVES[name] = self.spec
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type) -> Callable[P, Awaitable[R]]: ...
+
+    def __get__(self, instance: object | None, owner: type) -> Any:
+        if instance is None:
+            return self.hookspec
+        caller = _hook_caller(self.spec, getattr(instance.pm.hook, self.spec.name))  # type: ignore[attr-defined]
+        instance.__dict__[self.spec.name] = caller  # later lookups skip the descriptor
+        return caller
+
+
+def _without_defaults(stub: Callable[..., Any]) -> Callable[..., Any]:
+    """A copy of ``stub`` whose parameters have no defaults.
+
+    pluggy passes hook arguments by name and treats parameters with defaults as optional
+    extras; every argument of a primitive hook is always passed, so the spec takes none.
+    """
+    copy = types.FunctionType(stub.__code__, stub.__globals__, stub.__name__, None, stub.__closure__)
+    copy.__qualname__, copy.__doc__, copy.__annotations__ = stub.__qualname__, stub.__doc__, stub.__annotations__
+    return copy
+
+
+def _hook_caller(spec: PrimitiveSpec, hook: Any) -> Callable[..., Awaitable[Any]]:
+    """A coroutine function calling ``hook`` with the stub's arguments (positional or keyword).
+
+    An empty batch of keys is answered ``{}`` without calling anyone.
+    """
+    params, defaults, keys = spec.params, spec.defaults, spec.keys
+
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        arguments = {**defaults, **dict(zip(params, args, strict=False)), **kwargs}
+        if keys is not None:
+            if not arguments[keys]:
+                return {}
+            arguments[keys] = list(arguments[keys])
+        return await hook(**arguments)
+
+    call.__name__ = call.__qualname__ = spec.name
+    call.__doc__ = spec.doc
+    return call
+
+
+def implementation(
+    spec: PrimitiveSpec, body: Callable[[Any, dict[str, Any]], Any], **options: bool
+) -> Callable[..., Any]:
+    """A hookimpl of ``spec`` for a plugin class: ``body(plugin, arguments)`` answers every call.
+
+    ``options`` are hookimpl options (``tryfirst=True`` …). The function takes its parameter
+    names from the spec (pluggy reads them through ``__wrapped__``), so one body serves
+    every primitive.
+    """
+    params = spec.params
+
+    def impl(self: Any, *args: Any) -> Any:
+        return body(self, dict(zip(params, args, strict=True)))
+
+    impl.__name__, impl.__qualname__, impl.__doc__ = spec.name, spec.name, spec.doc
+    impl.__wrapped__ = spec.hookspec  # type: ignore[attr-defined]
+    marked: Callable[..., Any] = hookimpl(impl, **options)  # type: ignore[call-overload]
+    return marked
+
+
+def primitive(
+    *, cache: CachePolicy, optional: bool = False
+) -> Callable[[Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]], Primitive[P, R]]:
+    """Mark a stub method of :class:`Primitives` as a primitive with the given cache policy."""
+
+    def mark(stub: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]) -> Primitive[P, R]:
+        return Primitive(stub, cache, optional)
+
+    return mark
+
+
+class Primitives:
+    """The table. Backends implement these methods (see :class:`bfsql.backend.GraphBackend`);
+    plugins wrap or answer the hooks of the same names; :class:`~bfsql.graph.Graph` calls them.
+
+    Keys of batch primitives may repeat; answers hold each once. Every answer is complete
+    (no relevance filtering); merged entities (kgraph's ``status = 'merged'``) are invisible
+    everywhere, together with the edges touching them.
+    """
+
+    @primitive(cache=CachePolicy.PER_CALL)
+    async def search_entities(
+        self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        """Resolve a name or alias to ranked entity stubs, best first, at most ``limit``.
+
+        ``node_types`` restricts the types (``[]``: nothing); ``[]`` when nothing matches.
+        This is the lexical ranker of hybrid search (BM25, full text, trigram, substring:
+        whatever the store has).
+        """
+        raise NotImplementedError
+
+    @primitive(cache=CachePolicy.PER_CALL, optional=True)
+    async def vector_search(
+        self, vector: list[float], node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        """Entities whose stored vectors are nearest to ``vector``, best first, at most ``limit``.
+
+        ``score`` is the cosine similarity; ``node_types`` restricts the types. Answered only
+        by backends with entity vectors (``Capabilities.vector_search``); ``vector`` comes
+        from the embedder the graph bound to the backend.
+        """
+        raise NotImplementedError
+
+    @primitive(cache=CachePolicy.SESSION)
+    async def entity_types(self) -> list[str]:
+        """The graph's entity type names, sorted, without duplicates, stable for the session."""
+        raise NotImplementedError
+
+    @primitive(cache=CachePolicy.SESSION)
+    async def predicates(self) -> list[str]:
+        """The graph's predicate names, sorted, without duplicates, stable for the session."""
+        raise NotImplementedError
+
+    @primitive(cache=CachePolicy.PER_KEY)
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
+        """Type and display name of each visible entity among ``entity_ids``; unknown ids left out."""
+        raise NotImplementedError
+
+    @primitive(cache=CachePolicy.PER_KEY)
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        """One traversal step: every edge of each entity, both directions, with its other end's type and name.
+
+        An outgoing edge has the entity as subject, an incoming one as object; a self-loop
+        appears once. An edge to an id that is no entity is kept with ``other_type=None``
+        (the engine reports it as dangling). Ids without edges and unknown ids may be left
+        out (``get_nodes`` tells them apart). This is the call a BFS makes once per hop:
+        one round trip where the store allows.
+        """
+        raise NotImplementedError
+
+    @primitive(cache=CachePolicy.PER_KEY)
+    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """All metadata of each visible entity (name, synonyms, properties …); unknown ids left out.
+
+        Embedding vectors may be included; core strips them before any answer.
+        """
+        raise NotImplementedError
+
+    @primitive(cache=CachePolicy.PER_KEY)
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        """Metadata of each edge (confidence, source_documents, properties), without provenance.
+
+        An unknown edge, or one touching a merged entity, is left out or ``{}``.
+        """
+        raise NotImplementedError
+
+    @primitive(cache=CachePolicy.PER_KEY, optional=True)
+    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        """The evidence behind each edge: records with ``text_span``, ``document_id``, ``section``, ``confidence``.
+
+        Edges without evidence are left out or ``[]``. Fetched only by calls that return
+        provenance, never by traversals (``Capabilities.provenance`` says whether the store has any).
+        """
+        raise NotImplementedError
+
+
+class PrimitiveHookspecs:
+    """The hookspecs of the table, as pluggy reads them (plain functions; see :meth:`Primitive.__get__`)."""
+
+
+for _spec in PRIMITIVES.values():
+    setattr(PrimitiveHookspecs, _spec.name, _spec.hookspec)
