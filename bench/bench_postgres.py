@@ -32,10 +32,10 @@ from bfsql import Graph
 from bfsql.backend import Capabilities, GraphDbInterface
 from bfsql.engine import bfs_query
 from bfsql.models import Edge, Node
-from bfsql.testing.hpo import write_hpo_bundle
 from bfsql_postgres import PostgresBackend, PostgresConfig
 from bfsql_postgres.loader import load_postgres
-from bfsql_postgres.testing.embedded import EmbeddedPostgres
+from bfsql_testsupport.embedded_postgres import EmbeddedPostgres
+from bfsql_testsupport.hpo import write_hpo_bundle
 
 SEEDS = [
     "OMIM:154700",  # Marfan syndrome

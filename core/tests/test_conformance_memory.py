@@ -80,9 +80,13 @@ def test_expected_edge_lists_cover_every_edge_once() -> None:
     assert len(set(ALL_IDS)) == len(ALL_IDS)
 
 
-def project(pytester: pytest.Pytester, source: str) -> None:
-    """A test project without asyncio_mode: the suite must run in pytest-asyncio's strict mode."""
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+def project(pytester: pytest.Pytester, source: str, plugin: bool = True) -> None:
+    """A test project without asyncio_mode: the suite must run in pytest-asyncio's strict mode.
+
+    ``plugin``: the project opts in to bfsql's pytest plugin, as the template's projects do.
+    """
+    addopts = "addopts = -p bfsql.testing.plugin\n" if plugin else ""
+    pytester.makeini(f"[pytest]\nasyncio_default_fixture_loop_scope = function\n{addopts}")
     pytester.makepyfile(HEADER + source)
 
 
@@ -144,6 +148,23 @@ class TestRuntime(BackendConformance):
         "skipped: *TestRuntime::test_batch_primitives_are_answered_natively - not applicable: *'batch_primitives'*",
         "skipped: *TestRuntime::test_provenance_for_edges (14 cases) - not applicable: *'provenance'*",
     ])
+
+
+def test_the_suite_runs_without_the_plugin(pytester: pytest.Pytester) -> None:
+    project(pytester, """
+class Plain(MemoryBackend):
+    capabilities = Capabilities()
+
+class TestRuntime(BackendConformance):
+    capabilities = Capabilities()
+
+    @pytest.fixture
+    def backend(self):
+        return Plain(standard_records())
+""", plugin=False)
+    result = pytester.runpytest_subprocess("-k", "provenance or isolated_node")
+    result.assert_outcomes(passed=2, skipped=14)  # what does not apply is skipped when it runs
+    assert "checks that do not apply" not in result.stdout.str()
 
 
 def test_declared_capabilities_decide_collection_and_must_be_the_backends(pytester: pytest.Pytester) -> None:

@@ -18,17 +18,12 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from bfsql.demo import ensure_demo_db
-from bfsql.testing.faults import rss_kb
-from bfsql.testing.hpo import hpo_data_dir, write_hpo_bundle
-from bfsql.testing.reliability import (
-    SessionThread,
-    hub_calls,
-    hub_explosions,
-    load_figures,
-    served_over_http,
-)
+from bfsql.testing.reliability import SessionThread
 from bfsql.testing.scenarios import cancel_one_of_shared_calls, fuzz, injection_corpus
-from bfsql.testing.services import unavailable
+from bfsql_testsupport.faults import rss_kb
+from bfsql_testsupport.hpo import hpo_data_dir, write_hpo_bundle
+from bfsql_testsupport.load import hub_calls, hub_explosions, load_figures, served_over_http
+from bfsql_testsupport.services import unavailable
 
 pytestmark = pytest.mark.reliability
 

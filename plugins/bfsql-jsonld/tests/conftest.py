@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bfsql.testing.services import free_port, unavailable, wait_for_port
 from bfsql.testing.standard_graph import write_standard_bundle
+from bfsql_testsupport.services import free_port, unavailable, wait_for_port
 
 from jsonld_scripted import ScriptedApi
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bfsql.testing.services import free_port
+from bfsql_testsupport.services import free_port
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bfsql.backend import Capabilities
+from bfsql import Capabilities
 from bfsql.testing.conformance import BackendConformance
 from bfsql_jsonld import JsonLdBackend, JsonLdConfig, server_context
 

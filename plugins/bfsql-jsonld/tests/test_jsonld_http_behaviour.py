@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from bfsql.errors import InvalidArgument
-from bfsql.models import Edge
+from bfsql import Edge, InvalidArgument
 from bfsql_jsonld import JsonLdBackend, JsonLdConfig
 from bfsql_jsonld.errors import ApiError, ContextError, MalformedResponse
 from bfsql_jsonld.http_client import _retry_after_seconds, parse_link_header
@@ -107,7 +106,7 @@ async def test_timeout_is_a_clear_error(scripted, open_backend):
 
 
 async def test_unreachable_api_is_a_clear_start_up_error():
-    from bfsql.testing.services import free_port
+    from bfsql_testsupport.services import free_port
 
     config = JsonLdConfig(base_url=f"http://127.0.0.1:{free_port()}", max_retries=1, retry_backoff=0.01)
     with pytest.raises(ApiError) as info:
@@ -389,7 +388,7 @@ async def test_configurable_url_templates_and_dereferenceable_ids(scripted, open
 
 
 def backend_node(entity_id: str, entity_type: str) -> Any:
-    from bfsql.models import Node
+    from bfsql import Node
 
     return Node(id=entity_id, entity_type=entity_type)
 

@@ -14,7 +14,7 @@ import sys
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from bfsql.testing.services import free_port
+from bfsql_testsupport.services import free_port
 
 
 def serve(*args: str, **env: str) -> Client:

@@ -15,12 +15,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bfsql import Capabilities, Graph
-from bfsql.backends.memory import MemoryBackend
-from bfsql.loading.records import EntityRecord, RelationshipRecord
-from bfsql.models import Edge, Node
-from bfsql.testing.services import free_port
+from bfsql import Capabilities, Edge, EntityRecord, Graph, MemoryBackend, Node, RelationshipRecord
 from bfsql_jsonld import JsonLdBackend, JsonLdConfig, ServerOptions, build_app
+from bfsql_testsupport.services import free_port
 
 SPECIAL_IDS = [
     "a/b",
@@ -166,7 +163,7 @@ async def test_graph_failures_are_json_errors():
             raise RuntimeError("disk on fire")
 
         async def edges_from(self, entity_id: str) -> list[Edge]:
-            from bfsql.errors import BackendFailure
+            from bfsql import BackendFailure
 
             raise BackendFailure("store timed out", "retry")
 
@@ -232,7 +229,7 @@ def test_cli_lists_backend_options_in_help():
 
 
 async def test_vector_search_is_forwarded_and_embedders_must_match(special_server):
-    from bfsql.embedders import EmbedderMismatch, HashingEmbedder
+    from bfsql import EmbedderMismatch, HashingEmbedder
 
     url, _ = special_server
     embedder = HashingEmbedder()

@@ -36,17 +36,12 @@ import pytest
 from aiohttp import web
 from mcp.client.stdio import StdioServerParameters
 
-from bfsql.testing.faults import BackgroundLoop, MarkedProcess, new_mark
 from bfsql.testing.reliability import INJECTION_CORPUS, SessionThread, check_outcome, hits_of, standard_ids
-from bfsql.testing.scenarios import (
-    fuzz,
-    injection_corpus,
-    outage_between_calls,
-    outage_during_traversal,
-    standard_reference_calls,
-)
-from bfsql.testing.services import free_port, wait_for_port
+from bfsql.testing.scenarios import fuzz, injection_corpus
 from bfsql.testing.standard_graph import MDM2, TP53
+from bfsql_testsupport.faults import BackgroundLoop, MarkedProcess, new_mark
+from bfsql_testsupport.outages import outage_between_calls, outage_during_traversal, standard_reference_calls
+from bfsql_testsupport.services import free_port, wait_for_port
 
 from conftest import REFERENCE_MAX_BATCH, REFERENCE_PAGE_SIZE
 from jsonld_scripted import Reply, ScriptedApi

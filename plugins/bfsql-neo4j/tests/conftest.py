@@ -35,10 +35,9 @@ from typing import Any
 
 import pytest
 
-from bfsql.loading.bundle import Record
-from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
-from bfsql.testing.services import free_port, unavailable, wait_for_port
+from bfsql import EntityRecord, EvidenceRecord, Record, RelationshipRecord, edge_metadata, node_metadata
 from bfsql_neo4j import Neo4jBackend, Neo4jConfig
+from bfsql_testsupport.services import free_port, unavailable, wait_for_port
 
 LABEL = "Entity"
 ID_PROPERTY = "entity_id"

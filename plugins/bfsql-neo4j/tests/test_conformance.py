@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bfsql.backend import Capabilities
+from bfsql import Capabilities
 from bfsql.testing import BackendConformance
 from bfsql.testing.standard_graph import standard_records
 from bfsql_neo4j import Neo4jBackend

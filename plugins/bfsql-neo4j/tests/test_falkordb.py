@@ -7,9 +7,7 @@ import re
 
 import pytest
 
-from bfsql.errors import InvalidArgument
-from bfsql.loading.records import EntityRecord, RelationshipRecord
-from bfsql.models import Edge
+from bfsql import Edge, EntityRecord, InvalidArgument, RelationshipRecord
 from bfsql.testing.standard_graph import standard_records
 from bfsql_neo4j import Neo4jBackend, Neo4jSetupError
 

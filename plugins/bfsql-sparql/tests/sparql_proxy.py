@@ -14,7 +14,7 @@ from types import TracebackType
 import aiohttp
 from aiohttp import web
 
-from bfsql.testing.services import free_port
+from bfsql_testsupport.services import free_port
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bfsql.testing.services import free_port, unavailable, wait_for_port
 from bfsql_sparql import SparqlConfig
+from bfsql_testsupport.services import free_port, unavailable, wait_for_port
 
 STANDARD_GRAPH = "http://bfsql.test/graph/standard"
 LUBM_GRAPH = "http://bfsql.test/graph/lubm"

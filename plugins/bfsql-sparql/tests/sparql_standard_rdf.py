@@ -19,7 +19,7 @@ from typing import Any
 from rdflib import BNode, Graph, Literal, Namespace, URIRef
 from rdflib.namespace import DCTERMS, OWL, PROV, RDF, RDFS, SKOS, XSD
 
-from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
+from bfsql import EntityRecord, EvidenceRecord, RelationshipRecord
 from bfsql.testing.standard_graph import standard_records
 
 VOCAB = Namespace("http://bfsql.test/vocab/")

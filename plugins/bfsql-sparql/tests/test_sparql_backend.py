@@ -23,15 +23,19 @@ from sparql_servers import (
     sparql_json,
 )
 
-from bfsql.backend_options import resolve_config
-from bfsql.engine import TraversalBudget, bfs_query
-from bfsql.errors import InvalidArgument
-from bfsql.graph import Graph
-from bfsql.plugins import get_backends
-from bfsql.server import ServeSettings, build_server
-from bfsql.testing.services import free_port
+from bfsql import (
+    Graph,
+    InvalidArgument,
+    ServeSettings,
+    TraversalBudget,
+    bfs_query,
+    build_server,
+    get_backends,
+    resolve_config,
+)
 from bfsql_sparql import SparqlBackend, SparqlClient, SparqlConfig, SparqlConfigError, SparqlEndpointError
 from bfsql_sparql.truncation import REASON
+from bfsql_testsupport.services import free_port
 
 DEPARTMENT = "http://www.Department0.University0.edu"
 

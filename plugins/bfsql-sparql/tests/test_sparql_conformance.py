@@ -17,7 +17,7 @@ import pytest
 from sparql_servers import STANDARD_GRAPH, SparqlServer
 from sparql_standard_rdf import PREFIXES, compact_id
 
-from bfsql.backend import Capabilities
+from bfsql import Capabilities
 from bfsql.testing import BackendConformance
 from bfsql_sparql import SparqlBackend, SparqlConfig
 

@@ -12,7 +12,7 @@ from mcp.client.stdio import StdioServerParameters
 from sparql_servers import STANDARD_GRAPH, SparqlServer
 from sparql_standard_rdf import PREFIXES, compact_id
 
-from bfsql.testing.services import free_port
+from bfsql_testsupport.services import free_port
 
 
 def _data(result) -> object:

@@ -16,11 +16,7 @@ from mcp import Client
 from sparql_injection_data import HOSTILE_LABELS, INVALID_IDS, ODD_IDS, PREFIX, UNKNOWN_IDS, odd_iri
 from sparql_servers import INJECTION_GRAPH, LUBM_GRAPH, STANDARD_GRAPH, SparqlServer, sparql_json
 
-from bfsql.errors import InvalidArgument
-from bfsql.graph import Graph
-from bfsql.models import Edge
-from bfsql.search_rank import lexical_rank
-from bfsql.server import ServeSettings, build_server
+from bfsql import Edge, Graph, InvalidArgument, ServeSettings, build_server, lexical_rank
 from bfsql_sparql import InvalidEntityId, SparqlBackend, SparqlConfig
 from bfsql_sparql.search import BIF_WILDCARD_MIN
 

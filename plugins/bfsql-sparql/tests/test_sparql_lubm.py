@@ -10,8 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from sparql_servers import LUBM_GRAPH, RDF_TYPE, UB, SparqlServer, lubm_config, sparql_json
 
-from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
-from bfsql.graph import Graph
+from bfsql import Graph, TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql_sparql import SparqlBackend
 
 PROFESSOR = "http://www.Department0.University0.edu/FullProfessor1"

@@ -33,7 +33,6 @@ from mcp.client.stdio import StdioServerParameters
 from sparql_servers import STANDARD_GRAPH, OxigraphInstance, SparqlServer
 from sparql_standard_rdf import PREFIXES, compact_id, compact_iri, write_standard_ntriples
 
-from bfsql.testing.faults import BackgroundLoop, MarkedProcess, SlowProxy, new_mark
 from bfsql.testing.reliability import (
     SessionThread,
     check_outcome,
@@ -42,14 +41,10 @@ from bfsql.testing.reliability import (
     reference_answers,
     standard_ids,
 )
-from bfsql.testing.scenarios import (
-    fuzz,
-    injection_corpus,
-    outage_between_calls,
-    outage_during_traversal,
-    standard_reference_calls,
-)
+from bfsql.testing.scenarios import fuzz, injection_corpus
 from bfsql.testing.standard_graph import MDM2, TP53
+from bfsql_testsupport.faults import BackgroundLoop, MarkedProcess, SlowProxy, new_mark
+from bfsql_testsupport.outages import outage_between_calls, outage_during_traversal, standard_reference_calls
 
 pytestmark = pytest.mark.reliability
 

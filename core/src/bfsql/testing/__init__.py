@@ -1,8 +1,10 @@
 """Test helpers for backend authors: the conformance suite and the standard graph.
 
 ``from bfsql.testing import BackendConformance`` and subclass it; see
-docs/writing-a-backend.md. The pytest plugin (:mod:`bfsql.testing.plugin`) is
-registered by the ``bfsql[testing]`` extra and provides the ``standard_bundle`` fixture.
+docs/writing-a-backend.md. The suite needs nothing else. The pytest plugin
+(:mod:`bfsql.testing.plugin`) is opt-in (``-p bfsql.testing.plugin`` in ``addopts``): it
+leaves out, at collection, the checks that do not apply to a backend's declared
+capabilities and lists them at the end of the run.
 """
 
 from __future__ import annotations
@@ -16,13 +18,20 @@ pytest.register_assert_rewrite(
     "bfsql.testing.answers", "bfsql.testing.conformance", "bfsql.testing.idmap", "bfsql.testing.parity"
 )
 
-__all__ = ["BackendConformance", "IdMap", "assert_parity"]
+__all__ = ["BackendConformance", "IdMap", "assert_parity", "reset_plugins"]
 
 _LAZY = {
     "BackendConformance": "bfsql.testing.conformance",
     "IdMap": "bfsql.testing.idmap",
     "assert_parity": "bfsql.testing.parity",
 }
+
+
+def reset_plugins() -> None:
+    """Forget the loaded plugins, so the next use loads them again (a test that installs a plugin needs it)."""
+    from bfsql.plugins import reset
+
+    reset()
 
 
 def __getattr__(name: str) -> Any:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -85,6 +86,7 @@ from bfsql.testing.standard_graph import (
     TraversalCase,
     Triple,
     standard_records,
+    write_standard_bundle,
 )
 
 __all__ = ["BackendConformance"]
@@ -174,6 +176,11 @@ class BackendConformance:
             "GraphDbInterface) loaded with the standard graph (see the `standard_bundle` fixture).",
             pytrace=False,
         )
+
+    @pytest.fixture
+    def standard_bundle(self, tmp_path: Path) -> Path:
+        """The standard graph as a JSONL bundle file in ``tmp_path``, for the ``backend`` fixture to load."""
+        return write_standard_bundle(tmp_path)
 
     @pytest.fixture
     def id_map(self) -> IdMapLike:

@@ -1,6 +1,9 @@
-"""The pytest plugin registered through the ``pytest11`` entry point of ``bfsql[testing]``.
+"""bfsql's pytest plugin, opt-in: ``addopts = "-p bfsql.testing.plugin"`` (or ``pytest -p ...``).
 
-* The ``standard_bundle`` fixture: the standard graph as a JSONL bundle in ``tmp_path``.
+Installing bfsql does not load it into anybody's pytest runs; the conformance suite works
+without it. What it adds:
+
+* The ``standard_bundle`` fixture for any test: the standard graph as a JSONL bundle in ``tmp_path``.
 * Conformance checks that do not apply to a backend (see
   :mod:`bfsql.testing.applicability`) are not collected when the test class declares
   its capabilities, and every check left out is listed at the end of the run.

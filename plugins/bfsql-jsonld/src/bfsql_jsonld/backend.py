@@ -17,10 +17,17 @@ from typing import Any, TypeVar
 
 from typing_extensions import override
 
-from bfsql.backend import Capabilities, GraphDbInterface, gather_bounded
-from bfsql.embedders import Embedder, EmbedderMismatch
-from bfsql.errors import InvalidArgument
-from bfsql.models import Edge, EntityStub, Node
+from bfsql import (
+    Capabilities,
+    Edge,
+    Embedder,
+    EmbedderMismatch,
+    EntityStub,
+    GraphDbInterface,
+    InvalidArgument,
+    Node,
+    gather_bounded,
+)
 from bfsql_jsonld.config import JsonLdConfig
 from bfsql_jsonld.context import ContextLoader, load_local_context
 from bfsql_jsonld.documents import ID, Frame, Reader, Schema

@@ -14,8 +14,7 @@ __all__ = ["jsonld_serve_command"]
 
 def jsonld_serve_command() -> click.Command:
     """The ``jsonld-serve`` command, with one option per config field of every installed backend."""
-    from bfsql.backend_options import backend_click_options
-    from bfsql.plugins import get_backends
+    from bfsql import backend_click_options, get_backends
 
     @click.command("jsonld-serve")
     @click.option("--backend", default="sqlite", show_default=True, help="Backend of the graph to publish.")
@@ -65,11 +64,7 @@ def jsonld_serve_command() -> click.Command:
           bfsql jsonld-serve --backend sqlite --db graph.db --port 8080
           bfsql serve --backend jsonld --base-url http://127.0.0.1:8080
         """
-        from bfsql.backend_options import resolve_config
-        from bfsql.embedders import create_embedder
-        from bfsql.errors import BfsqlError
-        from bfsql.server.http import is_loopback
-        from bfsql.server.run import open_graph
+        from bfsql import BfsqlError, create_embedder, is_loopback, open_graph, resolve_config
         from bfsql_jsonld.server import run_server
 
         specs = get_backends()

@@ -21,7 +21,7 @@ from dataclasses import field as dataclass_field
 from typing import Any
 from urllib.parse import urljoin
 
-from bfsql.models import Edge, EntityStub
+from bfsql import Edge, EntityStub
 from bfsql_jsonld.context import (
     ActiveContext,
     ContextLoader,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bfsql.errors import BackendFailure, BfsqlError
+from bfsql import BackendFailure, BfsqlError
 
 __all__ = ["ApiError", "ContextError", "MalformedResponse", "NotFound"]
 

@@ -33,9 +33,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bfsql.errors import BfsqlError
-from bfsql.graph import Graph
-from bfsql.models import Edge, EntityStub, Node
+from bfsql import BfsqlError, Edge, EntityStub, Graph, Node
 
 __all__ = ["DEFAULT_VOCAB", "ServerOptions", "build_app", "run_server", "server_context"]
 

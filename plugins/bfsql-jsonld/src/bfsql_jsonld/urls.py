@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import quote, unquote, urlsplit
 
-from bfsql.errors import clip
+from bfsql import clip
 
 __all__ = ["MAX_URL_BYTES", "URL_SHOWN", "UrlTemplate", "encode", "same_origin", "shown"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bfsql.hookspecs import hookimpl
+from bfsql import hookimpl
 from bfsql_neo4j.backend import Neo4jBackend
 from bfsql_neo4j.config import ENV_ALIASES, Neo4jConfig
 from bfsql_neo4j.indexes import Neo4jSetupError

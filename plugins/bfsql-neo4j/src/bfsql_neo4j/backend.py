@@ -18,10 +18,8 @@ from typing import Any, TypeVar
 import neo4j
 from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
 
+from bfsql import BackendFailure, Edge, EntityStub, InvalidArgument, Node, lexical_rank
 from bfsql.backend import BatchFirstBackend, Capabilities, gather_or_cancel
-from bfsql.errors import BackendFailure, InvalidArgument
-from bfsql.models import Edge, EntityStub, Node
-from bfsql.search_rank import lexical_rank
 from bfsql_neo4j.config import Neo4jConfig
 from bfsql_neo4j.cypher import Statements, quote_identifier
 from bfsql_neo4j.dialect import DIALECTS, Dialect, DialectName

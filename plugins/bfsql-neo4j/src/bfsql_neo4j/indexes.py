@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bfsql.errors import BfsqlError
+from bfsql import BfsqlError
 from bfsql_neo4j.cypher import Statements
 from bfsql_neo4j.dialect import DialectName
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bfsql.hookspecs import hookimpl
+from bfsql import hookimpl
 from bfsql_postgres.backend import PostgresBackend
 from bfsql_postgres.config import ENV_ALIASES, PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError

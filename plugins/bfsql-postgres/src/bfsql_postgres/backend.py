@@ -23,11 +23,21 @@ from typing import Any
 import asyncpg
 from typing_extensions import override
 
+from bfsql import (
+    BackendFailure,
+    Edge,
+    Embedder,
+    EmbedderMismatch,
+    EntityRecord,
+    EntityStub,
+    EvidenceRecord,
+    Node,
+    RelationshipRecord,
+    clip,
+    edge_metadata,
+    node_metadata,
+)
 from bfsql.backend import BatchFirstBackend, Capabilities
-from bfsql.embedders import Embedder, EmbedderMismatch
-from bfsql.errors import BackendFailure, clip
-from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
-from bfsql.models import Edge, EntityStub, Node
 from bfsql_postgres import queries
 from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from bfsql.errors import BfsqlError
+from bfsql import BfsqlError
 
 __all__ = ["postgres"]
 
@@ -75,7 +75,7 @@ def load(dsn: str | None, fmt: str | None, vector: bool, embedder: str, sources:
     files again changes nothing. Entity names are embedded into entity.embedding (pgvector)
     for vector search; see --embedder.
     """
-    from bfsql.loading.bundle import BadRow
+    from bfsql import BadRow
     from bfsql_postgres.loader import load_postgres
 
     url = _dsn(dsn)

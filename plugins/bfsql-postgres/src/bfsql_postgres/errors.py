@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from bfsql.errors import BfsqlError
+from bfsql import BfsqlError
 
 __all__ = ["PostgresStoreError", "describe_dsn"]
 

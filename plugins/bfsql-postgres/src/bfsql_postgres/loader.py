@@ -33,11 +33,19 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
-from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, create_embedder
-from bfsql.errors import BfsqlError
-from bfsql.loading.bundle import BadRow, Record
-from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
-from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql import (
+    DEFAULT_EMBEDDER,
+    BadRow,
+    BfsqlError,
+    Embedder,
+    EntityRecord,
+    ImpliedEntity,
+    Record,
+    RelationshipRecord,
+    create_embedder,
+    detect_format,
+    read_records,
+)
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.schema import create_schema
 

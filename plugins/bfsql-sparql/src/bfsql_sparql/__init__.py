@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bfsql.hookspecs import hookimpl
+from bfsql import hookimpl
 from bfsql_sparql.backend import InvalidEntityId, SparqlBackend, SparqlConfigError
 from bfsql_sparql.client import SparqlClient, SparqlEndpointError
 from bfsql_sparql.config import ENV_ALIASES, SparqlConfig

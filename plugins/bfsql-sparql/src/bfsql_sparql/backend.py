@@ -16,10 +16,18 @@ from typing import Any
 
 from typing_extensions import override
 
-from bfsql.backend import Capabilities, GraphDbInterface, gather_or_cancel
-from bfsql.errors import InvalidArgument, clip
-from bfsql.models import Edge, EntityStub, Node, Truncation
-from bfsql.search_rank import lexical_rank
+from bfsql import (
+    Capabilities,
+    Edge,
+    EntityStub,
+    GraphDbInterface,
+    InvalidArgument,
+    Node,
+    Truncation,
+    clip,
+    gather_or_cancel,
+    lexical_rank,
+)
 from bfsql_sparql import queries
 from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term
 from bfsql_sparql.config import SparqlConfig

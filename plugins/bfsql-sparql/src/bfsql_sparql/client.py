@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 
-from bfsql.errors import BackendFailure
+from bfsql import BackendFailure
 
 __all__ = ["SparqlClient", "SparqlEndpointError", "Term", "user_agent"]
 

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from bfsql.backend import gather_or_cancel
+from bfsql import gather_or_cancel
 from bfsql_sparql import queries
 from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term
 from bfsql_sparql.queries import Direction

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bfsql.errors import clip
+from bfsql import clip
 
 __all__ = [
     "BUILTIN_PREFIXES",

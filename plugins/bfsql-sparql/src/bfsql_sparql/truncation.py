@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 
-from bfsql.models import Truncation
+from bfsql import Truncation
 from bfsql_sparql.fetch import Cut
 
 __all__ = ["REASON", "CutLog", "truncation_for"]

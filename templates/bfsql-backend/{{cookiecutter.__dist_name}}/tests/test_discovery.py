@@ -8,13 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bfsql.plugins import get_backends, reset
+from bfsql import get_backends
+from bfsql.testing import reset_plugins
 
 from {{ cookiecutter.__module }} import {{ cookiecutter.__config_class }}
 
 
 def test_get_backends_has_the_backend() -> None:
-    reset()
+    reset_plugins()
     spec = get_backends()["{{ cookiecutter.name }}"]
     assert spec.config_model is {{ cookiecutter.__config_class }}
     assert spec.plugin == "{{ cookiecutter.name }}"

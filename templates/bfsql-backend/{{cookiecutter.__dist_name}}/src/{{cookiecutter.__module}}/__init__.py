@@ -13,8 +13,8 @@ from typing import Any
 
 import bfsql
 from bfsql import Capabilities, Edge, EntityStub, GraphDbInterface, Node
-from bfsql.loading.bundle import read_bundle
-from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
+from bfsql import read_bundle
+from bfsql import EntityRecord, EvidenceRecord, RelationshipRecord
 from pydantic import BaseModel, Field
 
 __all__ = ["{{ cookiecutter.__backend_class }}", "{{ cookiecutter.__config_class }}", "register_backends"]

@@ -17,7 +17,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from bfsql.testing.services import free_port
+from bfsql_testsupport.services import free_port
 
 __all__ = ["MARK_VARIABLE", "BackgroundLoop", "MarkedProcess", "SlowProxy", "new_mark", "rss_kb"]
 
