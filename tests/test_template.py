@@ -89,7 +89,7 @@ def test_generated_plugin_passes_its_tests_in_a_fresh_virtualenv(tmp_path: Path)
     tests = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project)
     assert " passed" in tests.stdout and " failed" not in tests.stdout, tests.stdout
 
-    listing = json.loads(run([bin_dir / "bfsql", "plugins"], cwd=tmp_path).stdout)
+    listing = json.loads(run([bin_dir / "bfsql", "plugins", "--json"], cwd=tmp_path).stdout)
     entry = next((p for p in listing if p["name"] == "example"), None)
     assert entry is not None, listing
     assert entry.get("distribution") == "bfsql-example" and "register_backends" in entry["hooks"], entry

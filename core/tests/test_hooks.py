@@ -115,3 +115,23 @@ def test_every_hookspec_is_documented():
     specs = {name for name in dir(hookspecs) if hasattr(getattr(hookspecs, name), "bfsql_spec")} | set(PRIMITIVES)
     assert specs, "no hookspecs found"
     assert specs - documented == set(), f"hookspecs missing from docs/hooks.md: {sorted(specs - documented)}"
+
+
+def _python_blocks(path: Path) -> list[tuple[int, str]]:
+    text = path.read_text()
+    return [(text[: m.start()].count("\n") + 2, m.group(1)) for m in re.finditer(r"```python\n(.*?)```", text, re.S)]
+
+
+async def test_the_examples_of_docs_hooks_md_run():
+    """Every Python block of docs/hooks.md, in order, in one namespace (top-level await allowed)."""
+    import ast
+    import inspect
+
+    namespace: dict = {"__name__": "docs_hooks"}
+    blocks = _python_blocks(Path(__file__).parents[2] / "docs" / "hooks.md")
+    assert len(blocks) >= 3
+    for line, source in blocks:
+        code = compile("\n" * (line - 1) + source, "docs/hooks.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        outcome = eval(code, namespace)
+        if inspect.iscoroutine(outcome):
+            await outcome

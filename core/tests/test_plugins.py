@@ -105,11 +105,23 @@ def test_strict_mode_raises(site, monkeypatch):
 def test_cli_lists_plugins_and_errors_without_crashing(site):
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
-        [sys.executable, "-m", "bfsql", "plugins"], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "bfsql", "plugins", "--json"], capture_output=True, text=True, env=env, timeout=60
     )
     assert done.returncode == 0, done.stderr
     listing = by_name(json.loads(done.stdout))
     assert "error" in listing["broken"] and "good" in listing
+
+
+def test_cli_prints_a_readable_table_by_default(site):
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-m", "bfsql", "plugins"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["PLUGIN", "VERSION", "FROM", "PROVIDES"]
+    sqlite = next(line for line in lines if line.startswith("bfsql.backends.sqlite"))
+    assert "built-in" in sqlite and "backend sqlite" in sqlite
+    assert any(line.startswith("broken") and "FAILED TO LOAD" in line for line in lines), done.stdout
 
 
 def test_plugins_are_not_loaded_at_import_time():

@@ -409,17 +409,36 @@ def _count_lines(path: Path) -> int:
 
 
 @click.command()
-def plugins() -> None:
-    """List installed plugins as JSON: name, version, hooks and load errors; then the embedders."""
-    from bfsql.plugins import get_embedders, list_plugins
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for machines: name, version, hooks, errors.")
+def plugins(as_json: bool) -> None:
+    """List installed plugins: what each provides, its version, and any that failed to load."""
+    from bfsql.plugins import get_backends, get_embedders, list_plugins
 
     listing = list_plugins()
-    embedders = {name: spec for name, spec in get_embedders().items()}
+    backends, embedders = get_backends(), get_embedders()
     for entry in listing:
-        provided = sorted(name for name, spec in embedders.items() if spec.plugin == entry["name"])
-        if provided:
-            entry["embedders"] = provided
-    click.echo(json.dumps(listing, indent=2))
+        for kind, specs in (("backends", backends), ("embedders", embedders)):
+            provided = sorted(name for name, spec in specs.items() if spec.plugin == entry["name"])
+            if provided:
+                entry[kind] = provided
+    if as_json:
+        click.echo(json.dumps(listing, indent=2))
+        return
+    rows = [("PLUGIN", "VERSION", "FROM", "PROVIDES")]
+    for entry in listing:
+        origin = "built-in" if entry.get("builtin") else entry.get("distribution", "-")
+        if "error" in entry:
+            provides = f"FAILED TO LOAD: {entry['error']}"
+        else:
+            parts = [f"backend {', '.join(entry['backends'])}"] if "backends" in entry else []
+            parts += [f"embedder {', '.join(entry['embedders'])}"] if "embedders" in entry else []
+            hooks = [h for h in entry["hooks"] if h not in ("register_backends", "register_embedders")]
+            parts += [f"hooks {', '.join(hooks)}"] if hooks else []
+            provides = "; ".join(parts)
+        rows.append((entry["name"], entry.get("version", "-"), origin, provides))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3])
 
 
 def build_cli() -> click.Group:

@@ -79,7 +79,7 @@ def test_bfsql_serve_refuses_an_unreachable_endpoint() -> None:
 def test_bfsql_plugins_lists_the_sparql_backend() -> None:
     listing = json.loads(
         subprocess.run(
-            [sys.executable, "-m", "bfsql", "plugins"], capture_output=True, text=True, timeout=60, check=True
+            [sys.executable, "-m", "bfsql", "plugins", "--json"], capture_output=True, text=True, timeout=60, check=True
         ).stdout
     )
     entry = next(item for item in listing if item["name"] == "sparql")

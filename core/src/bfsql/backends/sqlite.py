@@ -178,6 +178,13 @@ class SqliteBackend(GraphBackend):
         if 0 < relationships <= memory_index:
             threading.Thread(target=self._build_index, name="bfsql-sqlite-index", daemon=True).start()
 
+    @classmethod
+    def demo(cls, memory_index: int = DEFAULT_MEMORY_INDEX) -> SqliteBackend:
+        """The bundled FamPlex demo graph (built on first use; see docs/demo-graph.md)."""
+        from bfsql.demo import ensure_demo_db
+
+        return cls(ensure_demo_db(), demo=True, memory_index=memory_index)
+
     # -- worker-thread side ---------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
@@ -590,9 +597,9 @@ class SqliteBackend(GraphBackend):
 def _create(config: SqliteConfig) -> SqliteBackend:
     if config.db is not None:
         return SqliteBackend(config.db, config.description, memory_index=config.memory_index)
-    from bfsql.demo import ensure_demo_db
-
-    return SqliteBackend(ensure_demo_db(), config.description, demo=True, memory_index=config.memory_index)
+    backend = SqliteBackend.demo(memory_index=config.memory_index)
+    backend._description = config.description
+    return backend
 
 
 @hookimpl

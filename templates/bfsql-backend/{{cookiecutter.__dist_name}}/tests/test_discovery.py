@@ -24,7 +24,7 @@ def test_get_backends_has_the_backend() -> None:
 def test_bfsql_plugins_lists_the_plugin() -> None:
     script = shutil.which("bfsql", path=str(Path(sys.executable).parent))
     assert script is not None, "the bfsql script is not installed next to this Python"
-    output = subprocess.run([script, "plugins"], check=True, capture_output=True, text=True).stdout
+    output = subprocess.run([script, "plugins", "--json"], check=True, capture_output=True, text=True).stdout
     entry = next((p for p in json.loads(output) if p["name"] == "{{ cookiecutter.name }}"), None)
     assert entry is not None, output
     assert "error" not in entry, entry
