@@ -97,7 +97,8 @@ async def test_tools_are_listed_read_only_with_schema_injected():
         assert "Valid predicates for this graph: isa, partof." in description
         assert set(tools["bfs_query"].input_schema["properties"]) == {
             "seeds", "max_hops", "node_types", "predicates", "topology_only", "exclude_node_types",
-            "min_mentions", "limit", "offset"}
+            "min_mentions", "limit", "offset", "max_tokens"}
+        assert tools["bfs_query"].input_schema["additionalProperties"] is False
         assert tools["bfs_query"].output_schema is not None
         assert client.instructions and "search_entities" in client.instructions
 
@@ -116,7 +117,7 @@ async def test_session_workflow_of_the_appendix():
 
         survey = data(await client.call_tool("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": 1,
                                                            "topology_only": True}))
-        assert {"id": "FPLX:RAF", "entity_type": "Family"} in survey["nodes"]
+        assert {"id": "FPLX:RAF", "entity_type": "Family", "name": "RAF Family"} in survey["nodes"]  # a named stub
         assert {"subject": "HGNC:BRAF", "predicate": "isa", "object": "FPLX:RAF"} in survey["edges"]
         assert all("metadata" not in n for n in survey["nodes"])
         assert survey["schema_summary"]["predicates_found"]
@@ -151,6 +152,13 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors_and_the_server_keep
             ("describe_entity", {"id": "nope:1"}, "Unknown entity"),
             ("search_entities", {"query": "   "}, "query must not be empty"),
             ("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": 1, "limit": -5}, "limit must be a positive"),
+            ("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": 1, "bogus_flag": 1},
+             "Unknown argument 'bogus_flag': bfs_query takes seeds, max_hops,"),
+            ("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": "two"},
+             'max_hops must be an integer; got "two". Example: max_hops=1.'),
+            ("bfs_query", {"max_hops": 1}, "Missing argument 'seeds'. Example: seeds=[\"FPLX:RAF\"]."),
+            ("search_entities", {"query": "?!%"}, "has no letter or digit"),
+            ("no_such_tool", {}, "Unknown tool 'no_such_tool'"),
         ]
         for tool, arguments, fragment in cases:
             text = error_text(await client.call_tool(tool, arguments))

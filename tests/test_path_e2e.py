@@ -43,13 +43,14 @@ async def test_path_query_is_listed_read_only_with_its_language_and_schema():
         tool = tools["path_query"]
         assert tool.annotations.read_only_hint is True and tool.annotations.idempotent_hint is True
         assert tool.annotations.destructive_hint is False
-        assert set(tool.input_schema["properties"]) == {"query", "k", "threshold", "max_results"}
+        assert set(tool.input_schema["properties"]) == {"query", "k", "threshold", "max_results", "max_tokens"}
         assert tool.input_schema["required"] == ["query"]
         assert '-[terms]->' in tool.description and "type:" in tool.description and "[*]" in tool.description
         assert "Valid node_types for this graph: Complex, Family, Gene" in tool.description
         assert tool.output_schema is not None
         assert "path_query" in client.instructions
-        assert set(tools["search_entities"].input_schema["properties"]) == {"query", "node_types", "mode", "alpha"}
+        assert set(tools["search_entities"].input_schema["properties"]) == {
+        "query", "node_types", "mode", "alpha", "limit", "offset"}
 
 
 async def test_multi_hop_and_reverse_shapes_of_the_seed():
@@ -117,9 +118,13 @@ async def test_search_modes_over_the_demo():
 
 async def test_answer_budget_applies_to_path_answers():
     async with stdio("--max-tokens", "600") as client:
-        answer = data(await client.call_tool("path_query", {"query": "@FPLX:RAF <-[*]-", "max_results": 50}))
-        assert len(json.dumps(answer)) <= 600 * 3
-        assert any(n["reason"] == "max_tokens" for n in answer["metadata"]["truncated"])
+        arguments = {"query": "@FPLX:MAPK <-[*]-", "max_results": 50}
+        answer = data(await client.call_tool("path_query", arguments))
+        assert len(json.dumps(answer, separators=(",", ":"), ensure_ascii=False)) <= 600 * 3
+        assert answer["metadata"]["truncated"]
+        smaller = data(await client.call_tool("path_query", {**arguments, "max_tokens": 250}))
+        assert len(json.dumps(smaller, separators=(",", ":"), ensure_ascii=False)) <= 250 * 3
+        assert any(n["reason"] == "max_tokens" for n in smaller["metadata"]["truncated"])
 
 
 def test_bfsql_path_command():

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bfsql import Capabilities, Graph, HopEdge
+from bfsql import BackendFailure, Capabilities, Graph, HopEdge
 from bfsql.backends.memory import MemoryBackend
 from bfsql.cache import CacheConfig, KeyCache, LruCache
 
@@ -101,7 +101,7 @@ async def test_errors_are_never_cached_and_the_next_call_succeeds():
     backend = CountingBackend()
     graph = graph_of(backend)
     backend.fail = True
-    with pytest.raises(ConnectionError):
+    with pytest.raises(BackendFailure, match="ConnectionError: backend down"):
         await graph.hop(["S"])
     backend.fail = False
     assert "S" in await graph.hop(["S"])
@@ -113,7 +113,7 @@ async def test_coalesced_waiters_all_see_the_error():
     backend.delay, backend.fail = 0.05, True
     graph = graph_of(backend)
     results = await asyncio.gather(*(graph.hop(["S"]) for _ in range(5)), return_exceptions=True)
-    assert all(isinstance(r, ConnectionError) for r in results)
+    assert all(isinstance(r, BackendFailure) for r in results)
     assert backend.calls["hop"] == 1
 
 

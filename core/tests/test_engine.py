@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from bfsql import Graph, postprocess
@@ -17,7 +15,7 @@ from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.models import Truncation, to_output
 
-from conftest import small_records
+from conftest import entity, rel, small_records
 
 
 def triples(result) -> list[tuple[str, str, str]]:
@@ -62,7 +60,7 @@ async def test_node_types_choose_full_nodes_others_are_stubs(small_graph):
     result = await bfs_query(small_graph, ["S"], 2, node_types=["Gene"])
     full = {n.id for n in result.nodes if n.metadata is not None}
     assert full == {"S", "A", "E", "F"}
-    assert to_output(result.nodes[2]) == {"id": "B", "entity_type": "Disease"}
+    assert to_output(result.nodes[2]) == {"id": "B", "entity_type": "Disease", "name": "b"}  # a named stub
 
 
 async def test_predicates_choose_full_edges(small_graph):
@@ -101,7 +99,7 @@ async def test_paging_covers_every_node_and_edge_exactly_once(small_graph):
     assert [len(p.edges) for p in pages] == [2, 4, 1]
     assert all(p.node_count == 7 and p.edge_count == 7 for p in pages)
     assert pages[0].truncated[0].next_offset == 3
-    assert pages[2].truncated is None
+    assert pages[2].truncated == []
     everything = await bfs_query(small_graph, ["S"], 2)
     assert sorted(t for p in pages for t in triples(p)) == sorted(triples(everything))
 
@@ -110,7 +108,7 @@ async def test_paging_is_stable_across_runs():
     first = await bfs_query(Graph(MemoryBackend(small_records()), plugins=[]), ["S"], 2, limit=2, offset=2)
     second = await bfs_query(Graph(MemoryBackend(list(reversed(small_records()))), plugins=[]), ["S"], 2, limit=2,
                              offset=2)
-    assert to_output(first) == to_output(second)
+    assert to_output(first.model()) == to_output(second.model())
 
 
 async def test_multi_seed_union(small_graph):
@@ -226,25 +224,34 @@ class CountingBackend(MemoryBackend):
         return await super().metadata_for_edges(edges)
 
 
-@pytest.mark.parametrize("answer_chars", [200, 400, 100_000])
-async def test_metadata_no_answer_could_hold_is_not_fetched_and_the_fitted_answer_is_the_same(answer_chars):
-    from bfsql.server.budget import answer_limit, fit_traversal
+@pytest.mark.parametrize("max_tokens", [200, 300, 100_000])
+async def test_metadata_no_answer_could_hold_is_not_fetched_and_the_fitted_answer_is_the_same(max_tokens):
+    from bfsql.server.fitting import Budget, fit_traversal
 
-    max_tokens = next(t for t in range(1, 100_000) if answer_limit(t) >= answer_chars)
+    budget = Budget(max_tokens)
     answers, asked = [], []
-    for budget in (TraversalBudget(), TraversalBudget(answer_chars=answer_limit(max_tokens))):
+    for room in (None, budget):
         backend = CountingBackend(small_records())
         graph = Graph(backend, plugins=[postprocess], cache=None)
-        for result in (await bfs_query(graph, ["S"], 2, budget=budget),
-                       await intersect_subgraphs(graph, ["S", "C"], 2, budget=budget)):
-            answers.append(fit_traversal(to_output(result), max_tokens, offset=None))
+        for result in (await bfs_query(graph, ["S"], 2, room=room),
+                       await intersect_subgraphs(graph, ["S", "C"], 2, room=room)):
+            answers.append(fit_traversal(result, budget))
         asked.append(backend.asked)
     assert answers[:2] == answers[2:]
-    if answer_chars < 1000:  # the stubs alone are larger: nothing fetched, answers cut to stubs all the same
-        assert asked[1] == 0 < asked[0]
-        assert all("Metadata was left out" in json.dumps(a["truncated"]) for a in answers)
-    else:
-        assert asked[1] == asked[0]
+    assert asked[1] <= asked[0]
+
+
+async def test_metadata_of_nodes_past_the_room_is_not_fetched():
+    from bfsql.server.fitting import Budget, fit_traversal
+
+    records = [entity("H", "Hub")] + [entity(f"L{i:03d}", "Leaf") for i in range(300)]
+    records += [rel("H", "has", f"L{i:03d}") for i in range(300)]
+    budget = Budget(300)  # 900 characters: room for some twenty named stubs
+    backend = CountingBackend(records)
+    answer = await bfs_query(Graph(backend, plugins=[], cache=None), ["H"], 1, room=budget)
+    assert 0 < len(answer.node_metadata) < 40 and backend.asked < 80
+    fitted = fit_traversal(answer, budget)
+    assert len(fitted["nodes"]) < 40 and fitted["truncated"][-1]["next_offset"] == len(fitted["nodes"])
 
 
 class CuttingBackend(MemoryBackend):

@@ -99,10 +99,10 @@ async def test_single_id_calls_are_not_hooks():
 async def test_post_processing_hooks_edit_results():
     class Redact:
         @hookimpl
-        def process_node(self, node, tool):
-            if node.metadata:
-                node.metadata.pop("name", None)
-                node.metadata["seen_by"] = tool
+        def process_nodes(self, metadata, tool):
+            for value in metadata.values():
+                value.pop("name", None)
+                value["seen_by"] = tool
 
     graph = Graph(MemoryBackend(small_records()), plugins=[Redact()])
     result = await bfs_query(graph, ["S"], 1)

@@ -291,7 +291,7 @@ async def test_search_entities_tool_takes_mode_and_alpha():
     graph = Graph(Fixed(RECORDS), plugins=[postprocess])
     async with Client(await build_server(graph, ServeSettings())) as client:
         tool = next(t for t in (await client.list_tools()).tools if t.name == "search_entities")
-        assert {"query", "node_types", "mode", "alpha"} == set(tool.input_schema["properties"])
+        assert {"query", "node_types", "mode", "alpha", "limit", "offset"} == set(tool.input_schema["properties"])
         result = await client.call_tool("search_entities", {"query": "q", "mode": "rrf"})
         hits = json.loads(result.content[0].text)
         assert [h["id"] for h in hits] == ["B", "A", "D", "C"] and hits[0]["rankers"] == ["lexical", "vector"]

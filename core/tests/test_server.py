@@ -12,7 +12,7 @@ from bfsql import Graph, HopEdge, hookimpl, postprocess
 from bfsql.backends.memory import MemoryBackend
 from bfsql.plugins import get_plugin_manager
 from bfsql.server import ServeSettings, build_server
-from bfsql.server.budget import estimate_tokens, fit_list, fit_record, fit_traversal
+from bfsql.server.fitting import CHARS_PER_TOKEN, Budget, compact_json, fit_list, fit_record
 
 from conftest import entity, rel, small_records
 
@@ -107,35 +107,47 @@ def hub_records(n: int) -> list:
     return records + [rel("H", "has", f"L{i:04d}", confidence=0.5, source_documents=["d"] * 5) for i in range(n)]
 
 
+def tokens(answer) -> int:
+    return len(compact_json(answer)) // CHARS_PER_TOKEN
+
+
 async def test_every_answer_fits_the_budget_with_a_continuation():
     async with await client_for(MemoryBackend(hub_records(400)), max_tokens=2000) as client:
         answer = payload(await client.call_tool("bfs_query", {"seeds": ["H"], "max_hops": 1}))
-        assert estimate_tokens(answer) <= 2000
+        assert tokens(answer) <= 2000
+        assert tokens(answer) >= 0.75 * 2000  # the budget is used, not left empty
         assert answer["node_count"] == 401
         notes = {n["reason"]: n for n in answer["truncated"]}
-        assert "max_tokens" in notes
-        assert all(set(n) == {"id", "entity_type"} for n in answer["nodes"])  # degraded to stubs first
+        assert {"max_tokens", "bare_stubs"} <= set(notes)
+        assert answer["nodes"][0]["id"] == "H"
         seen = {n["id"] for n in answer["nodes"]}
-        offset = [n for n in answer["truncated"] if "next_offset" in n][-1]["next_offset"]
+        offset = notes["max_tokens"]["next_offset"]
         assert offset == len(answer["nodes"])
         while offset is not None:
             page = payload(await client.call_tool("bfs_query", {"seeds": ["H"], "max_hops": 1, "offset": offset}))
-            assert estimate_tokens(page) <= 2000
+            assert tokens(page) <= 2000
             assert not seen & {n["id"] for n in page["nodes"]}
             seen |= {n["id"] for n in page["nodes"]}
             offset = next((n["next_offset"] for n in page.get("truncated", []) if "next_offset" in n), None)
         assert len(seen) == 401
         many = payload(await client.call_tool("describe_entities", {"ids": [f"L{i:04d}" for i in range(300)]}))
-        assert estimate_tokens(many) <= 2000 and "remaining_ids" in many[-1]["truncated"]
+        assert tokens(many) <= 2000 and "remaining_ids" in many[-1]["truncated"]
+
+
+async def test_a_call_may_ask_for_a_smaller_budget_never_a_larger_one():
+    async with await client_for(MemoryBackend(hub_records(400)), max_tokens=4000) as client:
+        small = payload(await client.call_tool("bfs_query", {"seeds": ["H"], "max_hops": 1, "max_tokens": 1000}))
+        assert 750 <= tokens(small) <= 1000
+        large = payload(await client.call_tool("bfs_query", {"seeds": ["H"], "max_hops": 1, "max_tokens": 99_999}))
+        assert 3000 <= tokens(large) <= 4000
 
 
 def test_fit_functions_leave_small_answers_alone():
-    small = {"nodes": [{"id": "a", "entity_type": "T"}], "edges": [], "node_count": 1}
-    assert fit_traversal(small, 1000, offset=0) is small
-    assert fit_record({"id": "a"}, 1000) == {"id": "a"}
-    assert fit_list([{"id": "a"}], 1000, what="x") == [{"id": "a"}]
-    long = fit_record({"id": "a", "entity_type": "T", "text": "z" * 100_000}, 1000)
-    assert estimate_tokens(long) <= 1000 and long["truncated"]["reason"] == "max_tokens"
+    budget = Budget(1000)
+    assert fit_record({"id": "a"}, budget) == {"id": "a"}
+    assert fit_list([{"id": "a"}], budget, what="x") == [{"id": "a"}]
+    long = fit_record({"id": "a", "entity_type": "T", "text": "z" * 100_000}, budget)
+    assert tokens(long) <= 1000 and long["_clipped"] == {"text": 100_000}
 
 
 class GreetingTool:
@@ -159,7 +171,7 @@ async def test_plugins_add_tools_with_the_graph_injected():
             assert tools["types_with_prefix"].annotations.read_only_hint is True
             result = await client.call_tool("types_with_prefix", {"prefix": "D"})
             assert not result.is_error
-            assert [c.text for c in result.content] == ["Disease", "Drug"]
+            assert json.loads(result.content[0].text) == ["Disease", "Drug"]
     finally:
         pm.unregister(plugin)
 

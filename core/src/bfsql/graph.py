@@ -23,8 +23,8 @@ import pluggy
 from bfsql.backend import GraphBackend, gather_or_cancel, has_vector_search
 from bfsql.cache import CacheConfig, CachePlugin
 from bfsql.embedders import CachedEmbedder, Embedder, HashingEmbedder, split_identifier
-from bfsql.errors import BackendFailure
-from bfsql.models import Node, ResultEdge
+from bfsql.errors import BackendFailure, BfsqlError, clip
+from bfsql.models import Node
 from bfsql.primitives import PRIMITIVES, CachePolicy, Primitives, PrimitiveSpec, implementation
 from bfsql.rows import Edge
 
@@ -97,6 +97,14 @@ class _BackendTerminal:
                 f"The backend did not answer {name} within {self.timeout:g}s.",
                 "The graph store is slow or unreachable; try again, or narrow the query.",
             ) from None
+        except BfsqlError:
+            raise
+        except Exception as exc:
+            # Whatever else a backend raises is the backend's failure, never blamed on bfsql or the caller.
+            raise BackendFailure(
+                f"The graph backend failed in {name} ({type(exc).__name__}: {clip(str(exc), 300)}).",
+                "This is not caused by your arguments; try again shortly.",
+            ) from exc
         finally:
             self.stats.seconds[name] = self.stats.seconds.get(name, 0.0) + time.perf_counter() - start
 
@@ -115,7 +123,7 @@ DEFAULT_PRIMITIVE_TIMEOUT = 30.0
 DEFAULT_CACHE = CacheConfig()
 """The cache bounds used when none are given."""
 
-POST_PROCESSING_HOOKS = ("process_node", "process_edge", "process_result")
+POST_PROCESSING_HOOKS = ("process_nodes", "process_edges", "process_result")
 
 _GRAPH_HOOKS = frozenset(PRIMITIVES) | frozenset(POST_PROCESSING_HOOKS)
 
@@ -272,15 +280,19 @@ class Graph(Primitives):
 
     # Post-processing.
 
-    def process_node(self, node: Node, tool: str) -> Node:
-        """Run the ``process_node`` hooks on a full node; returns it for chaining."""
-        self.pm.hook.process_node(node=node, tool=tool)
-        return node
+    def process_nodes(self, metadata: dict[str, dict[str, Any]], tool: str) -> dict[str, dict[str, Any]]:
+        """Run the ``process_nodes`` hooks on the metadata of an answer's full nodes; returns it for chaining."""
+        if metadata:
+            self.pm.hook.process_nodes(metadata=metadata, tool=tool)
+        return metadata
 
-    def process_edge(self, edge: ResultEdge, tool: str) -> ResultEdge:
-        """Run the ``process_edge`` hooks on a full edge; returns it for chaining."""
-        self.pm.hook.process_edge(edge=edge, tool=tool)
-        return edge
+    def process_edges(
+        self, metadata: dict[tuple[str, str, str], dict[str, Any]], tool: str
+    ) -> dict[tuple[str, str, str], dict[str, Any]]:
+        """Run the ``process_edges`` hooks on the metadata of an answer's full edges; returns it for chaining."""
+        if metadata:
+            self.pm.hook.process_edges(metadata=metadata, tool=tool)
+        return metadata
 
     def process_result(self, result: T, tool: str) -> T:
         """Run the ``process_result`` hooks on a whole result; returns it for chaining."""

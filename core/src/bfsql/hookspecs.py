@@ -9,8 +9,8 @@ Three families of hooks:
   implementation (never two backends). A plugin can observe or change a call with a
   ``wrapper=True`` hookimpl (see :func:`bfsql.then`), or answer it itself with
   ``tryfirst=True`` by returning an awaitable (return ``None`` to pass).
-* **Post-processing hooks** (``process_node``, ``process_edge``, ``process_result``)
-  edit tool answers in place before they are sent.
+* **Post-processing hooks** (``process_nodes``, ``process_edges``, ``process_result``)
+  edit tool answers in place before they are fitted and sent, once per answer.
 * **Registration hooks** (``register_backends``, ``register_embedders``,
   ``register_commands``, ``register_tools``) are called once on the global plugin
   manager.
@@ -19,15 +19,12 @@ Three families of hooks:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from bfsql.models import Node, ResultEdge
-
 if TYPE_CHECKING:
     import click
-    from pydantic import BaseModel
 
 PROJECT_NAME = "bfsql"
 
@@ -38,18 +35,21 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec
-def process_node(node: Node, tool: str) -> None:
-    """Edit a full node (its ``metadata``) in place before ``tool`` returns it."""
+def process_nodes(metadata: dict[str, dict[str, Any]], tool: str) -> None:
+    """Edit, in place, the metadata of the entities ``tool`` returns with detail (``{id: metadata}``).
+
+    Called once per answer, with every full node of it.
+    """
 
 
 @hookspec
-def process_edge(edge: ResultEdge, tool: str) -> None:
-    """Edit a full edge (its ``metadata``) in place before ``tool`` returns it."""
+def process_edges(metadata: dict[tuple[str, str, str], dict[str, Any]], tool: str) -> None:
+    """Edit, in place, the metadata of the edges ``tool`` returns with detail (``{(s, p, o): metadata}``)."""
 
 
 @hookspec
-def process_result(result: BaseModel, tool: str) -> None:
-    """Edit a whole tool result in place (BfsResult, IntersectionResult, …)."""
+def process_result(result: Any, tool: str) -> None:
+    """Edit a whole tool result in place (a Traversal, a PathQueryResult …) before it is fitted and sent."""
 
 
 # --- registration hooks ----------------------------------------------------

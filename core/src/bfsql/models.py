@@ -16,9 +16,11 @@ from bfsql.rows import Edge
 
 __all__ = [
     "BfsResult",
+    "ConnectionPath",
     "Edge",
     "EntityStub",
     "IntersectionResult",
+    "ListCut",
     "Node",
     "PathEntity",
     "PathMetadata",
@@ -61,12 +63,14 @@ class ResultEdge(BaseModel):
 class Node(BaseModel):
     """A node: identity (``id``, ``entity_type``) and, for a full node, ``metadata``.
 
-    ``get_node`` returns a node without metadata; tool results carry full nodes
-    (with metadata) or stubs (without).
+    Tool results carry full nodes (with ``metadata``) or stubs (without). A stub carries the
+    entity's display ``name`` when the store has one: a superset of Appendix A's stub that
+    saves a describe call per opaque id (``bfsql serve --bare-stubs`` leaves it out).
     """
 
     id: str
     entity_type: str
+    name: str | None = None
     metadata: dict[str, Any] | None = None
 
 
@@ -83,8 +87,24 @@ class Truncation(BaseModel):
     reason: str
     detail: str
     hint: str
+    count: int | None = Field(default=None, description="How many items this cut or degradation applied to.")
     next_offset: int | None = None
     capped_nodes: list[str] | None = None
+    remaining_ids: list[str] | None = Field(default=None, description="Ids left out of a cut list (first 100).")
+
+
+class ListCut(BaseModel):
+    """The last element of a list answer that was cut to its budget or is one page of more."""
+
+    truncated: Truncation
+
+
+class ConnectionPath(BaseModel):
+    """How a shared node of intersect_subgraphs reaches one seed: the edges of a shortest path, seed first."""
+
+    seed: str
+    node: str
+    edges: list[tuple[str, str, str]]
 
 
 class BfsResult(BaseModel):
@@ -102,7 +122,11 @@ class BfsResult(BaseModel):
 
 
 class IntersectionResult(BaseModel):
-    """The answer of ``intersect_subgraphs``: nodes within ``k`` hops of every seed."""
+    """The answer of ``intersect_subgraphs``: nodes within ``k`` hops of every seed.
+
+    ``paths`` shows how the shared nodes connect to the seeds: for each shared node (nearest
+    first, as far as the answer budget goes), a shortest path from every seed.
+    """
 
     seeds: list[str]
     k: int
@@ -111,6 +135,7 @@ class IntersectionResult(BaseModel):
     nodes: list[Node]
     edges: list[ResultEdge]
     schema_summary: SchemaSummary
+    paths: list[ConnectionPath] | None = None
     truncated: list[Truncation] | None = None
     warnings: list[str] | None = None
 

@@ -50,6 +50,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "bfsql.backends.sqlite",
     "bfsql.embedders",
     "bfsql.postprocess",
+    "bfsql.server.tools",
 )
 """Modules registered on every plugin manager, exactly like external plugins."""
 

@@ -1,25 +1,23 @@
 """Built-in post-processing, registered like any plugin.
 
-* Slimming: verbose provenance (evidence text) is stripped from edges in traversal
-  results; ``describe_entity`` and ``metadata_for_edge`` still return it.
 * Vectors never reach a client: embedding fields and long numeric lists are dropped
   from node and edge metadata.
+* Traversals never carry provenance: they do not fetch it (``provenance_for_edges`` is a
+  call of its own), and any provenance a backend left in edge metadata is dropped from
+  bfs_query and intersect_subgraphs answers.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bfsql.backend import PROVENANCE_KEYS
 from bfsql.hookspecs import hookimpl
-from bfsql.models import Node, ResultEdge
 
-__all__ = ["PROVENANCE_KEYS", "TRAVERSAL_TOOLS", "strip_vectors"]
+__all__ = ["TRAVERSAL_TOOLS", "strip_vectors"]
 
 TRAVERSAL_TOOLS = frozenset({"bfs_query", "intersect_subgraphs"})
 """Tools whose edges are slimmed."""
-
-PROVENANCE_KEYS = frozenset({"provenance", "evidence", "text_span", "text_spans"})
-"""Edge metadata keys removed from traversal results."""
 
 VECTOR_KEYS = frozenset({"embedding", "embeddings", "vector"})
 _MAX_NUMERIC_LIST = 64
@@ -38,19 +36,19 @@ def strip_vectors(metadata: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if k.lower() not in VECTOR_KEYS and not _is_vector(v)}
 
 
-@hookimpl
-def process_node(node: Node, tool: str) -> None:
-    """Drop vectors from a full node's metadata."""
-    if node.metadata:
-        node.metadata = strip_vectors(node.metadata)
+def _strip(metadata: dict[Any, dict[str, Any]], keys: frozenset[str]) -> None:
+    for key, value in metadata.items():
+        if any(k.lower() in keys or _is_vector(v) for k, v in value.items()):
+            metadata[key] = {k: v for k, v in value.items() if k.lower() not in keys and not _is_vector(v)}
 
 
 @hookimpl
-def process_edge(edge: ResultEdge, tool: str) -> None:
-    """Drop vectors from a full edge and, in traversal results, its provenance text."""
-    if not edge.metadata:
-        return
-    metadata = strip_vectors(edge.metadata)
-    if tool in TRAVERSAL_TOOLS:
-        metadata = {k: v for k, v in metadata.items() if k not in PROVENANCE_KEYS}
-    edge.metadata = metadata
+def process_nodes(metadata: dict[str, dict[str, Any]], tool: str) -> None:
+    """Drop vectors from the full nodes' metadata."""
+    _strip(metadata, VECTOR_KEYS)
+
+
+@hookimpl
+def process_edges(metadata: dict[tuple[str, str, str], dict[str, Any]], tool: str) -> None:
+    """Drop vectors from the full edges and, in traversal results, any provenance text a backend left in."""
+    _strip(metadata, VECTOR_KEYS | PROVENANCE_KEYS if tool in TRAVERSAL_TOOLS else VECTOR_KEYS)

@@ -229,9 +229,13 @@ class SqliteBackend(GraphBackend):
         self.vector_embedder = None
         if "entity_vector" in tables and meta.get("embedder") and meta.get("embedder_dimension"):
             self.vector_embedder = (meta["embedder"], int(meta["embedder_dimension"]))
-        self.capabilities = dataclasses.replace(type(self).capabilities, vector_search=self.vector_embedder is not None)
         self._matrix = None
         self._conn = conn
+        self.capabilities = dataclasses.replace(
+            type(self).capabilities,
+            vector_search=self.vector_embedder is not None,
+            in_memory=0 < relationships <= self._memory_index,  # hops from the index: nothing for a cache to save
+        )
         return relationships
 
     def _build_index(self) -> None:

@@ -1,47 +1,21 @@
-"""Turning a set of reached nodes and edges into protocol nodes and edges.
+"""From what a traversal reached to the rows of its answer.
 
-Shared by bfs_query and intersect_subgraphs: the detail filters (node_types,
-predicates, topology_only), min_mentions, paging and the schema summary.
+Shared by bfs_query and intersect_subgraphs: the detail filters (node_types, predicates,
+topology_only), min_mentions, paging, the schema summary, and the one fetch of node and
+edge metadata for the items the answer can show with detail.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from bfsql.backend import gather_or_cancel
-from bfsql.engine.traverse import Triple
+from bfsql.engine.answer import AnswerRoom, Detail, Traversal, Triple
 from bfsql.graph import Graph
-from bfsql.models import Node, ResultEdge, SchemaSummary
+from bfsql.models import SchemaSummary
 from bfsql.rows import Edge
 
-__all__ = ["Detail", "Selection", "assemble", "drop_low_mentions"]
-
-
-@dataclass(frozen=True)
-class Detail:
-    """Which items get full detail. ``None`` means no filter (all full)."""
-
-    node_types: frozenset[str] | None = None
-    predicates: frozenset[str] | None = None
-    topology_only: bool = False
-
-    def full_node(self, entity_type: str) -> bool:
-        """Whether a node of this type is returned with metadata."""
-        return not self.topology_only and (self.node_types is None or entity_type in self.node_types)
-
-    def full_edge(self, predicate: str) -> bool:
-        """Whether an edge with this predicate is returned with metadata."""
-        return not self.topology_only and (self.predicates is None or predicate in self.predicates)
-
-
-@dataclass
-class Selection:
-    """The ordered nodes (with types) and the edges (sorted triples) a result is made from."""
-
-    order: list[str]
-    types: dict[str, str]
-    edges: list[Triple]
+__all__ = ["Detail", "drop_low_mentions", "fetch_detail", "page_edges", "schema_summary"]
 
 
 def _mentions(metadata: dict[str, Any]) -> float | None:
@@ -52,37 +26,36 @@ def _mentions(metadata: dict[str, Any]) -> float | None:
 
 
 async def drop_low_mentions(
-    graph: Graph, selection: Selection, min_mentions: int, keep: set[str]
-) -> tuple[Selection, dict[str, dict[str, Any]]]:
-    """Remove nodes whose ``total_mentions`` is below ``min_mentions`` and their edges.
+    graph: Graph, order: list[str], triples: list[Triple], min_mentions: int, keep: set[str]
+) -> tuple[list[str], list[Triple], dict[str, dict[str, Any]]]:
+    """Remove nodes whose ``total_mentions`` is below ``min_mentions``, and their edges.
 
-    Nodes without a numeric ``total_mentions`` and the ids in ``keep`` (the seeds)
-    stay. Returns the metadata fetched, so it is not fetched twice.
+    Nodes without a numeric ``total_mentions`` and the ids in ``keep`` (the seeds) stay.
+    Returns the kept nodes and edges and the metadata fetched, so it is not fetched twice.
     """
     if min_mentions <= 1:
-        return selection, {}
-    metadata = await graph.metadata_for_nodes(selection.order)
+        return order, triples, {}
+    metadata = await graph.metadata_for_nodes(order)
     dropped = set()
-    for node_id in selection.order:
+    for node_id in order:
         mentions = _mentions(metadata.get(node_id, {}))
         if node_id not in keep and mentions is not None and mentions < min_mentions:
             dropped.add(node_id)
-    order = [n for n in selection.order if n not in dropped]
-    edges = [e for e in selection.edges if e[0] not in dropped and e[2] not in dropped]
-    return Selection(order, selection.types, edges), metadata
+    kept = [n for n in order if n not in dropped]
+    return kept, [e for e in triples if e[0] not in dropped and e[2] not in dropped], metadata
 
 
-def page_edges(selection: Selection, start: int, stop: int) -> list[Triple]:
+def page_edges(order: list[str], triples: list[Triple], start: int, stop: int) -> list[Triple]:
     """Edges belonging to nodes ``order[start:stop]``.
 
     An edge belongs to the page of whichever endpoint comes later in the node order,
     so across all pages every edge appears exactly once, and always on a page that
     holds or follows both of its endpoints.
     """
-    if start == 0 and stop >= len(selection.order):
-        return selection.edges
-    position = {node_id: i for i, node_id in enumerate(selection.order)}
-    return [e for e in selection.edges if start <= max(position[e[0]], position[e[2]]) < stop]
+    if start == 0 and stop >= len(order):
+        return triples
+    position = {node_id: i for i, node_id in enumerate(order)}
+    return [e for e in triples if start <= max(position[e[0]], position[e[2]]) < stop]
 
 
 def schema_summary(types: set[str], predicates: set[str]) -> SchemaSummary:
@@ -90,60 +63,38 @@ def schema_summary(types: set[str], predicates: set[str]) -> SchemaSummary:
     return SchemaSummary(entity_types_found=sorted(types), predicates_found=sorted(predicates))
 
 
-_STUB_NODE_CHARS = len('{"id":"","entity_type":""},')
-_BARE_EDGE_CHARS = len('{"subject":"","predicate":"","object":""},')
-
-
-def _stub_chars(node_ids: list[str], types: dict[str, str], edges: list[Triple]) -> int:
-    """A lower bound of the compact JSON size of these nodes as stubs and edges as bare triples."""
-    nodes = sum(_STUB_NODE_CHARS + len(n) + len(types[n]) for n in node_ids)
-    return nodes + sum(_BARE_EDGE_CHARS + len(s) + len(p) + len(o) for s, p, o in edges)
-
-
-async def assemble(
+async def fetch_detail(
     graph: Graph,
-    selection: Selection,
+    answer: Traversal,
     detail: Detail,
-    tool: str,
-    *,
-    start: int = 0,
-    stop: int | None = None,
-    metadata: dict[str, dict[str, Any]] | None = None,
-    answer_chars: int | None = None,
-) -> tuple[list[Node], list[ResultEdge]]:
-    """Protocol nodes and edges for ``order[start:stop]``, full or stub per ``detail``.
+    room: AnswerRoom | None,
+    known: dict[str, dict[str, Any]] | None = None,
+) -> None:
+    """Fetch, in one call each, the metadata of the nodes and edges the answer can show with detail.
 
-    When even the stubs exceed ``answer_chars`` (see :attr:`TraversalBudget.answer_chars`),
-    everything is returned as stubs without fetching metadata.
+    Nodes pass ``detail``'s type filter and lie within the ``room`` the answer has (none
+    beyond it could be more than a stub); edges pass the predicate filter and belong to such
+    a node. ``known`` is metadata fetched earlier (min_mentions). The post-processing hooks
+    run once over what was fetched.
     """
-    stop = len(selection.order) if stop is None else stop
-    node_ids = selection.order[start:stop]
-    edges = page_edges(selection, start, stop)
-    if answer_chars is not None and _stub_chars(node_ids, selection.types, edges) > answer_chars:
-        detail = Detail(topology_only=True)
-    metadata = metadata or {}
-    want_nodes = [n for n in node_ids if detail.full_node(selection.types[n]) and n not in metadata]
-    want_edges = [Edge(*e) for e in edges if detail.full_edge(e[1])]
-    fetched_nodes, edge_meta = await gather_or_cancel(
-        graph.metadata_for_nodes(want_nodes), graph.metadata_for_edges(want_edges)
+    answer.detail = detail
+    if detail.topology_only:
+        return
+    ids = answer.node_ids
+    reach = len(ids) if room is None else room.nodes_with_room(ids, answer.types, answer.names)
+    wanted = [i for i in ids[:reach] if detail.full_node(answer.types[i])]
+    position = {node_id: i for i, node_id in enumerate(ids)}
+    where = position.get
+    edges = [  # an edge belongs to its later endpoint; the other may be on an earlier page (-1)
+        Edge(*e) for e in answer.triples if detail.full_edge(e[1]) and max(where(e[0], -1), where(e[2], -1)) < reach
+    ]
+    known = known or {}
+    fetched, fetched_edges = await gather_or_cancel(
+        graph.metadata_for_nodes([i for i in wanted if i not in known]), graph.metadata_for_edges(edges)
     )
-    metadata = {**metadata, **fetched_nodes}
-
-    nodes: list[Node] = []
-    for node_id in node_ids:
-        entity_type = selection.types[node_id]
-        if detail.full_node(entity_type):
-            node = Node.model_construct(id=node_id, entity_type=entity_type, metadata=dict(metadata.get(node_id, {})))
-            nodes.append(graph.process_node(node, tool))
-        else:
-            nodes.append(Node.model_construct(id=node_id, entity_type=entity_type, metadata=None))
-    result_edges: list[ResultEdge] = []
-    for subject, predicate, obj in edges:
-        if detail.full_edge(predicate):
-            metadata = dict(edge_meta.get((subject, predicate, obj), {}))
-            full = ResultEdge.model_construct(subject=subject, predicate=predicate, object=obj, metadata=metadata)
-            result_edges.append(graph.process_edge(full, tool))
-        else:
-            bare = ResultEdge.model_construct(subject=subject, predicate=predicate, object=obj, metadata=None)
-            result_edges.append(bare)
-    return nodes, result_edges
+    node_metadata = {i: dict(known[i]) if i in known else dict(fetched.get(i, {})) for i in wanted}
+    edge_metadata: dict[Triple, dict[str, Any]] = {e: dict(fetched_edges.get(e) or {}) for e in edges}
+    graph.process_nodes(node_metadata, answer.tool)
+    graph.process_edges(edge_metadata, answer.tool)
+    answer.node_metadata = node_metadata
+    answer.edge_metadata = edge_metadata

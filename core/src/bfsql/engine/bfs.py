@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from bfsql.engine.answer import AnswerRoom, Detail, Traversal
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds, type_set
-from bfsql.engine.assemble import Detail, Selection, assemble, drop_low_mentions, schema_summary
+from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges, schema_summary
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.traverse import ProgressFn, expand
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
-from bfsql.models import BfsResult, Truncation
+from bfsql.models import Truncation
 
 __all__ = ["bfs_query"]
 
@@ -26,9 +27,14 @@ async def bfs_query(
     limit: int | None = None,
     offset: int = 0,
     budget: TraversalBudget = DEFAULT_BUDGET,
+    room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
-) -> BfsResult:
-    """Breadth-first search from every seed at once, up to ``max_hops`` undirected hops."""
+) -> Traversal:
+    """Breadth-first search from every seed at once, up to ``max_hops`` undirected hops.
+
+    ``room``, when given, tells how many nodes of the page an answer could show with
+    detail; metadata is fetched for those only.
+    """
     seeds = check_seeds(seeds, 1, "bfs_query")
     check_hops(max_hops, "max_hops")
     check_page(limit, offset)
@@ -40,22 +46,18 @@ async def bfs_query(
     if not reached.distance:
         raise UnknownEntity(reached.unknown_seeds)
 
-    order = sorted(reached.distance, key=lambda n: (reached.distance[n], n))
-    selection = Selection(order, reached.types, sorted(reached.edges))
+    distance = reached.distance
+    order = reached.order()
+    triples = list(reached.edges)
     summary = schema_summary(
         set(reached.types.values()) | reached.excluded_types,
-        {e[1] for e in reached.edges} | reached.excluded_predicates,
+        {e[1] for e in triples} | reached.excluded_predicates,
     )
-    selection, metadata = await drop_low_mentions(graph, selection, min_mentions, set(seeds))
+    order, triples, known = await drop_low_mentions(graph, order, triples, min_mentions, set(seeds))
 
-    total = len(selection.order)
+    total = len(order)
     stop = total if limit is None else min(total, offset + limit)
-    nodes, edges = await assemble(
-        graph, selection, detail, "bfs_query", start=offset, stop=stop, metadata=metadata,
-        answer_chars=budget.answer_chars,
-    )
-
-    truncated = [*reached.truncations(budget), *graph.backend.truncations(set(reached.distance))]
+    truncated = [*reached.truncations(budget), *graph.backend.truncations(set(distance))]
     if stop < total:
         truncated.append(
             Truncation(
@@ -73,15 +75,21 @@ async def bfs_query(
         )
     if reached.dangling_edges:
         warnings.append(f"{reached.dangling_edges} edge(s) point to entities missing from the graph; left out.")
-    result = BfsResult(
+    answer = Traversal(
+        tool="bfs_query",
         seeds=seeds,
-        max_hops=max_hops,
+        hops=max_hops,
+        node_ids=order[offset:stop],
+        types=reached.types,
+        names=reached.names,
+        distance=distance,
+        triples=page_edges(order, triples, offset, stop),
         node_count=total,
-        edge_count=len(selection.edges),
-        nodes=nodes,
-        edges=edges,
+        edge_count=len(triples),
         schema_summary=summary,
-        truncated=truncated or None,
-        warnings=warnings or None,
+        truncated=truncated,
+        warnings=warnings,
+        offset=offset,
     )
-    return graph.process_result(result, "bfs_query")
+    await fetch_detail(graph, answer, detail, room, known)
+    return graph.process_result(answer, "bfs_query")

@@ -17,15 +17,11 @@ MAX_SEEDS = 100
 class TraversalBudget:
     """Bounds on one traversal. Anything cut because of them is reported in the result."""
 
-    max_nodes: int = 5000
-    """Nodes a traversal may visit; the hop that would exceed it is cut (by id order)."""
-    max_edges_per_node: int = 1000
+    max_nodes: int = 100_000
+    """Nodes a traversal may visit; the hop that would exceed it is cut (by id order). Visiting is
+    cheap (ids and types only): what an answer shows is bounded by its own budget, not by this."""
+    max_edges_per_node: int = 20_000
     """Edges taken from one node; a hub's further edges are skipped (by edge order)."""
-    answer_chars: int | None = None
-    """Size the answer will be held to (compact JSON characters), if any. When the bare ids,
-    types and triples of a result already exceed it, node and edge metadata is not fetched:
-    an answer fitted to that size would leave it out anyway (``bfsql serve`` sets it from
-    ``--max-tokens``)."""
 
     def __post_init__(self) -> None:
         if self.max_nodes < 1 or self.max_edges_per_node < 1:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bfsql.engine.answer import AnswerRoom, Detail, Traversal
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds, type_set
-from bfsql.engine.assemble import Detail, Selection, assemble, drop_low_mentions, schema_summary
+from bfsql.engine.assemble import drop_low_mentions, fetch_detail, schema_summary
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
-from bfsql.models import IntersectionResult
 
 __all__ = ["intersect_subgraphs", "reach_all"]
 
@@ -30,6 +30,8 @@ class Reach:
     """Nodes reached by every seed -> the hop at which the last seed reached them."""
     types: dict[str, str] = field(default_factory=dict)
     """Entity type of every visited node."""
+    names: dict[str, str | None] = field(default_factory=dict)
+    """Display name of every visited node."""
     cuts: Expansion = field(default_factory=Expansion)
     """Hub caps, nodes cut and dangling edges (in ``capped_nodes``, ``nodes_cut``, ``dangling_edges``)."""
     visited: set[str] = field(default_factory=set)
@@ -55,7 +57,7 @@ async def reach_all(
     mask: dict[str, int] = {}
     for bit, seed in enumerate(seeds):
         mask[seed] = 1 << bit
-        reach.types[seed] = known[seed].entity_type
+        reach.types[seed], reach.names[seed] = known[seed]
     if len(seeds) == 1:
         reach.common[seeds[0]] = 0
     dangling: set[Triple] = set()
@@ -70,7 +72,9 @@ async def reach_all(
             rows = rows_of.get(node_id)
             if not rows:
                 continue
-            for subject, predicate, obj, other_type, _ in capped(node_id, rows, budget, reach.cuts.capped_nodes):
+            for subject, predicate, obj, other_type, other_name in capped(
+                node_id, rows, budget, reach.cuts.capped_nodes
+            ):
                 other = obj if subject == node_id else subject
                 before = mask.get(other)
                 if before is None:
@@ -80,7 +84,8 @@ async def reach_all(
                         reach.cuts.excluded_types.add(other_type)
                     else:
                         fresh[other] = fresh.get(other, 0) | bits
-                        reach.types.setdefault(other, other_type)
+                        if other not in reach.types:
+                            reach.types[other], reach.names[other] = other_type, other_name
                 elif bits & ~before:
                     mask[other] = before | bits
                     now[other] = now.get(other, 0) | (bits & ~before)
@@ -119,9 +124,14 @@ async def intersect_subgraphs(
     exclude_node_types: list[str] | None = None,
     min_mentions: int = 1,
     budget: TraversalBudget = DEFAULT_BUDGET,
+    room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
-) -> IntersectionResult:
-    """Nodes within ``k`` undirected hops of every seed, and the edges among them."""
+) -> Traversal:
+    """Nodes within ``k`` undirected hops of every seed, and the edges among them.
+
+    ``room``, when given, tells how many nodes an answer could show with detail; metadata
+    is fetched for those only.
+    """
     seeds = check_seeds(seeds, 2, "intersect_subgraphs")
     check_hops(k, "k")
     check_min_mentions(min_mentions)
@@ -135,29 +145,28 @@ async def intersect_subgraphs(
 
     reach = await reach_all(graph, seeds, k, budget=budget, exclude_types=excluded, progress=progress)
     common = set(reach.common)
-    types = {n: reach.types[n] for n in common}
     edges = await _induced_edges(graph, common)
 
     order = sorted(common, key=lambda n: (reach.common[n], n))
-    selection = Selection(order, types, sorted(edges))
-    summary = schema_summary(set(types.values()), {e[1] for e in edges})
-    selection, metadata = await drop_low_mentions(graph, selection, min_mentions, set(seeds))
-    nodes, result_edges = await assemble(
-        graph, selection, detail, "intersect_subgraphs", metadata=metadata, answer_chars=budget.answer_chars
-    )
+    summary = schema_summary({reach.types[n] for n in common}, {e[1] for e in edges})
+    order, triples, metadata = await drop_low_mentions(graph, order, list(edges), min_mentions, set(seeds))
 
     truncated = [*reach.cuts.truncations(budget), *graph.backend.truncations(reach.visited)]
     dangling = reach.cuts.dangling_edges
-    warnings = [f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else []
-    result = IntersectionResult(
+    answer = Traversal(
+        tool="intersect_subgraphs",
         seeds=seeds,
-        k=k,
-        node_count=len(selection.order),
-        edge_count=len(selection.edges),
-        nodes=nodes,
-        edges=result_edges,
+        hops=k,
+        node_ids=order,
+        types=reach.types,
+        names=reach.names,
+        distance=reach.common,
+        triples=triples,
+        node_count=len(order),
+        edge_count=len(triples),
         schema_summary=summary,
-        truncated=truncated or None,
-        warnings=warnings or None,
+        truncated=truncated,
+        warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
     )
-    return graph.process_result(result, "intersect_subgraphs")
+    await fetch_detail(graph, answer, detail, room, metadata)
+    return graph.process_result(answer, "intersect_subgraphs")

@@ -46,7 +46,7 @@ from bfsql.engine.search import SEARCH_LIMIT, labels_of, search_entities
 from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
-from bfsql.models import Node, PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
+from bfsql.models import PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
 from bfsql.rows import HopEdge
 
 __all__ = [
@@ -487,12 +487,10 @@ async def path_query(
         )]
         ordered = ordered[:max_results]
     names, metadata = await _names(graph, [n for p in ordered for n in p.nodes])
+    ends = graph.process_nodes({p.nodes[-1]: dict(metadata.get(p.nodes[-1], {})) for p in ordered}, "path_query")
     results = []
     for path in ordered:
         end = path.nodes[-1]
-        node = graph.process_node(
-            Node(id=end, entity_type=run.types.get(end, ""), metadata=dict(metadata.get(end, {}))), "path_query"
-        )
-        entity = PathEntity(id=end, entity_type=node.entity_type, name=names.get(end), metadata=node.metadata)
+        entity = PathEntity(id=end, entity_type=run.types.get(end, ""), name=names.get(end), metadata=ends[end])
         results.append(PathResult(entity=entity, path=_steps(path, names), score=round(path.score, 4)))
     return finish(results)

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from bfsql.backend import gather_or_cancel
-from bfsql.errors import InvalidArgument
+from bfsql.errors import InvalidArgument, clip
 from bfsql.graph import Graph
 from bfsql.models import EntityStub
 
@@ -84,6 +84,25 @@ def check_mode(graph: Graph, mode: str | None, alpha: float) -> str:
             "'bfsql load --embedder NAME'; other backends document how to enable vectors.",
         )
     return mode
+
+
+MAX_QUERY_CHARS = 1000
+"""Longest search query: a name, not a text."""
+
+
+def check_query(query: str) -> str:
+    """The query, if it is one; :class:`InvalidArgument` for an empty, overlong or letterless one."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument("query must not be empty.", 'Pass a name or alias, e.g. query="BRAF".')
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(
+            f"query is longer than {MAX_QUERY_CHARS} characters ({len(query)}).", "Search for a name, not a text."
+        )
+    if not any(ch.isalnum() for ch in query):
+        raise InvalidArgument(
+            f"query {clip(query)!r} has no letter or digit to search for.", 'Pass a name or alias, e.g. query="BRAF".'
+        )
+    return query
 
 
 def min_max(scores: dict[str, float]) -> dict[str, float]:
@@ -207,12 +226,13 @@ async def search_entities(
     mode with a backend that gives no scores, a ``score``.
     """
     chosen = check_mode(graph, mode, alpha)
+    check_query(query)
     if node_types == []:
         return []
     if chosen == "exact":
         return await _exact(graph, query, node_types, limit)
     if chosen == "lexical":
-        stubs = _unique(await graph.search_entities(query, node_types))[:limit]
+        stubs = _unique(await graph.search_entities(query, node_types, limit))[:limit]
         return [s.model_copy(update={"rankers": ["lexical"]}) for s in stubs]
     await graph.bind_embedder()
     (vector,) = await graph.embed([query])

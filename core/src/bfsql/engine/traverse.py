@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from bfsql.engine.answer import Triple
 from bfsql.engine.budget import TraversalBudget
 from bfsql.graph import Graph
 from bfsql.models import Truncation
@@ -21,16 +22,14 @@ __all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand"]
 ProgressFn = Callable[[int, int, str], Awaitable[None]]
 """``progress(done, total, message)``."""
 
-Triple = tuple[str, str, str]
-"""An edge as (subject, predicate, object): sorted, it is the canonical edge order."""
-
-
 @dataclass
 class Expansion:
     """What a traversal reached."""
 
     distance: dict[str, int] = field(default_factory=dict)
     """Hop distance of every reached node from the nearest seed."""
+    levels: list[list[str]] = field(default_factory=list)
+    """The reached nodes by distance (level 0: the seeds), each level in the order it was reached."""
     types: dict[str, str] = field(default_factory=dict)
     """Entity type of every reached node."""
     names: dict[str, str | None] = field(default_factory=dict)
@@ -47,6 +46,10 @@ class Expansion:
     """Hub id -> its total edge count, for hubs whose edges were capped."""
     nodes_cut: int = 0
     """Neighbours not visited because max_nodes was reached."""
+
+    def order(self) -> list[str]:
+        """Every reached node, nearest first, then by id: the order of answers and pages."""
+        return [node_id for level in self.levels for node_id in sorted(level)]
 
     def truncations(self, budget: TraversalBudget) -> list[Truncation]:
         """Report every cut made because of the budget."""
@@ -109,6 +112,7 @@ async def expand(
             distance[seed] = 0
             types[seed], names[seed] = known[seed]
     frontier = list(distance)
+    result.levels.append(frontier)
 
     for hop in range(1, hops + 1):
         if not frontier:
@@ -141,6 +145,7 @@ async def expand(
         for node_id in admitted:
             distance[node_id] = hop
             types[node_id], names[node_id] = new[node_id]
+        result.levels.append(admitted)
         if result.nodes_cut:
             edges.update(e for e in pending if e[0] in distance and e[2] in distance)
         else:

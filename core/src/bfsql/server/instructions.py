@@ -43,9 +43,12 @@ TOOL_USAGE_NOTES = """\
   why in metadata (reason, available_relations, hint).
 - describe_entity / describe_entities: full records for stubs. Unknown ids are
   reported (describe_entity) or omitted (describe_entities).
-- Results may carry "truncated" (what was cut and how to get the rest) and
-  "warnings" (e.g. unknown seeds). Edge provenance text is stripped from traversal
-  results; source_documents ids remain."""
+- Stubs carry the entity's name when the graph has one. Answers fit a size budget
+  (max_tokens, per call or the server's): far nodes lose detail first (clipped
+  values, then named stubs, then bare stubs), then nodes are cut with an offset to
+  continue. "truncated" says what was done to how many items and how to get the
+  rest; "warnings" flag unknown seeds or filter values.
+- Traversals carry no edge provenance; describe_edges returns it for given edges."""
 
 PATH_QUERY_DESCRIPTION = """Follow a chain of relations in one call (path query language). A query is an entry point
 followed by up to 5 edges, each optionally followed by a filter:
@@ -75,6 +78,8 @@ TOOL_DESCRIPTIONS = {
     "with the edges among them. Use for 'what do all of these share?'. Same detail filters as bfs_query; "
     "no paging.",
     "path_query": PATH_QUERY_DESCRIPTION,
+    "describe_edges": "Expand edges: the full metadata of given [subject, predicate, object] triples, with the "
+    "provenance (evidence text, documents) that traversals leave out. Unknown edges are omitted.",
 }
 
 INJECTION_MAX_TYPES = 20

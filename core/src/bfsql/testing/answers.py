@@ -75,8 +75,8 @@ async def run_traversal(
     budget = TraversalBudget() if max_edges_per_node is None else TraversalBudget(max_edges_per_node=max_edges_per_node)
     mapped = backend_arguments(arguments, ids)
     if tool == "bfs_query":
-        return to_output(await bfs_query(graph, **mapped, budget=budget))
-    return to_output(await intersect_subgraphs(graph, **mapped, budget=budget))
+        return to_output((await bfs_query(graph, **mapped, budget=budget)).model())
+    return to_output((await intersect_subgraphs(graph, **mapped, budget=budget)).model())
 
 
 def check_traversal(case: TraversalCase, answer: Mapping[str, Any], ids: IdMap) -> None:

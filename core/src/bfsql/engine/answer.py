@@ -1,0 +1,119 @@
+"""What a traversal answers, as rows: the shape the tool pipeline fits to its budget and serialises once.
+
+bfs_query and intersect_subgraphs return a :class:`Traversal`: the page's node ids in answer
+order with their types and names, the page's edges as sorted triples, and the metadata of
+the items shown with detail. Nothing is a pydantic model until someone asks for one
+(:attr:`Traversal.nodes`, :attr:`Traversal.edges`, :meth:`Traversal.model`), so a traversal
+of thousands of nodes costs no per-item object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from bfsql.models import BfsResult, ConnectionPath, IntersectionResult, Node, ResultEdge, SchemaSummary, Truncation
+
+__all__ = ["AnswerRoom", "Detail", "Traversal", "Triple"]
+
+Triple = tuple[str, str, str]
+"""An edge as (subject, predicate, object): sorted, it is the canonical edge order."""
+
+
+@dataclass(frozen=True)
+class Detail:
+    """Which items get full detail. ``None`` means no filter (all full)."""
+
+    node_types: frozenset[str] | None = None
+    predicates: frozenset[str] | None = None
+    topology_only: bool = False
+
+    def full_node(self, entity_type: str) -> bool:
+        """Whether a node of this type is returned with metadata."""
+        return not self.topology_only and (self.node_types is None or entity_type in self.node_types)
+
+    def full_edge(self, predicate: str) -> bool:
+        """Whether an edge with this predicate is returned with metadata."""
+        return not self.topology_only and (self.predicates is None or predicate in self.predicates)
+
+
+class AnswerRoom(Protocol):
+    """Asked by the engine how far detail can still go, so it fetches no metadata an answer could not hold.
+
+    The tool pipeline gives one, built from the answer budget; the engine knows nothing of
+    characters or tokens.
+    """
+
+    def nodes_with_room(self, node_ids: list[str], types: dict[str, str], names: dict[str, str | None]) -> int:
+        """How many of ``node_ids``, from the first, could be shown with more than a stub."""
+        ...
+
+
+@dataclass
+class Traversal:
+    """The answer of bfs_query or intersect_subgraphs, as rows."""
+
+    tool: Literal["bfs_query", "intersect_subgraphs"]
+    seeds: list[str]
+    hops: int
+    """``max_hops`` of bfs_query, ``k`` of intersect_subgraphs."""
+    node_ids: list[str]
+    """The nodes of this page, in answer order: nearest first, then by id."""
+    types: dict[str, str]
+    names: dict[str, str | None]
+    """Display names where the store has them: stubs carry them."""
+    distance: dict[str, int]
+    """Hops from the nearest seed (bfs_query), or from the farthest seed (intersect_subgraphs)."""
+    triples: list[Triple]
+    """The edges of this page (each belongs to the page of its later endpoint), in no particular order."""
+    node_count: int
+    """Nodes of the whole traversal (every page)."""
+    edge_count: int
+    schema_summary: SchemaSummary
+    node_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Metadata of the nodes shown with detail (the others are stubs)."""
+    edge_metadata: dict[Triple, dict[str, Any]] = field(default_factory=dict)
+    """Metadata of the edges shown with detail (the others are bare triples)."""
+    truncated: list[Truncation] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    offset: int = 0
+    """Index of this page's first node among all the traversal's nodes (bfs_query paging)."""
+    paths: list[ConnectionPath] = field(default_factory=list)
+    """intersect_subgraphs: for shared nodes, a shortest path from each seed."""
+    detail: Detail = field(default_factory=lambda: Detail())
+    """Which items the call asked detail for (node_types, predicates, topology_only)."""
+
+    @property
+    def nodes(self) -> list[Node]:
+        """The nodes as protocol models: full where metadata was fetched, else stubs (with names)."""
+        metadata, names = self.node_metadata, self.names
+        return [
+            Node(id=i, entity_type=self.types[i], metadata=metadata[i])
+            if i in metadata
+            else Node(id=i, entity_type=self.types[i], name=names.get(i))
+            for i in self.node_ids
+        ]
+
+    @property
+    def edges(self) -> list[ResultEdge]:
+        """The edges as protocol models, sorted: full where metadata was fetched, else bare triples."""
+        return [
+            ResultEdge(subject=s, predicate=p, object=o, metadata=self.edge_metadata.get((s, p, o)))
+            for s, p, o in sorted(self.triples)
+        ]
+
+    def model(self) -> BfsResult | IntersectionResult:
+        """The whole answer as its protocol model (no budget applied)."""
+        common: dict[str, Any] = {
+            "seeds": self.seeds,
+            "node_count": self.node_count,
+            "edge_count": self.edge_count,
+            "nodes": self.nodes,
+            "edges": self.edges,
+            "schema_summary": self.schema_summary,
+            "truncated": self.truncated or None,
+            "warnings": self.warnings or None,
+        }
+        if self.tool == "bfs_query":
+            return BfsResult(max_hops=self.hops, **common)
+        return IntersectionResult(k=self.hops, paths=self.paths or None, **common)

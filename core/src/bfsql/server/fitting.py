@@ -1,0 +1,507 @@
+"""Fitting every tool answer to its budget: the one home of answer sizes.
+
+A budget is a number of tokens, estimated from the answer's compact JSON (3 characters a
+token: JSON full of ids tokenises worse than prose). When an answer is too big, detail is
+given up a little at a time, and nearest first is kept longest:
+
+1. long metadata values are **clipped** (strings shortened, lists cut, each clipped field
+   named in the node's ``_clipped`` with its full length), from the farthest node back;
+2. nodes become **named stubs** (``id``, ``entity_type``, ``name``), from the farthest back;
+3. named stubs become **bare stubs** (``id``, ``entity_type``);
+4. only then are nodes **cut** from the end of the page (with the offset to continue from).
+
+Then the room left is filled again, nearest first. Every degradation is named in
+``truncated`` with how many items it touched and how to get the rest. Sizes are computed
+per item, from the typed answer, and the answer is serialised once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from bfsql.engine.answer import Traversal
+from bfsql.models import Truncation
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "Budget",
+    "answer_limit",
+    "clip_metadata",
+    "compact_json",
+    "fit_list",
+    "fit_paths",
+    "fit_record",
+    "fit_schema",
+    "fit_traversal",
+]
+
+CHARS_PER_TOKEN = 3
+"""A deliberately low estimate: JSON full of ids tokenises worse than prose."""
+
+NOTES_RESERVE = 1200
+"""Characters kept for the ``truncated`` notes that fitting adds."""
+
+CLIP_CHARS = 300
+"""A clipped string keeps this many characters (more when the budget has room)."""
+
+CLIP_ITEMS = 10
+"""A clipped list keeps this many items."""
+
+FULL, CLIPPED, NAMED, BARE, CUT = 4, 3, 2, 1, 0
+"""Detail levels of a node in a fitted answer, most first."""
+
+
+def compact_json(obj: Any) -> str:
+    """The answer's wire text: compact JSON, unicode kept."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def answer_limit(max_tokens: int) -> int:
+    """The characters of compact JSON an answer of ``max_tokens`` may use."""
+    return max(max_tokens * CHARS_PER_TOKEN, 600)
+
+
+def _jlen(text: str) -> int:
+    """Length of ``text`` as a JSON string literal."""
+    if '"' not in text and "\\" not in text and text.isprintable():
+        return len(text) + 2
+    return len(json.dumps(text, ensure_ascii=False))
+
+
+_BARE_NODE = len(compact_json({"id": "", "entity_type": ""})) - 4
+_NAME = len(compact_json({"name": ""})) - 4  # ,"name":
+_METADATA = len(',"metadata":')
+_BARE_EDGE = len(compact_json({"subject": "", "predicate": "", "object": ""})) - 6
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One answer's budget, and the :class:`~bfsql.engine.answer.AnswerRoom` the engine asks."""
+
+    max_tokens: int
+    named_stubs: bool = True
+    """Stubs carry the entity's name (a superset of Appendix A's stub); False: bare stubs only."""
+
+    @property
+    def chars(self) -> int:
+        """Characters of compact JSON the answer may use."""
+        return answer_limit(self.max_tokens)
+
+    def nodes_with_room(self, node_ids: list[str], types: dict[str, str], names: dict[str, str | None]) -> int:
+        """How many nodes, from the first, fit as named stubs: none after them can carry detail."""
+        room, used = self.chars, 0
+        for count, node_id in enumerate(node_ids):
+            used += _BARE_NODE + _jlen(node_id) + _jlen(types[node_id]) + 1
+            name = names.get(node_id) if self.named_stubs else None
+            if name is not None:
+                used += _NAME + _jlen(name)
+            if used > room:
+                return count
+        return len(node_ids)
+
+
+def _clip_value(value: Any, max_chars: int, max_items: int) -> tuple[Any, int | None]:
+    """The value clipped, and its full length (characters or items) when it was clipped."""
+    if isinstance(value, str) and len(value) > max_chars:
+        return value[:max_chars] + "…", len(value)
+    if isinstance(value, list):
+        items = [_clip_value(v, max_chars, max_items)[0] for v in value[:max_items]]
+        return items, (len(value) if len(value) > max_items or items != value[:max_items] else None)
+    if isinstance(value, dict):
+        inner = {k: _clip_value(v, max_chars, max_items)[0] for k, v in value.items()}
+        return inner, (len(compact_json(value)) if inner != value else None)
+    return value, None
+
+
+def clip_metadata(metadata: dict[str, Any], max_chars: int = CLIP_CHARS, max_items: int = CLIP_ITEMS) -> dict[str, Any]:
+    """``metadata`` with long strings and lists shortened; ``_clipped`` names each clipped field's full length."""
+    clipped: dict[str, Any] = {}
+    lengths: dict[str, int] = {}
+    for key, value in metadata.items():
+        clipped[key], length = _clip_value(value, max_chars, max_items)
+        if length is not None:
+            lengths[key] = length
+    if lengths:
+        clipped["_clipped"] = lengths
+    return clipped
+
+
+class _Sizes:
+    """Per-item sizes of a traversal answer at each detail level, computed once each, when first needed."""
+
+    def __init__(self, answer: Traversal, budget: Budget) -> None:
+        self.answer = answer
+        self.names = answer.names if budget.named_stubs else {}
+        self.clip_chars = CLIP_CHARS
+        self._clipped: dict[str, dict[str, Any]] = {}
+        self._node: dict[tuple[str, int], int] = {}
+        self._edge_bare: dict[int, int] = {}
+        self._edge_meta: dict[tuple[int, int], int] = {}
+
+    def cap(self, node_id: str) -> int:
+        """The most detail this node can have."""
+        if node_id in self.answer.node_metadata:
+            return FULL
+        return NAMED if self.names.get(node_id) is not None else BARE
+
+    def asked(self, node_id: str) -> int:
+        """The detail the call asked for this node (its metadata may not have been fetched, for want of room)."""
+        if self.answer.detail.full_node(self.answer.types[node_id]):
+            return FULL
+        return NAMED if self.names.get(node_id) is not None else BARE
+
+    def clipped(self, node_id: str) -> dict[str, Any]:
+        """The node's metadata, clipped."""
+        found = self._clipped.get(node_id)
+        if found is None:
+            found = self._clipped[node_id] = clip_metadata(self.answer.node_metadata[node_id], self.clip_chars)
+        return found
+
+    def node(self, node_id: str, level: int) -> int:
+        """Size of the node at ``level`` (its edges not included), with its separator."""
+        key = (node_id, level)
+        size = self._node.get(key)
+        if size is None:
+            size = _BARE_NODE + _jlen(node_id) + _jlen(self.answer.types[node_id]) + 1
+            if level == FULL:
+                size += _METADATA + len(compact_json(self.answer.node_metadata[node_id]))
+            elif level == CLIPPED:
+                size += _METADATA + len(compact_json(self.clipped(node_id)))
+            elif level == NAMED and self.names.get(node_id) is not None:
+                size += _NAME + _jlen(self.names[node_id] or "")
+            self._node[key] = size
+        return size
+
+    def edge(self, index: int, level: int) -> int:
+        """Size of edge ``index`` at ``level`` (see :func:`_edge_level`), with its separator."""
+        bare = self._edge_bare.get(index)
+        if bare is None:
+            s, p, o = self.answer.triples[index]
+            bare = self._edge_bare[index] = _BARE_EDGE + _jlen(s) + _jlen(p) + _jlen(o) + 1
+        if level < CLIPPED or self.answer.triples[index] not in self.answer.edge_metadata:
+            return bare
+        key = (index, level)
+        size = self._edge_meta.get(key)
+        if size is None:
+            metadata = self.answer.edge_metadata[self.answer.triples[index]]
+            shown = metadata if level == FULL else clip_metadata(metadata, self.clip_chars)
+            size = self._edge_meta[key] = bare + _METADATA + len(compact_json(shown))
+        return size
+
+
+def _edge_level(owner_level: int, owner_cap: int) -> int:
+    """An edge keeps its detail while its owner node keeps all of its own; it is clipped or bare with it."""
+    if owner_level == owner_cap or owner_level == CLIPPED:
+        return FULL if owner_level == owner_cap else CLIPPED
+    return BARE
+
+
+def _owners(answer: Traversal) -> list[list[int]]:
+    """For each node of the page, the indexes of the edges it owns (an edge belongs to its later endpoint)."""
+    position = {node_id: i for i, node_id in enumerate(answer.node_ids)}
+    owned: list[list[int]] = [[] for _ in answer.node_ids]
+    where = position.get
+    for index, (subject, _, obj) in enumerate(answer.triples):
+        owned[max(where(subject, -1), where(obj, -1))].append(index)  # -1: on an earlier page
+    return owned
+
+
+def _paths_size(answer: Traversal) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for path in answer.paths:
+        sizes[path.node] = sizes.get(path.node, 0) + len(compact_json(path.model_dump())) + 1
+    return sizes
+
+
+def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
+    """The answer of bfs_query or intersect_subgraphs within ``budget``, graded as the module says."""
+    ids = answer.node_ids
+    sizes = _Sizes(answer, budget)
+    owned = _owners(answer)
+    paths = _paths_size(answer)
+    room = budget.chars - NOTES_RESERVE - len(compact_json(_envelope(answer, [], [], answer.truncated, None)))
+
+    def cost(i: int, level: int) -> int:
+        if level == CUT:
+            return 0
+        node_id = ids[i]
+        extra = paths.get(node_id, 0) if level >= NAMED else 0
+        edge_level = _edge_level(level, sizes.cap(node_id))
+        return sizes.node(node_id, level) + extra + sum(sizes.edge(e, edge_level) for e in owned[i])
+
+    # Nodes past the point where even bare stubs exceed the budget are cut, whatever else happens.
+    levels: list[int] = []
+    used = 0
+    for i in range(len(ids)):
+        used += cost(i, BARE)
+        if used > room:
+            break
+        levels.append(sizes.cap(ids[i]))
+    levels += [CUT] * (len(ids) - len(levels))
+    total = sum(cost(i, level) for i, level in enumerate(levels))
+
+    for lower_from, lower_to in ((FULL, CLIPPED), (CLIPPED, NAMED), (NAMED, BARE), (BARE, CUT)):
+        for i in reversed(range(len(ids))):
+            if total <= room:
+                break
+            if levels[i] == lower_from or (lower_from == CLIPPED and levels[i] == FULL):
+                target = lower_to if not (lower_to == NAMED and sizes.cap(ids[i]) == BARE) else BARE
+                total += cost(i, target) - cost(i, levels[i])
+                levels[i] = target
+        if total <= room:
+            break
+
+    # Fill the room left, nearest first: a step up for every node that still fits.
+    cut_from = next((i for i, level in enumerate(levels) if level == CUT), len(ids))
+    for i in range(len(ids)):
+        if levels[i] == CUT and i != cut_from:
+            break
+        for target in range(sizes.cap(ids[i]), levels[i], -1):
+            grown = total + cost(i, target) - cost(i, levels[i])
+            if grown <= room:
+                total, levels[i] = grown, target
+                cut_from += levels[i] != CUT and i == cut_from
+                break
+    fitted = _build(answer, budget, sizes, owned, levels)
+    while len(compact_json(fitted)) > budget.chars and any(level != CUT for level in levels):
+        levels[max(i for i, level in enumerate(levels) if level != CUT)] = CUT  # notes larger than reserved
+        fitted = _build(answer, budget, sizes, owned, levels)
+    return fitted
+
+
+def _envelope(
+    answer: Traversal, nodes: list[Any], edges: list[Any], truncated: list[Truncation], paths: list[Any] | None
+) -> dict[str, Any]:
+    envelope: dict[str, Any] = {"seeds": answer.seeds}
+    envelope["max_hops" if answer.tool == "bfs_query" else "k"] = answer.hops
+    envelope.update(
+        node_count=answer.node_count,
+        edge_count=answer.edge_count,
+        nodes=nodes,
+        edges=edges,
+        schema_summary=answer.schema_summary.model_dump(),
+    )
+    if paths:
+        envelope["paths"] = paths
+    if truncated:
+        envelope["truncated"] = [t.model_dump(exclude_none=True) for t in truncated]
+    if answer.warnings:
+        envelope["warnings"] = answer.warnings
+    return envelope
+
+
+def _build(
+    answer: Traversal, budget: Budget, sizes: _Sizes, owned: list[list[int]], levels: list[int]
+) -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = []
+    edge_levels: dict[int, int] = {}
+    counts = dict.fromkeys((CLIPPED, NAMED, BARE, CUT), 0)
+    kept: set[str] = set()
+    for i, (node_id, level) in enumerate(zip(answer.node_ids, levels, strict=True)):
+        if level == CUT:
+            counts[CUT] += 1
+            continue
+        kept.add(node_id)
+        node: dict[str, Any] = {"id": node_id, "entity_type": answer.types[node_id]}
+        if level == FULL:
+            node["metadata"] = answer.node_metadata[node_id]
+        elif level == CLIPPED:
+            node["metadata"] = sizes.clipped(node_id)
+        elif level == NAMED and sizes.names.get(node_id) is not None:
+            node["name"] = sizes.names[node_id]
+        if level < sizes.asked(node_id):
+            counts[CLIPPED if level == CLIPPED else NAMED if level == NAMED else BARE] += 1
+        nodes.append(node)
+        for e in owned[i]:
+            edge_levels[e] = _edge_level(level, sizes.cap(node_id))
+    edges: list[dict[str, Any]] = []
+    for e in sorted(edge_levels, key=answer.triples.__getitem__):
+        s, p, o = answer.triples[e]
+        edge: dict[str, Any] = {"subject": s, "predicate": p, "object": o}
+        metadata = answer.edge_metadata.get((s, p, o))
+        if metadata is not None and edge_levels[e] >= CLIPPED:
+            edge["metadata"] = metadata if edge_levels[e] == FULL else clip_metadata(metadata, sizes.clip_chars)
+        edges.append(edge)
+    paths = [p.model_dump() for p in answer.paths if p.node in kept]
+    notes = [*answer.truncated, *_notes(answer, budget, counts, len(nodes))]
+    if counts[CUT]:
+        notes = [n for n in notes if n.reason != "page"]
+    return _envelope(answer, nodes, edges, notes, paths)
+
+
+def _notes(answer: Traversal, budget: Budget, counts: dict[int, int], shown: int) -> list[Truncation]:
+    tokens = budget.max_tokens
+    notes = []
+    if counts[CLIPPED]:
+        notes.append(Truncation(
+            reason="clipped_values",
+            detail=f"Long metadata values of {counts[CLIPPED]} node(s) were clipped to fit {tokens} tokens; "
+            "each lists its clipped fields and their full lengths in _clipped.",
+            hint="describe_entity(id) returns one node's metadata whole.",
+            count=counts[CLIPPED],
+        ))
+    if counts[NAMED]:
+        notes.append(Truncation(
+            reason="named_stubs",
+            detail=f"{counts[NAMED]} node(s) are named stubs (id, entity_type, name) without metadata, "
+            f"to fit {tokens} tokens; the nearest nodes kept theirs.",
+            hint="describe_entities(ids) returns their metadata; node_types / predicates narrow what gets detail.",
+            count=counts[NAMED],
+        ))
+    if counts[BARE]:
+        notes.append(Truncation(
+            reason="bare_stubs",
+            detail=f"{counts[BARE]} node(s) are bare stubs (id, entity_type) to fit {tokens} tokens.",
+            hint="describe_entities(ids) returns their names and metadata; a smaller page (limit) leaves "
+            "room for more detail.",
+            count=counts[BARE],
+        ))
+    if counts[CUT]:
+        page = len(answer.node_ids)
+        if answer.tool == "bfs_query":
+            next_offset = answer.offset + shown
+            notes.append(Truncation(
+                reason="max_tokens",
+                detail=f"Only {shown} of the {page} nodes of this page fit the answer budget of {tokens} tokens.",
+                hint=f"Repeat the call with offset={next_offset} (and a limit) for the rest, or use "
+                "exclude_node_types to drop high-volume types.",
+                count=counts[CUT],
+                next_offset=next_offset,
+            ))
+        else:
+            notes.append(Truncation(
+                reason="max_tokens",
+                detail=f"Only {shown} of the {page} shared nodes fit the answer budget of {tokens} tokens.",
+                hint="Lower k, add exclude_node_types or min_mentions, or intersect fewer hubs.",
+                count=counts[CUT],
+            ))
+    return notes
+
+
+def _fits(obj: Any, budget: Budget) -> bool:
+    return len(compact_json(obj)) <= budget.chars
+
+
+def fit_record(record: dict[str, Any], budget: Budget) -> dict[str, Any]:
+    """One flat record (describe_entity) within the budget: long values clipped, as little as needed."""
+    if _fits(record, budget):
+        return record
+    keep: dict[str, Any] = {k: record[k] for k in ("id", "entity_type") if k in record}
+    rest = {k: v for k, v in record.items() if k not in keep}
+    max_chars = max(budget.chars // max(len(rest), 1), 16)
+    while True:
+        clipped = {**keep, **clip_metadata(rest, max_chars, max(max_chars // 40, 3))}
+        if _fits(clipped, budget) or max_chars <= 16:
+            return clipped
+        max_chars //= 2
+
+
+def fit_list(
+    items: list[Any], budget: Budget, *, what: str, id_key: str = "id", note: Truncation | None = None
+) -> list[Any]:
+    """A list answer within the budget: long values clipped, then items cut from the end.
+
+    A cut (or ``note``, e.g. a page of search results) is a last element ``{"truncated": {...}}``
+    naming what was left out and how to get it.
+    """
+    items = [fit_record(i, budget) if isinstance(i, dict) else i for i in items]
+
+    def with_marker(keep: int) -> list[Any]:
+        if keep == len(items):
+            return items + ([{"truncated": note.model_dump(exclude_none=True)}] if note else [])
+        rest = [i.get(id_key) for i in items[keep:] if isinstance(i, dict)]
+        marker = {
+            "reason": "max_tokens",
+            "detail": f"{len(items) - keep} of {len(items)} {what} did not fit the answer budget of "
+            f"{budget.max_tokens} tokens.",
+            "hint": "Call again with the remaining ids" + (" (first 100 listed)." if len(rest) > 100 else "."),
+            "count": len(items) - keep,
+            "remaining_ids": rest[:100],
+        }
+        return [*items[:keep], {"truncated": marker}]
+
+    if _fits(with_marker(len(items)), budget):
+        return with_marker(len(items))
+    low, high = 0, len(items) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _fits(with_marker(middle), budget):
+            low = middle
+        else:
+            high = middle - 1
+    return with_marker(low)
+
+
+def fit_schema(schema: dict[str, Any], budget: Budget) -> dict[str, Any]:
+    """describe_schema within the budget: its type and predicate lists sampled (marked not comprehensive)."""
+    if _fits(schema, budget):
+        return schema
+    fitted = dict(schema)
+    types, preds = list(schema["entity_types"]), list(schema["predicates"])
+    keep = max(len(types), len(preds))
+    while keep > 0:
+        fitted["entity_types"], fitted["predicates"] = types[:keep], preds[:keep]
+        fitted["comprehensive"] = False
+        fitted["truncated"] = {
+            "reason": "max_tokens",
+            "detail": f"Only the first {keep} entity types and predicates are listed "
+            f"(of {len(types)} and {len(preds)}).",
+            "hint": "Use schema_summary from a bfs_query survey for the types and predicates near your seeds.",
+        }
+        if _fits(fitted, budget):
+            break
+        keep //= 2
+    return fitted
+
+
+def fit_paths(answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
+    """A path_query answer within the budget: long values clipped, then metadata dropped, then results cut."""
+
+    def with_note(fitted: dict[str, Any], note: dict[str, Any]) -> dict[str, Any]:
+        metadata = dict(fitted["metadata"])
+        metadata["truncated"] = [*metadata.get("truncated", []), note]
+        return {**fitted, "metadata": metadata}
+
+    def entities(results: list[dict[str, Any]], change: Any) -> list[dict[str, Any]]:
+        return [{**r, "entity": change(r["entity"])} for r in results]
+
+    if _fits(answer, budget):
+        return answer
+    clipped = {**answer, "results": entities(answer["results"], lambda e: fit_record(e, Budget(200)))}
+    clipped = with_note(clipped, {
+        "reason": "clipped_values",
+        "detail": "Long values of the result entities were clipped.",
+        "hint": "describe_entities with the result ids returns their records whole.",
+    })
+    if _fits(clipped, budget):
+        return clipped
+    slim = {**answer, "results": entities(answer["results"], lambda e: {k: v for k, v in e.items() if k != "metadata"})}
+    slim = with_note(slim, {
+        "reason": "named_stubs",
+        "detail": f"Entity metadata was left out to keep the answer under {budget.max_tokens} tokens.",
+        "hint": "Call describe_entities with the result ids for their full records.",
+    })
+    if _fits(slim, budget):
+        return slim
+    results = slim["results"]
+
+    def cut(keep: int) -> dict[str, Any]:
+        return with_note({**slim, "results": results[:keep]}, {
+            "reason": "max_tokens",
+            "detail": f"Only the best {keep} of {len(results)} results fit the answer budget of "
+            f"{budget.max_tokens} tokens.",
+            "hint": "Lower max_results, or narrow the query with type: or \"text\" filters.",
+        })
+
+    low, high = 0, len(results)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _fits(cut(middle), budget):
+            low = middle
+        else:
+            high = middle - 1
+    return cut(low)
+
+

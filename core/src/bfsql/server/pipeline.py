@@ -1,0 +1,336 @@
+"""The one tool pipeline: every tool call, built-in or from a plugin, passes the same stages.
+
+1. **Arguments** are validated against a model made from the tool function's signature:
+   an unknown argument is refused by name, a wrong type is explained in one plain sentence
+   with an example.
+2. **Timeout**: the call ends after the server's ``timeout``.
+3. **Errors** are mapped: a caller's mistake (:class:`~bfsql.errors.BfsqlError`, an
+   unknown id) is a tool error with a hint; a backend that failed is reported as such (the
+   graph's terminal wraps everything a backend raises); anything else is reported as an
+   internal error of bfsql or a plugin, never blamed on the backend.
+4. The ``process_result`` hooks edit the typed answer.
+5. **Fitting** (:mod:`bfsql.server.fitting`) holds the answer to its budget: the server's
+   ``max_tokens``, or the call's own ``max_tokens`` when a tool takes one (never more than
+   the server's). The answer is serialised once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from bfsql.engine.answer import Traversal
+from bfsql.engine.budget import TraversalBudget
+from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
+from bfsql.graph import Graph
+from bfsql.models import PathQueryResult, SchemaDescription, Truncation, to_output
+from bfsql.server.fitting import Budget, compact_json, fit_list, fit_paths, fit_record, fit_schema, fit_traversal
+
+__all__ = ["DEFAULT_MAX_TOKENS", "READ_ONLY", "ServeSettings", "ToolContext", "ToolSpec", "run_tool", "tool_spec"]
+
+logger = logging.getLogger("bfsql.server")
+
+DEFAULT_MAX_TOKENS = 20_000
+"""Below Claude Code's 25k-token cap on a tool answer, with room for the estimate's error."""
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False)
+"""Every tool is read-only and idempotent."""
+
+
+@dataclass
+class ServeSettings:
+    """How the server answers: size budget, timeouts and traversal bounds."""
+
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    timeout: float = 60.0
+    """Seconds a tool call may take before it fails with a timeout error."""
+    primitive_timeout: float | None = 30.0
+    """Seconds one backend call may take; the error names the primitive (used by the graph's opener)."""
+    budget: TraversalBudget = field(default_factory=TraversalBudget)
+    name: str = "bfsql"
+    embedder: Any = None
+    """The embedder (or its registered name) for vector search and path queries; None keeps the graph's."""
+    named_stubs: bool = True
+    """Stubs carry the entity's name; False gives Appendix A's bare stubs (``--bare-stubs``)."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool function may ask for besides its arguments (a parameter annotated ``ToolContext``)."""
+
+    graph: Graph
+    settings: ServeSettings
+    budget: Budget
+    """The answer's budget: fitting holds the answer to it; the engine asks it where detail still fits."""
+    report: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+
+    async def progress(self, done: float, total: float | None, message: str) -> None:
+        """Tell the client how far a long call is (MCP progress notifications), when it asked."""
+        if self.report is not None:
+            await self.report(done, total, message)
+
+
+@dataclass
+class ToolSpec:
+    """A tool as the pipeline runs it."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    arguments: type[BaseModel]
+    """The arguments' model: the function's parameters (but ``graph`` and the ToolContext), extra forbidden."""
+    output: Any = None
+    """The answer's model, for the tool's output schema (None: no schema)."""
+    injects_schema: bool = False
+    """The description lists the graph's types and predicates when they are few (see instructions.py)."""
+    graph_param: str | None = None
+    context_param: str | None = None
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments."""
+        return self.arguments.model_json_schema()
+
+    def output_schema(self) -> dict[str, Any] | None:
+        """The JSON schema of the answer (lists are wrapped as ``{"result": [...]}``, as MCP wants objects)."""
+        if self.output is None:
+            return None
+        from pydantic import TypeAdapter
+
+        schema = TypeAdapter(self.output).json_schema()
+        if schema.get("type") != "object":
+            schema = {"type": "object", "properties": {"result": schema}, "required": ["result"], "$defs": schema.pop(
+                "$defs", {})}
+            if not schema["$defs"]:
+                del schema["$defs"]
+        return schema
+
+
+def tool_spec(
+    fn: Callable[..., Any],
+    name: str | None = None,
+    description: str | None = None,
+    output: Any = None,
+    injects_schema: bool = False,
+) -> ToolSpec:
+    """A :class:`ToolSpec` from a function: its parameters become the arguments' model.
+
+    A first parameter named ``graph`` receives the open :class:`~bfsql.graph.Graph`; a parameter
+    annotated :class:`ToolContext` receives the call's context. Neither is an argument.
+    """
+    hints = typing.get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    graph_param = context_param = None
+    for index, param in enumerate(inspect.signature(fn).parameters.values()):
+        if index == 0 and param.name == "graph":
+            graph_param = param.name
+            continue
+        if hints.get(param.name) is ToolContext:
+            context_param = param.name
+            continue
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    tool_name = name or fn.__name__
+    model = create_model(
+        f"{''.join(part.title() for part in tool_name.split('_'))}Arguments",
+        __config__=ConfigDict(extra="forbid"),
+        **fields,
+    )
+    if output is None and "return" in hints and hints["return"] is not Any:
+        output = hints["return"]
+    return ToolSpec(
+        name=tool_name,
+        description=description or inspect.cleandoc(fn.__doc__ or ""),
+        fn=fn,
+        arguments=model,
+        output=output,
+        injects_schema=injects_schema,
+        graph_param=graph_param,
+        context_param=context_param,
+    )
+
+
+# -- stage 1: arguments ---------------------------------------------------------------
+
+_KINDS = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "a string",
+    "str": "a string",
+    "list": "a list",
+    "dict": "an object",
+}
+
+
+def _expected(error: Any) -> str:
+    kind: str = error["type"].split("_")[0]
+    message: str = error["msg"]
+    return _KINDS.get(kind, message.removeprefix("Input should be ").rstrip("."))
+
+
+def _example(model: type[BaseModel], name: str) -> str:
+    field = model.model_fields.get(name)
+    examples = field.examples if field is not None else None
+    if examples:
+        return f" Example: {name}={compact_json(examples[0])}."
+    return ""
+
+
+def _shown(value: Any) -> str:
+    return clip(compact_json(value), 60)
+
+
+def argument_error(spec: ToolSpec, exc: ValidationError) -> InvalidArgument:
+    """One plain sentence per problem, with an example where the tool gives one; no library links."""
+    accepted = ", ".join(spec.arguments.model_fields) or "no arguments"
+    problems: list[str] = []
+    for error in exc.errors(include_url=False):
+        location = [str(part) for part in error["loc"]]
+        name = location[0] if location else "arguments"
+        where = ".".join(location) or "arguments"
+        if error["type"] == "extra_forbidden":
+            problems.append(f"Unknown argument {name!r}: {spec.name} takes {accepted}.")
+        elif error["type"] == "missing":
+            problems.append(f"Missing argument {name!r}.{_example(spec.arguments, name)}")
+        elif len(location) > 1:
+            problems.append(
+                f"{where} must be {_expected(error)}; got {_shown(error.get('input'))}.{_example(spec.arguments, name)}"
+            )
+        else:
+            problems.append(
+                f"{name} must be {_expected(error)}; got {_shown(error.get('input'))}.{_example(spec.arguments, name)}"
+            )
+    return InvalidArgument(" ".join(dict.fromkeys(problems)), f"See the {spec.name} tool's input schema.")
+
+
+def validate(spec: ToolSpec, raw: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments, validated; :class:`InvalidArgument` in plain words otherwise."""
+    if not isinstance(raw, dict):
+        raise InvalidArgument(f"{spec.name} takes an object of named arguments.", "Example: {\"seeds\": [\"X\"]}.")
+    try:
+        model = spec.arguments.model_validate(raw)
+    except ValidationError as exc:
+        raise argument_error(spec, exc) from None
+    return {name: getattr(model, name) for name in spec.arguments.model_fields}
+
+
+# -- stages 4 and 5: post-processing and fitting -----------------------------------------
+
+
+def fit(answer: Any, budget: Budget) -> Any:
+    """The answer as plain data within ``budget``, by its kind."""
+    if isinstance(answer, Traversal):
+        return fit_traversal(answer, budget)
+    if isinstance(answer, PathQueryResult):
+        return fit_paths(to_output(answer), budget)
+    if isinstance(answer, SchemaDescription):
+        return fit_schema(to_output(answer), budget)
+    if isinstance(answer, BaseModel):
+        answer = to_output(answer)
+    if isinstance(answer, list):
+        note = answer[-1] if answer and isinstance(answer[-1], Truncation) else None
+        items = [to_output(i) if isinstance(i, BaseModel) else i for i in (answer[:-1] if note else answer)]
+        return fit_list(items, budget, what="items", note=note)
+    if isinstance(answer, dict):
+        return fit_record(answer, budget)
+    return answer
+
+
+def result_of(data: Any) -> CallToolResult:
+    """A tool result: compact JSON text, and the same data as structured content (lists wrapped)."""
+    structured = {"result": data} if isinstance(data, list) else data
+    return CallToolResult(
+        content=[TextContent(type="text", text=compact_json(data))],
+        structured_content=structured if isinstance(structured, dict) else None,
+    )
+
+
+def error_result(text: str) -> CallToolResult:
+    """A tool error the model reads."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+# -- the pipeline ----------------------------------------------------------------------
+
+
+def _budget(settings: ServeSettings, arguments: dict[str, Any]) -> Budget:
+    asked = arguments.pop("max_tokens", None)
+    tokens = settings.max_tokens if asked is None else max(min(int(asked), settings.max_tokens), 200)
+    return Budget(tokens, settings.named_stubs)
+
+
+def _summary(arguments: dict[str, Any]) -> str:
+    return clip(", ".join(f"{k}={compact_json(v)}" for k, v in arguments.items() if v not in (None, [], {})), 200)
+
+
+async def run_tool(
+    spec: ToolSpec,
+    raw: dict[str, Any],
+    graph: Graph,
+    settings: ServeSettings,
+    report: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
+) -> CallToolResult:
+    """Run one call of ``spec`` through every stage; an answer or a tool error, never an exception."""
+    started = time.perf_counter()
+    arguments: dict[str, Any] = {}
+    outcome = "error"
+    try:
+        arguments = validate(spec, raw)
+        budget = _budget(settings, arguments)
+        call = dict(arguments)
+        if spec.graph_param:
+            call[spec.graph_param] = graph
+        if spec.context_param:
+            call[spec.context_param] = ToolContext(graph, settings, budget, report)
+        answer = await asyncio.wait_for(_invoke(spec.fn, call), settings.timeout)
+        graph.process_result(answer, spec.name)
+        result = result_of(fit(answer, budget))
+        outcome = "answer"
+        return result
+    except BfsqlError as exc:
+        logger.info("%s: %s", spec.name, exc.message)
+        return error_result(str(exc))
+    except KeyError as exc:
+        return error_result(str(UnknownEntity([str(exc.args[0]) if exc.args else "?"])))
+    except TimeoutError:
+        logger.warning("%s: timed out after %ss", spec.name, settings.timeout)
+        return error_result(
+            f"{spec.name} timed out after {settings.timeout:g}s. "
+            "Narrow the query (fewer hops or seeds, exclude_node_types) or try again."
+        )
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            outcome = "cancelled"
+            raise  # this call was cancelled (client or timeout): it ends, and only it
+        logger.warning("%s: a shared backend call was cancelled under it", spec.name)
+        return error_result(f"{spec.name} was interrupted by another call's cancellation; try again.")
+    except Exception as exc:
+        logger.error("%s: internal error", spec.name, exc_info=True)
+        return error_result(
+            f"bfsql (or one of its plugins) hit an internal error in {spec.name}: {type(exc).__name__}: "
+            f"{clip(str(exc), 300)}. This is a bug, not a problem with your arguments or the graph's store; "
+            "please report it."
+        )
+    finally:
+        logger.info(
+            "tool %s graph=%s %s: %s in %.0f ms",
+            spec.name, graph.name, _summary(arguments), outcome, (time.perf_counter() - started) * 1000,
+        )
+
+
+async def _invoke(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:
+    result = fn(**arguments)
+    if inspect.isawaitable(result):
+        result = await result
+    return result

@@ -1,0 +1,299 @@
+"""The built-in tools: the six of BFS-QL, path_query and describe_edges.
+
+They are registered through the ``register_tools`` hook, like any plugin's tools, and pass
+the same pipeline (:mod:`bfsql.server.pipeline`). Each is a function whose parameters are
+the tool's arguments (types, descriptions and examples make its input schema) and whose
+answer is typed; the pipeline fits the answer to the budget.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from bfsql.backend import gather_or_cancel
+from bfsql.engine import bfs_query as traverse
+from bfsql.engine import intersect_subgraphs as intersect
+from bfsql.engine import search as hybrid
+from bfsql.engine.answer import Traversal
+from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD
+from bfsql.engine.paths import path_query as run_path_query
+from bfsql.errors import InvalidArgument, UnknownEntity
+from bfsql.hookspecs import hookimpl
+from bfsql.models import (
+    BfsResult,
+    EntityStub,
+    IntersectionResult,
+    ListCut,
+    Node,
+    PathQueryResult,
+    ResultEdge,
+    SchemaDescription,
+    Truncation,
+)
+from bfsql.rows import Edge
+from bfsql.server.instructions import DEFAULT_NEXT_STEPS, TOOL_DESCRIPTIONS, TOOL_USAGE_NOTES
+from bfsql.server.pipeline import ToolContext
+
+__all__ = ["BUILTIN_TOOLS", "register_tools"]
+
+MaxTokens = Annotated[
+    int | None,
+    Field(description="Answer budget for this call, in tokens (default and most: the server's).", examples=[8000]),
+]
+Ids = Annotated[list[str], Field(description="Canonical entity ids.", examples=[["HGNC:BRAF", "HGNC:RAF1"]])]
+Types = Annotated[list[str] | None, Field(description="Entity types that get full metadata.", examples=[["Gene"]])]
+Predicates = Annotated[
+    list[str] | None, Field(description="Predicates whose edges get full metadata.", examples=[["isa"]])
+]
+Exclude = Annotated[
+    list[str] | None, Field(description="Remove these types and their edges entirely.", examples=[["Paper"]])
+]
+TopologyOnly = Annotated[bool, Field(description="Ids, types, names and bare triples only: the cheapest survey.")]
+MinMentions = Annotated[int, Field(description="Drop nodes with total_mentions below this.", examples=[2])]
+
+
+async def describe_schema(ctx: ToolContext) -> SchemaDescription:
+    """Orient: what the graph contains."""
+    graph = ctx.graph
+    types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
+    return SchemaDescription(
+        graph_description=await graph.backend.graph_description(),
+        comprehensive=graph.capabilities.comprehensive_schema,
+        entity_types=types,
+        predicates=preds,
+        next_steps=await graph.backend.next_steps() or DEFAULT_NEXT_STEPS,
+        tool_usage_notes=TOOL_USAGE_NOTES,
+    )
+
+
+SEARCH_MAX = 100
+"""Most results one search call returns."""
+
+
+async def search_entities(
+    ctx: ToolContext,
+    query: Annotated[str, Field(description="Name, alias or partial name to look up.", examples=["BRAF"])],
+    node_types: Annotated[
+        list[str] | None, Field(description="Restrict results to these entity types.", examples=[["Gene"]])
+    ] = None,
+    mode: Annotated[
+        Literal["exact", "lexical", "vector", "hybrid", "rrf"] | None,
+        Field(description="Ranking: exact, lexical, vector, hybrid (alpha-weighted) or rrf (reciprocal rank "
+              "fusion). Default: the best this graph supports.", examples=["lexical"]),
+    ] = None,
+    alpha: Annotated[
+        float,
+        Field(description="hybrid mode: weight of the vector ranker, 0 (lexical only) to 1 (vector only).",
+              examples=[0.5]),
+    ] = hybrid.DEFAULT_ALPHA,
+    limit: Annotated[int, Field(description=f"Most results (1-{SEARCH_MAX}).", examples=[20])] = hybrid.SEARCH_LIMIT,
+    offset: Annotated[int, Field(description="Skip the first N results (paging).", examples=[20])] = 0,
+) -> list[EntityStub]:
+    """Resolve a name to canonical ids."""
+    if not isinstance(limit, int) or not 1 <= limit <= SEARCH_MAX:
+        raise InvalidArgument(f"limit must be an integer from 1 to {SEARCH_MAX}; got {limit!r}.", "Example: limit=20.")
+    if offset < 0:
+        raise InvalidArgument(f"offset must be an integer >= 0; got {offset!r}.", "Use offset=0 for the first page.")
+    hits = await hybrid.search_entities(ctx.graph, query, node_types, mode=mode, alpha=alpha, limit=offset + limit + 1)
+    page: list[Any] = list(hits[offset : offset + limit])
+    if len(hits) > offset + limit:
+        page.append(Truncation(
+            reason="page",
+            detail=f"Returned results {offset}..{offset + limit - 1}; more entities match.",
+            hint=f"Repeat the call with offset={offset + limit} for the next results.",
+            next_offset=offset + limit,
+        ))
+    return page
+
+
+async def _filter_warnings(ctx: ToolContext, answer: Traversal, arguments: dict[str, list[str] | None]) -> None:
+    """Warn about filter values the graph does not know (when its schema is comprehensive)."""
+    if not ctx.graph.capabilities.comprehensive_schema or not any(arguments.values()):
+        return
+    types, preds = await gather_or_cancel(ctx.graph.entity_types(), ctx.graph.predicates())
+    for name, values in arguments.items():
+        valid = preds if name == "predicates" else types
+        unknown = [v for v in values or [] if v not in valid]
+        if unknown:
+            answer.warnings.append(
+                f"{name}: {', '.join(repr(v) for v in unknown[:10])} {'is' if len(unknown) == 1 else 'are'} not "
+                f"among this graph's {'predicates' if name == 'predicates' else 'entity types'} "
+                f"({', '.join(valid[:30]) + (' …' if len(valid) > 30 else '')}); matching is exact and case-sensitive."
+            )
+
+
+async def bfs_query(
+    ctx: ToolContext,
+    seeds: Annotated[list[str], Field(description="One or more canonical entity ids.", examples=[["FPLX:RAF"]])],
+    max_hops: Annotated[int, Field(description="Maximum graph distance from any seed (1-5).", examples=[1])],
+    node_types: Types = None,
+    predicates: Predicates = None,
+    topology_only: TopologyOnly = False,
+    exclude_node_types: Exclude = None,
+    min_mentions: MinMentions = 1,
+    limit: Annotated[int | None, Field(description="Cap the number of nodes returned.", examples=[50])] = None,
+    offset: Annotated[int, Field(description="Skip the first N nodes (paging).", examples=[50])] = 0,
+    max_tokens: MaxTokens = None,
+) -> Traversal:
+    """Traverse from the seeds."""
+    answer = await traverse(
+        ctx.graph,
+        seeds,
+        max_hops,
+        node_types=node_types,
+        predicates=predicates,
+        topology_only=topology_only,
+        exclude_node_types=exclude_node_types,
+        min_mentions=min_mentions,
+        limit=limit,
+        offset=offset,
+        budget=ctx.settings.budget,
+        room=ctx.budget,
+        progress=ctx.progress,
+    )
+    filters = {"node_types": node_types, "predicates": predicates, "exclude_node_types": exclude_node_types}
+    await _filter_warnings(ctx, answer, filters)
+    return answer
+
+
+async def describe_entity(
+    ctx: ToolContext,
+    id: Annotated[str, Field(description="Canonical entity id.", examples=["HGNC:BRAF"])],
+    max_tokens: MaxTokens = None,
+) -> dict[str, Any]:
+    """One entity's metadata, flat."""
+    nodes, metadata = await gather_or_cancel(ctx.graph.get_nodes([id]), ctx.graph.metadata_for_nodes([id]))
+    if id not in nodes:
+        raise UnknownEntity([id])
+    found = ctx.graph.process_nodes({id: dict(metadata.get(id, {}))}, "describe_entity")[id]
+    return {**found, "id": id, "entity_type": nodes[id].entity_type}
+
+
+DESCRIBE_MAX = 500
+"""Most ids one describe_entities call takes."""
+
+
+async def describe_entities(ctx: ToolContext, ids: Ids, max_tokens: MaxTokens = None) -> list[dict[str, Any]]:
+    """Several entities' metadata."""
+    if len(ids) > DESCRIBE_MAX:
+        raise InvalidArgument(
+            f"describe_entities accepts at most {DESCRIBE_MAX} ids; got {len(ids)}.",
+            "Split the ids over several calls.",
+        )
+    wanted = list(dict.fromkeys(ids))
+    nodes, metadata = await gather_or_cancel(ctx.graph.get_nodes(wanted), ctx.graph.metadata_for_nodes(wanted))
+    found = ctx.graph.process_nodes(
+        {i: dict(metadata.get(i, {})) for i in wanted if i in nodes}, "describe_entities"
+    )
+    return [{"id": i, "entity_type": nodes[i].entity_type, "metadata": found[i]} for i in wanted if i in nodes]
+
+
+async def intersect_subgraphs(
+    ctx: ToolContext,
+    seeds: Annotated[
+        list[str], Field(description="Two or more canonical entity ids.", examples=[["HGNC:BRAF", "HGNC:RAF1"]])
+    ],
+    k: Annotated[int, Field(description="Hop radius (1-5), edges treated as undirected.", examples=[1])],
+    node_types: Types = None,
+    exclude_node_types: Exclude = None,
+    predicates: Predicates = None,
+    min_mentions: MinMentions = 1,
+    topology_only: TopologyOnly = False,
+    max_tokens: MaxTokens = None,
+) -> Traversal:
+    """Nodes every seed reaches."""
+    answer = await intersect(
+        ctx.graph,
+        seeds,
+        k,
+        node_types=node_types,
+        predicates=predicates,
+        topology_only=topology_only,
+        exclude_node_types=exclude_node_types,
+        min_mentions=min_mentions,
+        budget=ctx.settings.budget,
+        room=ctx.budget,
+        progress=ctx.progress,
+    )
+    filters = {"node_types": node_types, "predicates": predicates, "exclude_node_types": exclude_node_types}
+    await _filter_warnings(ctx, answer, filters)
+    return answer
+
+
+async def path_query(
+    ctx: ToolContext,
+    query: Annotated[
+        str,
+        Field(description='A path query, e.g. "BRAF" -[isa]-> type:Family <-[isa]- type:Gene '
+              "(see the tool description for the syntax).", examples=['"BRAF" -[isa]-> type:Family']),
+    ],
+    k: Annotated[
+        int, Field(description="Entry points, relations per entity and semantic matches kept per hop (1-50).",
+                   examples=[3])
+    ] = DEFAULT_K,
+    threshold: Annotated[
+        float, Field(description="Least similarity (0-1) for a fuzzy relation or semantic match.", examples=[0.5])
+    ] = DEFAULT_THRESHOLD,
+    max_results: Annotated[
+        int, Field(description="Most results returned (1-200).", examples=[20])
+    ] = DEFAULT_MAX_RESULTS,
+    max_tokens: MaxTokens = None,
+) -> PathQueryResult:
+    """Follow a chain of relations."""
+    return await run_path_query(
+        ctx.graph, query, k=k, threshold=threshold, max_results=max_results, budget=ctx.settings.budget
+    )
+
+
+EDGES_MAX = 200
+"""Most edges one describe_edges call takes."""
+
+
+async def describe_edges(
+    ctx: ToolContext,
+    edges: Annotated[
+        list[tuple[str, str, str]],
+        Field(description="Edges as [subject, predicate, object] triples.",
+              examples=[[["HGNC:BRAF", "isa", "FPLX:RAF"]]]),
+    ],
+    max_tokens: MaxTokens = None,
+) -> list[dict[str, Any]]:
+    """Edges' metadata with their provenance."""
+    if len(edges) > EDGES_MAX:
+        raise InvalidArgument(
+            f"describe_edges accepts at most {EDGES_MAX} edges; got {len(edges)}.", "Split them over several calls."
+        )
+    wanted = [Edge(*e) for e in dict.fromkeys(tuple(e) for e in edges)]
+    metadata, provenance = await gather_or_cancel(
+        ctx.graph.metadata_for_edges(wanted), ctx.graph.provenance_for_edges(wanted)
+    )
+    found = {e: dict(metadata[e]) for e in wanted if metadata.get(e)}
+    for edge, evidence in provenance.items():
+        if edge in found and evidence:
+            found[edge]["provenance"] = evidence
+    ctx.graph.process_edges(found, "describe_edges")  # type: ignore[arg-type]
+    return [
+        {"subject": e.subject, "predicate": e.predicate, "object": e.object, "metadata": m} for e, m in found.items()
+    ]
+
+
+BUILTIN_TOOLS: tuple[tuple[Any, Any, bool], ...] = (
+    (describe_schema, SchemaDescription, False),
+    (search_entities, list[EntityStub | ListCut], False),
+    (bfs_query, BfsResult, True),
+    (describe_entity, dict[str, Any], False),
+    (describe_entities, list[Node | ListCut], False),
+    (intersect_subgraphs, IntersectionResult, True),
+    (path_query, PathQueryResult, True),
+    (describe_edges, list[ResultEdge | ListCut], False),
+)
+"""(function, answer model, whether the description lists the schema), in the order clients see them."""
+
+
+@hookimpl
+def register_tools(register: Any) -> None:
+    """Register the built-in tools, as a plugin registers its own."""
+    for fn, output, injects in BUILTIN_TOOLS:
+        register(fn, description=TOOL_DESCRIPTIONS[fn.__name__], output=output, injects_schema=injects)
