@@ -48,6 +48,7 @@ def test_renders_exactly_the_project_files(tmp_path: Path) -> None:
     assert meta["project"]["entry-points"]["bfsql"] == {"example": "bfsql_example"}
     assert meta["build-system"]["build-backend"] == "hatchling.build"
     assert "bfsql[testing]>=0.1" in meta["project"]["optional-dependencies"]["test"]
+    assert meta["tool"]["pytest"]["ini_options"]["addopts"] == "-p bfsql.testing.plugin"
 
 
 def test_derives_names_from_a_hyphenated_backend_name(tmp_path: Path) -> None:
@@ -59,7 +60,7 @@ def test_derives_names_from_a_hyphenated_backend_name(tmp_path: Path) -> None:
     assert meta["project"]["authors"] == [{"name": "Ada Lovelace"}]
     assert meta["project"]["entry-points"]["bfsql"] == {"my-store": "bfsql_my_store"}
     source = (project / "src/bfsql_my_store/__init__.py").read_text()
-    assert "class MyStoreBackend(GraphDbInterface):" in source and "class MyStoreConfig(BaseModel):" in source
+    assert "class MyStoreBackend(GraphBackend):" in source and "class MyStoreConfig(BaseModel):" in source
     compile(source, "__init__.py", "exec")
 
 

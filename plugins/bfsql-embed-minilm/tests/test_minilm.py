@@ -24,8 +24,8 @@ from bfsql import (
     create_embedder,
     load_sqlite,
     path_query,
-    plugins,
 )
+from bfsql.testing import reset_plugins
 from bfsql_testsupport.services import unavailable
 
 try:
@@ -42,13 +42,13 @@ else:
 def minilm():
     if MISSING is not None:
         unavailable("the all-MiniLM-L6-v2 model package", MISSING)
-    plugins.reset()
+    reset_plugins()
     return create_embedder("minilm")
 
 
 def test_the_plugin_registers_minilm_without_importing_torch(minilm):
     code = (
-        "import sys, bfsql.plugins as p; specs = p.get_embedders(); "
+        "import sys, bfsql; specs = bfsql.get_embedders(); "
         "print(sorted(specs), specs['minilm'].plugin, 'torch' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -1,9 +1,11 @@
 """The conformance suite through the reference server, over real HTTP on loopback.
 
 The server is a ``bfsql jsonld-serve --backend memory`` subprocess over the standard
-graph, with pages of 2 relations and batches of 3 ids. Three ways of reading it must
-all conform: with its batch endpoints, without them (one request per id, fanned out),
-and with a client @context that expands and re-compacts every type, predicate and key.
+graph, with pages of 2 relations and batches of 3 ids. Four ways of reading it must
+all conform: with its batch endpoints; without them, one request per id and hop
+(``--edges-url`` lists both directions); without them, one request per id and direction
+(the default templates); and with a client @context that expands and re-compacts every
+type, predicate and key.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bfsql import Capabilities
-from bfsql.testing.conformance import BackendConformance
+from bfsql.testing import BackendConformance
 from bfsql_jsonld import JsonLdBackend, JsonLdConfig, server_context
+
+BOTH_DIRECTIONS = "/entities/{id}/relations?direction=both"
 
 
 class TestJsonLdWithBatchEndpoints(BackendConformance):
@@ -29,6 +33,17 @@ class TestJsonLdWithBatchEndpoints(BackendConformance):
 
 
 class TestJsonLdOneRequestPerId(BackendConformance):
+    capabilities = Capabilities(batch_primitives=False, provenance=True, vector_search=True)
+
+    @pytest.fixture
+    async def backend(self, reference_url: str) -> AsyncIterator[JsonLdBackend]:
+        config = JsonLdConfig(base_url=reference_url, use_batch=False, max_connections=4, edges_url=BOTH_DIRECTIONS)
+        backend = await JsonLdBackend.create(config)
+        yield backend
+        await backend.aclose()
+
+
+class TestJsonLdOneRequestPerDirection(BackendConformance):
     capabilities = Capabilities(batch_primitives=False, provenance=True, vector_search=True)
 
     @pytest.fixture

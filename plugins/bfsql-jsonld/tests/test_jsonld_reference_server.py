@@ -1,4 +1,4 @@
-"""The reference server: ids with special characters round-trip, batching, paging, errors, auth, CLI.
+"""The reference server: ids with special characters round-trip, batching, paging, hops, errors, auth, CLI.
 
 Most tests run the reference app in-process over a small memory graph whose ids hold
 every character that needs encoding; the CLI tests start ``bfsql jsonld-serve``.
@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bfsql import Capabilities, Edge, EntityRecord, Graph, MemoryBackend, Node, RelationshipRecord
+from bfsql import Capabilities, EntityRecord, Graph, HopEdge, MemoryBackend, NodeInfo, RelationshipRecord
 from bfsql_jsonld import JsonLdBackend, JsonLdConfig, ServerOptions, build_app
 from bfsql_testsupport.services import free_port
 
@@ -83,28 +83,38 @@ async def special_server() -> AsyncIterator[tuple[str, list[str]]]:
         await graph.aclose()
 
 
-@pytest.fixture(params=[True, False], ids=["batch", "single"])
+READINGS = {
+    "batch": {},
+    "per-direction": {"use_batch": False},
+    "per-id": {"use_batch": False, "edges_url": "/entities/{id}/relations?direction=both"},
+}
+"""The ways of reading the API: its batch endpoints, one GET per id and direction, one GET per id."""
+
+
+@pytest.fixture(params=list(READINGS))
 async def special(request: pytest.FixtureRequest, special_server) -> AsyncIterator[tuple[JsonLdBackend, list[str]]]:
     url, log = special_server
-    backend = await JsonLdBackend.create(JsonLdConfig(base_url=url, use_batch=request.param))
+    backend = await JsonLdBackend.create(JsonLdConfig(base_url=url, **READINGS[request.param]))
     yield backend, log
     await backend.aclose()
 
 
 async def test_ids_with_special_characters_round_trip(special):
     backend, _ = special
-    reference = MemoryBackend(special_records())
+    graph = Graph(backend, plugins=[], cache=None)
+    reference = Graph(MemoryBackend(special_records()), plugins=[], cache=None)
     for entity_id in [*SPECIAL_IDS, HUB]:
-        assert await backend.get_node(entity_id) == await reference.get_node(entity_id), entity_id
-        assert await backend.metadata_for_node(entity_id) == await reference.metadata_for_node(entity_id), entity_id
-        assert await backend.edges_from(entity_id) == await reference.edges_from(entity_id), entity_id
-        assert await backend.edges_to(entity_id) == await reference.edges_to(entity_id), entity_id
+        assert await graph.get_node(entity_id) == await reference.get_node(entity_id), entity_id
+        assert await graph.metadata_for_node(entity_id) == await reference.metadata_for_node(entity_id), entity_id
+        assert await graph.edges_from(entity_id) == await reference.edges_from(entity_id), entity_id
+        assert await graph.edges_to(entity_id) == await reference.edges_to(entity_id), entity_id
     for edge in await reference.edges_from(HUB):
-        assert await backend.metadata_for_edge(edge) == await reference.metadata_for_edge(edge), edge
-    asked = [*SPECIAL_IDS, "no/such?id"]
+        assert await graph.metadata_for_edge(edge) == await reference.metadata_for_edge(edge), edge
+    asked = [*SPECIAL_IDS, HUB, "no/such?id"]
     assert await backend.get_nodes(asked) == await reference.get_nodes(asked)
     assert await backend.metadata_for_nodes(asked) == await reference.metadata_for_nodes(asked)
-    assert await backend.edges_to_many(asked) == await reference.edges_to_many(asked)
+    hops, expected = await backend.hop(asked), await reference.hop(asked)
+    assert {i: sorted(rows) for i, rows in hops.items()} == {i: sorted(rows) for i, rows in expected.items()}
     edges = await reference.edges_from(HUB)
     assert await backend.metadata_for_edges(edges) == await reference.metadata_for_edges(edges)
     hits = await backend.search_entities("odd", ["Odd/Type #1"])
@@ -112,21 +122,45 @@ async def test_ids_with_special_characters_round_trip(special):
     assert await backend.entity_types() == ["Hub type", "Odd/Type #1"]
     assert await backend.predicates() == ["back?link", "links to/with"]
     with pytest.raises(KeyError):
-        await backend.get_node("")
+        await graph.get_node("")
 
 
-async def test_batch_endpoints_are_used_in_chunks_and_pages_are_followed(special):
+async def test_a_hop_is_read_from_the_relation_lists_alone(special):
+    """Batch chunks, or the pages of one list per id (or per direction); the other ends come with the relations."""
     backend, log = special
     log.clear()
-    await backend.get_nodes(SPECIAL_IDS)
-    await backend.edges_from(HUB)
-    batch = [line for line in log if line.startswith("POST")]
-    pages = [line for line in log if "/relations?" in line]
+    nodes = await backend.get_nodes(SPECIAL_IDS)
+    assert len(nodes) == len(SPECIAL_IDS)
+    fetched = list(log)
+    log.clear()
+    rows = (await backend.hop([HUB]))[HUB]
+    assert len(rows) == 2 * len(SPECIAL_IDS)
+    assert HopEdge(HUB, "links to/with", "a/b", "Odd/Type #1", "odd 0") in rows
+    assert HopEdge("a/b", "back?link", HUB, "Odd/Type #1", "odd 0") in rows
+    assert not [line for line in log if "/relations?" not in line and "/batch/relations" not in line], log
     if backend.capabilities.batch_primitives:
-        assert len(batch) == 4, batch  # 16 ids, at most 4 per request
+        assert len(fetched) == 4, fetched  # 16 ids, at most 4 per request
+        assert sorted(line.split()[1] for line in log) == ["/batch/relations"] * 2, log  # out and in
     else:
-        assert batch == [] and sum("GET /entities/" in line for line in log) >= len(SPECIAL_IDS)
-    assert len(pages) == 6, pages  # 16 relations, 3 per page
+        assert [line.split()[0] for line in fetched] == ["GET"] * len(SPECIAL_IDS), fetched
+        directions = {line.split("direction=")[1].split("&")[0].split()[0] for line in log}
+        # 16 relations each way, 3 per page: 6 pages per direction, or 11 pages of the 32 both ways
+        assert len(log) == (11 if directions == {"both"} else 12), log
+
+
+async def test_relation_lists_describe_the_other_end(special_server):
+    url, _ = special_server
+    async with aiohttp.ClientSession() as http:
+        async with http.get(url + "/entities/a%2Fb/relations?direction=both") as resp:
+            listed = (await resp.json())["relations"]
+        async with http.post(url + "/batch/relations", json={"ids": ["a/b"], "direction": "in"}) as resp:
+            (entry,) = (await resp.json())["entities"]
+    end = {"@id": HUB, "@type": "Hub type", "name": "The hub"}
+    assert listed == [
+        {"subject": "a/b", "predicate": "back?link", "object": end},
+        {"subject": end, "predicate": "links to/with", "object": "a/b"},
+    ]
+    assert entry == {"@id": "a/b", "relations": [listed[1]]}
 
 
 async def test_http_errors_of_the_reference_server(special_server):
@@ -141,6 +175,7 @@ async def test_http_errors_of_the_reference_server(special_server):
         assert status == 404 and body["error"] == "no entity 'nope'"
         assert (await get("/entities/nope/relations"))[0] == 404
         assert (await get("/entities/a%2Fb/relations?direction=sideways"))[0] == 400
+        assert (await get("/batch/relations", "POST", json={"ids": ["a/b"], "direction": "both"}))[0] == 400
         assert (await get("/entities/a%2Fb/relations?page=0"))[0] == 400
         assert (await get("/entities/a%2Fb/relations?page_size=99"))[0] == 400
         assert (await get("/entities"))[0] == 400
@@ -159,10 +194,10 @@ async def test_http_errors_of_the_reference_server(special_server):
 
 async def test_graph_failures_are_json_errors():
     class Broken(MemoryBackend):
-        async def get_node(self, entity_id: str) -> Node:
+        async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
             raise RuntimeError("disk on fire")
 
-        async def edges_from(self, entity_id: str) -> list[Edge]:
+        async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
             from bfsql import BackendFailure
 
             raise BackendFailure("store timed out", "retry")
@@ -197,7 +232,7 @@ async def test_serve_token_is_required_when_set():
         with pytest.raises(ApiError, match="401"):
             await JsonLdBackend.create(JsonLdConfig(base_url=url))
         backend = await JsonLdBackend.create(JsonLdConfig(base_url=url, api_token="s3cret"))
-        assert (await backend.get_node(HUB)).entity_type == "Hub type"
+        assert await backend.get_nodes([HUB]) == {HUB: NodeInfo("Hub type", "The hub")}
         await backend.aclose()
     finally:
         await runner.cleanup()

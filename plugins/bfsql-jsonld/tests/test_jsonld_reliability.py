@@ -333,7 +333,7 @@ def test_a_slow_api_makes_the_timeouts_fire_with_clear_messages(slow_api, figure
         slow = subject.call("describe_entity", {"id": SLOW_ID})
         seconds = time.perf_counter() - started
         check_outcome(slow)
-        assert slow.is_error and re.search(r"did not answer (get_node|metadata_for_node) within 1s", slow.text), (
+        assert slow.is_error and re.search(r"did not answer (get_nodes|metadata_for_nodes) within 1s", slow.text), (
             slow.text
         )
         assert seconds < 1 + 3, f"the primitive timeout fired after {seconds:.1f}s"

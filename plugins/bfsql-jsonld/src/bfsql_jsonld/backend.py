@@ -1,13 +1,19 @@
-"""The ``jsonld`` backend: the eight primitives over a JSON-LD REST API.
+"""The ``jsonld`` backend: the batch primitives over a JSON-LD REST API.
 
-Every primitive is one request (plus pages) to a URL built from a configurable
-template. The schema document is read once at start-up: it checks that the API
-answers, gives the vocabulary, and may advertise batch endpoints, which the batch
-primitives then use (one POST per chunk of ids instead of one GET per id).
+The API answers one entity per request: each id of a batch is one request (plus pages)
+to a URL built from a configurable template, at most ``--max-connections`` in flight.
+The schema document is read once at start-up: it checks that the API answers, gives
+the vocabulary, and may advertise batch endpoints, which the primitives then use (one
+POST per chunk of ids instead of one GET per id).
+
+A hop reads each entity's relations (one request with ``--edges-url``, else one per
+direction) and takes the other ends' types and names from the same documents, where
+the API writes an end as a typed node object; only ends written as plain ids are looked
+up (``get_nodes``), and those the API does not know are dangling.
 
 A request whose URL would be longer than :data:`~bfsql_jsonld.urls.MAX_URL_BYTES` is
-not sent: an id that long is unknown (``KeyError``, left out of batch answers), an
-edge that long has no metadata, and a search that long is refused (``InvalidArgument``).
+not sent: an id that long is unknown (left out of answers), an edge that long has no
+metadata, and a search that long is refused (``InvalidArgument``).
 """
 
 from __future__ import annotations
@@ -18,15 +24,20 @@ from typing import Any, TypeVar
 from typing_extensions import override
 
 from bfsql import (
+    PROVENANCE_KEYS,
+    SEARCH_LIMIT,
     Capabilities,
     Edge,
     Embedder,
     EmbedderMismatch,
     EntityStub,
-    GraphDbInterface,
+    GraphBackend,
+    HopEdge,
     InvalidArgument,
-    Node,
+    NodeInfo,
     gather_bounded,
+    gather_or_cancel,
+    hop_edges,
 )
 from bfsql_jsonld.config import JsonLdConfig
 from bfsql_jsonld.context import ContextLoader, load_local_context
@@ -39,11 +50,15 @@ __all__ = ["JsonLdBackend"]
 
 T = TypeVar("T")
 
-SEARCH_LIMIT = 20
+Entity = tuple[NodeInfo, dict[str, Any]]
+"""What an entity document gives: type and name, and metadata."""
+Relation = tuple[Edge, dict[str, NodeInfo]]
+"""What a relation document gives: the edge, and the ends it describes (see :meth:`Reader.relation`)."""
+
 JSONLD_CONTEXT_REL = "http://www.w3.org/ns/json-ld#context"
 
 
-class JsonLdBackend(GraphDbInterface):
+class JsonLdBackend(GraphBackend):
     """A graph read from a JSON-LD REST API. Build it with :meth:`create` inside the serving loop."""
 
     def __init__(self, config: JsonLdConfig, client: ApiClient, reader: Reader) -> None:
@@ -52,8 +67,8 @@ class JsonLdBackend(GraphDbInterface):
         self._reader = reader
         self._templates = config.templates()
         self._schema = Schema(entity_types=[], predicates=[], comprehensive=False)
-        self.batch_concurrency = config.max_connections
-        self.capabilities = Capabilities(comprehensive_schema=False)
+        self._concurrency = config.max_connections
+        self.capabilities = Capabilities(batch_primitives=False, comprehensive_schema=False)
 
     @classmethod
     async def create(cls, config: JsonLdConfig) -> JsonLdBackend:
@@ -120,7 +135,7 @@ class JsonLdBackend(GraphDbInterface):
         self._schema = schema = self._reader.schema(frame)
         flags = schema.capabilities or {}
         self.capabilities = Capabilities(
-            batch_primitives=bool(schema.batch and self.config.use_batch),
+            batch_primitives=self._batch_url("relations") is not None,
             vector_search=schema.vector is not None,
             lexical_search=flags.get("lexical_search", True),
             comprehensive_schema=schema.comprehensive,
@@ -171,14 +186,16 @@ class JsonLdBackend(GraphDbInterface):
         url = self._templates[name].expand(values, self.config.list_separator)
         return url if len(url.encode("utf-8")) <= MAX_URL_BYTES else None
 
-    # -- the eight primitives ------------------------------------------------------
+    # -- search and schema -------------------------------------------------------
 
     @override
-    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+    async def search_entities(
+        self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
         types = [self._schema.spelling.get(t, t) for t in node_types] if node_types is not None else None
-        if types == []:
+        if types == [] or limit < 1:
             return []
-        url = self._url("search_url", q=query, types=types, limit=str(SEARCH_LIMIT))
+        url = self._url("search_url", q=query, types=types, limit=str(limit))
         if url is None:
             raise InvalidArgument(
                 f"This search would need a request URL longer than {MAX_URL_BYTES} bytes, "
@@ -186,66 +203,13 @@ class JsonLdBackend(GraphDbInterface):
                 "Search for a shorter text, or pass fewer or shorter node_types.",
             )
         try:
-            members = await self._pages(url, SEARCH_LIMIT)
+            members = await self._pages(url, limit)
         except NotFound:
             return []
         stubs = [self._reader.stub(m) for m in members]
         if node_types is not None:  # an API that ignores the types parameter must not leak other types
             stubs = [s for s in stubs if s.entity_type in node_types]
-        return stubs[:SEARCH_LIMIT]
-
-    async def _edges(self, template: str, entity_id: str) -> list[Edge]:
-        url = self._url(template, id=entity_id) if entity_id else None
-        if url is None:
-            raise KeyError(entity_id)
-        try:
-            members = await self._pages(url)
-        except NotFound:
-            raise KeyError(entity_id) from None
-        return [self._reader.triple(m) for m in members]
-
-    @override
-    async def edges_from(self, entity_id: str) -> list[Edge]:
-        return await self._edges("edges_from_url", entity_id)
-
-    @override
-    async def edges_to(self, entity_id: str) -> list[Edge]:
-        return await self._edges("edges_to_url", entity_id)
-
-    async def _entity(self, entity_id: str) -> tuple[str, str, dict[str, Any]]:
-        url = self._url("entity_url", id=entity_id) if entity_id else None
-        if url is None:
-            raise KeyError(entity_id)
-        try:
-            frame = await self._fetch(url)
-        except NotFound:
-            raise KeyError(entity_id) from None
-        return self._reader.entity(frame)
-
-    @override
-    async def get_node(self, entity_id: str) -> Node:
-        _, entity_type, _ = await self._entity(entity_id)
-        return Node(id=entity_id, entity_type=entity_type)
-
-    @override
-    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
-        return (await self._entity(entity_id))[2]
-
-    @override
-    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
-        spell = self._schema.spelling
-        url = self._url(
-            "relation_url",
-            subject=edge.subject,
-            predicate=spell.get(edge.predicate, edge.predicate),
-            object=edge.object,
-        )
-        if url is None:
-            return {}
-        try:
-            return self._reader.relation_metadata(await self._fetch(url))
-        except NotFound:
-            return {}
+        return stubs[:limit]
 
     @override
     async def vector_search(
@@ -294,7 +258,144 @@ class JsonLdBackend(GraphDbInterface):
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    # -- batch primitives over the advertised batch endpoints ------------------------
+    # -- entities ------------------------------------------------------------------
+
+    @override
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
+        return {i: info for i, (info, _) in (await self._entities(entity_ids)).items()}
+
+    @override
+    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        return {i: metadata for i, (_, metadata) in (await self._entities(entity_ids)).items()}
+
+    async def _entities(self, entity_ids: list[str]) -> dict[str, Entity]:
+        """The entity documents of the known ids: one batch POST per chunk, else one GET per id."""
+        ids = _distinct(entity_ids)
+        url = self._batch_url("entities")
+        if url is None:
+            return await gather_bounded(ids, self._entity, self._concurrency)
+        found = {}
+        for member in await self._batched(url, ids, lambda chunk: {"ids": list(chunk)}):
+            entity_id, info, metadata = self._reader.entity(member)
+            found[entity_id] = (info, metadata)
+        return {i: found[i] for i in ids if i in found}
+
+    async def _entity(self, entity_id: str) -> Entity:
+        url = self._url("entity_url", id=entity_id)
+        if url is None:
+            raise KeyError(entity_id)
+        try:
+            frame = await self._fetch(url)
+        except NotFound:
+            raise KeyError(entity_id) from None
+        _, info, metadata = self._reader.entity(frame)
+        return info, metadata
+
+    # -- the hop -------------------------------------------------------------------
+
+    @override
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        relations = await self._relations(_distinct(entity_ids))
+        ends: dict[str, NodeInfo] = {}
+        for found in relations.values():
+            for _, described in found:
+                ends.update(described)
+        undescribed = {
+            edge.object if edge.subject == entity_id else edge.subject
+            for entity_id, found in relations.items()
+            for edge, _ in found
+        } - ends.keys()
+        if undescribed:  # ends the documents wrote as plain ids; those the API does not know are dangling
+            ends.update(await self.get_nodes(sorted(undescribed)))
+        return {i: hop_edges(i, [edge for edge, _ in found], ends) for i, found in relations.items()}
+
+    async def _relations(self, ids: list[str]) -> dict[str, list[Relation]]:
+        """The relations of the known ids, both directions: two batch POSTs per chunk, else GETs per id."""
+        url = self._batch_url("relations")
+        if url is None:
+            return await gather_bounded(ids, self._relations_of, self._concurrency)
+        outgoing, incoming = await gather_or_cancel(
+            self._relations_batch(url, ids, "out"), self._relations_batch(url, ids, "in")
+        )
+        return {i: [*outgoing.get(i, []), *incoming.get(i, [])] for i in ids if i in outgoing or i in incoming}
+
+    async def _relations_of(self, entity_id: str) -> list[Relation]:
+        if "edges_url" in self._templates:
+            return await self._relation_list("edges_url", entity_id)
+        outgoing, incoming = await gather_or_cancel(
+            self._relation_list("edges_from_url", entity_id), self._relation_list("edges_to_url", entity_id)
+        )
+        return [*outgoing, *incoming]
+
+    async def _relation_list(self, template: str, entity_id: str) -> list[Relation]:
+        url = self._url(template, id=entity_id)
+        if url is None:
+            raise KeyError(entity_id)
+        try:
+            members = await self._pages(url)
+        except NotFound:
+            raise KeyError(entity_id) from None
+        return [self._reader.relation(m) for m in members]
+
+    async def _relations_batch(self, url: str, ids: list[str], direction: str) -> dict[str, list[Relation]]:
+        found: dict[str, list[Relation]] = {}
+        for member in await self._batched(url, ids, lambda chunk: {"ids": list(chunk), "direction": direction}):
+            _, _, raw_id = self._reader.required(member, ID, "batch relations entry")
+            relations = [self._reader.relation(m) for m in self._reader.members(member)]
+            found[self._reader.node_id(member, raw_id)] = relations
+        return found
+
+    # -- edges ---------------------------------------------------------------------
+
+    @override
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        documents = await self._relation_documents(edges)
+        return {e: {k: v for k, v in m.items() if k not in PROVENANCE_KEYS} for e, m in documents.items()}
+
+    @override
+    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        if not self.capabilities.provenance:
+            return {}
+        documents = await self._relation_documents(edges)
+        return {e: list(m["provenance"]) for e, m in documents.items() if isinstance(m.get("provenance"), list)}
+
+    async def _relation_documents(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        """The metadata of each relation document, provenance included ({} for an unknown edge)."""
+        unique = list(dict.fromkeys(Edge(*e) for e in edges))
+        url = self._batch_url("relation_metadata")
+        if url is None:
+            return await gather_bounded(unique, self._relation_document, self._concurrency)
+        spell = self._schema.spelling
+
+        def body(chunk: Sequence[Edge]) -> Any:
+            return {
+                "relations": [
+                    {"subject": e.subject, "predicate": spell.get(e.predicate, e.predicate), "object": e.object}
+                    for e in chunk
+                ]
+            }
+
+        found = {}
+        for member in await self._batched(url, unique, body):
+            found[self._reader.triple(member)] = self._reader.relation_metadata(member)
+        return {e: found.get(e, {}) for e in unique}
+
+    async def _relation_document(self, edge: Edge) -> dict[str, Any]:
+        spell = self._schema.spelling
+        url = self._url(
+            "relation_url",
+            subject=edge.subject,
+            predicate=spell.get(edge.predicate, edge.predicate),
+            object=edge.object,
+        )
+        if url is None:
+            return {}
+        try:
+            return self._reader.relation_metadata(await self._fetch(url))
+        except NotFound:
+            return {}
+
+    # -- batch endpoints -------------------------------------------------------------
 
     def _batch_url(self, name: str) -> str | None:
         if not self.config.use_batch or not self._schema.batch:
@@ -314,73 +415,13 @@ class JsonLdBackend(GraphDbInterface):
                     "Fix the API's schema document, or give --no-use-batch.",
                 ) from None
 
-        answers = await gather_bounded(range(len(chunks)), one, self.batch_concurrency)
+        answers = await gather_bounded(range(len(chunks)), one, self._concurrency)
         return [member for i in range(len(chunks)) for member in self._reader.members(answers[i])]
 
-    async def _entities_many(self, url: str, entity_ids: list[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
-        ids = [i for i in dict.fromkeys(entity_ids) if i]
-        found = {}
-        for member in await self._batched(url, ids, lambda chunk: {"ids": list(chunk)}):
-            entity = self._reader.entity(member)
-            found[entity[0]] = entity
-        return {i: found[i] for i in ids if i in found}
 
-    @override
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        url = self._batch_url("entities")
-        if url is None:
-            return await super().get_nodes(entity_ids)
-        found = await self._entities_many(url, entity_ids)
-        return {i: Node(id=i, entity_type=t) for i, (_, t, _) in found.items()}
-
-    @override
-    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        url = self._batch_url("entities")
-        if url is None:
-            return await super().metadata_for_nodes(entity_ids)
-        return {i: metadata for i, (_, _, metadata) in (await self._entities_many(url, entity_ids)).items()}
-
-    async def _edges_many(self, entity_ids: list[str], direction: str) -> dict[str, list[Edge]] | None:
-        url = self._batch_url("relations")
-        if url is None:
-            return None
-        ids = [i for i in dict.fromkeys(entity_ids) if i]
-        found: dict[str, list[Edge]] = {}
-        for member in await self._batched(url, ids, lambda chunk: {"ids": list(chunk), "direction": direction}):
-            _, _, raw_id = self._reader.required(member, ID, "batch relations entry")
-            found[self._reader.node_id(member, raw_id)] = [self._reader.triple(m) for m in self._reader.members(member)]
-        return {i: found[i] for i in ids if i in found}
-
-    @override
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        found = await self._edges_many(entity_ids, "out")
-        return found if found is not None else await super().edges_from_many(entity_ids)
-
-    @override
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        found = await self._edges_many(entity_ids, "in")
-        return found if found is not None else await super().edges_to_many(entity_ids)
-
-    @override
-    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        url = self._batch_url("relation_metadata")
-        if url is None:
-            return await super().metadata_for_edges(edges)
-        unique = list(dict.fromkeys(edges))
-        spell = self._schema.spelling
-
-        def body(chunk: Sequence[Edge]) -> Any:
-            return {
-                "relations": [
-                    {"subject": e.subject, "predicate": spell.get(e.predicate, e.predicate), "object": e.object}
-                    for e in chunk
-                ]
-            }
-
-        found = {}
-        for member in await self._batched(url, unique, body):
-            found[self._reader.triple(member)] = self._reader.relation_metadata(member)
-        return {e: found.get(e, {}) for e in unique}
+def _distinct(entity_ids: list[str]) -> list[str]:
+    """The ids once each, in order, without the empty id (no URL names it)."""
+    return [i for i in dict.fromkeys(entity_ids) if i]
 
 
 def _option_context(value: str | None, option: str) -> Any:

@@ -20,6 +20,11 @@ class JsonLdConfig(BaseModel):
     edges_to_url: str = Field(
         default="/entities/{id}/relations?direction=in", description="URL template of an entity's incoming relations"
     )
+    edges_url: str = Field(
+        default="",
+        description="URL template of all an entity's relations, both directions, in one list "
+        "(one request per entity and hop); empty: --edges-from-url and --edges-to-url",
+    )
     search_url: str = Field(
         default="/entities?q={q}&types={types}&limit={limit}", description="URL template of entity search"
     )
@@ -95,14 +100,17 @@ class JsonLdConfig(BaseModel):
         return self
 
     def templates(self) -> dict[str, UrlTemplate]:
-        """The URL templates, resolved against ``base_url``, by name."""
+        """The URL templates, resolved against ``base_url``, by name (``edges_url`` only when given)."""
         required = {
             "entity_url": {"id"},
             "edges_from_url": {"id"},
             "edges_to_url": {"id"},
+            "edges_url": {"id"},
             "search_url": {"q"},
             "relation_url": {"subject", "predicate", "object"},
         }
+        if not self.edges_url:
+            del required["edges_url"]
         allowed = {"search_url": {"q", "types", "limit"}}
         return {
             name: UrlTemplate(

@@ -21,7 +21,7 @@ from dataclasses import field as dataclass_field
 from typing import Any
 from urllib.parse import urljoin
 
-from bfsql import Edge, EntityStub
+from bfsql import Edge, EntityStub, NodeInfo
 from bfsql_jsonld.context import (
     ActiveContext,
     ContextLoader,
@@ -259,44 +259,70 @@ class Reader:
             )
         return hit
 
-    def entity(self, frame: Frame) -> tuple[str, str, dict[str, Any]]:
-        """``(id, entity_type, metadata)`` of an entity document."""
+    def entity(self, frame: Frame) -> tuple[str, NodeInfo, dict[str, Any]]:
+        """``(id, NodeInfo(entity_type, name), metadata)`` of an entity document."""
         id_key, _, raw_id = self.required(frame, ID, "entity")
         type_key, _, raw_type = self.required(frame, TYPE, "entity")
         types = raw_type if isinstance(raw_type, list) else [raw_type]
         if not types:
             raise MalformedResponse(f"{shown(frame.url)}: the entity has an empty @type.", "Give every entity a type.")
-        excluded = {id_key, type_key}
-        return self.node_id(frame, raw_id), self.vocab_term(frame, types[0]), self.metadata(frame, excluded)
+        info = NodeInfo(self.vocab_term(frame, types[0]), self.name(frame))
+        return self.node_id(frame, raw_id), info, self.metadata(frame, {id_key, type_key})
+
+    def name(self, frame: Frame) -> str | None:
+        """The display name of a node object (``schema:name``, ``rdfs:label`` …), or None."""
+        hit = self.find(frame, NAME)
+        value = hit[2] if hit is not None else None
+        if isinstance(value, list):
+            value = value[0] if value else None
+        if isinstance(value, dict):
+            value = value.get("@value")
+        return value if isinstance(value, str) else None
 
     def stub(self, frame: Frame) -> EntityStub:
         """A search hit: id, type, name and score when given."""
-        entity_id, entity_type, _ = self.entity(frame)
-        name = self.find(frame, NAME)
+        entity_id, info, _ = self.entity(frame)
         score = self.find(frame, SCORE)
-        name_value = name[2] if name is not None else None
-        if isinstance(name_value, list):
-            name_value = name_value[0] if name_value else None
-        if isinstance(name_value, dict):
-            name_value = name_value.get("@value")
         score_value = score[2] if score is not None and isinstance(score[2], (int, float)) else None
         return EntityStub(
             id=entity_id,
-            entity_type=entity_type,
-            name=name_value if isinstance(name_value, str) else None,
+            entity_type=info.entity_type,
+            name=info.name,
             score=float(score_value) if score_value is not None else None,
         )
 
     def triple(self, frame: Frame) -> Edge:
         """The edge a relation object describes."""
-        _, _, subject = self.required(frame, SUBJECT, "relation")
+        return self.relation(frame)[0]
+
+    def relation(self, frame: Frame) -> tuple[Edge, dict[str, NodeInfo]]:
+        """The edge a relation object describes, and what it says of its ends.
+
+        An end written as a node object with a type (``"object": {"@id": "X", "@type":
+        "Gene", "name": "…"}``) is described: its id maps to its type and name. An end
+        written as a plain id says nothing about the entity.
+        """
+        _, subject_term, subject = self.required(frame, SUBJECT, "relation")
         _, _, predicate = self.required(frame, PREDICATE, "relation")
-        _, _, obj = self.required(frame, OBJECT, "relation")
-        return Edge(
-            subject=self.node_id(frame, subject),
-            predicate=self.vocab_term(frame, predicate),
-            object=self.node_id(frame, obj),
-        )
+        _, object_term, obj = self.required(frame, OBJECT, "relation")
+        edge = Edge(self.node_id(frame, subject), self.vocab_term(frame, predicate), self.node_id(frame, obj))
+        ends: dict[str, NodeInfo] = {}
+        for end_id, raw, term in ((edge.subject, subject, subject_term), (edge.object, obj, object_term)):
+            info = self._described(frame, raw, term)
+            if info is not None:
+                ends[end_id] = info
+        return edge, ends
+
+    def _described(self, frame: Frame, raw: Any, term: Term | None) -> NodeInfo | None:
+        """Type and name of a relation end given as a typed node object; None for a plain id."""
+        if not isinstance(raw, dict):
+            return None
+        node = self._child(raw, frame.ctx, frame.url, term)
+        hit = self.find(node, TYPE)
+        types = (hit[2] if isinstance(hit[2], list) else [hit[2]]) if hit is not None else []
+        if not types:
+            return None
+        return NodeInfo(self.vocab_term(node, types[0]), self.name(node))
 
     def relation_metadata(self, frame: Frame) -> dict[str, Any]:
         """Metadata of a relation document: its ``metadata`` object, or its own non-structural keys."""

@@ -6,7 +6,7 @@ Routes (every id is one percent-encoded path segment or query value)::
     GET  /context.jsonld                     the JSON-LD context every answer embeds
     GET  /schema                             vocabulary, description, capabilities, batch endpoints
     GET  /entities/{id}                      one entity: @id, @type and its metadata
-    GET  /entities/{id}/relations?direction=out|in[&page=N&page_size=M]
+    GET  /entities/{id}/relations?direction=out|in|both[&page=N&page_size=M]
     GET  /entities?q=TEXT[&types=T&types=U][&limit=N]
     GET  /relations?subject=S&predicate=P&object=O
     POST /batch/entities           {"ids": [...]}
@@ -15,8 +15,12 @@ Routes (every id is one percent-encoded path segment or query value)::
     POST /vector-search            {"vector": [...], "types": [...] | null, "limit": N}  (if the graph has one)
 
 Relation lists are paged (hydra:view/hydra:next in the body and a ``Link: rel="next"``
-header). The POST routes only read: they take id lists too long for a URL. The server
-only ever calls the graph's read primitives, so it cannot change the graph.
+header). In a relation list, the end of each relation other than the listed entity is
+written as a node object with its type and name (``"object": {"@id": …, "@type": …,
+"name": …}``), so a reader learns a whole hop from it; an end that is no entity (a
+dangling edge) stays a plain id. The lists come from the graph's ``hop`` primitive.
+The POST routes only read: they take id lists too long for a URL. The server only ever
+calls the graph's read primitives, so it cannot change the graph.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bfsql import BfsqlError, Edge, EntityStub, Graph, Node
+from bfsql import BfsqlError, Edge, EntityStub, Graph, HopEdge, NodeInfo, gather_or_cancel
 
 __all__ = ["DEFAULT_VOCAB", "ServerOptions", "build_app", "run_server", "server_context"]
 
@@ -44,7 +48,11 @@ HYDRA = "http://www.w3.org/ns/hydra/core#"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 CONTENT_TYPE = "application/ld+json"
 SEARCH_LIMIT = 20
-VECTOR_LIMIT = 200
+"""Search hits answered when the request gives no ``limit``."""
+MAX_LIMIT = 200
+"""The most hits a search or a vector search may ask for."""
+DIRECTIONS = {"out": (0,), "in": (2,), "both": (0, 2)}
+"""Which position of an edge (subject 0, object 2) holds the listed entity, by ``direction``."""
 
 
 @dataclass(frozen=True)
@@ -105,12 +113,63 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message, "status": status}, status=status)
 
 
-def _entity(node: Node, metadata: dict[str, Any]) -> dict[str, Any]:
-    return {"@id": node.id, "@type": node.entity_type, **metadata}
+def _entity(entity_id: str, info: NodeInfo, metadata: dict[str, Any]) -> dict[str, Any]:
+    return {"@id": entity_id, "@type": info.entity_type, **metadata}
 
 
-def _relation(edge: Edge) -> dict[str, str]:
+def _relation(edge: Edge) -> dict[str, Any]:
     return {"subject": edge.subject, "predicate": edge.predicate, "object": edge.object}
+
+
+def _hop_relation(entity_id: str, row: HopEdge) -> dict[str, Any]:
+    """A relation of ``entity_id`` whose other end, when it is an entity, is a node object with its type and name."""
+    subject, predicate, obj, other_type, other_name = row
+    relation: dict[str, Any] = {"subject": subject, "predicate": predicate, "object": obj}
+    if other_type is not None:
+        other = "object" if subject == entity_id else "subject"
+        relation[other] = {"@id": relation[other], "@type": other_type}
+        if other_name is not None:
+            relation[other]["name"] = other_name
+    return relation
+
+
+def _direction(value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise web.HTTPBadRequest(text=f"direction must be {' or '.join(map(repr, allowed))}, got {value!r}")
+    return str(value)
+
+
+async def _entities(graph: Graph, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The entity documents of the known ids among ``ids``, in their order."""
+    nodes, metadata = await gather_or_cancel(graph.get_nodes(ids), graph.metadata_for_nodes(ids))
+    return {i: _entity(i, nodes[i], metadata.get(i, {})) for i in dict.fromkeys(ids) if i in nodes}
+
+
+async def _relations(graph: Graph, ids: list[str], direction: str) -> dict[str, list[dict[str, Any]]]:
+    """The relations of each known id in ``direction``, sorted by edge; unknown ids left out."""
+    rows, known = await gather_or_cancel(graph.hop(ids), graph.get_nodes(ids))
+    ends = DIRECTIONS[direction]
+    return {
+        i: [
+            _hop_relation(i, row)
+            for row in sorted(rows.get(i, []), key=lambda r: r[:3])
+            if any(row[end] == i for end in ends)
+        ]
+        for i in dict.fromkeys(ids)
+        if i in known
+    }
+
+
+async def _relation_documents(graph: Graph, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+    """The metadata of each edge with its ``provenance`` merged in, as seed 000's ``metadata_for_edge`` gives it."""
+    metadata, provenance = await gather_or_cancel(graph.metadata_for_edges(edges), graph.provenance_for_edges(edges))
+    documents = {}
+    for edge in dict.fromkeys(edges):
+        document = dict(metadata.get(edge) or {})
+        if document and provenance.get(edge):
+            document["provenance"] = provenance[edge]
+        documents[edge] = document
+    return documents
 
 
 def _param(request: web.Request, name: str) -> str:
@@ -171,7 +230,7 @@ async def index(request: web.Request) -> web.Response:
             "@id": "/",
             "schema": "/schema",
             "entity": "/entities/{id}",
-            "relations": "/entities/{id}/relations?direction={out|in}",
+            "relations": "/entities/{id}/relations?direction={out|in|both}",
             "search": "/entities?q={q}&types={type}",
             "relation": "/relations?subject={subject}&predicate={predicate}&object={object}",
         },
@@ -215,34 +274,31 @@ async def schema(request: web.Request) -> web.Response:
 async def entity(request: web.Request) -> web.Response:
     """One entity document."""
     graph, entity_id = request.app[GRAPH_KEY], request.match_info["id"]
-    try:
-        node, metadata = await asyncio.gather(graph.get_node(entity_id), graph.metadata_for_node(entity_id))
-    except KeyError:
-        raise web.HTTPNotFound(text=f"no entity {entity_id!r}") from None
-    return _answer(request, _entity(node, metadata))
+    found = await _entities(graph, [entity_id])
+    if entity_id not in found:
+        raise web.HTTPNotFound(text=f"no entity {entity_id!r}")
+    return _answer(request, found[entity_id])
 
 
 async def relations(request: web.Request) -> web.Response:
-    """One page of an entity's outgoing or incoming relations."""
+    """One page of an entity's outgoing, incoming or all relations."""
     graph, options, entity_id = request.app[GRAPH_KEY], request.app[OPTIONS_KEY], request.match_info["id"]
-    direction = request.query.get("direction", "out")
-    if direction not in ("out", "in"):
-        raise web.HTTPBadRequest(text=f"direction must be 'out' or 'in', got {direction!r}")
+    direction = _direction(request.query.get("direction", "out"), ("out", "in", "both"))
     page = _int_param(request, "page", 1, 1, 10**9)
     size = _int_param(request, "page_size", options.page_size, 1, options.page_size)
-    try:
-        edges = await (graph.edges_from(entity_id) if direction == "out" else graph.edges_to(entity_id))
-    except KeyError:
-        raise web.HTTPNotFound(text=f"no entity {entity_id!r}") from None
+    found = await _relations(graph, [entity_id], direction)
+    if entity_id not in found:
+        raise web.HTTPNotFound(text=f"no entity {entity_id!r}")
+    listed = found[entity_id]
     start = (page - 1) * size
     body: dict[str, Any] = {
         "@id": str(request.rel_url),
         "@type": "Collection",
-        "totalItems": len(edges),
-        "relations": [_relation(e) for e in edges[start : start + size]],
+        "totalItems": len(listed),
+        "relations": listed[start : start + size],
     }
     headers = {}
-    if start + size < len(edges):
+    if start + size < len(listed):
         next_url = str(request.rel_url.update_query(page=page + 1))
         body["view"] = {"@id": str(request.rel_url), "@type": "PartialCollectionView", "next": next_url}
         headers["Link"] = f'<{next_url}>; rel="next"'
@@ -254,8 +310,8 @@ async def search(request: web.Request) -> web.Response:
     graph = request.app[GRAPH_KEY]
     query = _param(request, "q")
     types = request.query.getall("types", [])
-    limit = _int_param(request, "limit", SEARCH_LIMIT, 1, SEARCH_LIMIT)
-    stubs = await graph.search_entities(query, types or None)
+    limit = _int_param(request, "limit", SEARCH_LIMIT, 1, MAX_LIMIT)
+    stubs = await graph.search_entities(query, types or None, limit)
     results = [_stub(stub) for stub in stubs[:limit]]
     return _answer(request, {"@id": str(request.rel_url), "@type": "Collection", "results": results})
 
@@ -285,28 +341,25 @@ async def vector_search(request: web.Request) -> web.Response:
         )
     if types is not None and not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
         raise web.HTTPBadRequest(text="'types' must be a list of strings or null")
-    if not isinstance(limit, int) or not 1 <= limit <= VECTOR_LIMIT:
-        raise web.HTTPBadRequest(text=f"'limit' must be an integer between 1 and {VECTOR_LIMIT}")
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise web.HTTPBadRequest(text=f"'limit' must be an integer between 1 and {MAX_LIMIT}")
     stubs = await graph.vector_search([float(x) for x in vector], types, limit)
     return _answer(request, {"@type": "Collection", "results": [_stub(stub) for stub in stubs[:limit]]})
 
 
 async def relation(request: web.Request) -> web.Response:
-    """The metadata of one relation."""
+    """The metadata of one relation, provenance included."""
     graph = request.app[GRAPH_KEY]
-    edge = Edge(
-        subject=_param(request, "subject"), predicate=_param(request, "predicate"), object=_param(request, "object")
-    )
-    return _answer(request, {**_relation(edge), "metadata": await graph.metadata_for_edge(edge)})
+    edge = Edge(_param(request, "subject"), _param(request, "predicate"), _param(request, "object"))
+    return _answer(request, {**_relation(edge), "metadata": (await _relation_documents(graph, [edge]))[edge]})
 
 
 async def batch_entities(request: web.Request) -> web.Response:
     """Many entity documents; unknown ids are left out."""
     graph, options = request.app[GRAPH_KEY], request.app[OPTIONS_KEY]
     ids = _strings(_id_list(await _json_body(request), "ids", options.max_batch), "ids")
-    nodes, metadata = await asyncio.gather(graph.get_nodes(ids), graph.metadata_for_nodes(ids))
-    found = [_entity(nodes[i], metadata.get(i, {})) for i in dict.fromkeys(ids) if i in nodes]
-    return _answer(request, {"@type": "Collection", "entities": found})
+    found = await _entities(graph, ids)
+    return _answer(request, {"@type": "Collection", "entities": list(found.values())})
 
 
 async def batch_relations(request: web.Request) -> web.Response:
@@ -314,25 +367,27 @@ async def batch_relations(request: web.Request) -> web.Response:
     graph, options = request.app[GRAPH_KEY], request.app[OPTIONS_KEY]
     body = await _json_body(request)
     ids = _strings(_id_list(body, "ids", options.max_batch), "ids")
-    direction = body.get("direction", "out")
-    if direction not in ("out", "in"):
-        raise web.HTTPBadRequest(text=f"direction must be 'out' or 'in', got {direction!r}")
-    found = await (graph.edges_from_many(ids) if direction == "out" else graph.edges_to_many(ids))
-    items = [{"@id": i, "relations": [_relation(e) for e in found[i]]} for i in dict.fromkeys(ids) if i in found]
+    direction = _direction(body.get("direction", "out"), ("out", "in"))
+    found = await _relations(graph, ids, direction)
+    items = [{"@id": i, "relations": relations} for i, relations in found.items()]
     return _answer(request, {"@type": "Collection", "entities": items})
 
 
 async def batch_relation_metadata(request: web.Request) -> web.Response:
-    """The metadata of many relations."""
+    """The metadata of many relations, provenance included."""
     graph, options = request.app[GRAPH_KEY], request.app[OPTIONS_KEY]
     raw = _id_list(await _json_body(request), "relations", options.max_batch)
-    try:
-        edges = [Edge.model_validate(item) for item in raw]
-    except ValueError:
-        raise web.HTTPBadRequest(text="relations must be objects with subject, predicate and object") from None
-    found = await graph.metadata_for_edges(edges)
-    items = [{**_relation(e), "metadata": found.get(e, {})} for e in dict.fromkeys(edges)]
+    edges = [_edge(item) for item in raw]
+    found = await _relation_documents(graph, edges)
+    items = [{**_relation(e), "metadata": metadata} for e, metadata in found.items()]
     return _answer(request, {"@type": "Collection", "relations": items})
+
+
+def _edge(item: Any) -> Edge:
+    values = [item.get(k) for k in ("subject", "predicate", "object")] if isinstance(item, dict) else []
+    if len(values) != 3 or not all(isinstance(v, str) for v in values):
+        raise web.HTTPBadRequest(text="relations must be objects with subject, predicate and object")
+    return Edge(*values)
 
 
 # -- middleware and app -----------------------------------------------------------------

@@ -11,7 +11,8 @@ from {{ cookiecutter.__module }} import {{ cookiecutter.__backend_class }}
 
 
 class Test{{ cookiecutter.__backend_class }}(BackendConformance):
-    # Declared here, checks for capabilities the backend lacks are not even collected.
+    # Declared here, checks for capabilities the backend lacks are not even collected (bfsql's pytest
+    # plugin, loaded by pyproject.toml, lists them at the end of the run).
     capabilities = {{ cookiecutter.__backend_class }}.capabilities
 
     @pytest.fixture
