@@ -53,7 +53,7 @@ async def test_mcp_session_over_the_jsonld_backend(reference_url):
         survey = data(
             await client.call_tool("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 1, "topology_only": True})
         )
-        assert {"id": "DISEASE:胃癌", "entity_type": "Disease"} in survey["nodes"]
+        assert {"id": "DISEASE:胃癌", "entity_type": "Disease", "name": "胃癌"} in survey["nodes"]
         assert {"subject": "GENE:TP53", "predicate": "INTERACTS_WITH", "object": "GENE:β-catenin"} in survey["edges"]
         assert survey["node_count"] == 8
 
