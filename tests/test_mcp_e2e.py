@@ -170,7 +170,7 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors_and_the_server_keep
 async def test_answer_budget_truncates_with_a_continuation_offset():
     async with stdio("--max-tokens", "600") as client:
         answer = data(await client.call_tool("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 2}))
-        assert len(json.dumps(answer)) <= 600 * 3
+        assert len(json.dumps(answer, separators=(",", ":"), ensure_ascii=False)) <= 600 * 3
         notes = answer["truncated"]
         assert any(n["reason"] == "max_tokens" for n in notes)
         next_offset = next(n["next_offset"] for n in notes if "next_offset" in n)

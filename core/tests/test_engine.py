@@ -205,9 +205,16 @@ async def test_one_hop_call_per_hop_and_one_identity_call_per_query(small_graph)
 
 
 async def test_intersection_walks_every_seed_at_once(small_graph):
-    await intersect_subgraphs(small_graph, ["A", "B", "D"], 2, topology_only=True)
-    # the seeds' identities (checked, then walked), one hop call per level, one for the shared nodes' edges
-    assert small_graph.stats.calls == {"get_nodes": 2, "hop": 3}
+    answer = await intersect_subgraphs(small_graph, ["A", "B", "D"], 2, topology_only=True)
+    # the seeds' identities (checked, then walked); one hop call per level, one for the shared nodes' edges,
+    # and one per step of the paths back to the seeds (k at most)
+    assert small_graph.stats.calls == {"get_nodes": 2, "hop": 2 + 1 + 2}
+    assert answer.node_ids == ["S", "A", "B", "D"]  # S one hop from each seed; the seeds two from the others
+    assert {(p.seed, tuple(p.edges)) for p in answer.paths if p.node == "S"} == {
+        ("A", (("S", "assoc", "A"),)),
+        ("B", (("B", "assoc", "S"),)),
+        ("D", (("D", "mentions", "S"),)),
+    }
 
 
 class CountingBackend(MemoryBackend):

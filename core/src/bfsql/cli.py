@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from bfsql import __version__
+from bfsql.engine.budget import DEFAULT_BUDGET
 from bfsql.errors import BfsqlError
 
 __all__ = ["build_cli", "main"]
@@ -52,6 +53,7 @@ def _serve_settings(
     max_edges_per_node: int,
     embedder: str = "hashing",
     primitive_timeout: float = 30.0,
+    bare_stubs: bool = False,
 ) -> Any:
     from bfsql.engine import TraversalBudget
     from bfsql.plugins import get_embedders
@@ -73,7 +75,12 @@ def _serve_settings(
     if primitive_timeout <= 0:
         raise click.BadParameter("--primitive-timeout must be positive")
     return ServeSettings(
-        max_tokens=max_tokens, timeout=timeout, budget=budget, embedder=embedder, primitive_timeout=primitive_timeout
+        max_tokens=max_tokens,
+        timeout=timeout,
+        budget=budget,
+        embedder=embedder,
+        primitive_timeout=primitive_timeout,
+        named_stubs=not bare_stubs,
     )
 
 
@@ -114,10 +121,12 @@ def _common_serve_options(fn: Any) -> Any:
         click.option("--primitive-timeout", type=float, default=30.0, show_default=True,
                      envvar="BFSQL_PRIMITIVE_TIMEOUT",
                      help="Seconds one backend call may take; the error names the primitive."),
-        click.option("--max-nodes", type=int, default=5000, show_default=True,
+        click.option("--max-nodes", type=int, default=DEFAULT_BUDGET.max_nodes, show_default=True,
                      help="Traversal budget: nodes one traversal may visit."),
-        click.option("--max-edges-per-node", type=int, default=1000, show_default=True,
+        click.option("--max-edges-per-node", type=int, default=DEFAULT_BUDGET.max_edges_per_node, show_default=True,
                      help="Traversal budget: edges followed from one (hub) node."),
+        click.option("--bare-stubs", is_flag=True, envvar="BFSQL_BARE_STUBS",
+                     help="Stubs without names: exactly Appendix A's {id, entity_type}."),
         click.option("--backend", default=DEFAULT_BACKEND, show_default=True, envvar="BFSQL_BACKEND",
                      help="Backend name (see the list below)."),
         click.option("--embedder", default="hashing", show_default=True, envvar="BFSQL_EMBEDDER",
@@ -149,6 +158,7 @@ def _graph_options(options: dict[str, Any]) -> tuple[Any, Any, Any]:
     settings = _serve_settings(
         options.pop("max_tokens"), options.pop("timeout"), options.pop("max_nodes"),
         options.pop("max_edges_per_node"), options.pop("embedder"), options.pop("primitive_timeout"),
+        options.pop("bare_stubs"),
     )
     return spec, config, settings
 
@@ -260,24 +270,48 @@ def _render_path(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _note_lines(notes: list[dict[str, Any]]) -> list[str]:
+    return [
+        f"truncated ({note['reason']}" + (f", {note['count']} items" if note.get("count") else "") + f"): "
+        f"{note['detail']} {note['hint']}"
+        for note in notes
+    ]
+
+
+def _render_traversal(data: dict[str, Any]) -> str:
+    """A traversal answer for people: every node with its name and how much of it was shown."""
+    nodes, edges = data["nodes"], data["edges"]
+    lines = [
+        f"{data.get('node_count')} nodes, {data.get('edge_count')} edges in all; "
+        f"shown: {len(nodes)} nodes, {len(edges)} edges"
+    ]
+    width = max((len(n["id"]) for n in nodes), default=0)
+    for node in nodes:
+        metadata = node.get("metadata")
+        name = (metadata or {}).get("name") or node.get("name") or ""
+        shown = "stub" if metadata is None else "clipped" if "_clipped" in metadata else "full"
+        lines.append(f"  {node['id']:<{width}}  [{node['entity_type']}]  {name}  ({shown})".rstrip())
+    for edge in edges:
+        lines.append(f"  {edge['subject']} -{edge['predicate']}-> {edge['object']}")
+    for path in data.get("paths", []):
+        at, steps = path["seed"], []
+        for subject, predicate, obj in path["edges"]:
+            steps.append(f"-{predicate}-> {obj}" if subject == at else f"<-{predicate}- {subject}")
+            at = obj if subject == at else subject
+        lines.append(f"  path {path['seed']} {' '.join(steps)}")
+    lines += _note_lines(data.get("truncated", []))
+    lines += [f"warning: {warning}" for warning in data.get("warnings", [])]
+    summary = data.get("schema_summary", {})
+    lines.append(f"types: {', '.join(summary.get('entity_types_found', []))}")
+    lines.append(f"predicates: {', '.join(summary.get('predicates_found', []))}")
+    return "\n".join(lines)
+
+
 def _render(tool: str, data: Any) -> str:
     if isinstance(data, dict) and "results" in data and "metadata" in data:
         return _render_path(data)
     if isinstance(data, dict) and "nodes" in data and "edges" in data:
-        lines = [f"{data.get('node_count')} nodes, {data.get('edge_count')} edges"]
-        for node in data["nodes"]:
-            name = (node.get("metadata") or {}).get("name")
-            lines.append(f"  {node['id']}  [{node['entity_type']}]" + (f"  {name}" if name else ""))
-        for edge in data["edges"]:
-            lines.append(f"  {edge['subject']} -{edge['predicate']}-> {edge['object']}")
-        for note in data.get("truncated", []):
-            lines.append(f"truncated ({note['reason']}): {note['detail']} {note['hint']}")
-        for warning in data.get("warnings", []):
-            lines.append(f"warning: {warning}")
-        summary = data.get("schema_summary", {})
-        lines.append(f"types: {', '.join(summary.get('entity_types_found', []))}")
-        lines.append(f"predicates: {', '.join(summary.get('predicates_found', []))}")
-        return "\n".join(lines)
+        return _render_traversal(data)
     if isinstance(data, list) and all(isinstance(i, dict) and "id" in i for i in data):
         return "\n".join(
             f"{i['id']}  [{i.get('entity_type', '')}]  {i.get('name', '')}".rstrip()

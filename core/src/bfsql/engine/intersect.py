@@ -18,8 +18,15 @@ from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
+from bfsql.models import ConnectionPath, Truncation
 
-__all__ = ["intersect_subgraphs", "reach_all"]
+__all__ = ["PATHS_MAX", "PATHS_NODES", "connections", "intersect_subgraphs", "reach_all"]
+
+PATHS_NODES = 50
+"""Shared nodes, nearest first, whose connections to the seeds are traced."""
+
+PATHS_MAX = 200
+"""Seed-to-node paths traced in all (the answer budget may show fewer)."""
 
 
 @dataclass
@@ -32,6 +39,8 @@ class Reach:
     """Entity type of every visited node."""
     names: dict[str, str | None] = field(default_factory=dict)
     """Display name of every visited node."""
+    arrivals: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    """For every visited node, ``(hop, seed bits)`` each time seeds reached it: hop = the distance to those seeds."""
     cuts: Expansion = field(default_factory=Expansion)
     """Hub caps, nodes cut and dangling edges (in ``capped_nodes``, ``nodes_cut``, ``dangling_edges``)."""
     visited: set[str] = field(default_factory=set)
@@ -57,6 +66,7 @@ async def reach_all(
     mask: dict[str, int] = {}
     for bit, seed in enumerate(seeds):
         mask[seed] = 1 << bit
+        reach.arrivals[seed] = [(0, 1 << bit)]
         reach.types[seed], reach.names[seed] = known[seed]
     if len(seeds) == 1:
         reach.common[seeds[0]] = 0
@@ -96,7 +106,8 @@ async def reach_all(
             admitted = sorted(admitted)[: max(0, room)]
         for node_id in admitted:
             mask[node_id] = now[node_id] = fresh[node_id]
-        for node_id in now:
+        for node_id, bits in now.items():
+            reach.arrivals.setdefault(node_id, []).append((level, bits))
             if mask[node_id] == everyone:
                 reach.common.setdefault(node_id, level)
         gained = now
@@ -105,6 +116,57 @@ async def reach_all(
     reach.cuts.dangling_edges = len(dangling)
     reach.visited = set(mask)
     return reach
+
+
+def _distance(reach: Reach, node_id: str, bit: int) -> int | None:
+    """Hops from the seed of ``bit`` to the node (None: not reached by it)."""
+    return next((hop for hop, bits in reach.arrivals.get(node_id, []) if bits & bit), None)
+
+
+async def connections(
+    graph: Graph, reach: Reach, seeds: list[str], shared: list[str], budget: TraversalBudget, most: int
+) -> tuple[list[ConnectionPath], int]:
+    """A shortest path from every seed to each shared node, nearest nodes first, at most ``most`` paths.
+
+    Each path is walked back from the shared node: at every step, to the first neighbour (by
+    id, then edge) that the seed reached one hop sooner; one ``hop`` call per step for all
+    paths. Returns the paths and how many were left out.
+    """
+    wanted = [(node, bit) for node in shared for bit, _ in enumerate(seeds)]
+    left_out = max(0, len(wanted) - most)
+    walks = {(node, bit): (node, [] if node == seeds[bit] else None) for node, bit in wanted[:most]}
+    pending = [key for key, (_, edges) in walks.items() if edges is None]
+    found: dict[tuple[str, int], list[Triple]] = {key: [] for key, (_, edges) in walks.items() if edges is not None}
+    at = {key: node for key, (node, _) in walks.items()}
+    steps: dict[tuple[str, int], list[Triple]] = {key: [] for key in pending}
+    while pending:
+        rows_of = await graph.hop(sorted({at[key] for key in pending}))
+        still = []
+        for key in pending:
+            _, bit = key
+            here = at[key]
+            distance = _distance(reach, here, 1 << bit)
+            choices = sorted(
+                ((row[2] if row[0] == here else row[0]), (row[0], row[1], row[2]))
+                for row in capped(here, rows_of.get(here, []), budget, {})
+                if _distance(reach, row[2] if row[0] == here else row[0], 1 << bit) == (distance or 0) - 1
+            )
+            if not choices:  # the walk went through a hub edge past the cap: no path to show
+                continue
+            other, edge = choices[0]
+            steps[key].append(edge)
+            at[key] = other
+            if other == seeds[bit]:
+                found[key] = list(reversed(steps[key]))
+            else:
+                still.append(key)
+        pending = still
+    paths = [
+        ConnectionPath(seed=seeds[bit], node=node, edges=found[(node, bit)])
+        for node, bit in wanted[:most]
+        if (node, bit) in found and node != seeds[bit]
+    ]
+    return paths, left_out
 
 
 async def _induced_edges(graph: Graph, nodes: set[str]) -> set[Triple]:
@@ -152,6 +214,16 @@ async def intersect_subgraphs(
     order, triples, metadata = await drop_low_mentions(graph, order, list(edges), min_mentions, set(seeds))
 
     truncated = [*reach.cuts.truncations(budget), *graph.backend.truncations(reach.visited)]
+    paths, left_out = await connections(graph, reach, seeds, order[:PATHS_NODES], budget, PATHS_MAX)
+    left_out += max(0, len(order) - PATHS_NODES) * len(seeds)
+    if left_out:
+        truncated.append(Truncation(
+            reason="paths",
+            detail=f"paths shows how the {min(len(order), PATHS_NODES)} nearest shared nodes connect to the seeds; "
+            f"{left_out} more seed-to-node paths were not traced.",
+            hint="intersect fewer seeds, or bfs_query from a seed to a shared node with max_hops=k.",
+            count=left_out,
+        ))
     dangling = reach.cuts.dangling_edges
     answer = Traversal(
         tool="intersect_subgraphs",
@@ -167,6 +239,7 @@ async def intersect_subgraphs(
         schema_summary=summary,
         truncated=truncated,
         warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
+        paths=paths,
     )
     await fetch_detail(graph, answer, detail, room, metadata)
     return graph.process_result(answer, "intersect_subgraphs")

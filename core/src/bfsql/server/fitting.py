@@ -40,8 +40,8 @@ __all__ = [
 CHARS_PER_TOKEN = 3
 """A deliberately low estimate: JSON full of ids tokenises worse than prose."""
 
-NOTES_RESERVE = 1200
-"""Characters kept for the ``truncated`` notes that fitting adds."""
+NOTES_RESERVE = 700
+"""Characters kept for the ``truncated`` notes that fitting adds (more are cut for, if needed)."""
 
 CLIP_CHARS = 300
 """A clipped string keeps this many characters (more when the budget has room)."""
@@ -159,6 +159,13 @@ class _Sizes:
             found = self._clipped[node_id] = clip_metadata(self.answer.node_metadata[node_id], self.clip_chars)
         return found
 
+    def reclip(self, node_id: str, max_chars: int) -> None:
+        """Clip this node's values to ``max_chars`` from now on (its clipped size changes)."""
+        self._clipped[node_id] = clip_metadata(
+            self.answer.node_metadata[node_id], max_chars, max(CLIP_ITEMS, max_chars // 30)
+        )
+        self._node.pop((node_id, CLIPPED), None)
+
     def node(self, node_id: str, level: int) -> int:
         """Size of the node at ``level`` (its edges not included), with its separator."""
         key = (node_id, level)
@@ -253,22 +260,52 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
         if total <= room:
             break
 
-    # Fill the room left, nearest first: a step up for every node that still fits.
+    # Fill the room left, nearest first: a step up for every node that still fits; a node whose
+    # clipped values do not fit gets them clipped shorter.
     cut_from = next((i for i, level in enumerate(levels) if level == CUT), len(ids))
     for i in range(len(ids)):
         if levels[i] == CUT and i != cut_from:
             break
         for target in range(sizes.cap(ids[i]), levels[i], -1):
             grown = total + cost(i, target) - cost(i, levels[i])
+            if grown > room and target == CLIPPED and _clip_to_fit(ids[i], sizes, cost, i, levels[i], room - total):
+                grown = total + cost(i, target) - cost(i, levels[i])
             if grown <= room:
                 total, levels[i] = grown, target
                 cut_from += levels[i] != CUT and i == cut_from
                 break
+    nearest = next((i for i, level in enumerate(levels) if level == CLIPPED), None)
+    if nearest is not None:  # what is still spare goes to the nearest clipped node
+        spare = room - total + cost(nearest, CLIPPED) - cost(nearest, NAMED)
+        _clip_to_fit(ids[nearest], sizes, cost, nearest, NAMED, spare, grow=True)
     fitted = _build(answer, budget, sizes, owned, levels)
     while len(compact_json(fitted)) > budget.chars and any(level != CUT for level in levels):
         levels[max(i for i, level in enumerate(levels) if level != CUT)] = CUT  # notes larger than reserved
         fitted = _build(answer, budget, sizes, owned, levels)
     return fitted
+
+
+def _clip_to_fit(
+    node_id: str, sizes: _Sizes, cost: Any, i: int, level: int, spare: int, grow: bool = False
+) -> bool:
+    """Clip the node's values to the longest length at which raising it from ``level`` to CLIPPED costs ≤ ``spare``.
+
+    Without ``grow``, only shorter than the default clip is tried (and at least 40 characters,
+    below which clipped values say little). Whether such a length was found.
+    """
+    before = cost(i, level)
+    longest = len(compact_json(sizes.answer.node_metadata[node_id]))
+    low, high = (CLIP_CHARS, longest) if grow else (40, CLIP_CHARS - 1)
+    best = None
+    while low <= high:
+        middle = (low + high) // 2
+        sizes.reclip(node_id, middle)
+        if cost(i, CLIPPED) - before <= spare:
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    sizes.reclip(node_id, best if best is not None else CLIP_CHARS)
+    return best is not None
 
 
 def _envelope(
