@@ -175,12 +175,16 @@ class Neo4jBackend(GraphBackend):
         )
 
     async def _edge_rows(self, query: str, edges: list[Edge], params: dict[str, Any]) -> dict[Edge, list[Any]]:
-        """The first row of ``query`` per edge; rows are ``(subject, relationship type, object, ...)``."""
+        """The first row of ``query`` per edge; rows are ``(subject, relationship type, object, ...)``.
+
+        An edge is asked once per relationship type its predicate stands for (one, unless
+        ``--predicate-case`` folds several types into one predicate).
+        """
         unique = list(dict.fromkeys(edges))
         if any(e.predicate not in self._types_by_predicate for e in unique):
             await self._load_types()  # a relationship type created since start-up
         types = self._types_by_predicate
-        wanted = [[e.subject, e.object, types[e.predicate]] for e in unique if e.predicate in types]
+        wanted = [[e.subject, e.object, t] for e in unique for t in types.get(e.predicate, ())]
         if not wanted:
             return {}
         found: dict[Edge, list[Any]] = {}

@@ -91,27 +91,27 @@ class Statements:
         )
 
     def _edge_match(self) -> str:
-        # Edges travel as [subject, object, relationship types] lists: FalkorDB renders maps with their keys.
+        # Edges travel as [subject, object, relationship type] lists: FalkorDB renders maps with their keys.
         return (
             f"UNWIND $edges AS e MATCH {self._anchor('s', 'e[0]')}-[r]->(o) "
-            f"WHERE o.{self._id} = e[1] AND type(r) IN e[2]"
+            f"WHERE o.{self._id} = e[1] AND type(r) = e[2]"
         )
 
     def edge_properties(self) -> str:
-        """Properties of the relationships matching each ``[subject, object, types]`` of ``$edges``, minus ``$drop``.
+        """Properties of the relationships matching each ``[subject, object, type]`` of ``$edges``, minus ``$drop``.
 
         Rows (subject, type, object, props as [key, value] pairs), ordered by internal
         id, so that the first of parallel relationships is stable.
         """
         return (
             f"{self._edge_match()} "
-            "RETURN e[0] AS subject, type(r) AS type, e[1] AS object, "
+            "RETURN e[0] AS subject, e[2] AS type, e[1] AS object, "
             "[k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props "
             f"ORDER BY {self.dialect.id_function}(r)"
         )
 
     def edge_provenance(self) -> str:
-        """The provenance property of the relationships matching each ``[subject, object, types]`` of ``$edges``.
+        """The provenance property of the relationships matching each ``[subject, object, type]`` of ``$edges``.
 
         Rows (subject, type, object, provenance) for relationships that have one,
         ordered by internal id as in :meth:`edge_properties`.
@@ -119,7 +119,7 @@ class Statements:
         provenance = quote_identifier(PROVENANCE_PROPERTY, self.dialect)
         return (
             f"{self._edge_match()} AND r.{provenance} IS NOT NULL "
-            f"RETURN e[0] AS subject, type(r) AS type, e[1] AS object, r.{provenance} AS provenance "
+            f"RETURN e[0] AS subject, e[2] AS type, e[1] AS object, r.{provenance} AS provenance "
             f"ORDER BY {self.dialect.id_function}(r)"
         )
 
