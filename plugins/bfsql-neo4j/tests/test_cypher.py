@@ -52,13 +52,12 @@ def test_edge_statements_order_parallel_relationships_by_element_id() -> None:
     assert NEO4J.edge_properties() == (
         "UNWIND $edges AS e MATCH (s:`Entity` {`entity_id`: e[0]})-[r]->(o) "
         "WHERE o.`entity_id` = e[1] AND type(r) = e[2] "
-        "RETURN e[0] AS subject, e[2] AS type, e[1] AS object, "
-        "[k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props ORDER BY elementId(r)"
+        "RETURN e, [k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props ORDER BY elementId(r)"
     )
     assert NEO4J.edge_provenance() == (
         "UNWIND $edges AS e MATCH (s:`Entity` {`entity_id`: e[0]})-[r]->(o) "
         "WHERE o.`entity_id` = e[1] AND type(r) = e[2] AND r.`provenance` IS NOT NULL "
-        "RETURN e[0] AS subject, e[2] AS type, e[1] AS object, r.`provenance` AS provenance ORDER BY elementId(r)"
+        "RETURN e, r.`provenance` AS provenance ORDER BY elementId(r)"
     )
     falkor = Statements(FALKORDB, "Entity", "entity_id", "name", "synonyms")
     assert falkor.edge_properties().endswith("ORDER BY id(r)")

@@ -174,8 +174,8 @@ class Neo4jBackend(GraphBackend):
             self.config.keep_vectors,
         )
 
-    async def _edge_rows(self, query: str, edges: list[Edge], params: dict[str, Any]) -> dict[Edge, list[Any]]:
-        """The first row of ``query`` per edge; rows are ``(subject, relationship type, object, ...)``.
+    async def _edge_rows(self, query: str, edges: list[Edge], params: dict[str, Any]) -> dict[Edge, tuple[str, Any]]:
+        """The relationship type and value of the first row of ``query`` (rows ``([s, o, type], value)``) per edge.
 
         An edge is asked once per relationship type its predicate stands for (one, unless
         ``--predicate-case`` folds several types into one predicate).
@@ -187,10 +187,11 @@ class Neo4jBackend(GraphBackend):
         wanted = [[e.subject, e.object, t] for e in unique for t in types.get(e.predicate, ())]
         if not wanted:
             return {}
-        found: dict[Edge, list[Any]] = {}
-        for row in await self._reads.read_chunked(query, "edges", wanted, self.config.batch_size, params):
+        found: dict[Edge, tuple[str, Any]] = {}
+        rows = await self._reads.read_chunked(query, "edges", wanted, self.config.batch_size, params)
+        for (subject, obj, relationship_type), value in rows:
             # Rows come by internal id: of parallel relationships, the first one answers.
-            found.setdefault(Edge(row[0], self._predicate(row[1]), row[2]), row)
+            found.setdefault(Edge(subject, self._predicate(relationship_type), obj), (relationship_type, value))
         return found
 
     # -- schema and search ---------------------------------------------------------
@@ -320,7 +321,7 @@ class Neo4jBackend(GraphBackend):
         keep = self._filter(set(PROVENANCE_KEYS))
         rows = await self._edge_rows(self._statements.edge_properties(), edges, {"drop": sorted(keep.drop)})
         found: dict[Edge, dict[str, Any]] = {}
-        for edge, (_, relationship_type, _, props) in rows.items():
+        for edge, (relationship_type, props) in rows.items():
             metadata = keep.metadata(props)
             if self.config.type_metadata_key:
                 metadata[self.config.type_metadata_key] = relationship_type
@@ -333,7 +334,7 @@ class Neo4jBackend(GraphBackend):
         Edges without the property are left out, as is a value that is no list of records.
         """
         found: dict[Edge, list[dict[str, Any]]] = {}
-        for edge, (*_, value) in (await self._edge_rows(self._statements.edge_provenance(), edges, {})).items():
+        for edge, (_, value) in (await self._edge_rows(self._statements.edge_provenance(), edges, {})).items():
             if isinstance(value, str):
                 try:
                     value = json.loads(value)

@@ -100,27 +100,25 @@ class Statements:
     def edge_properties(self) -> str:
         """Properties of the relationships matching each ``[subject, object, type]`` of ``$edges``, minus ``$drop``.
 
-        Rows (subject, type, object, props as [key, value] pairs), ordered by internal
-        id, so that the first of parallel relationships is stable.
+        Rows (the asked ``[subject, object, type]``, props as [key, value] pairs), ordered
+        by internal id, so that the first of parallel relationships is stable.
         """
         return (
             f"{self._edge_match()} "
-            "RETURN e[0] AS subject, e[2] AS type, e[1] AS object, "
-            "[k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props "
+            "RETURN e, [k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props "
             f"ORDER BY {self.dialect.id_function}(r)"
         )
 
     def edge_provenance(self) -> str:
         """The provenance property of the relationships matching each ``[subject, object, type]`` of ``$edges``.
 
-        Rows (subject, type, object, provenance) for relationships that have one,
-        ordered by internal id as in :meth:`edge_properties`.
+        Rows (the asked ``[subject, object, type]``, provenance) for relationships that
+        have one, ordered by internal id as in :meth:`edge_properties`.
         """
         provenance = quote_identifier(PROVENANCE_PROPERTY, self.dialect)
         return (
             f"{self._edge_match()} AND r.{provenance} IS NOT NULL "
-            f"RETURN e[0] AS subject, e[2] AS type, e[1] AS object, r.{provenance} AS provenance "
-            f"ORDER BY {self.dialect.id_function}(r)"
+            f"RETURN e, r.{provenance} AS provenance ORDER BY {self.dialect.id_function}(r)"
         )
 
     def search(self, filter_types: bool) -> str:
