@@ -17,11 +17,11 @@ WRITES = re.compile(r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|DROP|LOAD|FOREACH
 
 def all_reads(statements: Statements) -> list[str]:
     return [
-        statements.edges(True),
-        statements.edges(False),
+        statements.hop(),
         statements.nodes(),
         statements.node_properties(),
         statements.edge_properties(),
+        statements.edge_provenance(),
         statements.search(False),
         statements.search(True),
         statements.labels(),
@@ -30,36 +30,38 @@ def all_reads(statements: Statements) -> list[str]:
     ]
 
 
-def test_edges_from_is_an_anchored_unwind() -> None:
-    assert NEO4J.edges(True) == (
-        "UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id}) "
-        "OPTIONAL MATCH (n)-[r]->(m) RETURN id, type(r) AS type, m.`entity_id` AS other"
+def test_hop_is_one_anchored_unwind_in_both_directions() -> None:
+    assert NEO4J.hop() == (
+        "UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id})-[r]-(m) "
+        "RETURN id, type(r) AS type, startNode(r) = n AS outgoing, m.`entity_id` AS other, "
+        "labels(m) AS labels, m.`name` AS name"
     )
 
 
-def test_edges_to_reverses_the_pattern() -> None:
-    assert "OPTIONAL MATCH (m)-[r]->(n)" in NEO4J.edges(False)
-    assert NEO4J.edges(False).startswith("UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id})")
-
-
 def test_nodes_and_metadata_statements() -> None:
-    assert NEO4J.nodes() == "UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id}) RETURN id, labels(n) AS labels"
+    assert NEO4J.nodes() == (
+        "UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id}) RETURN id, labels(n) AS labels, n.`name` AS name"
+    )
     assert NEO4J.node_properties() == (
         "UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id}) "
         "RETURN id, [k IN keys(n) WHERE NOT k IN $drop | [k, n[k]]] AS props"
     )
 
 
-def test_edge_properties_orders_parallel_relationships_by_element_id() -> None:
+def test_edge_statements_order_parallel_relationships_by_element_id() -> None:
     assert NEO4J.edge_properties() == (
-        "UNWIND $edges AS e MATCH (s:`Entity` {`entity_id`: e.s})-[r]->(o) "
-        "WHERE o.`entity_id` = e.o AND type(r) IN e.types "
-        "RETURN e.i AS i, type(r) AS type, [k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props "
-        "ORDER BY i, elementId(r)"
+        "UNWIND $edges AS e MATCH (s:`Entity` {`entity_id`: e[0]})-[r]->(o) "
+        "WHERE o.`entity_id` = e[1] AND type(r) = e[2] "
+        "RETURN e, [k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props ORDER BY elementId(r)"
     )
-    assert (
-        Statements(FALKORDB, "Entity", "entity_id", "name", "synonyms").edge_properties().endswith("ORDER BY i, id(r)")
+    assert NEO4J.edge_provenance() == (
+        "UNWIND $edges AS e MATCH (s:`Entity` {`entity_id`: e[0]})-[r]->(o) "
+        "WHERE o.`entity_id` = e[1] AND type(r) = e[2] AND r.`provenance` IS NOT NULL "
+        "RETURN e, r.`provenance` AS provenance ORDER BY elementId(r)"
     )
+    falkor = Statements(FALKORDB, "Entity", "entity_id", "name", "synonyms")
+    assert falkor.edge_properties().endswith("ORDER BY id(r)")
+    assert falkor.edge_provenance().endswith("ORDER BY id(r)")
 
 
 def test_search_uses_the_neo4j_fulltext_procedure() -> None:

@@ -5,14 +5,20 @@ from __future__ import annotations
 import itertools
 import re
 
+import neo4j
 import pytest
 
-from bfsql import Edge, EntityRecord, InvalidArgument, RelationshipRecord
+from bfsql import Edge, EntityRecord, Graph, HopEdge, InvalidArgument, NodeInfo, RelationshipRecord
 from bfsql.testing.standard_graph import standard_records
 from bfsql_neo4j import Neo4jBackend, Neo4jSetupError
 
 NASTY_IDS = ["O'Brien", "back\\slash", "trail\\", "x' OR 1=1 //", 'quote"d', "é😀 id", "new\nline"]
 VECTOR = [0.25] * 32
+
+
+def facade(backend: Neo4jBackend) -> Graph:
+    """The backend behind a Graph without cache or plugins: the single-id calls, derived from the primitives."""
+    return Graph(backend, plugins=[], cache=None)
 
 
 def nasty_records() -> list[EntityRecord | RelationshipRecord]:
@@ -37,12 +43,15 @@ async def test_predicates_are_lower_case_by_default_with_the_type_in_metadata(fa
             "regulates",
             "treats",
         ]
-        edges = await backend.edges_from("GENE:MDM2")
-        assert Edge(subject="GENE:MDM2", predicate="inhibits", object="GENE:TP53") in edges
-        metadata = await backend.metadata_for_edge(Edge(subject="GENE:MDM2", predicate="inhibits", object="GENE:TP53"))
-        assert metadata["relationship_type"] == "INHIBITS"
-        assert metadata["confidence"] == pytest.approx(0.97)
-        assert len(metadata["provenance"]) == 2
+        graph = facade(backend)
+        edge = Edge("GENE:MDM2", "inhibits", "GENE:TP53")
+        assert edge in await graph.edges_from("GENE:MDM2")
+        metadata = await backend.metadata_for_edges([edge])
+        assert metadata[edge]["relationship_type"] == "INHIBITS"
+        assert metadata[edge]["confidence"] == pytest.approx(0.97)
+        assert "provenance" not in metadata[edge]
+        assert len((await backend.provenance_for_edges([edge]))[edge]) == 2
+        assert len((await graph.metadata_for_edge(edge))["provenance"]) == 2
 
 
 async def test_entity_types_exclude_the_served_label(falkordb_server) -> None:
@@ -57,9 +66,18 @@ async def test_quotes_and_backslashes_in_ids_and_search(falkordb_server) -> None
     async for backend in falkordb_server.open():
         nodes = await backend.get_nodes([*NASTY_IDS, "x' OR 'a'='a", "\\'", "'; MATCH (n) DETACH DELETE n //"])
         assert sorted(nodes) == sorted(NASTY_IDS)
+        graph = facade(backend)
         for a, b in itertools.pairwise(NASTY_IDS):
-            assert await backend.edges_from(a) == [Edge(subject=a, predicate="Links_To", object=b)]
-            assert (await backend.metadata_for_node(a))["name"] == f"name of {a}"
+            assert await graph.edges_from(a) == [Edge(a, "Links_To", b)]
+            assert (await graph.metadata_for_node(a))["name"] == f"name of {a}"
+        hops = await backend.hop(NASTY_IDS)
+        for before, here, after in zip(NASTY_IDS, NASTY_IDS[1:], NASTY_IDS[2:], strict=False):
+            assert sorted(hops[here]) == sorted(
+                [
+                    HopEdge(before, "Links_To", here, "Thing", f"name of {before}"),
+                    HopEdge(here, "Links_To", after, "Thing", f"name of {after}"),
+                ]
+            )
         for query in ["O'Brien", "x' OR 1=1 //", "\\", "-(", "@name:x", "a*|b", '"', "%%x%%", "name of"]:
             assert isinstance(await backend.search_entities(query), list)
         assert [s.id for s in await backend.search_entities("O'Brien")][:1] == ["O'Brien"]
@@ -70,11 +88,37 @@ async def test_values_beyond_the_bolt_buffer_do_not_crash_the_server(falkordb_se
     falkordb_server.use("standard", standard_records)
     async for backend in falkordb_server.open():
         many = [f"UNKNOWN:{i:06d}-{'z' * 30}" for i in range(3000)]
-        assert await backend.get_nodes([*many, "GENE:TP53"]) == {"GENE:TP53": await backend.get_node("GENE:TP53")}
+        assert await backend.get_nodes([*many, "GENE:TP53"]) == {"GENE:TP53": NodeInfo("Gene", "TP53")}
         with pytest.raises(KeyError):
-            await backend.get_node("x" * 10_000)
+            await facade(backend).get_node("x" * 10_000)
         assert isinstance(await backend.search_entities("p53 " * 2000), list)
-        assert sorted(await backend.edges_from_many([*many, "GENE:TP53", "GENE:MDM2"])) == ["GENE:MDM2", "GENE:TP53"]
+        assert sorted(await backend.hop([*many, "GENE:TP53", "GENE:MDM2"])) == ["GENE:MDM2", "GENE:TP53"]
+
+
+def statements_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement run in a read transaction from now on, in order."""
+    statements: list[str] = []
+    run = neo4j.AsyncManagedTransaction.run
+
+    async def counted(self, query, *args, **kwargs):
+        statements.append(query)
+        return await run(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(neo4j.AsyncManagedTransaction, "run", counted)
+    return statements
+
+
+async def test_hop_is_one_statement_for_the_whole_frontier(falkordb_server, monkeypatch) -> None:
+    falkordb_server.use("standard", standard_records)
+    async for backend in falkordb_server.open():
+        statements = statements_run(monkeypatch)
+        frontier = ["GENE:TP53", "GENE:MDM2", "DRUG:aspirin", "DISEASE:LFS", "NOPE"]
+        found = await backend.hop(frontier)
+        assert statements == [backend.statements.hop()]
+        mdm2 = found["GENE:MDM2"]
+        assert ("GENE:MDM2", "INHIBITS", "GENE:TP53", "Gene", "TP53") in mdm2  # outgoing, with the other end
+        assert any(row[2] == "GENE:MDM2" and row[0] != "GENE:MDM2" for row in mdm2)  # incoming
+        assert "NOPE" not in found
 
 
 LONG_TYPES = [f"{'T' * 1000}{i}" for i in range(5)]
@@ -91,7 +135,7 @@ async def test_an_oversized_type_filter_is_pruned_or_refused_without_crashing_th
         gene_hits = await backend.search_entities("p53", ["Gene"])
         assert gene_hits and await backend.search_entities("p53", ["Gene", "A" * 5000]) == gene_hits
         assert await backend.search_entities("p53", ["Gene"] * 1000) == gene_hits
-        assert (await backend.get_node("GENE:TP53")).id == "GENE:TP53"  # the server survived
+        assert list(await backend.get_nodes(["GENE:TP53"])) == ["GENE:TP53"]  # the server survived
     falkordb_server.use("long_types", long_type_records)
     async for backend in falkordb_server.open():
         assert [s.id for s in await backend.search_entities("p53", LONG_TYPES[:1])] == ["LONG:0"]
@@ -103,11 +147,12 @@ async def test_an_oversized_type_filter_is_pruned_or_refused_without_crashing_th
 async def test_embedding_vectors_are_dropped_unless_asked_for(falkordb_server) -> None:
     falkordb_server.use("nasty", nasty_records)
     async for backend in falkordb_server.open():
-        metadata = await backend.metadata_for_node("V")
+        metadata = (await backend.metadata_for_nodes(["V"]))["V"]
         assert "embedding" not in metadata and "vec" not in metadata and metadata["name"] == "Vector holder"
     async for backend in falkordb_server.open(keep_vectors=True):
-        assert (await backend.metadata_for_node("V"))["vec"] == VECTOR
-        assert "embedding" not in await backend.metadata_for_node("V")  # a --drop-properties key
+        metadata = (await backend.metadata_for_nodes(["V"]))["V"]
+        assert metadata["vec"] == VECTOR
+        assert "embedding" not in metadata  # a --drop-properties key
 
 
 async def test_id_property_is_found_among_the_candidates(falkordb_server) -> None:

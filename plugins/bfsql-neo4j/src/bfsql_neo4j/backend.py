@@ -1,39 +1,47 @@
-"""The Neo4j backend: the eight primitives and their batch forms over Bolt, read-only.
+"""The Neo4j backend: bfsql's batch primitives over Bolt, read-only.
 
-Read-only by construction: every session is opened with
-``default_access_mode=READ_ACCESS`` and every statement runs through
-``execute_read``; the statements themselves (:mod:`bfsql_neo4j.cypher`) are fixed
-read queries whose values are parameters. Each statement has a server-side
-transaction timeout and a client-side deadline. A BFS frontier costs one UNWIND
-statement per batch call and chunk of ids.
+Read-only by construction: statements run through :class:`~bfsql_neo4j.reads.BoltReads`
+(read sessions, ``execute_read``, a timeout each) and are the fixed read queries of
+:mod:`bfsql_neo4j.cypher`, whose values are parameters. Every primitive is one
+``UNWIND`` statement for all its ids (one per chunk when they do not fit one, e.g. in
+FalkorDB's 4 kB Bolt buffer): a BFS hop is one statement returning every relationship
+of the frontier in both directions with the other end's id, type and name.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import neo4j
-from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
+from neo4j.exceptions import AuthError, ConfigurationError, DriverError, ServiceUnavailable
 
-from bfsql import BackendFailure, Edge, EntityStub, InvalidArgument, Node, lexical_rank
-from bfsql.backend import BatchFirstBackend, Capabilities, gather_or_cancel
+from bfsql import (
+    PROVENANCE_KEYS,
+    SEARCH_LIMIT,
+    Capabilities,
+    Edge,
+    EntityStub,
+    GraphBackend,
+    HopEdge,
+    InvalidArgument,
+    NodeInfo,
+    lexical_rank,
+)
 from bfsql_neo4j.config import Neo4jConfig
 from bfsql_neo4j.cypher import Statements, quote_identifier
 from bfsql_neo4j.dialect import DIALECTS, Dialect, DialectName
 from bfsql_neo4j.fulltext import fulltext_query
 from bfsql_neo4j.indexes import Neo4jSetupError, check_fulltext, check_label, choose_id_property, read_indexes
-from bfsql_neo4j.mapping import PropertyFilter, entity_type, normalize_predicate
+from bfsql_neo4j.mapping import EntityTypes, PropertyFilter, normalize_predicate
+from bfsql_neo4j.reads import BoltReads
 
 __all__ = ["Neo4jBackend"]
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-SEARCH_LIMIT = 20
 SEARCH_CANDIDATES = 1000
 """Full-text hits fetched and re-ranked (exact and prefix name matches first) per search."""
 CLOSE_TIMEOUT = 5.0
@@ -41,7 +49,7 @@ CLOSE_TIMEOUT = 5.0
 _NO_RANK = (99, 0)
 
 
-class Neo4jBackend(BatchFirstBackend):
+class Neo4jBackend(GraphBackend):
     """A read-only view of a property graph served over Bolt. Build it with :meth:`open`."""
 
     def __init__(self, driver: neo4j.AsyncDriver, config: Neo4jConfig) -> None:
@@ -50,9 +58,12 @@ class Neo4jBackend(BatchFirstBackend):
         self.config = config
         self.dialect: Dialect = DIALECTS[config.dialect]
         self.capabilities = Capabilities(batch_primitives=True, provenance=config.provenance)
-        self._timeout = config.query_timeout
+        self._reads = BoltReads(driver, self.dialect, config.uri, config.database, config.query_timeout)
         self._statements = self._layout(config.id_property or config.id_candidates[0])
         self._index = config.fulltext_index
+        self._types = EntityTypes(config.node_label)
+        self._predicates: dict[str, str] = {}
+        """Relationship type -> predicate, as met."""
         self._types_by_predicate: dict[str, list[str]] = {}
 
     def _layout(self, id_property: str) -> Statements:
@@ -108,8 +119,9 @@ class Neo4jBackend(BatchFirstBackend):
         return backend
 
     async def _start(self) -> None:
+        timeout = self.config.query_timeout
         try:
-            await asyncio.wait_for(self._driver.verify_connectivity(), self._timeout)
+            await asyncio.wait_for(self._driver.verify_connectivity(), timeout)
         except (ServiceUnavailable, OSError, TimeoutError) as exc:
             raise Neo4jSetupError(
                 f"Cannot reach the Bolt server at {self.config.uri}: {exc or 'no answer'}.",
@@ -120,9 +132,8 @@ class Neo4jBackend(BatchFirstBackend):
                 f"The Bolt server at {self.config.uri} refused the credentials: {exc.message}.",
                 "Check NEO4J_USERNAME / NEO4J_PASSWORD (--username / --password).",
             ) from None
-        labels = [row["label"] for row in await self._read(Statements.labels(), {})]
-        check_label(labels, self._statements)
-        report = read_indexes(await self._read(self._statements.indexes(), {}), self._statements)
+        check_label(await self._labels(), self._statements)
+        report = read_indexes(await self._reads.read_maps(self._statements.indexes(), {}), self._statements)
         id_property = choose_id_property(report, self.config.id_property, self.config.id_candidates, self._statements)
         self._statements = self._layout(id_property)
         self._index = check_fulltext(report, self.config.fulltext_index, self._statements)
@@ -136,98 +147,74 @@ class Neo4jBackend(BatchFirstBackend):
             self._index,
         )
 
-    # -- running statements ------------------------------------------------------
-
-    async def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        """Run one read statement in a read transaction, with a timeout; rows as dicts."""
-        encoded = self.dialect.encode(params)
-
-        @neo4j.unit_of_work(timeout=self._timeout)
-        async def work(tx: neo4j.AsyncManagedTransaction) -> list[dict[str, Any]]:
-            result = await tx.run(query, encoded)
-            return await result.data()
-
-        async def session_work() -> list[dict[str, Any]]:
-            async with self._driver.session(
-                database=self.config.database, default_access_mode=neo4j.READ_ACCESS
-            ) as session:
-                return await session.execute_read(work)
-
-        try:
-            return await asyncio.wait_for(session_work(), self._timeout + 1.0)
-        except TimeoutError:
-            raise BackendFailure(
-                f"The Bolt server at {self.config.uri} did not answer within {self._timeout:g}s.",
-                "Try a smaller query, or raise --query-timeout.",
-            ) from None
-        except AuthError as exc:
-            raise BackendFailure(
-                f"The Bolt server at {self.config.uri} refused the credentials: {exc.message}.",
-                "Check NEO4J_USERNAME / NEO4J_PASSWORD.",
-            ) from None
-        except ServiceUnavailable as exc:
-            raise BackendFailure(
-                f"Cannot reach the Bolt server at {self.config.uri}: {exc}.",
-                "Check that the server is running and NEO4J_URI is right.",
-            ) from None
-        except Neo4jError as exc:
-            raise BackendFailure(
-                f"The Bolt server failed a read ({exc.code}: {exc.message}).", "Try again; see the server's log."
-            ) from None
-        except DriverError as exc:
-            raise BackendFailure(f"The Bolt driver failed: {type(exc).__name__}: {exc}.", "Try again.") from None
-
-    async def _read_batched(
-        self, query: str, key: str, items: Sequence[Any], params: dict[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """Run ``query`` once per chunk of ``items`` (parameter ``key``); all rows, in chunk order."""
-        params = params or {}
-        chunks, too_big = self.dialect.chunks(query, key, items, params, self.config.batch_size)
-        if too_big:
-            logger.warning(
-                "neo4j backend: %d value(s) too large for %s, treated as unknown", len(too_big), self.dialect.name.value
-            )
-        answers = await gather_or_cancel(*(self._read(query, {**params, key: chunk}) for chunk in chunks))
-        return [row for rows in answers for row in rows]
+    async def _labels(self) -> list[str]:
+        return [label for (label,) in await self._reads.read(Statements.labels(), {})]
 
     # -- mapping -------------------------------------------------------------
 
     def _predicate(self, relationship_type: str) -> str:
-        return normalize_predicate(relationship_type, self.config.predicate_case)
+        predicate = self._predicates.get(relationship_type)
+        if predicate is None:
+            predicate = self._predicates[relationship_type] = normalize_predicate(
+                relationship_type, self.config.predicate_case
+            )
+        return predicate
 
     async def _load_types(self) -> list[str]:
-        rows = await self._read(Statements.relationship_types(), {})
         by_predicate: dict[str, list[str]] = {}
-        for row in rows:
-            by_predicate.setdefault(self._predicate(row["relationshipType"]), []).append(row["relationshipType"])
+        for (relationship_type,) in await self._reads.read(Statements.relationship_types(), {}):
+            by_predicate.setdefault(self._predicate(relationship_type), []).append(relationship_type)
         self._types_by_predicate = by_predicate
         return sorted(by_predicate)
 
-    def _filter(self, drop_id: bool) -> PropertyFilter:
-        drop = set(self.config.drop_properties)
-        if drop_id:
-            drop.add(self.id_property)
-        return PropertyFilter(frozenset(drop), frozenset(self.config.json_properties), self.config.keep_vectors)
+    def _filter(self, drop: set[str]) -> PropertyFilter:
+        return PropertyFilter(
+            frozenset({*self.config.drop_properties, *drop}),
+            frozenset(self.config.json_properties),
+            self.config.keep_vectors,
+        )
 
-    # -- primitives ------------------------------------------------------------
+    async def _edge_rows(self, query: str, edges: list[Edge], params: dict[str, Any]) -> dict[Edge, tuple[str, Any]]:
+        """The relationship type and value of the first row of ``query`` (rows ``([s, o, type], value)``) per edge.
 
-    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
-        """Full-text hits re-ranked like the memory backend (exact name, synonym, prefix, substring), at most 20.
+        An edge is asked once per relationship type its predicate stands for (one, unless
+        ``--predicate-case`` folds several types into one predicate).
+        """
+        unique = list(dict.fromkeys(edges))
+        if any(e.predicate not in self._types_by_predicate for e in unique):
+            await self._load_types()  # a relationship type created since start-up
+        types = self._types_by_predicate
+        wanted = [[e.subject, e.object, t] for e in unique for t in types.get(e.predicate, ())]
+        if not wanted:
+            return {}
+        found: dict[Edge, tuple[str, Any]] = {}
+        rows = await self._reads.read_chunked(query, "edges", wanted, self.config.batch_size, params)
+        for (subject, obj, relationship_type), value in rows:
+            # Rows come by internal id: of parallel relationships, the first one answers.
+            found.setdefault(Edge(subject, self._predicate(relationship_type), obj), (relationship_type, value))
+        return found
+
+    # -- schema and search ---------------------------------------------------------
+
+    async def search_entities(
+        self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
+        """Full-text hits re-ranked like the memory backend (exact name, synonym, prefix, substring), at most ``limit``.
 
         A statement too big for the server's message budget (FalkorDB) is cut down: types
         that are no label of the graph are dropped, then the search text is shortened; if
         it still does not fit, InvalidArgument asks for fewer or shorter ``node_types``.
         """
         text = fulltext_query(query, self.dialect)
-        if not text or node_types == []:
+        if not text or node_types == [] or limit <= 0:
             return []
-        params: dict[str, Any] = {"index": self._index, "query": text, "limit": SEARCH_CANDIDATES}
+        params: dict[str, Any] = {"index": self._index, "query": text, "limit": max(SEARCH_CANDIDATES, limit)}
         if node_types:
             params["types"] = list(node_types)
         statement = self._statements.search(filter_types=bool(node_types))
         if node_types and not self.dialect.fits(statement, params):
             # A label the graph lacks matches no node, so dropping it keeps the answer the same.
-            labels = {row["label"] for row in await self._read(Statements.labels(), {})}
+            labels = set(await self._labels())
             params["types"] = [t for t in dict.fromkeys(node_types) if t in labels]
             if not params["types"]:
                 return []
@@ -239,25 +226,21 @@ class Neo4jBackend(BatchFirstBackend):
                 f"to {self.dialect.name.value}: it accepts at most {self.dialect.message_budget} bytes.",
                 "Pass fewer or shorter node_types, e.g. search once per type.",
             )
-        rows = await self._read(statement, params)
         ranked: dict[str, tuple[tuple[int, int], float, EntityStub]] = {}
-        for position, row in enumerate(rows):
-            entity_id = row["id"]
+        for position, (entity_id, labels, name, synonyms, _) in enumerate(await self._reads.read(statement, params)):
             if not isinstance(entity_id, str) or entity_id in ranked:
                 continue
-            name = row["name"] if isinstance(row["name"], str) else None
-            synonyms = row["synonyms"]
+            name = name if isinstance(name, str) else None
             synonyms = [synonyms] if isinstance(synonyms, str) else [s for s in synonyms or [] if isinstance(s, str)]
             rank = lexical_rank(query, name, synonyms) or _NO_RANK
-            stub = EntityStub(id=entity_id, entity_type=entity_type(row["labels"], self.config.node_label), name=name)
+            stub = EntityStub(id=entity_id, entity_type=self._types.of(labels) or self.config.node_label, name=name)
             ranked[entity_id] = (rank, float(position), stub)
         ordered = sorted(ranked.values(), key=lambda item: (item[0], item[1], item[2].id))
-        return [stub for _, _, stub in ordered[:SEARCH_LIMIT]]
+        return [stub for _, _, stub in ordered[:limit]]
 
     async def entity_types(self) -> list[str]:
         """Node labels other than the served label, sorted (db.labels())."""
-        rows = await self._read(Statements.labels(), {})
-        return sorted({row["label"] for row in rows} - {self.config.node_label})
+        return sorted(set(await self._labels()) - {self.config.node_label})
 
     async def predicates(self) -> list[str]:
         """Normalised relationship types, sorted (db.relationshipTypes())."""
@@ -265,72 +248,102 @@ class Neo4jBackend(BatchFirstBackend):
 
     # -- batch primitives ----------------------------------------------------------
 
-    async def _edges_many(self, entity_ids: list[str], outgoing: bool) -> dict[str, list[Edge]]:
-        unique = list(dict.fromkeys(entity_ids))
-        rows = await self._read_batched(self._statements.edges(outgoing), "ids", unique)
-        found: dict[str, set[Edge]] = {}
-        for row in rows:
-            edges = found.setdefault(row["id"], set())
-            if row["type"] is None or row["other"] is None:
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
+        """Type (from the labels) and name of each entity: one UNWIND statement."""
+        found: dict[str, NodeInfo] = {}
+        rows = await self._reads.read_chunked(
+            self._statements.nodes(), "ids", list(dict.fromkeys(entity_ids)), self.config.batch_size
+        )
+        for entity_id, labels, name in rows:
+            if entity_id not in found:
+                found[entity_id] = NodeInfo(
+                    self._types.of(labels) or self.config.node_label, name if isinstance(name, str) else None
+                )
+        return found
+
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        """Every relationship of each entity, both directions, with the other end's type and name: one UNWIND statement.
+
+        Rows are plain tuples ``(subject, predicate, object, other_type, other_name)``. An
+        other end without the served label is no entity (``other_type`` None); one
+        without an id property cannot be named and is left out. Parallel relationships
+        of one type are one edge; a self-loop appears once.
+        """
+        rows = await self._reads.read_chunked(
+            self._statements.hop(), "ids", list(dict.fromkeys(entity_ids)), self.config.batch_size
+        )
+        found: dict[str, list[Any]] = {}
+        type_of, predicate_of = self._types.of, self._predicate
+        for entity_id, relationship_type, outgoing, other, labels, name in rows:
+            if other is None:
                 continue
-            other, predicate = str(row["other"]), self._predicate(row["type"])
+            if not isinstance(other, str):
+                other = str(other)
+            predicate = predicate_of(relationship_type)
+            other_type = type_of(labels)
+            if other_type is None or not isinstance(name, str):
+                name = None
             if outgoing:
-                edges.add(Edge(subject=row["id"], predicate=predicate, object=other))
+                row = (entity_id, predicate, other, other_type, name)
             else:
-                edges.add(Edge(subject=other, predicate=predicate, object=row["id"]))
-        return {i: sorted(found[i], key=lambda e: (e.subject, e.predicate, e.object)) for i in unique if i in found}
-
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Outgoing edges of each existing entity: one UNWIND statement per chunk of ids."""
-        return await self._edges_many(entity_ids, outgoing=True)
-
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Incoming edges of each existing entity: one UNWIND statement per chunk of ids."""
-        return await self._edges_many(entity_ids, outgoing=False)
-
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        """Identity of each existing entity: one UNWIND statement per chunk of ids."""
-        unique = list(dict.fromkeys(entity_ids))
-        found: dict[str, Node] = {}
-        for row in await self._read_batched(self._statements.nodes(), "ids", unique):
-            found.setdefault(
-                row["id"], Node(id=row["id"], entity_type=entity_type(row["labels"], self.config.node_label))
-            )
-        return {i: found[i] for i in unique if i in found}
+                row = (other, predicate, entity_id, other_type, name)
+            edges = found.get(entity_id)
+            if edges is None:
+                found[entity_id] = [row]
+            else:
+                edges.append(row)
+        # dict.fromkeys drops the repeats: parallel relationships, and a self-loop met from both of its ends.
+        return {entity_id: list(dict.fromkeys(edges)) for entity_id, edges in found.items()}
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Metadata of each existing entity: one UNWIND statement per chunk of ids."""
-        unique = list(dict.fromkeys(entity_ids))
-        keep = self._filter(drop_id=True)
-        drop = sorted(keep.drop)
+        """Properties of each entity, minus the id and the dropped keys: one UNWIND statement."""
+        keep = self._filter({self.id_property})
         found: dict[str, dict[str, Any]] = {}
-        for row in await self._read_batched(self._statements.node_properties(), "ids", unique, {"drop": drop}):
-            found.setdefault(row["id"], keep.metadata(row["props"]))
-        return {i: found[i] for i in unique if i in found}
+        rows = await self._reads.read_chunked(
+            self._statements.node_properties(),
+            "ids",
+            list(dict.fromkeys(entity_ids)),
+            self.config.batch_size,
+            {"drop": sorted(keep.drop)},
+        )
+        for entity_id, props in rows:
+            if entity_id not in found:
+                found[entity_id] = keep.metadata(props)
+        return found
 
     async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        """Metadata of each edge (``{}`` when unknown): one UNWIND statement per chunk of edges."""
-        unique = list(dict.fromkeys(edges))
-        if any(e.predicate not in self._types_by_predicate for e in unique):
-            await self._load_types()  # a relationship type created since start-up
-        wanted = [
-            {"i": i, "s": e.subject, "o": e.object, "types": self._types_by_predicate[e.predicate]}
-            for i, e in enumerate(unique)
-            if e.predicate in self._types_by_predicate
-        ]
-        keep = self._filter(drop_id=False)
-        found: dict[int, dict[str, Any]] = {}
-        rows = await self._read_batched(
-            self._statements.edge_properties(), "edges", wanted, {"drop": sorted(keep.drop)}
-        )
-        for row in rows:
-            if row["i"] in found:
-                continue  # a parallel relationship: the first one (lowest internal id) answers
-            metadata = keep.metadata(row["props"])
+        """Properties of each edge's relationship without provenance, plus its type: one UNWIND statement.
+
+        Provenance keys (``provenance`` …) are dropped on the server with the other
+        dropped keys, so evidence text never crosses the wire during a traversal.
+        Unknown edges are left out.
+        """
+        keep = self._filter(set(PROVENANCE_KEYS))
+        rows = await self._edge_rows(self._statements.edge_properties(), edges, {"drop": sorted(keep.drop)})
+        found: dict[Edge, dict[str, Any]] = {}
+        for edge, (relationship_type, props) in rows.items():
+            metadata = keep.metadata(props)
             if self.config.type_metadata_key:
-                metadata[self.config.type_metadata_key] = row["type"]
-            found[row["i"]] = metadata
-        return {e: found.get(i, {}) for i, e in enumerate(unique)}
+                metadata[self.config.type_metadata_key] = relationship_type
+            found[edge] = metadata
+        return found
+
+    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        """The evidence records in each edge's ``provenance`` property (a list, or JSON text of one): one statement.
+
+        Edges without the property are left out, as is a value that is no list of records.
+        """
+        found: dict[Edge, list[dict[str, Any]]] = {}
+        for edge, (_, value) in (await self._edge_rows(self._statements.edge_provenance(), edges, {})).items():
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    logger.warning("neo4j backend: the provenance of %s is no JSON; left out", edge)
+                    continue
+            if isinstance(value, list) and all(isinstance(record, dict) for record in value):
+                found[edge] = value
+        return found
 
     # -- descriptive hooks -------------------------------------------------------------
 

@@ -68,7 +68,12 @@ class Neo4jConfig(BaseModel):
         default=False, description="Edges carry a 'provenance' list (stored as JSON, see --json-properties)."
     )
     query_timeout: float = Field(default=30.0, gt=0, description="Seconds one statement may run.")
-    batch_size: int = Field(default=500, ge=1, le=10_000, description="Ids per UNWIND statement.")
+    batch_size: int = Field(
+        default=5000,
+        ge=1,
+        le=10_000,
+        description="Ids (or edges) per UNWIND statement; more are split into statements run concurrently.",
+    )
     max_connections: int = Field(default=8, ge=1, le=100, description="Bolt connection pool size.")
     description: str | None = Field(default=None, description="graph_description text.")
 

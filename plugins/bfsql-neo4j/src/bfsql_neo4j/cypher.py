@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 from bfsql_neo4j.dialect import Dialect, DialectName
 
-__all__ = ["Statements", "quote_identifier"]
+__all__ = ["PROVENANCE_PROPERTY", "Statements", "quote_identifier"]
+
+PROVENANCE_PROPERTY = "provenance"
+"""The relationship property holding an edge's evidence records (a list, usually stored as JSON text)."""
 
 
 def quote_identifier(name: str, dialect: Dialect) -> str:
@@ -52,22 +55,29 @@ class Statements:
     def _anchor(self, variable: str, value: str) -> str:
         return f"({variable}:{self._label} {{{self._id}: {value}}})"
 
-    def edges(self, outgoing: bool) -> str:
-        """Edges of each id in ``$ids``: rows (id, type, other); a row with null type for a node without edges.
+    @property
+    def _name(self) -> str:
+        return quote_identifier(self.name_property, self.dialect)
 
-        The far end is not label-filtered: a relationship to a node that is not an
-        entity (no served label) is reported as a dangling edge, as in the contract.
+    def hop(self) -> str:
+        """Every relationship of each id in ``$ids``, both directions, with its other end.
+
+        Rows (id, relationship type, whether the id's node is its start, other end's id,
+        its labels, its name). The other end is not label-filtered: a relationship to a
+        node that is not an entity (no served label) is a dangling edge, as in the
+        contract. A node without relationships gives no row.
         """
-        pattern = "(n)-[r]->(m)" if outgoing else "(m)-[r]->(n)"
         return (
-            f"UNWIND $ids AS id MATCH {self._anchor('n', 'id')} "
-            f"OPTIONAL MATCH {pattern} "
-            f"RETURN id, type(r) AS type, m.{self._id} AS other"
+            f"UNWIND $ids AS id MATCH {self._anchor('n', 'id')}-[r]-(m) "
+            f"RETURN id, type(r) AS type, startNode(r) = n AS outgoing, m.{self._id} AS other, "
+            f"labels(m) AS labels, m.{self._name} AS name"
         )
 
     def nodes(self) -> str:
-        """Labels of each id in ``$ids`` that is an entity: rows (id, labels)."""
-        return f"UNWIND $ids AS id MATCH {self._anchor('n', 'id')} RETURN id, labels(n) AS labels"
+        """Each id in ``$ids`` that is an entity: rows (id, labels, name)."""
+        return (
+            f"UNWIND $ids AS id MATCH {self._anchor('n', 'id')} RETURN id, labels(n) AS labels, n.{self._name} AS name"
+        )
 
     def node_properties(self) -> str:
         """Properties of each entity in ``$ids``, without the keys in ``$drop``: rows (id, props as [key, value] pairs).
@@ -80,17 +90,35 @@ class Statements:
             "RETURN id, [k IN keys(n) WHERE NOT k IN $drop | [k, n[k]]] AS props"
         )
 
-    def edge_properties(self) -> str:
-        """Properties of the relationships matching each ``{i, s, o, types}`` in ``$edges``.
+    def _edge_match(self) -> str:
+        # Edges travel as [subject, object, relationship type] lists: FalkorDB renders maps with their keys.
+        return (
+            f"UNWIND $edges AS e MATCH {self._anchor('s', 'e[0]')}-[r]->(o) "
+            f"WHERE o.{self._id} = e[1] AND type(r) = e[2]"
+        )
 
-        Rows (i, type, props as [key, value] pairs), parallel relationships ordered
-        by internal id so that the first one is stable.
+    def edge_properties(self) -> str:
+        """Properties of the relationships matching each ``[subject, object, type]`` of ``$edges``, minus ``$drop``.
+
+        Rows (the asked ``[subject, object, type]``, props as [key, value] pairs), ordered
+        by internal id, so that the first of parallel relationships is stable.
         """
         return (
-            f"UNWIND $edges AS e MATCH {self._anchor('s', 'e.s')}-[r]->(o) "
-            f"WHERE o.{self._id} = e.o AND type(r) IN e.types "
-            "RETURN e.i AS i, type(r) AS type, [k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props "
-            f"ORDER BY i, {self.dialect.id_function}(r)"
+            f"{self._edge_match()} "
+            "RETURN e, [k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props "
+            f"ORDER BY {self.dialect.id_function}(r)"
+        )
+
+    def edge_provenance(self) -> str:
+        """The provenance property of the relationships matching each ``[subject, object, type]`` of ``$edges``.
+
+        Rows (the asked ``[subject, object, type]``, provenance) for relationships that
+        have one, ordered by internal id as in :meth:`edge_properties`.
+        """
+        provenance = quote_identifier(PROVENANCE_PROPERTY, self.dialect)
+        return (
+            f"{self._edge_match()} AND r.{provenance} IS NOT NULL "
+            f"RETURN e, r.{provenance} AS provenance ORDER BY {self.dialect.id_function}(r)"
         )
 
     def search(self, filter_types: bool) -> str:
@@ -106,7 +134,7 @@ class Statements:
             f"CALL {self.dialect.fulltext_procedure}($index, $query) YIELD node, score "
             f"WHERE {' AND '.join(conditions)} "
             f"RETURN node.{self._id} AS id, labels(node) AS labels, "
-            f"node.{quote_identifier(self.name_property, self.dialect)} AS name, "
+            f"node.{self._name} AS name, "
             f"node.{quote_identifier(self.synonyms_property, self.dialect)} AS synonyms, score "
             "ORDER BY score DESC LIMIT $limit"
         )

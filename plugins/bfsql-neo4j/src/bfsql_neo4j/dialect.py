@@ -40,6 +40,8 @@ def falkordb_escape(value: Any) -> Any:
     read back as the original string.
     """
     if isinstance(value, str):
+        if "\\" not in value and "'" not in value:
+            return value
         return value.replace("\\", "\\\\").replace("'", "\\'")
     if isinstance(value, list | tuple):
         return [falkordb_escape(item) for item in value]
@@ -57,12 +59,23 @@ def falkordb_literal_size(value: Any) -> int:
     if isinstance(value, float):
         return len(f"{value:f}")
     if isinstance(value, str):
-        return len(value.encode("utf-8")) + 2
+        return (len(value) if value.isascii() else len(value.encode("utf-8"))) + 2
     if isinstance(value, list | tuple):
         return 2 + sum(falkordb_literal_size(item) + 2 for item in value)
     if isinstance(value, dict):
         return 2 + sum(len(str(key)) + 4 + falkordb_literal_size(item) for key, item in value.items())
     raise TypeError(f"unsupported parameter type {type(value).__name__}")
+
+
+def _list_item_sizes(items: Sequence[Any]) -> list[int]:
+    """Bytes FalkorDB writes for each item (not yet escaped) of a list, its separator included."""
+    # Plain ASCII strings (most ids) are sized inline: a call per id would cost more than the rest of chunking.
+    return [
+        len(item) + 4
+        if type(item) is str and item.isascii() and "\\" not in item and "'" not in item
+        else falkordb_literal_size(falkordb_escape(item)) + 2
+        for item in items
+    ]
 
 
 @dataclass(frozen=True)
@@ -111,8 +124,7 @@ class Dialect:
         too_big: list[T] = []
         current: list[T] = []
         size = base
-        for item in items:
-            item_size = falkordb_literal_size(falkordb_escape(item)) + 2
+        for item, item_size in zip(items, _list_item_sizes(items), strict=True):
             if base + item_size > self.message_budget:
                 too_big.append(item)
                 continue

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["PredicateCase", "PropertyFilter", "entity_type", "normalize_predicate"]
+__all__ = ["EntityTypes", "PredicateCase", "PropertyFilter", "entity_type", "normalize_predicate"]
 
 VECTOR_MIN_LENGTH = 16
 """A list of at least this many numbers is taken for an embedding vector."""
@@ -35,6 +35,25 @@ def entity_type(labels: Iterable[str], node_label: str) -> str:
     """A node's entity type: the first (sorted) label other than the served label, else the served label."""
     others = sorted(label for label in labels if label != node_label)
     return others[0] if others else node_label
+
+
+class EntityTypes:
+    """The entity type of a node from its labels, remembered per label set (a graph has few of them)."""
+
+    def __init__(self, node_label: str) -> None:
+        """Type nodes as served under ``node_label``."""
+        self.node_label = node_label
+        self._known: dict[tuple[str, ...], str | None] = {}
+
+    def of(self, labels: Iterable[str]) -> str | None:
+        """The entity type of a node with ``labels``; None when it lacks the served label (no entity)."""
+        key = tuple(labels)
+        try:
+            return self._known[key]
+        except KeyError:
+            found = entity_type(key, self.node_label) if self.node_label in key else None
+            self._known[key] = found
+            return found
 
 
 def _is_vector(value: Any) -> bool:
