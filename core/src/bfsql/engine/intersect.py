@@ -134,10 +134,9 @@ async def connections(
     """
     wanted = [(node, bit) for node in shared for bit, _ in enumerate(seeds)]
     left_out = max(0, len(wanted) - most)
-    walks = {(node, bit): (node, [] if node == seeds[bit] else None) for node, bit in wanted[:most]}
-    pending = [key for key, (_, edges) in walks.items() if edges is None]
-    found: dict[tuple[str, int], list[Triple]] = {key: [] for key, (_, edges) in walks.items() if edges is not None}
-    at = {key: node for key, (node, _) in walks.items()}
+    pending = [(node, bit) for node, bit in wanted[:most] if node != seeds[bit]]  # a seed needs no path to itself
+    found: dict[tuple[str, int], list[Triple]] = {}
+    at = {key: key[0] for key in pending}
     steps: dict[tuple[str, int], list[Triple]] = {key: [] for key in pending}
     while pending:
         rows_of = await graph.hop(sorted({at[key] for key in pending}))
@@ -164,7 +163,7 @@ async def connections(
     paths = [
         ConnectionPath(seed=seeds[bit], node=node, edges=found[(node, bit)])
         for node, bit in wanted[:most]
-        if (node, bit) in found and node != seeds[bit]
+        if (node, bit) in found
     ]
     return paths, left_out
 

@@ -159,6 +159,11 @@ class _Sizes:
             found = self._clipped[node_id] = clip_metadata(self.answer.node_metadata[node_id], self.clip_chars)
         return found
 
+    def unclip(self) -> None:
+        """Back to the default clip length for every node."""
+        self._clipped.clear()
+        self._node = {key: size for key, size in self._node.items() if key[1] != CLIPPED}
+
     def reclip(self, node_id: str, max_chars: int) -> None:
         """Clip this node's values to ``max_chars`` from now on (its clipped size changes)."""
         self._clipped[node_id] = clip_metadata(
@@ -228,7 +233,8 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
     sizes = _Sizes(answer, budget)
     owned = _owners(answer)
     paths = _paths_size(answer)
-    room = budget.chars - NOTES_RESERVE - len(compact_json(_envelope(answer, [], [], answer.truncated, None)))
+    reserve = min(NOTES_RESERVE, budget.chars // 3)
+    room = budget.chars - reserve - len(compact_json(_envelope(answer, [], [], answer.truncated, None)))
 
     def cost(i: int, level: int) -> int:
         if level == CUT:
@@ -238,49 +244,64 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
         edge_level = _edge_level(level, sizes.cap(node_id))
         return sizes.node(node_id, level) + extra + sum(sizes.edge(e, edge_level) for e in owned[i])
 
-    # Nodes past the point where even bare stubs exceed the budget are cut, whatever else happens.
-    levels: list[int] = []
-    used = 0
-    for i in range(len(ids)):
-        used += cost(i, BARE)
-        if used > room:
-            break
-        levels.append(sizes.cap(ids[i]))
-    levels += [CUT] * (len(ids) - len(levels))
-    total = sum(cost(i, level) for i, level in enumerate(levels))
+    def decide(room: int) -> list[int]:
+        sizes.unclip()
+        # Nodes past the point where even bare stubs exceed the room are cut, whatever else happens.
+        levels: list[int] = []
+        used = 0
+        for i in range(len(ids)):
+            used += cost(i, BARE)
+            if used > room:
+                break
+            levels.append(sizes.cap(ids[i]))
+        levels += [CUT] * (len(ids) - len(levels))
+        total = sum(cost(i, level) for i, level in enumerate(levels))
 
-    for lower_from, lower_to in ((FULL, CLIPPED), (CLIPPED, NAMED), (NAMED, BARE), (BARE, CUT)):
-        for i in reversed(range(len(ids))):
+        for lower_from, lower_to in ((FULL, CLIPPED), (CLIPPED, NAMED), (NAMED, BARE), (BARE, CUT)):
+            for i in reversed(range(len(ids))):
+                if total <= room:
+                    break
+                if levels[i] == lower_from or (lower_from == CLIPPED and levels[i] == FULL):
+                    target = lower_to if not (lower_to == NAMED and sizes.cap(ids[i]) == BARE) else BARE
+                    total += cost(i, target) - cost(i, levels[i])
+                    levels[i] = target
             if total <= room:
                 break
-            if levels[i] == lower_from or (lower_from == CLIPPED and levels[i] == FULL):
-                target = lower_to if not (lower_to == NAMED and sizes.cap(ids[i]) == BARE) else BARE
-                total += cost(i, target) - cost(i, levels[i])
-                levels[i] = target
-        if total <= room:
-            break
 
-    # Fill the room left, nearest first: a step up for every node that still fits; a node whose
-    # clipped values do not fit gets them clipped shorter.
-    cut_from = next((i for i, level in enumerate(levels) if level == CUT), len(ids))
-    for i in range(len(ids)):
-        if levels[i] == CUT and i != cut_from:
-            break
-        for target in range(sizes.cap(ids[i]), levels[i], -1):
-            grown = total + cost(i, target) - cost(i, levels[i])
-            if grown > room and target == CLIPPED and _clip_to_fit(ids[i], sizes, cost, i, levels[i], room - total):
-                grown = total + cost(i, target) - cost(i, levels[i])
-            if grown <= room:
-                total, levels[i] = grown, target
-                cut_from += levels[i] != CUT and i == cut_from
+        # Fill the room left, nearest first: a step up for every node that still fits; a node whose
+        # clipped values do not fit gets them clipped shorter.
+        cut_from = next((i for i, level in enumerate(levels) if level == CUT), len(ids))
+        for i in range(len(ids)):
+            if levels[i] == CUT and i != cut_from:
                 break
-    nearest = next((i for i, level in enumerate(levels) if level == CLIPPED), None)
-    if nearest is not None:  # what is still spare goes to the nearest clipped node
-        spare = room - total + cost(nearest, CLIPPED) - cost(nearest, NAMED)
-        _clip_to_fit(ids[nearest], sizes, cost, nearest, NAMED, spare, grow=True)
-    fitted = _build(answer, budget, sizes, owned, levels)
-    while len(compact_json(fitted)) > budget.chars and any(level != CUT for level in levels):
-        levels[max(i for i, level in enumerate(levels) if level != CUT)] = CUT  # notes larger than reserved
+            for target in range(sizes.cap(ids[i]), levels[i], -1):
+                grown = total + cost(i, target) - cost(i, levels[i])
+                if grown > room and target == CLIPPED and _clip_to_fit(ids[i], sizes, cost, i, levels[i], room - total):
+                    grown = total + cost(i, target) - cost(i, levels[i])
+                if grown <= room:
+                    total, levels[i] = grown, target
+                    cut_from += levels[i] != CUT and i == cut_from
+                    break
+        nearest = next((i for i, level in enumerate(levels) if level == CLIPPED), None)
+        if nearest is not None:  # what is still spare goes to the nearest clipped node
+            spare = room - total + cost(nearest, CLIPPED) - cost(nearest, NAMED)
+            _clip_to_fit(ids[nearest], sizes, cost, nearest, NAMED, spare, grow=True)
+        return levels
+
+    # The notes are written once the levels are known: when they take more than was kept for
+    # them, decide again with that much less room.
+    for _ in range(4):
+        levels = decide(room)
+        if ids and levels[0] == CUT:
+            levels[0] = BARE
+        fitted = _build(answer, budget, sizes, owned, levels)
+        over = len(compact_json(fitted)) - budget.chars
+        if over <= 0:
+            return fitted
+        room -= over + 20
+    # Last resort: cut from the end, but always show the first node, so that paging moves on.
+    while len(compact_json(fitted)) > budget.chars and sum(level != CUT for level in levels) > 1:
+        levels[max(i for i, level in enumerate(levels) if level != CUT)] = CUT
         fitted = _build(answer, budget, sizes, owned, levels)
     return fitted
 
@@ -374,25 +395,22 @@ def _notes(answer: Traversal, budget: Budget, counts: dict[int, int], shown: int
     if counts[CLIPPED]:
         notes.append(Truncation(
             reason="clipped_values",
-            detail=f"Long metadata values of {counts[CLIPPED]} node(s) were clipped to fit {tokens} tokens; "
-            "each lists its clipped fields and their full lengths in _clipped.",
-            hint="describe_entity(id) returns one node's metadata whole.",
+            detail=f"{counts[CLIPPED]} node(s) have long values clipped to fit {tokens} tokens (see their _clipped).",
+            hint="describe_entity(id) returns a node whole.",
             count=counts[CLIPPED],
         ))
     if counts[NAMED]:
         notes.append(Truncation(
             reason="named_stubs",
-            detail=f"{counts[NAMED]} node(s) are named stubs (id, entity_type, name) without metadata, "
-            f"to fit {tokens} tokens; the nearest nodes kept theirs.",
-            hint="describe_entities(ids) returns their metadata; node_types / predicates narrow what gets detail.",
+            detail=f"{counts[NAMED]} node(s) are named stubs, without metadata, to fit {tokens} tokens.",
+            hint="describe_entities(ids) returns their metadata; node_types narrows what gets detail.",
             count=counts[NAMED],
         ))
     if counts[BARE]:
         notes.append(Truncation(
             reason="bare_stubs",
             detail=f"{counts[BARE]} node(s) are bare stubs (id, entity_type) to fit {tokens} tokens.",
-            hint="describe_entities(ids) returns their names and metadata; a smaller page (limit) leaves "
-            "room for more detail.",
+            hint="describe_entities(ids) returns their names and metadata.",
             count=counts[BARE],
         ))
     if counts[CUT]:
@@ -401,16 +419,15 @@ def _notes(answer: Traversal, budget: Budget, counts: dict[int, int], shown: int
             next_offset = answer.offset + shown
             notes.append(Truncation(
                 reason="max_tokens",
-                detail=f"Only {shown} of the {page} nodes of this page fit the answer budget of {tokens} tokens.",
-                hint=f"Repeat the call with offset={next_offset} (and a limit) for the rest, or use "
-                "exclude_node_types to drop high-volume types.",
+                detail=f"{shown} of this page's {page} nodes fit {tokens} tokens.",
+                hint=f"Call again with offset={next_offset} for the rest, or exclude_node_types to drop types.",
                 count=counts[CUT],
                 next_offset=next_offset,
             ))
         else:
             notes.append(Truncation(
                 reason="max_tokens",
-                detail=f"Only {shown} of the {page} shared nodes fit the answer budget of {tokens} tokens.",
+                detail=f"{shown} of the {page} shared nodes fit {tokens} tokens.",
                 hint="Lower k, add exclude_node_types or min_mentions, or intersect fewer hubs.",
                 count=counts[CUT],
             ))

@@ -1,0 +1,150 @@
+"""Graded fitting on hand-made answers whose sizes are worked out below.
+
+The answer is a seed S with four neighbours N1..N4 (``S -r-> Ni``), each with one long
+description. Sizes in compact JSON (characters):
+
+* a bare stub ``{"id":"N1","entity_type":"T"}``: 31, plus a separator: 32;
+* a named stub adds ``,"name":"n1"``: 12 more, 44 in all;
+* a full node adds ``,"metadata":{"name":"n1","description":"<D chars>"}``: 44 + 16 + 28 + D;
+* an edge ``{"subject":"S","predicate":"r","object":"N1"}``: 46, plus a separator: 47
+  (with metadata ``{"confidence":0.5}``: 66 more).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bfsql.engine.answer import Detail, Traversal
+from bfsql.models import SchemaSummary
+from bfsql.server.fitting import CHARS_PER_TOKEN, Budget, clip_metadata, compact_json, fit_traversal
+
+IDS = ["S", "N1", "N2", "N3", "N4"]
+
+
+def answer(description: int = 2000, offset: int = 0) -> Traversal:
+    return Traversal(
+        tool="bfs_query",
+        seeds=["S"],
+        hops=1,
+        node_ids=list(IDS),
+        types=dict.fromkeys(IDS, "T"),
+        names={i: i.lower() for i in IDS},
+        distance={i: 0 if i == "S" else 1 for i in IDS},
+        triples=[("S", "r", i) for i in IDS[1:]],
+        node_count=5,
+        edge_count=4,
+        schema_summary=SchemaSummary(entity_types_found=["T"], predicates_found=["r"]),
+        node_metadata={i: {"name": i.lower(), "description": i * description} for i in IDS},
+        edge_metadata={("S", "r", i): {"confidence": 0.5} for i in IDS[1:]},
+        detail=Detail(),
+        offset=offset,
+    )
+
+
+def shown(fitted: dict) -> dict[str, str]:
+    """How each node is shown: full, clipped, named or bare."""
+    kinds = {}
+    for node in fitted["nodes"]:
+        metadata = node.get("metadata")
+        kinds[node["id"]] = (
+            "full" if metadata and "_clipped" not in metadata else
+            "clipped" if metadata else "named" if "name" in node else "bare"
+        )
+    return kinds
+
+
+def size(fitted: dict) -> int:
+    return len(compact_json(fitted))
+
+
+def test_a_small_answer_is_whole():
+    fitted = fit_traversal(answer(description=10), Budget(2000))
+    assert set(shown(fitted).values()) == {"full"}
+    assert "truncated" not in fitted
+    assert len(fitted["edges"]) == 4 and all("metadata" in e for e in fitted["edges"])
+
+
+def test_long_values_are_clipped_from_the_farthest_node_back():
+    # five full nodes of ~2,100 characters do not fit 3,000 tokens (9,000 characters); clipped ones (~400) do
+    fitted = fit_traversal(answer(), Budget(3000))
+    kinds = shown(fitted)
+    assert kinds["S"] == "full"  # the seed keeps its whole metadata longest
+    assert list(kinds.values()).count("clipped") >= 1 and "named" not in kinds.values()
+    clipped = [n for n in fitted["nodes"] if "_clipped" in (n.get("metadata") or {})]
+    assert all(n["metadata"]["_clipped"] == {"description": 2000 * len(n["id"])} for n in clipped)
+    order = [kinds[i] for i in IDS]
+    assert order == sorted(order, key=["full", "clipped"].index)  # nearer nodes keep more
+    note = next(n for n in fitted["truncated"] if n["reason"] == "clipped_values")
+    assert note["count"] == order.count("clipped")
+    assert 0.75 * 9000 <= size(fitted) <= 9000
+
+
+def test_then_nodes_become_named_stubs_and_their_edges_bare():
+    # about 1,500 characters: no room for five clipped descriptions, room for named stubs and one clipped seed
+    fitted = fit_traversal(answer(), Budget(500))
+    kinds = shown(fitted)
+    assert kinds["S"] in ("full", "clipped")
+    assert {kinds[i] for i in IDS[1:]} <= {"clipped", "named"} and "named" in kinds.values()
+    for edge in fitted["edges"]:
+        assert ("metadata" in edge) == (kinds[edge["object"]] != "named")
+    assert next(n for n in fitted["truncated"] if n["reason"] == "named_stubs")["count"] >= 1
+    assert size(fitted) <= 1500
+
+
+def test_named_stubs_become_bare_before_anything_is_cut():
+    # 70 nodes and their 69 edges: ~6,500 characters as named stubs, ~5,900 as bare ones; the budget is 6,900
+    ids = ["S"] + [f"N{i:02d}" for i in range(69)]
+    big = answer(description=10)
+    big.node_ids = ids
+    big.types = dict.fromkeys(ids, "T")
+    big.names = {i: i.lower() + "-name" for i in ids}
+    big.triples = [("S", "r", i) for i in ids[1:]]
+    big.node_metadata = {i: {"name": big.names[i]} for i in ids}
+    big.edge_metadata = {}
+    big.node_count, big.edge_count = 70, 69
+    fitted = fit_traversal(big, Budget(2300))
+    kinds = shown(fitted)
+    assert len(kinds) == 70, "nothing is cut while bare stubs fit"
+    assert "bare" in kinds.values()
+    assert [k for k in (kinds[i] for i in ids) if k == "bare"] == list(kinds.values())[-list(kinds.values()).count(
+        "bare"):]  # the bare ones are the farthest
+    assert size(fitted) <= 6900
+
+
+def test_only_then_nodes_are_cut_with_the_offset_to_continue():
+    fitted = fit_traversal(answer(offset=40), Budget(220))  # 660 characters
+    kept = len(fitted["nodes"])
+    assert 0 < kept < 5
+    assert set(shown(fitted).values()) == {"bare"}
+    note = next(n for n in fitted["truncated"] if n["reason"] == "max_tokens")
+    assert note["next_offset"] == 40 + kept and note["count"] == 5 - kept
+    assert size(fitted) <= 660
+
+
+def test_named_stubs_can_be_switched_off():
+    fitted = fit_traversal(answer(), Budget(500, named_stubs=False))
+    assert all("name" not in n for n in fitted["nodes"])
+
+
+@pytest.mark.parametrize("tokens", [300, 1000, 3000, 8000])
+def test_a_cut_answer_uses_at_least_three_quarters_of_its_budget(tokens):
+    ids = ["S"] + [f"N{i:03d}" for i in range(300)]
+    big = answer()
+    big.node_ids = ids
+    big.types = dict.fromkeys(ids, "T")
+    big.names = {i: i.lower() for i in ids}
+    big.triples = [("S", "r", i) for i in ids[1:]]
+    big.node_metadata = {i: {"name": i.lower(), "description": "d" * 500, "xrefs": [f"X:{n}" for n in range(40)]}
+                         for i in ids}
+    big.edge_metadata = {t: {"confidence": 0.5} for t in big.triples}
+    big.node_count, big.edge_count = 301, 300
+    fitted = fit_traversal(big, Budget(tokens))
+    chars = tokens * CHARS_PER_TOKEN
+    assert 0.75 * chars <= size(fitted) <= chars
+
+
+def test_clipping_keeps_types_and_names_each_clipped_field():
+    clipped = clip_metadata({"name": "x", "text": "y" * 1000, "list": list(range(50)), "n": 5})
+    assert clipped["name"] == "x" and clipped["n"] == 5
+    assert clipped["text"] == "y" * 300 + "…" and clipped["list"] == list(range(10))
+    assert clipped["_clipped"] == {"text": 1000, "list": 50}
