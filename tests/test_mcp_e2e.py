@@ -224,3 +224,16 @@ def test_binding_beyond_loopback_requires_a_token():
                           capture_output=True, text=True, timeout=60, env={**os.environ, "BFSQL_AUTH_TOKEN": ""})
     assert done.returncode != 0
     assert "without authentication" in done.stderr and "--auth-token" in done.stderr
+
+
+async def test_filters_the_graph_does_not_know_are_flagged_and_small_budgets_still_answer():
+    async with stdio("--max-tokens", "500") as client:
+        answer = data(await client.call_tool("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 1,
+                                                           "node_types": ["Animal"]}))
+        warning = next(w for w in answer["warnings"] if "node_types" in w)
+        assert "'Animal' is not among this graph's entity types (Complex, Family, Gene, Protein)" in warning
+        hits = data(await client.call_tool("search_entities", {"query": "kinase", "limit": 100}))
+        assert len(json.dumps(hits, separators=(",", ":"), ensure_ascii=False)) <= 500 * 3
+        assert "truncated" in hits[-1] and all("id" in hit for hit in hits[:-1])
+        described = data(await client.call_tool("describe_entity", {"id": "FPLX:AMPK", "max_tokens": 200}))
+        assert described["id"] == "FPLX:AMPK" and "_clipped" in described

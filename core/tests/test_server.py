@@ -182,3 +182,45 @@ async def test_wrong_types_are_rejected_with_field_names(tool):
         result = await client.call_tool(tool, {"seeds": ["S", "A"], "max_hops": "many", "k": "many"})
         assert result.is_error
         assert "max_hops" in result.content[0].text or "k" in result.content[0].text
+
+
+class HeavyTools:
+    """A plugin's tools: one slow, one broken, one with a huge answer."""
+
+    @hookimpl
+    def register_tools(self, register):
+        async def slow(graph, seconds: float = 5.0) -> str:
+            """Sleeps."""
+            await asyncio.sleep(seconds)
+            return "done"
+
+        def broken(graph) -> str:
+            """Fails with a bug of its own."""
+            raise ValueError("oops in a plugin")
+
+        def huge(graph, rows: int = 5000) -> list[dict]:
+            """A long list."""
+            return [{"id": f"row{i}", "text": "x" * 200} for i in range(rows)]
+
+        for fn in (slow, broken, huge):
+            register(fn)
+
+
+async def test_a_plugin_tool_passes_the_same_pipeline_as_the_built_in_ones():
+    pm = get_plugin_manager()
+    plugin = HeavyTools()
+    pm.register(plugin)
+    try:
+        async with await client_for(MemoryBackend(small_records()), timeout=0.3, max_tokens=1000) as client:
+            timed_out = await client.call_tool("slow", {"seconds": 5})
+            assert timed_out.is_error and "slow timed out after 0.3s" in timed_out.content[0].text
+            broken = await client.call_tool("broken", {})
+            text = broken.content[0].text
+            assert broken.is_error and "internal error in broken: ValueError: oops in a plugin" in text
+            assert "backend" not in text.split("not a problem")[0]  # a plugin's bug is not the backend's fault
+            fitted = payload(await client.call_tool("huge", {}))
+            assert tokens(fitted) <= 1000 and fitted[-1]["truncated"]["count"] > 4900
+            refused = await client.call_tool("huge", {"rows": 3, "bogus": 1})
+            assert refused.is_error and "Unknown argument 'bogus': huge takes rows." in refused.content[0].text
+    finally:
+        pm.unregister(plugin)

@@ -453,28 +453,47 @@ def fit_record(record: dict[str, Any], budget: Budget) -> dict[str, Any]:
 
 
 def fit_list(
-    items: list[Any], budget: Budget, *, what: str, id_key: str = "id", note: Truncation | None = None
+    items: list[Any],
+    budget: Budget,
+    *,
+    what: str,
+    id_key: str = "id",
+    note: Truncation | None = None,
+    offset: int | None = None,
 ) -> list[Any]:
     """A list answer within the budget: long values clipped, then items cut from the end.
 
     A cut (or ``note``, e.g. a page of search results) is a last element ``{"truncated": {...}}``
-    naming what was left out and how to get it.
+    saying what was left out and how to get it: the offset to continue from for a paged list
+    (``offset`` = index of the first item), else the ids left out (as many as the budget holds).
     """
     items = [fit_record(i, budget) if isinstance(i, dict) else i for i in items]
 
     def with_marker(keep: int) -> list[Any]:
         if keep == len(items):
             return items + ([{"truncated": note.model_dump(exclude_none=True)}] if note else [])
-        rest = [i.get(id_key) for i in items[keep:] if isinstance(i, dict)]
-        marker = {
-            "reason": "max_tokens",
-            "detail": f"{len(items) - keep} of {len(items)} {what} did not fit the answer budget of "
-            f"{budget.max_tokens} tokens.",
-            "hint": "Call again with the remaining ids" + (" (first 100 listed)." if len(rest) > 100 else "."),
-            "count": len(items) - keep,
-            "remaining_ids": rest[:100],
-        }
-        return [*items[:keep], {"truncated": marker}]
+        cut = Truncation(
+            reason="max_tokens",
+            detail=f"{len(items) - keep} of {len(items)} {what} did not fit {budget.max_tokens} tokens.",
+            hint="",
+            count=len(items) - keep,
+        )
+        if offset is not None:
+            cut.next_offset = offset + keep
+            cut.hint = f"Call again with offset={cut.next_offset} for the rest."
+        else:
+            rest, room = [], budget.chars // 4
+            for item in items[keep:]:
+                if isinstance(item, dict) and item.get(id_key) is not None:
+                    room -= len(str(item[id_key])) + 3
+                    if room < 0:
+                        break
+                    rest.append(str(item[id_key]))
+            cut.remaining_ids = rest
+            cut.hint = "Call again with the remaining ids" + (
+                f" (the first {len(rest)} are listed)." if len(rest) < len(items) - keep else "."
+            )
+        return [*items[:keep], {"truncated": cut.model_dump(exclude_none=True)}]
 
     if _fits(with_marker(len(items)), budget):
         return with_marker(len(items))

@@ -240,7 +240,8 @@ def fit(answer: Any, budget: Budget) -> Any:
     if isinstance(answer, list):
         note = answer[-1] if answer and isinstance(answer[-1], Truncation) else None
         items = [to_output(i) if isinstance(i, BaseModel) else i for i in (answer[:-1] if note else answer)]
-        return fit_list(items, budget, what="items", note=note)
+        offset = None if note is None or note.next_offset is None else note.next_offset - len(items)
+        return fit_list(items, budget, what="items", note=note, offset=offset)
     if isinstance(answer, dict):
         return fit_record(answer, budget)
     return answer
