@@ -312,13 +312,16 @@ def _render(tool: str, data: Any) -> str:
         return _render_path(data)
     if isinstance(data, dict) and "nodes" in data and "edges" in data:
         return _render_traversal(data)
-    if isinstance(data, list) and all(isinstance(i, dict) and "id" in i for i in data):
-        return "\n".join(
-            f"{i['id']}  [{i.get('entity_type', '')}]  {i.get('name', '')}".rstrip()
+    if isinstance(data, list) and all(isinstance(i, dict) and ("id" in i or "truncated" in i) for i in data):
+        lines = [
+            f"{i['id']}  [{i.get('entity_type', '')}]  {i.get('name') or (i.get('metadata') or {}).get('name', '')}"
+            .rstrip()
             + (f"  score={i['score']:.3f}" if isinstance(i.get("score"), int | float) else "")
             + (f"  ({'+'.join(i['rankers'])})" if i.get("rankers") else "")
             for i in data
-        )
+            if "id" in i
+        ]
+        return "\n".join(lines + _note_lines([i["truncated"] for i in data if "truncated" in i]))
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
