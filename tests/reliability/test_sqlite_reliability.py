@@ -176,3 +176,65 @@ def test_concurrent_clients_over_http(http_server, figures):
     figures["sqlite.load"] = measured
     assert measured["errors"] == 0, measured["error_samples"]
     assert rss_after - rss_before < 200 * 1024, "server RSS grew by more than 200 MB"
+
+
+def _native_counts(db: Path, seed: str, hops: int) -> tuple[int, int]:
+    """A plain BFS over the store's tables: nodes and edges within ``hops`` of ``seed`` (the engine's rules)."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        entities = {row[0] for row in conn.execute("SELECT entity_id FROM entity WHERE status IS NOT 'merged'")}
+        adjacency: dict[str, list[tuple[str, str, str]]] = {}
+        for s, p, o in conn.execute("SELECT subject_id, predicate, object_id FROM relationship"):
+            adjacency.setdefault(s, []).append((s, p, o))
+            if o != s:
+                adjacency.setdefault(o, []).append((s, p, o))
+    distance, edges, frontier = {seed: 0}, set(), [seed]
+    for hop in range(1, hops + 1):
+        new: list[str] = []
+        for node in frontier:
+            for edge in adjacency.get(node, ()):
+                other = edge[2] if edge[0] == node else edge[0]
+                if other in distance or other in new:
+                    edges.add(edge)
+                elif other in entities:
+                    new.append(other)
+                    edges.add(edge)
+        for node in new:
+            distance[node] = hop
+        frontier = new
+    return len(distance), len(edges)
+
+
+def test_answers_on_the_hpo_fill_their_budget_name_their_nodes_and_count_truly(hpo_store, figures):
+    """Issue 14's acceptance through a real MCP client at default settings."""
+    db, _ = hpo_store
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        diseases = [row[0] for row in conn.execute(
+            "SELECT r.subject_id FROM relationship r JOIN entity e ON e.entity_id = r.subject_id "
+            "WHERE e.entity_type = 'Disease' GROUP BY r.subject_id ORDER BY COUNT(*) DESC, r.subject_id LIMIT 10")]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "bfsql", "serve", "--db", str(db)],
+                                   env=dict(os.environ))
+    budget = 20_000 * 3
+    used, named, cut = [], [], 0
+    with SessionThread(params) as session:
+        for seed in diseases:
+            outcome = session.call("bfs_query", {"seeds": [seed], "max_hops": 1})
+            assert not outcome.is_error, outcome.text[:300]
+            answer = outcome.data()
+            assert len(outcome.text) <= budget
+            assert answer["nodes"][0]["id"] == seed and answer["nodes"][0].get("metadata"), "the seed keeps detail"
+            if answer.get("truncated"):
+                cut += 1
+                assert len(outcome.text) >= 0.75 * budget, (seed, len(outcome.text))
+            used.append(len(outcome.text) / budget)
+            named.append(sum(1 for n in answer["nodes"] if n.get("name") or (n.get("metadata") or {}).get("name"))
+                         / len(answer["nodes"]))
+        for seed in diseases[:5]:
+            answer = session.call("bfs_query", {"seeds": [seed], "max_hops": 2, "topology_only": True}).data()
+            assert (answer["node_count"], answer["edge_count"]) == _native_counts(db, seed, 2), seed
+    assert min(named) >= 0.9, named
+    figures["sqlite.answers.hpo"] = {"calls": len(diseases), "cut": cut, "min_share_used": round(min(used), 3),
+                                     "min_share_named": round(min(named), 3)}
