@@ -38,7 +38,7 @@ class CacheConfig:
     ttl: float | None = 600.0
     """Seconds an entry stays valid; None keeps entries until evicted."""
     max_edges: int = 1_000_000
-    """Edges kept in the ``hop`` cache in all (a hub's edge list is one entry of thousands)."""
+    """Edges kept in all by the cache of an edge-list primitive (``hop``: a hub's list is one entry of thousands)."""
 
 
 class LruCache:
@@ -240,7 +240,7 @@ class CachePlugin:
                 lru = LruCache(4)
             elif spec.cache is CachePolicy.PER_CALL:
                 lru = LruCache(min(config.maxsize, 512), config.ttl)
-            elif spec.name == "hop":
+            elif spec.weighed:
                 lru = LruCache(config.maxsize, config.ttl, config.max_edges, _edge_count)
             else:
                 lru = LruCache(config.maxsize, config.ttl)

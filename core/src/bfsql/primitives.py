@@ -76,6 +76,8 @@ class PrimitiveSpec:
     cache: CachePolicy
     keys: str | None
     """The parameter holding the keys of a PER_KEY primitive."""
+    weighed: bool
+    """A cached value weighs its length (an edge list), not one entry: the cache bounds their total."""
     optional: bool
     """Not every backend answers it; the backend's capabilities say whether this one does."""
     doc: str
@@ -92,12 +94,17 @@ class Primitive(Generic[P, R]):
     """A primitive of the table: the hookspec on the class, the hook call on a :class:`~bfsql.graph.Graph`."""
 
     def __init__(
-        self, stub: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]], cache: CachePolicy, optional: bool
+        self,
+        stub: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]],
+        cache: CachePolicy,
+        optional: bool,
+        weighed: bool,
     ) -> None:
         self.stub = stub
         self.hookspec = hookspec(firstresult=True)(_without_defaults(stub))
         self.cache = cache
         self.optional = optional
+        self.weighed = weighed
 
     def __set_name__(self, owner: type, name: str) -> None:
         params = [p for p in inspect.signature(self.stub).parameters.values() if p.name != "self"]
@@ -108,6 +115,7 @@ class Primitive(Generic[P, R]):
             defaults={p.name: p.default for p in params if p.default is not inspect.Parameter.empty},
             cache=self.cache,
             keys=keys,
+            weighed=self.weighed,
             optional=self.optional,
             doc=inspect.cleandoc(self.stub.__doc__ or ""),
             hookspec=self.hookspec,
@@ -180,12 +188,12 @@ def implementation(
 
 
 def primitive(
-    *, cache: CachePolicy, optional: bool = False
+    *, cache: CachePolicy, optional: bool = False, weighed: bool = False
 ) -> Callable[[Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]], Primitive[P, R]]:
     """Mark a stub method of :class:`Primitives` as a primitive with the given cache policy."""
 
     def mark(stub: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]) -> Primitive[P, R]:
-        return Primitive(stub, cache, optional)
+        return Primitive(stub, cache, optional, weighed)
 
     return mark
 
@@ -238,7 +246,7 @@ class Primitives:
         """Type and display name of each visible entity among ``entity_ids``; unknown ids left out."""
         raise NotImplementedError
 
-    @primitive(cache=CachePolicy.PER_KEY)
+    @primitive(cache=CachePolicy.PER_KEY, weighed=True)
     async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
         """One traversal step: every edge of each entity, both directions, with its other end's type and name.
 

@@ -37,6 +37,7 @@ from bfsql.engine import TraversalBudget
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.models import EntityStub
+from bfsql.primitives import PRIMITIVES
 from bfsql.rows import Edge
 from bfsql.testing.answers import (
     backend_arguments,
@@ -94,7 +95,8 @@ __all__ = ["BackendConformance"]
 SEARCH_LIMIT = 20
 VECTOR_QUERIES = (("Aspirin", ASPIRIN), ("Nutlin-3", NUTLIN), ("β-catenin", CTNNB1), ("胃癌", GASTRIC))
 """Entity names whose own embedding must find the entity first."""
-BATCH_METHODS = ("get_nodes", "hop", "metadata_for_nodes", "metadata_for_edges")
+BATCH_METHODS = tuple(name for name, spec in PRIMITIVES.items() if spec.keys is not None and not spec.optional)
+"""The required batch primitives (the ones GraphDbInterface derives from single-id calls)."""
 
 
 def _xfailed(value: object) -> bool:
