@@ -51,7 +51,7 @@ async def bfs_query(
     triples = list(reached.edges)
     summary = schema_summary(
         set(reached.types.values()) | reached.excluded_types,
-        {e[1] for e in triples} | reached.excluded_predicates,
+        reached.predicates | reached.excluded_predicates,
     )
     order, triples, known = await drop_low_mentions(graph, order, triples, min_mentions, set(seeds))
 

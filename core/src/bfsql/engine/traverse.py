@@ -36,6 +36,8 @@ class Expansion:
     """Display name of every reached node (None where the store has none)."""
     edges: set[Triple] = field(default_factory=set)
     """Edges examined whose both endpoints were reached."""
+    predicates: set[str] = field(default_factory=set)
+    """Predicates of those edges."""
     unknown_seeds: list[str] = field(default_factory=list)
     excluded_types: set[str] = field(default_factory=set)
     """Types of neighbours removed by exclude_node_types (still part of schema_summary)."""
@@ -114,6 +116,7 @@ async def expand(
     frontier = list(distance)
     result.levels.append(frontier)
 
+    add_edge, add_predicate = edges.add, result.predicates.add
     for hop in range(1, hops + 1):
         if not frontier:
             break
@@ -127,7 +130,8 @@ async def expand(
             for subject, predicate, obj, other_type, other_name in capped(node_id, rows, budget, result.capped_nodes):
                 other = obj if subject == node_id else subject
                 if other in distance:
-                    edges.add((subject, predicate, obj))
+                    add_edge((subject, predicate, obj))
+                    add_predicate(predicate)
                 elif other_type is None:
                     result.dangling_edges += 1
                 elif other_type in exclude_types:
@@ -136,7 +140,10 @@ async def expand(
                 else:
                     if other not in new:
                         new[other] = (other_type, other_name)
-                    pending.append((subject, predicate, obj))
+                    triple = (subject, predicate, obj)
+                    add_edge(triple)
+                    add_predicate(predicate)
+                    pending.append(triple)
         admitted = list(new)
         room = budget.max_nodes - len(distance)
         if len(admitted) > room:
@@ -146,10 +153,9 @@ async def expand(
             distance[node_id] = hop
             types[node_id], names[node_id] = new[node_id]
         result.levels.append(admitted)
-        if result.nodes_cut:
-            edges.update(e for e in pending if e[0] in distance and e[2] in distance)
-        else:
-            edges.update(pending)
+        if result.nodes_cut:  # edges to the neighbours that did not fit are not part of the answer
+            edges.difference_update(e for e in pending if e[0] not in distance or e[2] not in distance)
+            result.predicates = {e[1] for e in edges}
         frontier = admitted
         if progress is not None:
             await progress(hop, hops, f"hop {hop}/{hops}: {len(distance)} nodes, {len(edges)} edges")
