@@ -210,14 +210,35 @@ def _edge_level(owner_level: int, owner_cap: int) -> int:
     return BARE
 
 
-def _owners(answer: Traversal) -> list[list[int]]:
-    """For each node of the page, the indexes of the edges it owns (an edge belongs to its later endpoint)."""
-    position = {node_id: i for i, node_id in enumerate(answer.node_ids)}
-    owned: list[list[int]] = [[] for _ in answer.node_ids]
+def _owners(answer: Traversal, room: int) -> list[list[int]]:
+    """For each node an answer of ``room`` characters could hold, the indexes of the edges it owns.
+
+    An edge belongs to its later endpoint. Nodes past the point where their bare stubs alone
+    exceed the room can own nothing shown, so only the edges among the nodes before it are
+    looked at closely.
+    """
+    ids, types = answer.node_ids, answer.types
+    used, limit = 0, len(ids)
+    for i, node_id in enumerate(ids):
+        used += _BARE_NODE + _jlen(node_id) + _jlen(types[node_id]) + 1
+        if used > room:
+            limit = i + 1
+            break
+    position = {node_id: i for i, node_id in enumerate(ids[:limit])}
+    beyond = len(ids)  # a node of this page past the limit
+    page = set(ids) if answer.offset else None  # on a later page, an edge may lead to an earlier one
+    owned: list[list[int]] = [[] for _ in range(limit)]
     where = position.get
     for index, (subject, _, obj) in enumerate(answer.triples):
-        owned[max(where(subject, -1), where(obj, -1))].append(index)  # -1: on an earlier page
-    return owned
+        at_subject, at_object = where(subject), where(obj)
+        if at_subject is None:
+            at_subject = beyond if page is None or subject in page else -1
+        if at_object is None:
+            at_object = beyond if page is None or obj in page else -1
+        owner = at_subject if at_subject > at_object else at_object
+        if owner < limit:
+            owned[owner].append(index)
+    return owned + [[] for _ in range(len(ids) - limit)]
 
 
 def _paths_size(answer: Traversal) -> dict[str, int]:
@@ -231,10 +252,10 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
     """The answer of bfs_query or intersect_subgraphs within ``budget``, graded as the module says."""
     ids = answer.node_ids
     sizes = _Sizes(answer, budget)
-    owned = _owners(answer)
     paths = _paths_size(answer)
     reserve = min(NOTES_RESERVE, budget.chars // 3)
     room = budget.chars - reserve - len(compact_json(_envelope(answer, [], [], answer.truncated, None)))
+    owned = _owners(answer, room)
 
     def cost(i: int, level: int) -> int:
         if level == CUT:
