@@ -70,7 +70,8 @@ def post(url: str, host: str | None = None) -> int:
     if host is not None:
         headers["Host"] = host
     body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}
     return httpx.post(url, json=body, headers=headers, timeout=30).status_code
 
 
