@@ -27,6 +27,7 @@ Each graph's other keys are its backend's options. A mistake in the file is one
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import tomllib
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import click
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.errors import BfsqlError
@@ -50,6 +51,7 @@ __all__ = [
     "ConfiguredGraph",
     "GraphPlan",
     "ServerSettings",
+    "config_text",
     "given_settings",
     "graph_name_error",
     "nearest",
@@ -399,3 +401,33 @@ def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[s
     if defaults:
         graphs.sort(key=lambda graph: graph.name != defaults[0])
     return ConfigFile(path, server, graphs)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def config_text(graphs: Mapping[str, tuple[str, BaseModel]], server: Mapping[str, Any] | None = None) -> str:
+    """A configuration file serving ``graphs`` (name -> (backend, its config)) with ``server`` settings.
+
+    Tests use it to serve a backend with the very config object they build it from.
+    """
+    lines = []
+    if server:
+        lines += ["[server]", *(f"{key} = {_toml_value(value)}" for key, value in server.items()), ""]
+    for name, (backend, config) in graphs.items():
+        lines += [f"[graphs.{json.dumps(name)}]", f"backend = {_toml_value(backend)}"]
+        for key, value in config.model_dump(exclude_none=True).items():
+            lines.append(f"{key} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
