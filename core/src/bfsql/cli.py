@@ -207,7 +207,7 @@ def serve(**options: Any) -> None:
                 click.echo(f"bfsql: serving {', '.join(p.name for p in plans)} over stdio. This is for MCP clients: "
                            "add 'bfsql serve' to your client's config (see README), or try 'bfsql query'. "
                            "Ctrl-C stops.", err=True)
-            asyncio.run(serve_stdio(plans))
+            asyncio.run(serve_stdio(plans, server))
         else:
             verbose = click.get_current_context().find_root().params.get("verbose", 0) > 0
             asyncio.run(serve_http(plans, server, verbose=verbose))

@@ -45,6 +45,7 @@ from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.errors import BfsqlError
 
 __all__ = [
+    "DEFAULT_MAX_HEAVY_CALLS",
     "GRAPH_COMMANDS",
     "ConfigError",
     "ConfigFile",
@@ -62,6 +63,9 @@ __all__ = [
 
 GRAPH_COMMANDS = ("serve", "query", "path", "explore")
 """The commands that open graphs and take the graph-level settings."""
+
+DEFAULT_MAX_HEAVY_CALLS = 4
+"""Traversals computed at once by default: enough to keep a database busy, few enough that cheap calls stay fast."""
 
 _SERVE = ("serve",)
 _WEB = ("serve", "explore")
@@ -92,6 +96,9 @@ class ServerSettings(BaseModel):
                                 per_graph=True)
     embedder: str = _setting("hashing", "Embedder for vector search and path queries (must match a store's "
                              "entity vectors).", per_graph=True)
+    max_heavy_calls: int = _setting(DEFAULT_MAX_HEAVY_CALLS, "Traversals (bfs_query, intersect_subgraphs, "
+                                    "path_query) computed at once; more wait their turn, cheap calls never wait.",
+                                    commands=_WEB, ge=1)
     transport: Literal["stdio", "http"] = _setting("stdio", "stdio for desktop clients; http for streamable HTTP.",
                                                    commands=_SERVE)
     host: str = _setting("127.0.0.1", "HTTP bind address (0.0.0.0 or :: for every interface: needs a token).",
