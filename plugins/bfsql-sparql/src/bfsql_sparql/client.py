@@ -138,15 +138,24 @@ class SparqlClient:
         A partial answer (Virtuoso's anytime queries) is an error unless ``allow_partial``,
         for queries whose answer is a best-effort sample anyway (search candidates).
         """
+        bindings = await self.bindings(query, allow_partial)
+        return [{name: _term(value) for name, value in row.items()} for row in bindings]
+
+    async def bindings(self, query: str, allow_partial: bool = False) -> list[dict[str, Any]]:
+        """Run a SELECT query; its solutions as the SPARQL JSON bindings themselves (``{"value": …}`` per variable).
+
+        For answers of many rows read once (a hop), where making a :class:`Term` of every value costs more
+        than the query itself.
+        """
         data = await self._run(query, allow_partial)
         try:
-            bindings = data["results"]["bindings"]
+            bindings: list[dict[str, Any]] = data["results"]["bindings"]
         except (KeyError, TypeError):
             raise SparqlEndpointError(
                 f"The SPARQL endpoint {self.endpoint} answered a SELECT without results.",
                 "Check that --endpoint is a SPARQL query endpoint.",
             ) from None
-        return [{name: _term(value) for name, value in row.items()} for row in bindings]
+        return bindings
 
     async def ask(self, query: str) -> bool:
         """Run an ASK query."""
