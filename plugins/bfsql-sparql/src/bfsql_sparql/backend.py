@@ -31,7 +31,7 @@ from bfsql import (
     lexical_rank,
 )
 from bfsql_sparql import queries
-from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term
+from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term, term
 from bfsql_sparql.config import SparqlConfig
 from bfsql_sparql.fetch import Cut, FetchSettings, chunks
 from bfsql_sparql.hop import read_hop
@@ -277,10 +277,11 @@ class SparqlBackend(GraphBackend):
                 wanted[triple].append(edge)
         return wanted
 
-    async def _select_triples(self, triples: list[tuple[str, str, str]], make_query: Any) -> list[dict[str, Term]]:
+    async def _select_triples(self, triples: list[tuple[str, str, str]], make_query: Any) -> list[dict[str, Any]]:
+        """The raw rows of ``make_query`` over ``triples``, one query per ``--batch-size`` triples."""
         parts = await gather_or_cancel(
             *(
-                self.client.select(make_query(triples[start : start + self.limits.batch_size]))
+                self.client.bindings(make_query(triples[start : start + self.limits.batch_size]))
                 for start in range(0, len(triples), self.limits.batch_size)
             )
         )
@@ -292,9 +293,9 @@ class SparqlBackend(GraphBackend):
         wanted = self._triples(edges)
         annotations: dict[tuple[str, str, str], list[tuple[str, Term]]] = {}
         for row in await self._select_triples(list(wanted), queries.statement_query):
-            found = annotations.setdefault((row["s"].value, row["p"].value, row["o"].value), [])
+            found = annotations.setdefault((row["s"]["value"], row["p"]["value"], row["o"]["value"]), [])
             if "k" in row and "v" in row:
-                found.append((row["k"].value, row["v"]))
+                found.append((row["k"]["value"], term(row["v"])))
         result: dict[Edge, dict[str, Any]] = {edge: {} for edge in edges}
         for triple, pairs in annotations.items():
             for edge in wanted[triple]:
@@ -307,8 +308,8 @@ class SparqlBackend(GraphBackend):
         wanted = self._triples(edges)
         evidence: dict[tuple[str, str, str], dict[str, list[tuple[str, Term]]]] = defaultdict(lambda: defaultdict(list))
         for row in await self._select_triples(list(wanted), queries.provenance_query):
-            evidence[(row["s"].value, row["p"].value, row["o"].value)][row["ev"].value].append(
-                (row["k"].value, row["v"])
+            evidence[(row["s"]["value"], row["p"]["value"], row["o"]["value"])][row["ev"]["value"]].append(
+                (row["k"]["value"], term(row["v"]))
             )
         result: dict[Edge, list[dict[str, Any]]] = {}
         for triple, nodes in evidence.items():

@@ -14,7 +14,7 @@ from typing import Any
 
 from bfsql import gather_or_cancel
 from bfsql_sparql import queries
-from bfsql_sparql.client import SparqlClient, Term
+from bfsql_sparql.client import SparqlClient, Term, term
 from bfsql_sparql.fetch import FetchSettings, chunks, fetch_statements, overflowed, page_size
 
 __all__ = ["Identity", "NodeStatements", "add_identity_row", "read_identities", "read_node_statements"]
@@ -88,16 +88,18 @@ async def _node_statements(
 ) -> dict[str, NodeStatements]:
     page = page_size(client, limits)
     query = queries.node_statements_query(iris, languages, page + 1, type_predicate=limits.type_predicate)
-    rows = await client.select(query)
+    rows = await client.bindings(query)
     if overflowed(client, len(rows), page):
         return await _counted_node_statements(client, iris, languages, limits)
     found: dict[str, NodeStatements] = {}
     for row in rows:
-        entity = found.setdefault(row["e"].value, NodeStatements())
+        entity = found.get(row["e"]["value"])
+        if entity is None:
+            entity = found[row["e"]["value"]] = NodeStatements()
         if "t" in row:
-            entity.types.add(row["t"].value)
+            entity.types.add(row["t"]["value"])
         if "p" in row and "v" in row:
-            entity.literals.append((row["p"].value, row["v"]))
+            entity.literals.append((row["p"]["value"], term(row["v"])))
     for entity in found.values():
         unique = list(dict.fromkeys(entity.literals))
         if len(unique) > limits.edge_limit:
