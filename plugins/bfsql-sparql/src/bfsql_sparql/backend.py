@@ -291,15 +291,18 @@ class SparqlBackend(GraphBackend):
     async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
         """The reified statements' properties of each existing edge; ``{}`` for the others. No provenance."""
         wanted = self._triples(edges)
-        annotations: dict[tuple[str, str, str], list[tuple[str, Term]]] = {}
+        existing: set[tuple[str, str, str]] = set()
+        annotations: dict[tuple[str, str, str], list[tuple[str, Term]]] = defaultdict(list)
         for row in await self._select_triples(list(wanted), queries.statement_query):
-            found = annotations.setdefault((row["s"]["value"], row["p"]["value"], row["o"]["value"]), [])
+            triple = (row["s"]["value"], row["p"]["value"], row["o"]["value"])
             if "k" in row and "v" in row:
-                found.append((row["k"]["value"], term(row["v"])))
+                annotations[triple].append((row["k"]["value"], term(row["v"])))
+            else:
+                existing.add(triple)
         result: dict[Edge, dict[str, Any]] = {edge: {} for edge in edges}
-        for triple, pairs in annotations.items():
+        for triple in existing:
             for edge in wanted[triple]:
-                result[edge] = edge_metadata(pairs, self.prefixes)
+                result[edge] = edge_metadata(annotations.get(triple, []), self.prefixes)
         return result
 
     @override
