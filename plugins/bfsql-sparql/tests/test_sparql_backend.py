@@ -110,6 +110,26 @@ async def test_a_hop_too_big_for_one_answer_is_read_in_groups(server: SparqlServ
         await small.aclose()
 
 
+async def test_literal_values_are_cut_alike_in_one_query_or_counted(server: SparqlServer) -> None:
+    """Past --edge-limit literal values are cut in (predicate, value) order and noted; past --max-rows a
+    metadata block is read the counted way, with the same answer."""
+    professors = [f"{DEPARTMENT}/FullProfessor{i}" for i in range(5)]
+    one_query = await SparqlBackend.create(lubm_config(server, edge_limit=2))
+    counted = await SparqlBackend.create(lubm_config(server, edge_limit=2, max_rows=10))
+    try:
+        found = await one_query.metadata_for_nodes(professors)
+        sent = counted.client.requests
+        assert await counted.metadata_for_nodes(professors) == found
+        assert counted.client.requests - sent > 2, "the query, then counts and fetches"
+        assert sorted(found) == professors
+        for metadata in found.values():
+            assert metadata["values_truncated"].startswith("2 of ")
+            assert metadata["emailAddress"].endswith("@Department0.University0.edu")
+    finally:
+        await one_query.aclose()
+        await counted.aclose()
+
+
 async def test_virtuoso_row_cap_is_detected_and_obeyed(virtuoso_server: SparqlServer) -> None:
     """Virtuoso silently stops at ResultSetMaxRows (10000 here); the counts catch it and the backend adapts."""
     config = lubm_config(virtuoso_server, max_rows=50_000, edge_limit=50_000, batch_size=2_000)

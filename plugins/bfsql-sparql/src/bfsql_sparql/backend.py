@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from typing_extensions import override
@@ -69,19 +69,6 @@ class InvalidEntityId(InvalidArgument, KeyError):
 
 class SparqlConfigError(InvalidArgument):
     """The configuration names a term that is not usable (bad IRI, unknown prefix, no probe seeds)."""
-
-
-def _memo(function: Callable[[str], str]) -> Callable[[str], str]:
-    """``function`` remembering its answers for the life of the returned callable (one hop's answer)."""
-    known: dict[str, str] = {}
-
-    def remembered(value: str) -> str:
-        found = known.get(value)
-        if found is None:
-            found = known[value] = function(value)
-        return found
-
-    return remembered
 
 
 class SparqlBackend(GraphBackend):
@@ -219,7 +206,7 @@ class SparqlBackend(GraphBackend):
         found = await read_hop(self.client, list(valid.values()), self.rules, self.limits)
         for cut in found.cuts:
             self.cuts.record(self.prefixes.compact(cut.iri), cut)
-        compact = _memo(self.prefixes.compact)
+        compact = self.prefixes.compact
         ends: dict[str, tuple[str | None, str | None]] = {
             iri: (None, None) if identity is None else self._node_info(iri, identity)
             for iri, identity in found.ends.items()

@@ -44,9 +44,7 @@ class HopStatements:
     def merge(self, other: HopStatements) -> None:
         """Add another chunk's statements."""
         self.edges.update(other.edges)
-        for iri, identity in other.ends.items():
-            if self.ends.get(iri) is None:
-                self.ends[iri] = identity
+        self.ends.update(other.ends)
         self.cuts.extend(other.cuts)
 
 
