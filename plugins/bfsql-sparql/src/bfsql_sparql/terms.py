@@ -277,5 +277,8 @@ class PrefixMap:
         if compact == iri:
             return len(self.prefixes)
         name, sep, _ = compact.partition(":")
-        wanted = name if sep else ""
-        return next(i for i, (known, _) in enumerate(self.prefixes) if known == wanted)
+        return self._positions[name if sep else ""]
+
+    @functools.cached_property
+    def _positions(self) -> dict[str, int]:
+        return {name: position for position, (name, _) in enumerate(self.prefixes)}
