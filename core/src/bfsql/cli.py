@@ -349,7 +349,9 @@ async def _call_tool(spec: Any, config: Any, settings: Any, tool: str, arguments
 @click.argument("tool")
 @click.argument("arguments", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON answer.")
-def query(tool: str, arguments: tuple[str, ...], as_json: bool, **options: Any) -> None:
+@click.option("--format", "diagram", type=click.Choice(["dot", "mermaid", "graphml"]), default=None,
+              help="Print a bfs_query or intersect_subgraphs answer as a diagram (see docs/explore.md).")
+def query(tool: str, arguments: tuple[str, ...], as_json: bool, diagram: str | None, **options: Any) -> None:
     """Call one tool from the terminal.
 
     ARGUMENTS are key=value pairs (values parsed as JSON when they can be) or one JSON
@@ -358,8 +360,16 @@ def query(tool: str, arguments: tuple[str, ...], as_json: bool, **options: Any) 
     \b
       bfsql query search_entities query=BRAF
       bfsql query bfs_query '{"seeds": ["FPLX:RAF"], "max_hops": 1}'
+      bfsql query bfs_query seeds='["HGNC:BRAF"]' max_hops=2 --format mermaid
     """
-    _print_answer(tool, _parse_arguments(arguments), as_json, options)
+    from bfsql.diagrams import DIAGRAM_TOOLS
+
+    if diagram and tool not in DIAGRAM_TOOLS:
+        raise click.UsageError(f"--format {diagram} draws {' and '.join(DIAGRAM_TOOLS)} answers, not {tool}'s; "
+                               "use --json for the others.")
+    if diagram and as_json:
+        raise click.UsageError("give either --json or --format, not both")
+    _print_answer(tool, _parse_arguments(arguments), as_json, options, diagram)
 
 
 @click.command()
@@ -384,7 +394,9 @@ def path(path_query: str, k: int, threshold: float, max_results: int, as_json: b
     _print_answer("path_query", arguments, as_json, options)
 
 
-def _print_answer(tool: str, arguments: dict[str, Any], as_json: bool, options: dict[str, Any]) -> None:
+def _print_answer(
+    tool: str, arguments: dict[str, Any], as_json: bool, options: dict[str, Any], diagram: str | None = None
+) -> None:
     """Call ``tool`` on the graph the command's options describe and print its answer (or fail with its error)."""
     spec, config, settings = _graph_options(options)
     try:
@@ -394,6 +406,11 @@ def _print_answer(tool: str, arguments: dict[str, Any], as_json: bool, options: 
         return
     if not ok:
         raise click.ClickException(str(data))
+    if diagram:
+        from bfsql.diagrams import diagram as draw
+
+        click.echo(draw(tool, data, diagram), nl=False)
+        return
     click.echo(json.dumps(data, ensure_ascii=False, indent=2) if as_json else _render(tool, data))
 
 
