@@ -1,4 +1,4 @@
-"""The ``bfsql`` command line: serve, query, path, load, plugins.
+"""The ``bfsql`` command line: serve, query, path, explore, load, plugins.
 
 Plugins are loaded when the command runs, not when this module is imported; their
 ``register_commands`` hooks add commands to the same group.
@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -178,16 +179,30 @@ def cli(verbose: bool) -> None:
     _configure_logging(verbose)
 
 
+def _listen_options(port: int) -> Callable[[Any], Any]:
+    """The HTTP listening options of serve and explore: bind address, port, token, extra Host names."""
+
+    def decorate(fn: Any) -> Any:
+        decorators = [
+            click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address."),
+            click.option("--port", type=int, default=port, show_default=True, help="HTTP port."),
+            click.option("--auth-token", envvar="BFSQL_AUTH_TOKEN", default=None,
+                         help="Bearer token required on every HTTP request (required off loopback)."),
+            click.option("--allowed-host", "allowed_hosts", multiple=True,
+                         help="Extra Host header value accepted over HTTP (e.g. a reverse proxy's name)."),
+        ]
+        for decorator in reversed(decorators):
+            fn = decorator(fn)
+        return fn
+
+    return decorate
+
+
 @click.command()
 @_common_serve_options
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
               envvar="BFSQL_TRANSPORT", help="stdio for desktop clients; http for streamable HTTP.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
-@click.option("--port", type=int, default=8000, show_default=True, help="HTTP port.")
-@click.option("--auth-token", envvar="BFSQL_AUTH_TOKEN", default=None,
-              help="Bearer token required on every HTTP request (required off loopback).")
-@click.option("--allowed-host", "allowed_hosts", multiple=True,
-              help="Extra Host header value accepted over HTTP (e.g. a reverse proxy's name).")
+@_listen_options(port=8000)
 def serve(
     transport: str, host: str, port: int, auth_token: str | None, allowed_hosts: tuple[str, ...], **options: Any
 ) -> None:
@@ -415,6 +430,41 @@ def _print_answer(
 
 
 @click.command()
+@_common_serve_options
+@_listen_options(port=8765)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
+def explore(
+    host: str, port: int, auth_token: str | None, allowed_hosts: tuple[str, ...], open_browser: bool, **options: Any
+) -> None:
+    """Search and draw a graph in the browser. With no options: the FamPlex demo graph.
+
+    Serves a local web page (127.0.0.1 by default; beyond loopback, --auth-token is
+    required, as for 'bfsql serve'). It reads the graph through the same tools, budgets
+    and truncation notes as an MCP client. Shareable addresses, e.g.:
+
+    \b
+      http://127.0.0.1:8765/?seed=HGNC:BRAF&hops=2
+      http://127.0.0.1:8765/?q=RAF
+
+    See docs/explore.md.
+    """
+    from bfsql.explore import serve_explorer
+    from bfsql.explore.app import page_url
+    from bfsql.server.run import HttpOptions
+
+    spec, config, settings = _graph_options(options)
+    http = HttpOptions(host=host, port=port, auth_token=auth_token, allowed_hosts=allowed_hosts)
+    click.echo(f"bfsql explore: {spec.name!r} at {page_url(http)}"
+               + (" (first visit: add ?token=<your token>)" if auth_token else "") + ". Ctrl-C stops.", err=True)
+    try:
+        asyncio.run(serve_explorer(spec, config, settings, http, open_browser))
+    except BfsqlError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        pass
+
+
+@click.command()
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="BFSQL_SQLITE_DB", required=True,
               help="SQLite file to load into (created if missing).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "tsv", "nt", "ttl"]), default=None,
@@ -501,7 +551,7 @@ def build_cli() -> click.Group:
 
     group = click.Group(name="bfsql", commands=dict(cli.commands), callback=cli.callback, params=cli.params,
                         help=cli.help)
-    for command in (serve, query, path):
+    for command in (serve, query, path, explore):
         group.add_command(_add_backend_options(command))
     group.add_command(load)
     group.add_command(plugins)
