@@ -7,6 +7,7 @@ where ``core/services.sh`` installs Chromium) they fail instead.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -46,6 +47,7 @@ def browser() -> Iterator[Any]:
     if sync_playwright is None:
         unavailable("Playwright", "pip install playwright (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1: it drives Chromium)")
     executable = chromium_path()
+    expect.set_options(timeout=20_000)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable)
         yield browser
@@ -64,6 +66,7 @@ class Visit:
     def __init__(self, browser: Any, base: str) -> None:
         self.base = base
         self.context = browser.new_context(viewport={"width": 1280, "height": 800})
+        self.context.set_default_timeout(30_000)  # a shared, busy machine: generous, never a sleep
         self.page = self.context.new_page()
         self.requests: list[str] = []
         self.errors: list[str] = []
@@ -92,6 +95,13 @@ class Visit:
         """Where the node is drawn on the page (its centre)."""
         box = self.page.locator("#graph").bounding_box()
         at = self.page.evaluate("(id) => window.bfsqlExplorer.cy.getElementById(id).renderedPosition()", node_id)
+        return box["x"] + at["x"], box["y"] + at["y"]
+
+    def edge_point(self, subject: str, predicate: str, obj: str) -> tuple[float, float]:
+        """Where the edge's middle is drawn on the page."""
+        box = self.page.locator("#graph").bounding_box()
+        edge_id = json.dumps([subject, predicate, obj], separators=(",", ":"))
+        at = self.page.evaluate("(id) => window.bfsqlExplorer.cy.getElementById(id).renderedMidpoint()", edge_id)
         return box["x"] + at["x"], box["y"] + at["y"]
 
     def listed(self) -> list[str]:
@@ -153,6 +163,9 @@ def test_clicking_a_node_shows_its_metadata(visit: Visit):
     page.locator("#node-list li[data-id='HGNC:BRAF']").click()  # the list selects too
     expect(details).to_contain_text("hgnc.symbol:BRAF")
     expect(page.locator("#node-list li.selected")).to_have_attribute("data-id", "HGNC:BRAF")
+    page.mouse.click(*visit.edge_point("HGNC:BRAF", "isa", "FPLX:RAF"))  # an edge: its metadata and provenance
+    expect(details).to_contain_text("BRAF —isa→ RAF Family")
+    expect(details).to_contain_text("famplex:relations.csv")
 
 
 def test_expanding_adds_nodes_and_the_address_keeps_them(visit: Visit):
@@ -200,10 +213,14 @@ def test_a_nonexistent_seed_is_explained_on_the_page(visit: Visit):
 
 
 def test_controls_are_read_from_the_address_and_checked_by_the_tool(visit: Visit):
-    page = visit.open("?seed=FPLX:RAF&hops=1&exclude=Gene")
+    calls: list[dict[str, Any]] = []
+    visit.page.on("request", lambda r: calls.append(json.loads(r.post_data)) if r.url.endswith("/bfs_query") else None)
+    page = visit.open("?seed=FPLX:RAF&hops=1&exclude=Gene&predicates=isa&limit=50")
     expect(page.locator("#node-list li")).to_have_count(2)
     assert visit.nodes() == ["FPLX:MAP3K", "FPLX:RAF"]
     assert page.locator("#exclude").evaluate("(s) => [...s.selectedOptions].map((o) => o.value)") == ["Gene"]
+    assert calls == [{"seeds": ["FPLX:RAF"], "max_hops": 1, "limit": 50, "predicates": ["isa"],
+                      "exclude_node_types": ["Gene"]}]
 
     page = visit.open("?seed=FPLX:RAF&hops=1&types=Family")
     expect(page.locator("#node-list li[data-id='HGNC:ARAF'] .meta")).to_contain_text("named stub")

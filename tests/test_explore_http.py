@@ -76,7 +76,7 @@ def test_bad_calls_get_one_plain_error(explorer):
     assert call("bfs_query", ["FPLX:RAF"]).status_code == 400
     assert httpx.post(explorer + "api/call/bfs_query", content=b"{nope", headers={"content-type": "application/json"}
                       ).json()["error"] == "The request body must be a JSON object of the tool's arguments."
-    other = call("describe_edges", {"edges": []})
+    other = call("path_query", {"query": '"BRAF" -[isa]-> type:Family'})
     assert other.status_code == 404 and "calls only describe_schema, search_entities" in other.json()["error"]
     assert httpx.get(explorer + "api/call/bfs_query").status_code == 405
     too_big = call("search_entities", {"query": "x" * 70_000})

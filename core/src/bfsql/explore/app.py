@@ -42,7 +42,7 @@ from bfsql.server.run import HttpOptions, open_graph
 
 __all__ = ["PAGE_TOOLS", "build_app", "page_url", "serve_explorer"]
 
-PAGE_TOOLS = ("describe_schema", "search_entities", "bfs_query", "describe_entity")
+PAGE_TOOLS = ("describe_schema", "search_entities", "bfs_query", "describe_entity", "describe_edges")
 """The tools the page calls; the endpoint refuses any other."""
 
 STATIC = Path(__file__).parent / "static"

@@ -14,6 +14,7 @@ const state = {
   view: null,           // what is drawn and searched: seeds, controls, query (mirrors the URL)
   selected: null,
   busy: 0,
+  drawing: 0,           // counts drawings: an answer that arrives after a newer drawing began is dropped
 };
 let cy = null;
 
@@ -176,6 +177,7 @@ const STYLE = [
     color: "#445", "text-rotation": "autorotate", "text-background-color": "#fff",
     "text-background-opacity": 0.85, "min-zoomed-font-size": 7,
   } },
+  { selector: "edge:selected", style: { "line-color": "#e6550d", "target-arrow-color": "#e6550d", width: 3 } },
 ];
 
 function nodeData(node) {
@@ -295,7 +297,9 @@ function addNotes(source, truncated, warnings, more) {
 // -- actions -------------------------------------------------------------------------
 
 async function traverse(args, source, near) {
+  const drawing = state.drawing;
   const answer = await call("bfs_query", args);
+  if (drawing !== state.drawing) return 0;
   const added = merge(answer, near);
   refreshPanels(answer);
   layout(!near && args.offset == null);
@@ -306,6 +310,7 @@ async function traverse(args, source, near) {
 }
 
 async function draw(view) {
+  state.drawing += 1;
   cy.elements().remove();
   clearNotes();
   state.selected = null;
@@ -317,7 +322,7 @@ async function draw(view) {
   } catch (error) {
     showMessage(`Could not draw the neighbourhood of ${view.seeds.join(", ")}: ${error.message}`);
     setStatus("Nothing drawn.");
-    await suggest(view.seeds[0]);
+    if (/unknown entity/i.test(error.message)) await suggest(view.seeds[0]);
   }
 }
 
@@ -361,7 +366,6 @@ async function select(id, fromList) {
       const entity = await call("describe_entity", { id });
       if (state.selected !== id) return;
       const { id: _, entity_type: type, _clipped: clipped, ...fields } = entity;
-      const rows = Object.entries(fields).flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, renderValue(value))]);
       details.replaceChildren(
         el("h3", {}, swatch(type), fields.name ? String(fields.name) : id),
         el("p", {}, el("code", {}, id), ` · ${type}`),
@@ -369,7 +373,7 @@ async function select(id, fromList) {
           el("button", { type: "button", id: "expand", onclick: () => expand(id) }, "Expand"),
           el("button", { type: "button", id: "open-seed", onclick: () => open([id]) }, "Open as seed"),
         ),
-        el("dl", {}, ...rows),
+        fieldList(fields),
       );
       if (clipped) {
         details.append(el("p", { class: "hint" }, `Clipped to fit the answer budget: ${Object.entries(clipped)
@@ -377,6 +381,31 @@ async function select(id, fromList) {
       }
     } catch (error) {
       details.replaceChildren(el("p", { class: "hint" }, `No metadata for ${id}: ${error.message}`));
+    }
+  });
+}
+
+function fieldList(fields) {
+  return el("dl", {}, ...Object.entries(fields).flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, renderValue(value))]));
+}
+
+async function selectEdge(edge) {
+  const { source, predicate, target } = edge.data();
+  state.selected = edge.id();
+  const label = (id) => cy.getElementById(id).data("label") || id;
+  const details = $("#details");
+  details.replaceChildren(el("p", { class: "hint" }, `Loading ${source} ${predicate} ${target}…`));
+  await working(async () => {
+    try {
+      const [found] = await call("describe_edges", { edges: [[source, predicate, target]] });
+      if (state.selected !== edge.id()) return;
+      details.replaceChildren(
+        el("h3", {}, `${label(source)} —${predicate}→ ${label(target)}`),
+        el("p", {}, el("code", {}, source), ` ${predicate} `, el("code", {}, target)),
+        found && Object.keys(found.metadata).length ? fieldList(found.metadata) : el("p", { class: "hint" }, "No metadata."),
+      );
+    } catch (error) {
+      details.replaceChildren(el("p", { class: "hint" }, `No metadata for this edge: ${error.message}`));
     }
   });
 }
@@ -457,6 +486,7 @@ async function start() {
   window.bfsqlExplorer = { cy }; // for the browser console (and the browser tests)
   cy.on("tap", "node", (event) => select(event.target.id(), false));
   cy.on("dbltap", "node", (event) => expand(event.target.id()));
+  cy.on("tap", "edge", (event) => selectEdge(event.target));
   $("#search").addEventListener("submit", (event) => {
     event.preventDefault();
     state.view = { ...viewFromControls(), q: $("#q").value.trim(), qtype: $("#qtype").value };
