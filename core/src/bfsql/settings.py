@@ -103,7 +103,7 @@ class ServerSettings(BaseModel):
                                                    commands=_SERVE)
     host: str = _setting("127.0.0.1", "HTTP bind address (0.0.0.0 or :: for every interface: needs a token).",
                          commands=_WEB)
-    port: int = _setting(8000, "HTTP port.", commands=_WEB, ge=0, le=65535)
+    port: int = _setting(8000, "HTTP port.", commands=_SERVE, ge=0, le=65535)
     auth_token: str | None = _setting(None, "Bearer token required on every HTTP request (required off loopback).",
                                       commands=_WEB)
     allowed_hosts: tuple[str, ...] = _setting((), "Extra Host header value accepted over HTTP (e.g. a reverse "
