@@ -106,6 +106,10 @@ class ServerSettings(BaseModel):
     port: int = _setting(8000, "HTTP port.", commands=_SERVE, ge=0, le=65535)
     auth_token: str | None = _setting(None, "Bearer token required on every HTTP request (required off loopback).",
                                       commands=_WEB)
+    session_idle_timeout: float = _setting(600.0, "Seconds an idle HTTP session is kept before it is closed (a "
+                                           "client then opens a new one).", commands=_SERVE, gt=0)
+    max_sessions: int = _setting(1000, "Most HTTP sessions open at once; a new one beyond gets 503 until one ends or "
+                                 "expires.", commands=_SERVE, ge=1)
     allowed_hosts: tuple[str, ...] = _setting((), "Extra Host header value accepted over HTTP (e.g. a reverse "
                                               "proxy's name); repeat for several.", commands=_WEB)
 

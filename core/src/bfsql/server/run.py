@@ -98,6 +98,8 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
             # HostGuard below checks Host and Origin for every request, with errors that say what to do.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             host=settings.host,
+            session_idle_timeout=settings.session_idle_timeout,
+            max_sessions=settings.max_sessions,
         )
         if settings.auth_token:
             app = BearerAuth(app, settings.auth_token)
