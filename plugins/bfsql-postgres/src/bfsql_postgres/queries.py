@@ -128,12 +128,18 @@ JOIN relationship r ON r.subject_id = w.s AND r.predicate = w.p AND r.object_id 
 
 
 def edge_metadata_sql(layout: StoreLayout) -> str:
-    """Relationship columns of the visible triples ``($1[i], $2[i], $3[i])`` (no evidence)."""
+    """Relationship columns of the visible triples ``($1[i], $2[i], $3[i])`` (no evidence).
+
+    Where no unique key makes each triple one row, the row with the highest confidence is kept.
+    """
+    key = "r.subject_id, r.predicate, r.object_id"
+    distinct = "" if layout.unique_keys else f"DISTINCT ON ({key}) "
+    order = "" if layout.unique_keys else f"\nORDER BY {key}, r.confidence DESC NULLS LAST"
     return f"""
-SELECT r.subject_id::text AS subject, r.predicate::text AS predicate, r.object_id::text AS object,
+SELECT {distinct}r.subject_id::text AS subject, r.predicate::text AS predicate, r.object_id::text AS object,
        r.confidence::float8 AS confidence, r.source_documents::text AS source_documents,
        r.properties::text AS properties{_ASKED_TRIPLES}
-WHERE TRUE{_touches_no_merged(layout)}
+WHERE TRUE{_touches_no_merged(layout)}{order}
 """
 
 
