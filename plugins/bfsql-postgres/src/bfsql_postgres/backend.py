@@ -110,10 +110,11 @@ class _RelationshipColumns(NamedTuple):
     source_documents: list[str]
 
 
-def _triples(edges: list[Edge]) -> tuple[list[str], list[str], list[str]]:
-    """The distinct storable edges as three parallel arrays (subjects, predicates, objects)."""
-    asked = [e for e in dict.fromkeys(edges) if len(_storable([e[0], e[1], e[2]])) == 3]
-    return [e[0] for e in asked], [e[1] for e in asked], [e[2] for e in asked]
+def _asked_edges(edges: list[Edge]) -> tuple[set[Edge], tuple[list[str], list[str], list[str]]]:
+    """The storable asked edges, and their distinct subjects, predicates and objects (the statements' arrays)."""
+    asked = {e for e in edges if len(_storable([e[0], e[1], e[2]])) == 3}
+    ends = list({e[0] for e in asked}), list({e[1] for e in asked}), list({e[2] for e in asked})
+    return asked, ends
 
 
 def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
@@ -383,16 +384,19 @@ class PostgresBackend(GraphBackend):
         An unknown edge, or one touching a merged entity, is left out. Where a store holds
         a triple twice (no unique key), the row with the highest confidence wins.
         """
+        asked, ends = _asked_edges(edges)
         found: dict[Edge, dict[str, Any]] = {}
         for subject, predicate, obj, confidence, documents, properties in await self._fetch(
-            self._edge_metadata_sql, *_triples(edges)
+            self._edge_metadata_sql, *ends
         ):
-            columns = _RelationshipColumns(
-                properties=_json_dict(properties),
-                confidence=confidence,
-                source_documents=[str(d) for d in _json_list(documents)],
-            )
-            found[Edge(subject, predicate, obj)] = edge_metadata(cast(RelationshipRecord, columns), [])
+            edge = Edge(subject, predicate, obj)
+            if edge in asked:
+                columns = _RelationshipColumns(
+                    properties=_json_dict(properties),
+                    confidence=confidence,
+                    source_documents=[str(d) for d in _json_list(documents)],
+                )
+                found[edge] = edge_metadata(cast(RelationshipRecord, columns), [])
         return found
 
     @override
@@ -404,10 +408,14 @@ class PostgresBackend(GraphBackend):
         """
         if self._provenance_sql is None:
             return {}
+        asked, ends = _asked_edges(edges)
         found: dict[Edge, list[dict[str, Any]]] = {}
         for subject, predicate, obj, span, confidence, document, section in await self._fetch(
-            self._provenance_sql, *_triples(edges)
+            self._provenance_sql, *ends
         ):
+            edge = Edge(subject, predicate, obj)
+            if edge not in asked:
+                continue
             record = EvidenceRecord.model_construct(
                 subject=subject,
                 predicate=predicate,
@@ -417,7 +425,7 @@ class PostgresBackend(GraphBackend):
                 document_id=document,
                 section=section,
             )
-            found.setdefault(Edge(subject, predicate, obj), []).append(record.provenance())
+            found.setdefault(edge, []).append(record.provenance())
         for records in found.values():
             records.sort(key=_evidence_order)
         return found
