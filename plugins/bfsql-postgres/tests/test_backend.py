@@ -110,7 +110,7 @@ async def test_a_traversal_sends_get_nodes_then_one_statement_per_hop(standard_d
 
 
 async def test_edge_metadata_and_provenance_answer_only_the_asked_edges(standard_backend: PostgresBackend) -> None:
-    """The statements read the relationships among the asked ends and predicates; only the asked edges return."""
+    """Only the asked edges come back, not others between the same ends with the same predicates."""
     asked = [Edge(TP53, "REGULATES", MDM2), Edge(MDM2, "INHIBITS", TP53)]  # MDM2 REGULATES MDM2 is among their ends
     assert sorted(await standard_backend.metadata_for_edges(asked)) == sorted(asked)
     assert set(await standard_backend.provenance_for_edges(asked)) <= set(asked)

@@ -110,11 +110,10 @@ class _RelationshipColumns(NamedTuple):
     source_documents: list[str]
 
 
-def _asked_edges(edges: list[Edge]) -> tuple[set[Edge], tuple[list[str], list[str], list[str]]]:
-    """The storable asked edges, and their distinct subjects, predicates and objects (the statements' arrays)."""
-    asked = {e for e in edges if len(_storable([e[0], e[1], e[2]])) == 3}
-    ends = list({e[0] for e in asked}), list({e[1] for e in asked}), list({e[2] for e in asked})
-    return asked, ends
+def _triples(edges: list[Edge]) -> tuple[list[str], list[str], list[str]]:
+    """The distinct storable edges as three parallel arrays (subjects, predicates, objects)."""
+    asked = [e for e in dict.fromkeys(edges) if len(_storable([e[0], e[1], e[2]])) == 3]
+    return [e[0] for e in asked], [e[1] for e in asked], [e[2] for e in asked]
 
 
 def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
@@ -209,10 +208,6 @@ class PostgresBackend(GraphBackend):
                     "default_transaction_read_only": "on",
                     "statement_timeout": str(max(1, math.ceil(config.statement_timeout * 1000))),
                     "application_name": "bfsql",
-                    # A statement's best plan depends on how many ids it is given (a hop of one id
-                    # joins its few edges to entity by index; one of thousands hashes the whole
-                    # table): plan each execution for its own arrays, never reuse a generic plan.
-                    "plan_cache_mode": "force_custom_plan",
                 },
                 init=init,
                 reset=_keep_session,
@@ -384,19 +379,16 @@ class PostgresBackend(GraphBackend):
         An unknown edge, or one touching a merged entity, is left out. Where a store holds
         a triple twice (no unique key), the row with the highest confidence wins.
         """
-        asked, ends = _asked_edges(edges)
         found: dict[Edge, dict[str, Any]] = {}
         for subject, predicate, obj, confidence, documents, properties in await self._fetch(
-            self._edge_metadata_sql, *ends
+            self._edge_metadata_sql, *_triples(edges)
         ):
-            edge = Edge(subject, predicate, obj)
-            if edge in asked:
-                columns = _RelationshipColumns(
-                    properties=_json_dict(properties),
-                    confidence=confidence,
-                    source_documents=[str(d) for d in _json_list(documents)],
-                )
-                found[edge] = edge_metadata(cast(RelationshipRecord, columns), [])
+            columns = _RelationshipColumns(
+                properties=_json_dict(properties),
+                confidence=confidence,
+                source_documents=[str(d) for d in _json_list(documents)],
+            )
+            found[Edge(subject, predicate, obj)] = edge_metadata(cast(RelationshipRecord, columns), [])
         return found
 
     @override
@@ -408,14 +400,11 @@ class PostgresBackend(GraphBackend):
         """
         if self._provenance_sql is None:
             return {}
-        asked, ends = _asked_edges(edges)
         found: dict[Edge, list[dict[str, Any]]] = {}
         for subject, predicate, obj, span, confidence, document, section in await self._fetch(
-            self._provenance_sql, *ends
+            self._provenance_sql, *_triples(edges)
         ):
             edge = Edge(subject, predicate, obj)
-            if edge not in asked:
-                continue
             record = EvidenceRecord.model_construct(
                 subject=subject,
                 predicate=predicate,

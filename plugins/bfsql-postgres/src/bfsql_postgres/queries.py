@@ -69,25 +69,30 @@ def hop_sql(layout: StoreLayout) -> str:
     visible entity of ``$1``: the caller keeps only the edges of those, so unknown and
     merged ids answer nothing.
 
-    Each direction is one index scan (the primary key for outgoing edges, the covering
-    ``(object_id) INCLUDE (subject_id, predicate)`` index for incoming ones: the
-    relationship rows are read from the indexes alone once VACUUM has run); both share
-    one join to ``entity`` for the other ends. In a store with merged entities, edges
-    whose other end is merged are left out by that join.
+    The plan is the same for a frontier of one id or of thousands, so a cached generic
+    plan serves all: each direction is one index scan (the primary key for outgoing
+    edges, the covering ``(object_id) INCLUDE (subject_id, predicate)`` index for incoming
+    ones: once VACUUM has run, the relationship rows are read from the indexes alone);
+    the other ends are looked up once each, by primary key, not once per edge, and
+    hashed to be joined to the edges. In a store with merged entities, edges whose other
+    end is merged are left out by that join.
     """
     distinct = "" if layout.unique_keys else "DISTINCT "
+    status = ", e.status" if layout.merged else ""
     visible_other = " WHERE x.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
     return f"""
-SELECT h.asked, h.subject, h.predicate, h.object, x.entity_type::text, x.name::text
-FROM (
-    SELECT {distinct}r.subject_id::text AS asked, r.subject_id::text AS subject, r.predicate::text AS predicate,
-           r.object_id::text AS object, r.object_id AS other
+WITH h AS MATERIALIZED (
+    SELECT {distinct}r.subject_id AS asked, r.subject_id, r.predicate, r.object_id, r.object_id AS other
     FROM relationship r WHERE r.subject_id = ANY($1::text[])
     UNION ALL
-    SELECT {distinct}r.object_id::text, r.subject_id::text, r.predicate::text, r.object_id::text, r.subject_id
+    SELECT {distinct}r.object_id, r.subject_id, r.predicate, r.object_id, r.subject_id
     FROM relationship r WHERE r.object_id = ANY($1::text[]) AND r.subject_id <> r.object_id
-) AS h
-LEFT JOIN entity x ON x.entity_id = h.other{visible_other}
+)
+SELECT h.asked::text, h.subject_id::text, h.predicate::text, h.object_id::text, x.entity_type::text, x.name::text
+FROM h LEFT JOIN (
+    SELECT e.entity_id, e.entity_type, e.name{status} FROM entity e
+    WHERE e.entity_id = ANY(ARRAY(SELECT DISTINCT h.other FROM h))
+) AS x ON x.entity_id = h.other{visible_other}
 UNION ALL
 SELECT NULL, e.entity_id::text, NULL, NULL, NULL, NULL
 FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout, "e")}
@@ -121,14 +126,15 @@ LIMIT $3
 """
 """Nearest neighbours of the query vector ``$1`` (pgvector cosine distance), types ``$2``, at most ``$3``."""
 
-_AMONG_ASKED_ENDS = "r.subject_id = ANY($1::text[]) AND r.object_id = ANY($3::text[]) AND r.predicate = ANY($2::text[])"
-"""The relationships whose subject, object and predicate are among ``$1``, ``$3`` and ``$2``: a superset of
-the asked triples (one index scan of the primary key), which the caller narrows to them. Cheaper than
-joining three unnested arrays, which PostgreSQL plans as a hash join over the whole table."""
+_ASKED_TRIPLES = """
+FROM unnest($1::text[], $2::text[], $3::text[]) AS w(s, p, o)
+JOIN relationship r ON r.subject_id = w.s AND r.predicate = w.p AND r.object_id = w.o"""
+"""The relationships ``($1[i], $2[i], $3[i])``. Once its plan is cached (a generic plan, after a few
+executions), one primary-key probe per asked triple, whatever their number."""
 
 
 def edge_metadata_sql(layout: StoreLayout) -> str:
-    """Relationship columns of the visible relationships among the asked ends (see ``_AMONG_ASKED_ENDS``).
+    """Relationship columns of the visible triples ``($1[i], $2[i], $3[i])`` (no evidence).
 
     Where no unique key makes each triple one row, the row with the highest confidence is kept.
     """
@@ -138,14 +144,13 @@ def edge_metadata_sql(layout: StoreLayout) -> str:
     return f"""
 SELECT {distinct}r.subject_id::text AS subject, r.predicate::text AS predicate, r.object_id::text AS object,
        r.confidence::float8 AS confidence, r.source_documents::text AS source_documents,
-       r.properties::text AS properties
-FROM relationship r
-WHERE {_AMONG_ASKED_ENDS}{_touches_no_merged(layout)}{order}
+       r.properties::text AS properties{_ASKED_TRIPLES}
+WHERE TRUE{_touches_no_merged(layout)}{order}
 """
 
 
 def provenance_sql(layout: StoreLayout) -> str | None:
-    """De-duplicated evidence rows of the visible relationships among the asked ends; None without evidence tables."""
+    """De-duplicated evidence rows of the visible triples ``($1[i], $2[i], $3[i])``; None without evidence tables."""
     sources = []
     if layout.bundle_evidence:
         sources.append(
@@ -163,10 +168,9 @@ def provenance_sql(layout: StoreLayout) -> str | None:
     # UNION (not UNION ALL) removes duplicate evidence rows, as the memory backend does.
     return f"""
 SELECT DISTINCT r.subject_id::text AS subject, r.predicate::text AS predicate, r.object_id::text AS object,
-       x.text_span, x.confidence, x.document_id, x.section
-FROM relationship r
+       x.text_span, x.confidence, x.document_id, x.section{_ASKED_TRIPLES}
 CROSS JOIN LATERAL ({" UNION ".join(sources)}) AS x(text_span, confidence, document_id, section)
-WHERE {_AMONG_ASKED_ENDS}{_touches_no_merged(layout)}
+WHERE TRUE{_touches_no_merged(layout)}
 """
 
 
