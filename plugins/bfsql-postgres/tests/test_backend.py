@@ -354,6 +354,18 @@ async def test_search_uses_the_trigram_indexes(search_backend: PostgresBackend) 
     assert "entity_name_trgm_idx" in plan and "entity_synonyms_trgm_idx" in plan, plan
 
 
+async def test_a_hop_reads_relationships_from_the_indexes_the_schema_creates(standard_backend: PostgresBackend) -> None:
+    """init-schema and load create the indexes the hop statement scans: outgoing edges from the primary key,
+    incoming ones from the covering object index, the other ends from entity's primary key."""
+    async with standard_backend.pool.acquire() as conn:
+        await conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + standard_backend._hop_sql, [TP53, MDM2]))
+        await conn.execute("RESET enable_seqscan")
+    assert "Index Only Scan using relationship_pkey" in plan, plan
+    assert "Index Only Scan using relationship_object_idx" in plan, plan
+    assert "entity_pkey" in plan and "Seq Scan" not in plan, plan
+
+
 async def test_budget_cut_traversal_on_postgres(standard_backend: PostgresBackend) -> None:
     result = await bfs_query(
         Graph(standard_backend), [TP53], 2, budget=TraversalBudget(max_edges_per_node=2), topology_only=True
