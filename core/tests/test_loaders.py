@@ -19,9 +19,9 @@ from bfsql import Edge, Graph, Node
 from bfsql.backends.sqlite import SqliteBackend
 from bfsql.loading.bundle import BadRow
 from bfsql.loading.errors import LoadError
+from bfsql.loading.progress import LoadProgress
 from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
 from bfsql.loading.records import EntityRecord, RelationshipRecord
-from bfsql.loading.progress import LoadProgress
 from bfsql.loading.sqlite_loader import LoadReport, StoreFormatError, load_sqlite
 
 ENTITIES = [

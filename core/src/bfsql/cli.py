@@ -454,8 +454,9 @@ def load(
             report = reembed_store(db, choice, progress=progress)
     except BadRows as exc:
         shown = f" (the first {len(exc.rows)} shown)" if exc.count > len(exc.rows) else ""
-        rows = f"{exc.count:,} bad row" + ("s" if exc.count != 1 else "")
-        raise click.ClickException(f"{exc}\n{rows}{shown}; nothing was loaded: fix them and run again") from None
+        rows = "1 bad row" if exc.count == 1 else f"{exc.count:,} bad rows"
+        them = "it" if exc.count == 1 else "them"
+        raise click.ClickException(f"{exc}\n{rows}{shown}; nothing was loaded: fix {them} and run again") from None
     except LoadInterrupted as exc:
         outcome = "after the store was replaced: the load is complete" if exc.committed else (
             "the store was left as it was"

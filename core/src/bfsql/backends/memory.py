@@ -96,7 +96,7 @@ class MemoryBackend(GraphBackend):
         if max_bundle_mb is not None and size > max_bundle_mb * 1_000_000:
             store = path.with_suffix(".sqlite")
             raise MemoryBundleError(
-                f"The bundle {path} is {size / 1e6:,.0f} MB; the memory backend reads bundles up to "
+                f"The bundle {path} is {size / 1e6:,.1f} MB; the memory backend reads bundles up to "
                 f"{max_bundle_mb} MB (--max-bundle-mb), as it holds and embeds the whole graph in memory.",
                 f"Build a SQLite store once and serve that: bfsql load --db {store} {path} && "
                 f"bfsql serve --db {store}",

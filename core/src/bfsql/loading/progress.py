@@ -43,11 +43,14 @@ def _duration(seconds: float) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}" if minutes >= 60 else f"{minutes}:{secs:02d}"
 
 
+_SINGULAR = {"entities": "entity", "records": "record"}
+
+
 def _amount(value: float, unit: str) -> str:
     if unit == "bytes":
         return f"{value / 1e6:,.1f} MB" if value >= 1e5 else f"{value / 1e3:,.1f} kB"
-    if int(value) == 1 and unit.endswith("s"):
-        unit = unit[:-1]
+    if int(value) == 1:
+        unit = _SINGULAR.get(unit, unit)
     return f"{int(value):,} {unit}".rstrip()
 
 
@@ -98,7 +101,10 @@ class StderrProgress(LoadProgress):
         if self._phase is None:
             return
         elapsed = time.monotonic() - self._started
-        parts = [_amount(self._done, self._unit)] if self._unit else []
+        parts = []
+        if self._unit:  # a phase cut short says how far it got
+            short = self._total is not None and self._done < self._total
+            parts.append(_share(self._done, self._total or 0, self._unit) if short else _amount(self._done, self._unit))
         if self._text:
             parts.append(self._text)
         body = ", ".join(parts) or "done"
