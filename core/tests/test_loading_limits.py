@@ -7,10 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from bfsql.loading.bundle import read_bundle
 from bfsql.loading.errors import BadRow, BadRows, LoadError, RowErrors
-from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, check_row, describe_size
+from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, check_row, describe_size, may_break_limits
 from bfsql.loading.readers import read_records
 from bfsql.loading.sqlite_loader import load_sqlite
 
@@ -51,6 +53,33 @@ def test_check_row_names_the_field_and_the_limit(row: dict[str, object], problem
 def test_check_row_accepts_what_is_within_the_limits() -> None:
     row = {"id": "x" * 2048, "name": "ü" * 4096, "synonyms": ["s"] * 10_000, "properties": {"a": [{"b": 1.5}]}}
     assert check_row(row, DEFAULT_LIMITS) is None
+
+
+SMALL = LoadLimits(id_chars=30, name_chars=25, text_chars=20, list_items=12, depth=3)
+CHARS = st.one_of(st.characters(), st.sampled_from(["\x00", "\ud800", "\udfff", "\x7f"]))
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(CHARS, max_size=24),
+    lambda inner: st.lists(inner, max_size=14) | st.dictionaries(st.text(CHARS, max_size=22), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(row=st.dictionaries(st.sampled_from(["id", "name", "synonyms", "properties"]), JSON_VALUES, max_size=2),
+       ensure_ascii=st.booleans())
+@example(row={"id": "\ud800"}, ensure_ascii=False)
+@example(row={"id": "\x00"}, ensure_ascii=False)
+@example(row={"properties": [[[[1]]]]}, ensure_ascii=False)
+@example(row={"properties": 1e300}, ensure_ascii=False)
+def test_a_line_said_to_be_safe_never_breaks_the_limits(row: dict[str, object], ensure_ascii: bool) -> None:
+    line = json.dumps(row, ensure_ascii=ensure_ascii)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # a file cannot hold a raw lone surrogate: JSON writers escape it
+        line = json.dumps(row)
+    if check_row(json.loads(line), SMALL) is not None:
+        assert may_break_limits(line, SMALL), line
 
 
 def test_row_errors_keep_the_first_and_count_all() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bfsql.loading.errors import BadRow, RowErrors, report
-from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, check_row
+from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, check_row, may_break_limits
 from bfsql.loading.lines import ByteCallback, bounded_lines, decode_line
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
 
@@ -40,16 +40,25 @@ def _describe(exc: ValidationError) -> str:
 
 
 def parse_record(
-    obj: object, path: str, line: int, limits: LoadLimits = DEFAULT_LIMITS, model: type[Record] | None = None
+    obj: object,
+    path: str,
+    line: int,
+    limits: LoadLimits = DEFAULT_LIMITS,
+    model: type[Record] | None = None,
+    check: bool = True,
 ) -> Record:
-    """Validate one decoded JSON object as a bundle record (of class ``model``, else by its kind) within ``limits``."""
+    """Validate one decoded JSON object as a bundle record (of class ``model``, else by its kind) within ``limits``.
+
+    ``check=False`` skips :func:`~bfsql.loading.limits.check_row`, for a caller that knows
+    the row cannot break the limits.
+    """
     if not isinstance(obj, dict):
         raise BadRow(path, line, f"expected a JSON object, got {type(obj).__name__}")
     kind = obj.get("kind")
     model = model or (_KINDS.get(kind) if isinstance(kind, str) else None)
     if model is None:
         raise BadRow(path, line, f"'kind' must be one of {sorted(_KINDS)}, got {kind!r}")
-    problem = check_row(obj, limits)
+    problem = check_row(obj, limits) if check else None
     if problem is not None:
         raise BadRow(path, line, problem)
     try:
@@ -62,10 +71,13 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows; write a finite number or null")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def parse_json_line(text: str, path: str, line: int, limits: LoadLimits = DEFAULT_LIMITS) -> Record:
     """Decode and validate one JSONL line."""
     try:
-        obj = json.loads(text, parse_constant=_no_constant)
+        obj = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         # json's messages end in "at" when they point at a place ("Unterminated string starting at").
         raise BadRow(path, line, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
@@ -73,7 +85,7 @@ def parse_json_line(text: str, path: str, line: int, limits: LoadLimits = DEFAUL
         raise BadRow(path, line, f"nested too deeply (the limit is depth = {limits.depth} levels)") from None
     except ValueError as exc:
         raise BadRow(path, line, f"invalid JSON: {exc}") from None
-    return parse_record(obj, path, line, limits)
+    return parse_record(obj, path, line, limits, check=may_break_limits(text, limits))
 
 
 def read_bundle(

@@ -20,7 +20,7 @@ from typing import Any
 from bfsql.errors import clip
 from bfsql.loading.errors import LoadError
 
-__all__ = ["DEFAULT_LIMITS", "LoadLimits", "check_row", "describe_size"]
+__all__ = ["DEFAULT_LIMITS", "LoadLimits", "check_row", "describe_size", "may_break_limits"]
 
 _KIB = 1024
 
@@ -88,39 +88,63 @@ _NAME_FIELDS = frozenset({"name", "synonyms"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _text_problem(text: str, where: str, limit: int, limit_name: str) -> str | None:
+def _text_problem(text: str, limit: int, limit_name: str) -> str | None:
     if len(text) > limit:
-        return f"{where}: {len(text):,} characters, more than the limit {limit_name} = {limit:,}"
+        return f"{len(text):,} characters, more than the limit {limit_name} = {limit:,}"
     if "\x00" in text:
-        return f"{where}: contains a NUL character (\\u0000); remove it"
+        return "contains a NUL character (\\u0000); remove it"
     if not text.isascii() and _SURROGATE.search(text):
-        return f"{where}: contains a lone surrogate (an unpaired \\ud800-\\udfff escape); text must be valid Unicode"
+        return "contains a lone surrogate (an unpaired \\ud800-\\udfff escape); text must be valid Unicode"
     return None
 
 
-def _value_problem(value: Any, where: str, limits: LoadLimits, limit: int, limit_name: str, depth: int) -> str | None:
+def _problem(value: Any, limits: LoadLimits, limit: int, limit_name: str, depth: int) -> tuple[str, str] | None:
+    """``(path below value, problem)`` of the first bad part of ``value``; the path is built only on failure."""
     if isinstance(value, str):
-        return _text_problem(value, where, limit, limit_name)
+        found = _text_problem(value, limit, limit_name)
+        return None if found is None else ("", found)
     if isinstance(value, float):
-        return None if math.isfinite(value) else f"{where}: {value} is not a finite number"
-    if isinstance(value, list | dict):
-        if depth >= limits.depth:
-            return f"{where}: nested more than {limits.depth} levels deep (the limit depth)"
-        if len(value) > limits.list_items:
-            return f"{where}: {len(value):,} items, more than the limit list_items = {limits.list_items:,}"
-        if isinstance(value, list):
-            items: Iterable[tuple[str, Any]] = ((f"{where}[{i}]", item) for i, item in enumerate(value))
-        else:
-            for key in value:
-                found = _text_problem(key, f"{where}: a key", limits.text_chars, "text_chars")
-                if found:
-                    return found
-            items = ((f"{where}.{clip(key, 40)}", item) for key, item in value.items())
-        for inner, item in items:
-            found = _value_problem(item, inner, limits, limit, limit_name, depth + 1)
-            if found:
-                return found
+        return None if math.isfinite(value) else ("", f"{value} is not a finite number")
+    if not isinstance(value, list | dict):
+        return None
+    if depth >= limits.depth:
+        return "", f"nested more than {limits.depth} levels deep (the limit depth)"
+    if len(value) > limits.list_items:
+        return "", f"{len(value):,} items, more than the limit list_items = {limits.list_items:,}"
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            inner = _problem(item, limits, limit, limit_name, depth + 1)
+            if inner is not None:
+                return f"[{index}]{inner[0]}", inner[1]
+        return None
+    for key, item in value.items():
+        found = _text_problem(key, limits.text_chars, "text_chars")
+        if found is not None:
+            return "", f"a key: {found}"
+        inner = _problem(item, limits, limit, limit_name, depth + 1)
+        if inner is not None:
+            return f".{clip(key, 40)}{inner[0]}", inner[1]
     return None
+
+
+def may_break_limits(line: str, limits: LoadLimits) -> bool:
+    """Whether a JSON line could hold a value :func:`check_row` refuses; False lets a reader skip the check.
+
+    Decoded strings are never longer than the line, a list of N items takes at least 2N - 1
+    characters, nesting takes one bracket per level, NUL and lone surrogates can only come
+    from ``\\u`` escapes (JSON refuses raw control characters), and a number overflows only
+    with a 3-digit exponent or hundreds of digits.
+    """
+    shortest = min(limits.id_chars, limits.name_chars, limits.text_chars, 2 * limits.list_items - 1)
+    return (
+        len(line) > shortest
+        or "\\u" in line
+        or line.count("[") + line.count("{") > limits.depth
+        or _HUGE_NUMBER.search(line) is not None
+    )
+
+
+_HUGE_NUMBER = re.compile(r"[0-9][eE][+]?[0-9]{3}|[0-9]{300}")
 
 
 def check_row(row: dict[str, Any], limits: LoadLimits) -> str | None:
@@ -138,7 +162,7 @@ def check_row(row: dict[str, Any], limits: LoadLimits) -> str | None:
             limit, limit_name = limits.name_chars, "name_chars"
         else:
             limit, limit_name = limits.text_chars, "text_chars"
-        found = _value_problem(value, str(key), limits, limit, limit_name, 0)
-        if found:
-            return found
+        found = _problem(value, limits, limit, limit_name, 0)
+        if found is not None:
+            return f"{key}{found[0]}: {found[1]}"
     return None
