@@ -400,7 +400,10 @@ def _print_answer(tool: str, arguments: dict[str, Any], as_json: bool, options: 
 def _load_limit_help() -> str:
     from bfsql.loading.limits import DEFAULT_LIMITS
 
-    shown = ", ".join(f"{f.name}={getattr(DEFAULT_LIMITS, f.name)}" for f in dataclasses.fields(DEFAULT_LIMITS))
+    def size(value: int) -> str:
+        return f"{value >> 20}M" if value >= 1 << 20 and value % (1 << 20) == 0 else str(value)
+
+    shown = ", ".join(f"{f.name}={size(getattr(DEFAULT_LIMITS, f.name))}" for f in dataclasses.fields(DEFAULT_LIMITS))
     return f"Change a size limit, e.g. line_bytes=64M (repeatable; K/M/G = x1024). Defaults: {shown}."
 
 
