@@ -205,7 +205,7 @@ def read_triple_table(
     """
     name = str(path)
     kind = "CSV" if delimiter == "," else "TSV"
-    implied: dict[str, tuple[int, ImpliedEntity | None]] = {}
+    implied: dict[str, tuple[int, str | None]] = {}  # small entries: a stream of distinct ids stays lean
     with open(path, "rb") as handle:
         feed = _RowFeed(handle, name, limits, errors, on_bytes)
         reader = csv.reader(
@@ -233,8 +233,9 @@ def read_triple_table(
                     for entity_id, entity_type in zip((record.subject, record.object), types, strict=True):
                         seen = implied.get(entity_id)
                         if seen is None or (seen[1] is None and entity_type):
-                            typed = _implied(entity_id, entity_type, name, line, limits) if entity_type else None
-                            implied[entity_id] = (seen[0] if seen else line, typed)
+                            if entity_type:
+                                _check_implied(entity_id, entity_type, name, line, limits)
+                            implied[entity_id] = (seen[0] if seen else line, entity_type)
                 except BadRow as exc:
                     report(errors, exc)
                     continue
@@ -245,16 +246,14 @@ def read_triple_table(
             else:
                 message = f"malformed {kind}: {exc}"
             raise BadRow(name, feed.row_start, message) from None
-    for entity_id, (line, entity) in implied.items():
-        yield line, entity or ImpliedEntity(id=entity_id, entity_type=DEFAULT_ENTITY_TYPE, name=entity_id)
+    for entity_id, (line, entity_type) in implied.items():
+        yield line, ImpliedEntity(id=entity_id, entity_type=entity_type or DEFAULT_ENTITY_TYPE, name=entity_id)
 
 
-def _implied(entity_id: str, entity_type: str, path: str, line: int, limits: LoadLimits) -> ImpliedEntity:
-    """The implied entity of a table row that gives its type (checked like any record)."""
+def _check_implied(entity_id: str, entity_type: str, path: str, line: int, limits: LoadLimits) -> None:
+    """Check, like any record, the implied entity that a table row gives a type."""
     row = {"kind": "entity", "id": entity_id, "entity_type": entity_type, "name": entity_id}
-    entity = parse_record(row, path, line, limits, model=ImpliedEntity)
-    assert isinstance(entity, ImpliedEntity)
-    return entity
+    parse_record(row, path, line, limits, model=ImpliedEntity)
 
 
 def _local_name(iri: str) -> str:
