@@ -162,7 +162,10 @@ class _RowFeed:
 _ONE_LINE_COLUMNS = ("subject", "predicate", "object", "subject_type", "object_type")
 
 
-def _table_row(row: list[str], columns: list[str], path: str, line: int, feed: _RowFeed) -> dict[str, Any]:
+def _table_row(
+    row: list[str], columns: list[str], path: str, line: int, feed: _RowFeed
+) -> tuple[dict[str, Any], tuple[str | None, str | None]]:
+    """The relationship of a table row, and the types it gives its subject and object."""
     if len(row) != len(columns):
         raise BadRow(path, line, f"expected {len(columns)} columns, got {len(row)}")
     cells = {column: cell.strip() for column, cell in zip(columns, row, strict=True)}
@@ -176,15 +179,15 @@ def _table_row(row: list[str], columns: list[str], path: str, line: int, feed: _
                 "is its closing quote missing?",
             )
     documents = cells.get("source_documents", "")
-    return {
+    relationship = {
         "kind": "relationship",
         "subject": cells["subject"],
         "predicate": cells["predicate"],
         "object": cells["object"],
         "confidence": cells.get("confidence") or None,
         "source_documents": [d.strip() for d in documents.split(";") if d.strip()],
-        "_types": (cells.get("subject_type") or None, cells.get("object_type") or None),
     }
+    return relationship, (cells.get("subject_type") or None, cells.get("object_type") or None)
 
 
 def read_triple_table(
@@ -226,8 +229,7 @@ def read_triple_table(
                         raise BadRow(name, line, f"expected 3 to {len(TABLE_COLUMNS)} columns, got {len(row)}")
                     columns = list(TABLE_COLUMNS[: len(row)])
                 try:
-                    obj = _table_row(row, columns, name, line, feed)
-                    types = obj.pop("_types")
+                    obj, types = _table_row(row, columns, name, line, feed)
                     record = parse_record(obj, name, line, limits)
                     assert isinstance(record, RelationshipRecord)
                     for entity_id, entity_type in zip((record.subject, record.object), types, strict=True):
