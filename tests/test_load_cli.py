@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pty
 import select
 import signal
 import sqlite3
@@ -152,7 +151,10 @@ def test_without_a_terminal_each_phase_is_one_line_on_stderr(store: Path, tmp_pa
     assert json.loads(result.stdout)["entities"] == 3000
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal (POSIX)")
 def test_on_a_terminal_the_phase_line_is_live(tmp_path: Path) -> None:
+    import pty
+
     rows = [{"kind": "entity", "id": f"n{i}", "entity_type": "T", "name": f"node {i}"} for i in range(2000)]
     source = write_jsonl(tmp_path / "many.jsonl", rows)
     leader, follower = pty.openpty()
