@@ -1,14 +1,15 @@
 """Every tool holds its answer budget even when one entity carries megabytes: a real MCP client over stdio.
 
-A store may hold a name of several megabytes (a bad import, a hostile source). Each tool
-that can reach that entity — by id, by search, by traversal, by path query — must clip it
-and stay within the budget, and the server must keep answering.
+A store may hold a name of several megabytes (a database another tool filled, or a load
+with raised limits). Each tool that can reach that entity — by id, by search, by traversal,
+by path query — must clip it and stay within the budget, and the server must keep answering.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,7 +25,8 @@ BIG_NAME = "Huge " + "N" * 3_000_000
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The entities below in a SQLite store, loaded with limits raised far enough to take them."""
     rows = [
         {"kind": "entity", "id": "BIG", "entity_type": "Thing", "name": BIG_NAME,
          "synonyms": ["s" * 50_000] * 20, "properties": {"description": "d" * 400_000}},
@@ -32,9 +34,15 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {"kind": "relationship", "subject": "BIG", "predicate": "near", "object": "SMALL"},
         {"kind": "evidence", "subject": "BIG", "predicate": "near", "object": "SMALL", "text_span": "t" * 200_000},
     ]
-    path = tmp_path_factory.mktemp("huge") / "huge.jsonl"
-    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
-    return path
+    directory = tmp_path_factory.mktemp("huge")
+    bundle = directory / "huge.jsonl"
+    bundle.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    db = directory / "huge.db"
+    raised = [f"--limit={name}=64M" for name in ("line_bytes", "name_chars", "text_chars")]
+    done = subprocess.run([sys.executable, "-m", "bfsql", "load", "--db", str(db), "--embedder", "none", *raised,
+                           str(bundle)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return db
 
 
 CALLS = [
@@ -51,9 +59,9 @@ CALLS = [
 
 
 @pytest.mark.parametrize(("tool", "arguments"), CALLS, ids=[f"{t}-{i}" for i, (t, _) in enumerate(CALLS)])
-async def test_every_answer_stays_within_its_budget(bundle: Path, tool: str, arguments: dict[str, object]):
+async def test_every_answer_stays_within_its_budget(store: Path, tool: str, arguments: dict[str, object]):
     params = StdioServerParameters(command=sys.executable, env=dict(os.environ), args=[
-        "-m", "bfsql", "serve", "--backend", "memory", "--bundle", str(bundle), "--max-tokens", str(MAX_TOKENS)])
+        "-m", "bfsql", "serve", "--db", str(store), "--max-tokens", str(MAX_TOKENS)])
     async with Client(params) as client:
         result = await client.call_tool(tool, arguments)
         text = result.content[0].text

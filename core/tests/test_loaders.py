@@ -18,6 +18,8 @@ import pytest
 from bfsql import Edge, Graph, Node
 from bfsql.backends.sqlite import SqliteBackend
 from bfsql.loading.bundle import BadRow
+from bfsql.loading.errors import LoadError
+from bfsql.loading.progress import LoadProgress
 from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 from bfsql.loading.sqlite_loader import LoadReport, StoreFormatError, load_sqlite
@@ -59,12 +61,32 @@ def store(tmp_path: Path) -> Path:
 # -- the loader ------------------------------------------------------------------
 
 
+class Phases(LoadProgress):
+    """Records each phase with its total and the amount advanced."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[Any]] = []
+
+    def start(self, phase: str, total: int | None = None, unit: str = "") -> None:
+        self.seen.append([phase, total, unit, 0])
+
+    def advance(self, amount: int) -> None:
+        self.seen[-1][3] += amount
+
+
 def test_load_report_and_progress(tmp_path: Path) -> None:
     rows = [{"kind": "entity", "id": f"n{i}", "entity_type": "T"} for i in range(2500)]
-    steps: list[int] = []
-    report = load_sqlite(tmp_path / "p.sqlite", [write_jsonl(tmp_path / "p.jsonl", rows)], progress=steps.append)
+    bundle = write_jsonl(tmp_path / "p.jsonl", rows)
+    phases = Phases()
+    report = load_sqlite(tmp_path / "p.sqlite", [bundle], progress=phases)
     assert report == LoadReport(tmp_path / "p.sqlite", 1, 2500, 0, 0)
-    assert steps == [1000, 1000, 500]  # increments, so a click progress bar's update() fits
+    size = bundle.stat().st_size
+    assert phases.seen == [
+        ["read", size, "bytes", size],
+        ["index", 2500, "entities", 2500],
+        ["embed", 2500, "entities", 2500],
+        ["commit", None, "", 0],
+    ]
     assert "2500 entities" in report.summary()
 
 
@@ -100,11 +122,12 @@ def test_keyboard_interrupt_changes_nothing(store: Path, tmp_path: Path) -> None
     before = digest(store)
     rows = [{"kind": "entity", "id": f"n{i}", "entity_type": "T"} for i in range(3000)]
 
-    def interrupt(_: int) -> None:
-        raise KeyboardInterrupt
+    class Interrupt(LoadProgress):
+        def step(self, text: str) -> None:
+            raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        load_sqlite(store, [write_jsonl(tmp_path / "many.jsonl", rows)], progress=interrupt)
+        load_sqlite(store, [write_jsonl(tmp_path / "many.jsonl", rows)], progress=Interrupt())
     assert digest(store) == before
     assert stray_files(tmp_path) == []
 
@@ -113,19 +136,17 @@ KILLED_LOADER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
+    from bfsql.loading.progress import LoadProgress
     from bfsql.loading.sqlite_loader import load_sqlite
 
-    seen = 0
+    class Progress(LoadProgress):
+        def step(self, text):
+            print(f"PROGRESS {text}", flush=True)
+            if int(text.split()[0].replace(",", "")) >= int(sys.argv[3]):
+                print("KILL ME", flush=True)
+                time.sleep(120)
 
-    def progress(step):
-        global seen
-        seen += step
-        print(f"PROGRESS {seen}", flush=True)
-        if seen >= int(sys.argv[3]):
-            print("KILL ME", flush=True)
-            time.sleep(120)
-
-    load_sqlite(Path(sys.argv[1]), [Path(sys.argv[2])], progress=progress)
+    load_sqlite(Path(sys.argv[1]), [Path(sys.argv[2])], progress=Progress())
     print("FINISHED", flush=True)
     """
 )
@@ -395,5 +416,5 @@ def test_rdf_without_rdflib_says_what_to_install(tmp_path: Path, monkeypatch: py
     monkeypatch.setitem(sys.modules, "rdflib", None)
     path = tmp_path / "graph.ttl"
     path.write_text(TURTLE, encoding="utf-8")
-    with pytest.raises(ImportError, match=r"pip install 'bfsql\[rdf\]'"):
+    with pytest.raises(LoadError, match=r"pip install 'bfsql\[rdf\]'"):
         list(read_records(path))

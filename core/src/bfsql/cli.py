@@ -450,6 +450,16 @@ def explore(port: int, open_browser: bool, **options: Any) -> None:
         pass
 
 
+def _load_limit_help() -> str:
+    from bfsql.loading.limits import DEFAULT_LIMITS
+
+    def size(value: int) -> str:
+        return f"{value >> 20}M" if value >= 1 << 20 and value % (1 << 20) == 0 else str(value)
+
+    shown = ", ".join(f"{f.name}={size(getattr(DEFAULT_LIMITS, f.name))}" for f in dataclasses.fields(DEFAULT_LIMITS))
+    return f"Change a size limit, e.g. line_bytes=64M (repeatable; K/M/G = x1024). Defaults: {shown}."
+
+
 @click.command()
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="BFSQL_SQLITE_DB", required=True,
               help="SQLite file to load into (created if missing).")
@@ -459,43 +469,59 @@ def explore(port: int, open_browser: bool, **options: Any) -> None:
 @click.option("--embedder", default=None, envvar="BFSQL_LOAD_EMBEDDER",
               help="Embedder of the entity vectors: a registered name, or 'none' for no vectors "
               "(default: the store's own, else 'hashing'). Another embedder re-embeds every entity.")
+@click.option("--prefix", "prefixes", multiple=True, metavar="NAME=IRI",
+              help="RDF ids under IRI become NAME:local (repeatable; =IRI: bare local names), as the sparql "
+              "backend's --prefix.")
+@click.option("--file-prefixes/--no-file-prefixes", default=True, show_default=True,
+              help="Compact RDF ids with the Turtle files' own @prefix declarations too.")
+@click.option("--limit", "limits", multiple=True, metavar="NAME=VALUE", help=_load_limit_help())
+@click.option("--max-errors", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Bad rows reported (all are counted).")
 @click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def load(db: Path, fmt: str | None, description: str | None, embedder: str | None, sources: tuple[Path, ...]) -> None:
+def load(
+    db: Path, fmt: str | None, description: str | None, embedder: str | None, prefixes: tuple[str, ...],
+    file_prefixes: bool, limits: tuple[str, ...], max_errors: int, sources: tuple[Path, ...],
+) -> None:
     """Load graph files into the embedded SQLite store, atomically.
 
-    Either every record of every SOURCE is loaded, or (on a bad row or an interrupt)
-    the store is left exactly as it was. Loading the same files again changes nothing.
-    Entity names are embedded for vector search; with --embedder and no SOURCE, an
-    existing store is re-embedded (to switch models safely).
+    Either every record of every SOURCE is loaded, or (on bad rows, an interrupt or
+    SIGTERM) the store is left exactly as it was. Loading the same files again changes
+    nothing. Entity names are embedded for vector search; with --embedder and no SOURCE,
+    an existing store is re-embedded (to switch models safely). Progress goes to stderr,
+    one line per phase (read, index, embed, commit).
     """
-    from bfsql.loading.bundle import BadRow
-    from bfsql.loading.sqlite_loader import AUTO_EMBEDDER, StoreFormatError, load_sqlite, reembed_store
+    from bfsql.loading.errors import BadRows, LoadError, LoadInterrupted
+    from bfsql.loading.limits import LoadLimits
+    from bfsql.loading.progress import StderrProgress
+    from bfsql.loading.sqlite_loader import AUTO_EMBEDDER, load_sqlite, reembed_store
 
     choice = embedder or AUTO_EMBEDDER
-    if not sources:
-        if embedder is None or not db.is_file():
-            raise click.UsageError("give SOURCE files to load, or --embedder NAME to re-embed an existing --db store")
-        try:
-            report = reembed_store(db, choice)
-        except (BfsqlError, StoreFormatError) as exc:
-            raise click.ClickException(str(exc)) from None
-        click.echo(json.dumps(dataclasses.asdict(report), default=str))
-        return
-    records = sum(_count_lines(p) for p in sources)
-    with click.progressbar(length=records, label="loading", file=sys.stderr, show_pos=True) as bar:
-        try:
-            report = load_sqlite(db, list(sources), fmt=fmt, description=description, progress=bar.update,
-                                 embedder=choice)
-        except BadRow as exc:
-            raise click.ClickException(f"{exc} (nothing was loaded; fix the row and run again)") from None
-        except BfsqlError as exc:
-            raise click.ClickException(str(exc)) from None
+    if not sources and (embedder is None or not db.is_file()):
+        raise click.UsageError("give SOURCE files to load, or --embedder NAME to re-embed an existing --db store")
+    progress = StderrProgress(sys.stderr, live=sys.stderr.isatty())
+    try:
+        if sources:
+            report = load_sqlite(
+                db, list(sources), fmt=fmt, description=description, progress=progress, embedder=choice,
+                limits=LoadLimits.parse(limits), max_errors=max_errors, prefixes=prefixes,
+                file_prefixes=file_prefixes,
+            )
+        else:
+            report = reembed_store(db, choice, progress=progress)
+    except BadRows as exc:
+        shown = f" (the first {len(exc.rows)} shown)" if exc.count > len(exc.rows) else ""
+        rows = "1 bad row" if exc.count == 1 else f"{exc.count:,} bad rows"
+        them = "it" if exc.count == 1 else "them"
+        raise click.ClickException(f"{exc}\n{rows}{shown}; nothing was loaded: fix {them} and run again") from None
+    except LoadInterrupted as exc:
+        outcome = "after the store was replaced: the load is complete" if exc.committed else (
+            "the store was left as it was"
+        )
+        click.echo(f"bfsql load: {exc}; {outcome}", err=True)
+        sys.exit(128 + exc.signum)
+    except (LoadError, BfsqlError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(dataclasses.asdict(report), default=str))
-
-
-def _count_lines(path: Path) -> int:
-    with open(path, "rb") as handle:
-        return sum(1 for _ in handle)
 
 
 def _kind(schema: dict[str, Any]) -> str:

@@ -1,7 +1,13 @@
-"""The in-memory backend: a whole graph in dictionaries, for tests and examples."""
+"""The in-memory backend: a whole graph in dictionaries, for tests and examples.
+
+It reads a bundle whole at start-up and embeds every name on the first vector search,
+so it refuses bundles above ``max_bundle_mb`` (16 MB by default) and points to the
+SQLite store, which is built once by ``bfsql load`` and opens instantly.
+"""
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -12,8 +18,10 @@ from typing_extensions import override
 
 from bfsql.backend import Capabilities, GraphBackend, hop_edges
 from bfsql.embedders import Embedder, HashingEmbedder, dot, normalise
+from bfsql.errors import BfsqlError
 from bfsql.hookspecs import hookimpl
 from bfsql.loading.bundle import Record, read_bundle
+from bfsql.loading.errors import LoadError
 from bfsql.loading.records import (
     EntityRecord,
     EvidenceRecord,
@@ -26,7 +34,13 @@ from bfsql.primitives import SEARCH_LIMIT
 from bfsql.rows import Edge, HopEdge, NodeInfo
 from bfsql.search_rank import lexical_rank
 
-__all__ = ["MemoryBackend", "MemoryConfig"]
+__all__ = ["DEFAULT_MAX_BUNDLE_MB", "MemoryBackend", "MemoryBundleError", "MemoryConfig"]
+
+DEFAULT_MAX_BUNDLE_MB = 16
+"""Largest bundle the memory backend reads by default (about 75,000 records)."""
+
+EMBED_BATCH = 256
+"""Names embedded per embedder call when vector search first needs them."""
 
 
 class MemoryConfig(BaseModel):
@@ -34,6 +48,15 @@ class MemoryConfig(BaseModel):
 
     bundle: Path | None = Field(default=None, description="JSONL bundle to load at start-up.")
     description: str = Field(default="An in-memory knowledge graph.", description="graph_description text.")
+    max_bundle_mb: int = Field(
+        default=DEFAULT_MAX_BUNDLE_MB,
+        ge=1,
+        description="Largest bundle (MB) read into memory; load a larger one into SQLite with 'bfsql load'.",
+    )
+
+
+class MemoryBundleError(BfsqlError):
+    """The bundle cannot be served from memory: too large, missing, or with bad rows."""
 
 
 class MemoryBackend(GraphBackend):
@@ -53,14 +76,35 @@ class MemoryBackend(GraphBackend):
         self._evidence: dict[Edge, list[EvidenceRecord]] = defaultdict(list)
         self._hops: dict[str, list[HopEdge]] | None = None
         self._embedder: Embedder | None = None
-        self._vectors: dict[str, list[float]] | None = None
+        self._vectors: dict[str, array[float]] | None = None
         for record in records:
             self.add(record)
 
     @classmethod
-    def from_bundle(cls, path: str | Path, description: str = "An in-memory knowledge graph.") -> MemoryBackend:
-        """Load a JSONL bundle."""
-        return cls((record for _, record in read_bundle(path)), description)
+    def from_bundle(
+        cls,
+        path: str | Path,
+        description: str = "An in-memory knowledge graph.",
+        max_bundle_mb: int | None = DEFAULT_MAX_BUNDLE_MB,
+    ) -> MemoryBackend:
+        """Load a JSONL bundle; :class:`MemoryBundleError` when it is above ``max_bundle_mb`` (None: no limit)."""
+        path = Path(path)
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise MemoryBundleError(f"Cannot read the bundle {path}: {exc.strerror}.", "Check --bundle.") from None
+        if max_bundle_mb is not None and size > max_bundle_mb * 1_000_000:
+            store = path.with_suffix(".sqlite")
+            raise MemoryBundleError(
+                f"The bundle {path} is {size / 1e6:,.1f} MB; the memory backend reads bundles up to "
+                f"{max_bundle_mb} MB (--max-bundle-mb), as it holds and embeds the whole graph in memory.",
+                f"Build a SQLite store once and serve that: bfsql load --db {store} {path} && "
+                f"bfsql serve --db {store}",
+            )
+        try:
+            return cls((record for _, record in read_bundle(path)), description)
+        except LoadError as exc:
+            raise MemoryBundleError(f"Cannot load the bundle: {exc}.", "Fix the row and start again.") from None
 
     def add(self, record: Record) -> None:
         """Add one record; a later record with the same key replaces the earlier one."""
@@ -128,10 +172,7 @@ class MemoryBackend(GraphBackend):
                 f"{self._embedder.dimension}"
             )
         if self._vectors is None:
-            visible = sorted(e.id for e in self._entities.values() if not e.merged)
-            texts = [self._entities[i].name or i for i in visible]
-            embedded = await self._embedder.embed(texts) if texts else []
-            self._vectors = {i: normalise([float(x) for x in v]) for i, v in zip(visible, embedded, strict=True)}
+            self._vectors = await self._embed_all(self._embedder)
         query = normalise([float(x) for x in vector])
         scored = []
         for entity_id, entity_vector in self._vectors.items():
@@ -146,6 +187,17 @@ class MemoryBackend(GraphBackend):
             )
             for s, i in scored[:limit]
         ]
+
+    async def _embed_all(self, embedder: Embedder) -> dict[str, array[float]]:
+        """Every visible entity's name (its id when it has none) as a packed float32 vector, embedded in batches."""
+        visible = sorted(e.id for e in self._entities.values() if not e.merged)
+        vectors: dict[str, array[float]] = {}
+        for start in range(0, len(visible), EMBED_BATCH):
+            ids = visible[start : start + EMBED_BATCH]
+            embedded = await embedder.embed([self._entities[i].name or i for i in ids])
+            for entity_id, vector in zip(ids, embedded, strict=True):
+                vectors[entity_id] = array("f", normalise([float(x) for x in vector]))
+        return vectors
 
     @override
     async def entity_types(self) -> list[str]:
@@ -202,7 +254,7 @@ class MemoryBackend(GraphBackend):
 def _create(config: MemoryConfig) -> MemoryBackend:
     if config.bundle is None:
         return MemoryBackend(description=config.description)
-    return MemoryBackend.from_bundle(config.bundle, config.description)
+    return MemoryBackend.from_bundle(config.bundle, config.description, config.max_bundle_mb)
 
 
 @hookimpl

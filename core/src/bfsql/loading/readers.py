@@ -17,19 +17,26 @@ import csv
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from bfsql.loading.bundle import BadRow, Record, parse_record, read_bundle
+from bfsql.errors import clip
+from bfsql.loading.bundle import Record, parse_record, read_bundle
+from bfsql.loading.errors import BadRow, LoadError, RowErrors, report
+from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, describe_size
+from bfsql.loading.lines import ByteCallback, bounded_lines, check_lines, decode_line
+from bfsql.loading.prefixes import PrefixMap
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 
 __all__ = [
     "DEFAULT_ENTITY_TYPE",
     "FORMATS",
     "ImpliedEntity",
+    "check_format",
     "detect_format",
     "read_rdf",
     "read_records",
     "read_triple_table",
+    "require_rdflib",
 ]
 
 FORMATS: dict[str, str] = {
@@ -54,27 +61,51 @@ class ImpliedEntity(EntityRecord):
 
 
 def detect_format(path: str | Path) -> str:
-    """The format name of ``path`` from its extension; ``ValueError`` when unknown."""
+    """The format name of ``path`` from its extension; :class:`LoadError` saying to name it when unknown."""
     suffix = Path(path).suffix.lower()
     try:
         return FORMATS[suffix]
     except KeyError:
         known = ", ".join(sorted(set(FORMATS.values())))
-        raise ValueError(
-            f"cannot tell the format of {path} from its extension {suffix!r}; give the format explicitly ({known})"
+        hint = " (a file of one JSON object per line is --format jsonl)" if suffix == ".json" else ""
+        raise LoadError(
+            f"cannot tell the format of {path} from its extension {suffix or '(none)'!r}; "
+            f"name it with --format ({known}){hint}"
         ) from None
 
 
-def read_records(path: str | Path, fmt: str | None = None) -> Iterator[tuple[int, Record]]:
-    """Yield ``(line, record)`` from a file of any supported format (``fmt`` overrides detection)."""
-    fmt = fmt or detect_format(path)
+def check_format(fmt: str) -> str:
+    """``fmt`` if it is a format name, else :class:`LoadError` listing them."""
+    if fmt not in FORMATS.values():
+        raise LoadError(f"unknown format {fmt!r}; use one of {', '.join(sorted(set(FORMATS.values())))}")
+    return fmt
+
+
+def read_records(
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    limits: LoadLimits = DEFAULT_LIMITS,
+    errors: RowErrors | None = None,
+    prefixes: PrefixMap | None = None,
+    on_bytes: ByteCallback | None = None,
+) -> Iterator[tuple[int, Record]]:
+    """Yield ``(line, record)`` from a file of any supported format (``fmt`` overrides detection).
+
+    Bad rows raise :class:`BadRow`, or with ``errors`` are collected there and skipped
+    (a bad CSV header, an unclosed quote, an RDF syntax error or an over-long line still
+    raise: nothing after them can be read). ``prefixes`` compacts RDF ids (see
+    :mod:`bfsql.loading.prefixes`; without it they stay full IRIs). ``on_bytes`` hears
+    of the bytes read, for progress.
+    """
+    fmt = check_format(fmt) if fmt is not None else detect_format(path)
     if fmt == "jsonl":
-        return read_bundle(path)
+        return read_bundle(path, limits=limits, errors=errors, on_bytes=on_bytes)
     if fmt in ("csv", "tsv"):
-        return read_triple_table(path, delimiter="," if fmt == "csv" else "\t")
-    if fmt in ("nt", "ttl"):
-        return read_rdf(path, fmt)
-    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(sorted(set(FORMATS.values())))}")
+        return read_triple_table(
+            path, delimiter="," if fmt == "csv" else "\t", limits=limits, errors=errors, on_bytes=on_bytes
+        )
+    return read_rdf(path, fmt, limits=limits, errors=errors, prefixes=prefixes, on_bytes=on_bytes)
 
 
 def _header(row: list[str], path: str, line: int) -> list[str] | None:
@@ -89,24 +120,105 @@ def _header(row: list[str], path: str, line: int) -> list[str] | None:
     return names
 
 
-def read_triple_table(path: str | Path, delimiter: str = ",") -> Iterator[tuple[int, Record]]:
+class _RowFeed:
+    """The decoded lines of a table for :mod:`csv`, refusing a row (several lines when quoted) above the limit."""
+
+    def __init__(
+        self, handle: BinaryIO, path: str, limits: LoadLimits, errors: RowErrors | None, on_bytes: ByteCallback | None
+    ) -> None:
+        self._lines = bounded_lines(handle, path, limits.line_bytes, on_bytes)
+        self._path, self._limit, self._errors = path, limits.line_bytes, errors
+        self.number = 0
+        """The line last read."""
+        self.row_start = 1
+        """The first line of the row being read."""
+        self._row_bytes = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for raw in self._lines:
+            self.number += 1
+            if not self._row_bytes:
+                self.row_start = self.number
+            self._row_bytes += len(raw)
+            if self._row_bytes > self._limit:
+                raise BadRow(
+                    self._path,
+                    self.row_start,
+                    f"the row that starts here is longer than {describe_size(self._limit)} (the limit line_bytes): "
+                    "is the closing quote of a value missing?",
+                )
+            try:
+                text = decode_line(raw, self._path, self.number)
+            except BadRow as exc:
+                report(self._errors, exc)
+                text = "\n"
+            yield text.removeprefix("\ufeff") if self.number == 1 else text
+
+    def row_done(self) -> None:
+        """The reader has a whole row: the next line starts another."""
+        self._row_bytes = 0
+
+
+_ONE_LINE_COLUMNS = ("subject", "predicate", "object", "subject_type", "object_type")
+
+
+def _table_row(
+    row: list[str], columns: list[str], path: str, line: int, feed: _RowFeed
+) -> tuple[dict[str, Any], tuple[str | None, str | None]]:
+    """The relationship of a table row, and the types it gives its subject and object."""
+    if len(row) != len(columns):
+        raise BadRow(path, line, f"expected {len(columns)} columns, got {len(row)}")
+    cells = {column: cell.strip() for column, cell in zip(columns, row, strict=True)}
+    if feed.number > line:
+        spanning = [c for c in _ONE_LINE_COLUMNS if "\n" in cells.get(c, "")]
+        if spanning:
+            raise BadRow(
+                path,
+                line,
+                f"{spanning[0]}: a quoted value runs from line {line} to line {feed.number}; "
+                "is its closing quote missing?",
+            )
+    documents = cells.get("source_documents", "")
+    relationship = {
+        "kind": "relationship",
+        "subject": cells["subject"],
+        "predicate": cells["predicate"],
+        "object": cells["object"],
+        "confidence": cells.get("confidence") or None,
+        "source_documents": [d.strip() for d in documents.split(";") if d.strip()],
+    }
+    return relationship, (cells.get("subject_type") or None, cells.get("object_type") or None)
+
+
+def read_triple_table(
+    path: str | Path,
+    delimiter: str = ",",
+    *,
+    limits: LoadLimits = DEFAULT_LIMITS,
+    errors: RowErrors | None = None,
+    on_bytes: ByteCallback | None = None,
+) -> Iterator[tuple[int, Record]]:
     """Yield relationships from a CSV/TSV triple table, then the entities it implies.
 
     The header is optional: a first row starting ``subject, predicate, object`` names
     the columns; otherwise columns are taken positionally in :data:`TABLE_COLUMNS`
     order. ``source_documents`` is ``;``-separated. An implied entity has the first
     type any row gives it (else ``Entity``) and its id as name. TSV has no quoting.
+    A quoted CSV value that is never closed is an error, not the rest of the file.
     """
     name = str(path)
-    implied: dict[str, tuple[int, str | None]] = {}
-    with open(path, newline="", encoding="utf-8-sig") as handle:
+    kind = "CSV" if delimiter == "," else "TSV"
+    implied: dict[str, tuple[int, str | None]] = {}  # small entries: a stream of distinct ids stays lean
+    with open(path, "rb") as handle:
+        feed = _RowFeed(handle, name, limits, errors, on_bytes)
         reader = csv.reader(
-            handle, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
+            feed, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE, strict=True
         )
         columns: list[str] | None = None
         try:
             for row in reader:
-                line = reader.line_num
+                line = feed.row_start
+                feed.row_done()
                 if not any(cell.strip() for cell in row):
                     continue
                 if columns is None:
@@ -116,32 +228,34 @@ def read_triple_table(path: str | Path, delimiter: str = ",") -> Iterator[tuple[
                     if not 3 <= len(row) <= len(TABLE_COLUMNS):
                         raise BadRow(name, line, f"expected 3 to {len(TABLE_COLUMNS)} columns, got {len(row)}")
                     columns = list(TABLE_COLUMNS[: len(row)])
-                if len(row) != len(columns):
-                    raise BadRow(name, line, f"expected {len(columns)} columns, got {len(row)}")
-                cells = {column: cell.strip() for column, cell in zip(columns, row, strict=True)}
-                documents = cells.get("source_documents", "")
-                obj = {
-                    "kind": "relationship",
-                    "subject": cells["subject"],
-                    "predicate": cells["predicate"],
-                    "object": cells["object"],
-                    "confidence": cells.get("confidence") or None,
-                    "source_documents": [d.strip() for d in documents.split(";") if d.strip()],
-                }
-                record = parse_record(obj, name, line)
-                assert isinstance(record, RelationshipRecord)
-                for entity_id, entity_type in (
-                    (record.subject, cells.get("subject_type")),
-                    (record.object, cells.get("object_type")),
-                ):
-                    seen = implied.get(entity_id)
-                    if seen is None or (seen[1] is None and entity_type):
-                        implied[entity_id] = (seen[0] if seen else line, entity_type or None)
+                try:
+                    obj, types = _table_row(row, columns, name, line, feed)
+                    record = parse_record(obj, name, line, limits)
+                    assert isinstance(record, RelationshipRecord)
+                    for entity_id, entity_type in zip((record.subject, record.object), types, strict=True):
+                        seen = implied.get(entity_id)
+                        if seen is None or (seen[1] is None and entity_type):
+                            if entity_type:
+                                _check_implied(entity_id, entity_type, name, line, limits)
+                            implied[entity_id] = (seen[0] if seen else line, entity_type)
+                except BadRow as exc:
+                    report(errors, exc)
+                    continue
                 yield line, record
         except csv.Error as exc:
-            raise BadRow(name, reader.line_num, f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {exc}") from None
+            if "unexpected end of data" in str(exc):
+                message = f"a quoted value opened on line {feed.row_start} is never closed (a missing closing quote?)"
+            else:
+                message = f"malformed {kind}: {exc}"
+            raise BadRow(name, feed.row_start, message) from None
     for entity_id, (line, entity_type) in implied.items():
         yield line, ImpliedEntity(id=entity_id, entity_type=entity_type or DEFAULT_ENTITY_TYPE, name=entity_id)
+
+
+def _check_implied(entity_id: str, entity_type: str, path: str, line: int, limits: LoadLimits) -> None:
+    """Check, like any record, the implied entity that a table row gives a type."""
+    row = {"kind": "entity", "id": entity_id, "entity_type": entity_type, "name": entity_id}
+    parse_record(row, path, line, limits, model=ImpliedEntity)
 
 
 def _local_name(iri: str) -> str:
@@ -160,63 +274,92 @@ def _literal_value(literal: Any) -> Any:
     return str(literal)
 
 
-def _first_bad_nt_line(path: str) -> int:
+def _first_bad_nt_line(path: str, limits: LoadLimits) -> int:
     """N-Triples errors carry no position; every line stands alone, so re-parse line by line."""
     import rdflib
 
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(bounded_lines(handle, path, limits.line_bytes), start=1):
             try:
-                rdflib.Graph().parse(data=line, format="nt")
+                rdflib.Graph().parse(data=decode_line(raw, path, number), format="nt")
             except Exception:
                 return number
     return 0
 
 
-def _rdf_error(path: str, fmt: str, exc: Exception) -> BadRow:
+def _rdf_error(path: str, fmt: str, exc: Exception, limits: LoadLimits) -> BadRow:
     line = getattr(exc, "lines", None)  # turtle's BadSyntax: 0-based line
-    number = line + 1 if isinstance(line, int) else _first_bad_nt_line(path) if fmt == "nt" else 0
+    number = line + 1 if isinstance(line, int) else _first_bad_nt_line(path, limits) if fmt == "nt" else 0
     message = getattr(exc, "_why", None) or getattr(exc, "msg", None) or str(exc)
-    return BadRow(path, number, f"cannot parse {'N-Triples' if fmt == 'nt' else 'Turtle'}: {message}")
+    return BadRow(path, number, f"cannot parse {'N-Triples' if fmt == 'nt' else 'Turtle'}: {clip(str(message), 300)}")
 
 
-def read_rdf(path: str | Path, fmt: str = "ttl") -> Iterator[tuple[int, Record]]:
+def require_rdflib(fmt: str) -> None:
+    """:class:`LoadError` saying what to install when rdflib (the extra ``bfsql[rdf]``) is missing."""
+    try:
+        import rdflib  # noqa: F401
+    except ImportError:
+        kind = "N-Triples" if fmt == "nt" else "Turtle"
+        raise LoadError(f"reading {kind} needs rdflib, which is not installed: pip install 'bfsql[rdf]'") from None
+
+
+def read_rdf(
+    path: str | Path,
+    fmt: str = "ttl",
+    *,
+    limits: LoadLimits = DEFAULT_LIMITS,
+    errors: RowErrors | None = None,
+    prefixes: PrefixMap | None = None,
+    on_bytes: ByteCallback | None = None,
+) -> Iterator[tuple[int, Record]]:
     """Yield entities and relationships from an N-Triples (``nt``) or Turtle (``ttl``) file.
 
-    Every IRI subject becomes an entity with its full IRI as id: ``rdf:type`` gives
-    the entity type (local name; the smallest when there are several, the rest kept
-    in ``properties["types"]``, ``Entity`` when untyped), ``skos:prefLabel`` or
+    Every IRI subject becomes an entity whose id is its IRI, compacted by ``prefixes``
+    (``ex:braf``; then ``canonical_url`` keeps the full IRI): ``rdf:type`` gives the
+    entity type (local name; the smallest when there are several, the rest kept in
+    ``properties["types"]``, ``Entity`` when untyped), ``skos:prefLabel`` or
     ``rdfs:label`` the name (English or untagged first), further labels and
     ``skos:altLabel`` the synonyms, any other literal a property named by the
     predicate's local name (a list when repeated). A triple with an IRI object becomes
     a relationship whose predicate is the local name; its object, if never a subject,
-    an implied entity named by its local name. Blank nodes are skipped. rdflib reports
-    no positions, so records carry line 0.
+    an implied entity named by its local name. Blank nodes are skipped. The file is
+    first read line by line within ``limits.line_bytes``; rdflib then parses it whole
+    and reports no positions, so records carry line 0 and errors name the subject.
     """
-    try:
-        import rdflib
-        from rdflib.namespace import RDF, RDFS, SKOS
-    except ImportError:
-        raise ImportError("reading N-Triples/Turtle needs rdflib: pip install 'bfsql[rdf]'") from None
+    require_rdflib(fmt)
+    import rdflib
+    from rdflib.namespace import RDF, RDFS, SKOS
+
     source = str(path)
     if not Path(path).is_file():
-        raise FileNotFoundError(f"no such file: {source}")
-    graph = rdflib.Graph()
+        raise LoadError(f"no such file: {source}")
+    check_lines(source, limits.line_bytes, on_bytes)  # before rdflib reads the file whole
+    graph = rdflib.Graph(bind_namespaces="none")
     try:
         graph.parse(source, format="nt" if fmt == "nt" else "turtle")
     except Exception as exc:  # rdflib raises many unrelated types for syntax errors
-        raise _rdf_error(source, fmt, exc) from None
+        raise _rdf_error(source, fmt, exc, limits) from None
+
+    def ident(iri: Any) -> str:
+        return prefixes.compact(str(iri)) if prefixes is not None else str(iri)
+
+    def record(subject: str, obj: dict[str, Any], model: type[Record] | None = None) -> Record | None:
+        try:
+            return parse_record(obj, source, 0, limits, model)
+        except BadRow as exc:
+            report(errors, BadRow(source, 0, f"<{clip(subject, 200)}>: {exc.message}"))
+            return None
 
     subjects = sorted({s for s in graph.subjects() if isinstance(s, rdflib.URIRef)}, key=str)
     known = set(subjects)
     mentioned: dict[str, None] = {}
-    for subject in subjects:
+    for iri in subjects:
         types: list[str] = []
         labels: list[Any] = []
         synonyms: list[str] = []
         properties: dict[str, list[Any]] = {}
-        relationships: list[RelationshipRecord] = []
-        for predicate, obj in sorted(graph.predicate_objects(subject), key=lambda po: (str(po[0]), str(po[1]))):
+        relationships: list[dict[str, Any]] = []
+        for predicate, obj in sorted(graph.predicate_objects(iri), key=lambda po: (str(po[0]), str(po[1]))):
             if isinstance(obj, rdflib.BNode):
                 continue
             if predicate == RDF.type and isinstance(obj, rdflib.URIRef):
@@ -230,7 +373,8 @@ def read_rdf(path: str | Path, fmt: str = "ttl") -> Iterator[tuple[int, Record]]
                     properties.setdefault(_local_name(str(predicate)), []).append(_literal_value(obj))
             else:
                 relationships.append(
-                    RelationshipRecord(subject=str(subject), predicate=_local_name(str(predicate)), object=str(obj))
+                    {"kind": "relationship", "subject": ident(iri), "predicate": _local_name(str(predicate)),
+                     "object": ident(obj)}
                 )
                 if obj not in known:
                     mentioned[str(obj)] = None
@@ -239,18 +383,31 @@ def read_rdf(path: str | Path, fmt: str = "ttl") -> Iterator[tuple[int, Record]]
         props: dict[str, Any] = {key: values[0] if len(values) == 1 else values for key, values in properties.items()}
         if len(types) > 1:
             props["types"] = types
-        name = label_texts[0] if label_texts else _local_name(str(subject))
-        yield (
-            0,
-            EntityRecord(
-                id=str(subject),
-                entity_type=types[0] if types else DEFAULT_ENTITY_TYPE,
-                name=name,
-                synonyms=[s for s in dict.fromkeys(label_texts[1:] + synonyms) if s != name],
-                properties=props,
-            ),
+        name = label_texts[0] if label_texts else _local_name(str(iri))
+        entity_id = ident(iri)
+        entity = record(
+            str(iri),
+            {
+                "kind": "entity",
+                "id": entity_id,
+                "entity_type": types[0] if types else DEFAULT_ENTITY_TYPE,
+                "name": name,
+                "synonyms": [s for s in dict.fromkeys(label_texts[1:] + synonyms) if s != name],
+                "properties": props,
+                **({"canonical_url": str(iri)} if entity_id != str(iri) else {}),
+            }
         )
+        if entity is not None:
+            yield 0, entity
         for relationship in relationships:
-            yield 0, relationship
-    for iri in mentioned:
-        yield 0, ImpliedEntity(id=iri, entity_type=DEFAULT_ENTITY_TYPE, name=_local_name(iri))
+            found = record(str(iri), relationship)
+            if found is not None:
+                yield 0, found
+    for target in mentioned:
+        entity_id = ident(target)
+        implied = {"kind": "entity", "id": entity_id, "entity_type": DEFAULT_ENTITY_TYPE, "name": _local_name(target)}
+        if entity_id != target:
+            implied["canonical_url"] = target
+        found = record(target, implied, ImpliedEntity)
+        if found is not None:
+            yield 0, found

@@ -7,6 +7,8 @@ answers identically everywhere.
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -16,9 +18,22 @@ from bfsql.models import Edge
 __all__ = ["EntityRecord", "EvidenceRecord", "RelationshipRecord", "edge_metadata", "node_metadata", "provenance"]
 
 
-def _non_empty(value: str) -> str:
+_NOT_IN_IDS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _id_text(value: str) -> str:
+    """Ids, types and predicates: not blank, and no control characters or lone surrogates."""
     if not value or not value.strip():
         raise ValueError("must be a non-empty string")
+    bad = _NOT_IN_IDS.search(value)
+    if bad is not None:
+        raise ValueError(f"must not contain control characters or lone surrogates (found {bad[0]!r})")
+    return value
+
+
+def _finite(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError(f"must be a finite number, got {value}")
     return value
 
 
@@ -38,7 +53,8 @@ class EntityRecord(BaseModel):
     source: str | None = None
     canonical_url: str | None = None
 
-    _check_id = field_validator("id", "entity_type")(_non_empty)
+    _check_id = field_validator("id", "entity_type")(_id_text)
+    _check_confidence = field_validator("confidence")(_finite)
 
     @property
     def merged(self) -> bool:
@@ -59,7 +75,8 @@ class RelationshipRecord(BaseModel):
     source_documents: list[str] = Field(default_factory=list)
     properties: dict[str, Any] = Field(default_factory=dict)
 
-    _check = field_validator("subject", "predicate", "object")(_non_empty)
+    _check = field_validator("subject", "predicate", "object")(_id_text)
+    _check_confidence = field_validator("confidence")(_finite)
 
     def edge(self) -> Edge:
         """The bare triple."""
@@ -79,6 +96,9 @@ class EvidenceRecord(BaseModel):
     confidence: float | None = None
     document_id: str | None = None
     section: str | None = None
+
+    _check = field_validator("subject", "predicate", "object")(_id_text)
+    _check_confidence = field_validator("confidence")(_finite)
 
     def edge(self) -> Edge:
         """The triple this evidence supports."""

@@ -4,12 +4,26 @@ Atomicity: the store is never written in place. A load copies the existing store
 (if any) to a temporary file in the same directory, applies every source to the copy
 in one transaction, syncs it to disk and then ``os.replace``-s it over the store.
 ``os.replace`` within one directory is an atomic rename, so a reader sees either the
-old store or the new one, never a mix. A bad row, an exception, Ctrl-C or SIGKILL
-anywhere before the rename leaves the store byte-for-byte as it was (a missing store
-stays missing); the temporary file is removed on any Python-level failure and only a
-SIGKILL can leave a stray ``.<name>.*.loading`` file behind. A server that has the old
-store open keeps reading the old file until it reopens. Two concurrent loads into the
-same store do not corrupt it, but the last to finish wins.
+old store or the new one, never a mix. Bad rows, an exception, Ctrl-C, SIGTERM, SIGHUP
+or SIGKILL anywhere before the rename leave the store byte-for-byte as it was (a
+missing store stays missing). The temporary file is removed on any Python-level
+failure and on those signals: while a load runs in the main thread, SIGINT, SIGTERM
+and SIGHUP (when nobody else handles them) raise
+:class:`~bfsql.loading.errors.LoadInterrupted`, which cleans up like any exception; a
+signal during the final sync and rename waits for the rename and then raises with
+``committed=True``. Only SIGKILL (or a crash of the machine) can leave a stray
+``.<name>.*.loading`` file behind. A server that has the old store open keeps reading
+the old file until it reopens. Two concurrent loads into the same store do not corrupt
+it, but the last to finish wins.
+
+Bad rows: every source is read to its end (or to a row after which nothing can be
+read, such as an over-long line), and all bad rows are reported together
+(:class:`~bfsql.loading.errors.BadRows`: the first ``max_errors`` and their count).
+
+RDF ids are compacted (:mod:`bfsql.loading.prefixes`) by the prefixes the store
+recorded in earlier loads (``meta.rdf_prefixes``), then the given ones, then those the
+Turtle sources declare, then the built-in ones; the result is recorded, so that a later
+load, even of N-Triples without prefixes, writes the same ids.
 
 Entity vectors: with an embedder (by default the store's own, else ``hashing``),
 every visible entity's name (its id when it has none) is embedded at the end of the
@@ -32,17 +46,24 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import sqlite3
+import stat
 import sys
+import threading
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, create_embedder, embed_sync, normalise
 from bfsql.loading.bundle import Record
-from bfsql.loading.readers import FORMATS, ImpliedEntity, detect_format, read_records
+from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
+from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
+from bfsql.loading.prefixes import PrefixMap, parse_prefix, turtle_prefixes
+from bfsql.loading.progress import LoadProgress
+from bfsql.loading.readers import FORMATS, ImpliedEntity, check_format, detect_format, read_records, require_rdflib
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 
 __all__ = [
@@ -68,7 +89,13 @@ SCHEMA_VERSION = "1"
 """Written to ``meta.schema_version``; a store with another version must be rebuilt."""
 
 PROGRESS_EVERY = 1000
-"""Records between two progress callbacks."""
+"""Records between two progress updates (and batched writes)."""
+
+MAX_ERRORS = 20
+"""Bad rows reported by default (all of them are counted)."""
+
+_RDF_FORMATS = ("nt", "ttl")
+_SILENT = LoadProgress()
 
 _BASE_DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -162,7 +189,7 @@ def decode_vector(blob: bytes) -> array[float]:
     return packed
 
 
-class StoreFormatError(ValueError):
+class StoreFormatError(LoadError):
     """The file is not a bfsql SQLite store this version can use."""
 
 
@@ -296,22 +323,33 @@ def _flush(conn: sqlite3.Connection, batch: dict[str, list[tuple[Any, ...]]]) ->
             batch[sql].clear()
 
 
-def _labels(conn: sqlite3.Connection) -> Iterator[tuple[str, int, str, str]]:
+def _labels(conn: sqlite3.Connection, progress: LoadProgress) -> Iterator[tuple[str, int, str, str]]:
     rows = conn.execute("SELECT entity_id, name, synonyms FROM entity WHERE status IS NOT 'merged' ORDER BY entity_id")
-    for entity_id, name, synonyms in rows:
+    for number, (entity_id, name, synonyms) in enumerate(rows, start=1):
         if name:
             yield entity_id, 0, name, name.casefold()
         for synonym in json.loads(synonyms):
             if synonym:
                 yield entity_id, 1, synonym, synonym.casefold()
+        if number % PROGRESS_EVERY == 0:
+            progress.advance(PROGRESS_EVERY)
 
 
-def _rebuild_search_index(conn: sqlite3.Connection) -> None:
+def _rebuild_search_index(conn: sqlite3.Connection, progress: LoadProgress) -> None:
+    (visible,) = conn.execute("SELECT count(*) FROM entity WHERE status IS NOT 'merged'").fetchone()
+    progress.start("index", visible, "entities")
+    progress.step("labels")
     conn.execute("DELETE FROM entity_label")
-    conn.executemany("INSERT INTO entity_label (entity_id, kind, label, norm) VALUES (?, ?, ?, ?)", _labels(conn))
+    conn.executemany(
+        "INSERT INTO entity_label (entity_id, kind, label, norm) VALUES (?, ?, ?, ?)", _labels(conn, progress)
+    )
+    progress.advance(visible % PROGRESS_EVERY)
+    progress.step("full-text index")
     conn.execute("INSERT INTO entity_fts (entity_fts) VALUES ('rebuild')")
     if "entity_trigram" in _tables(conn):
+        progress.step("substring index")
         conn.execute("INSERT INTO entity_trigram (entity_trigram) VALUES ('rebuild')")
+    progress.step("")
 
 
 def _resolve_embedder(conn: sqlite3.Connection, choice: Embedder | str | None) -> Embedder | None:
@@ -333,7 +371,7 @@ def _resolve_embedder(conn: sqlite3.Connection, choice: Embedder | str | None) -
     return create_embedder(choice)
 
 
-def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None) -> int:
+def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None, progress: LoadProgress = _SILENT) -> int:
     """Embed new and renamed entities; all of them when the embedder changed. Returns how many."""
     if embedder is None:
         conn.execute("DELETE FROM entity_vector")
@@ -354,6 +392,7 @@ def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None) -> int
         ORDER BY e.entity_id
         """
     ).fetchall()
+    progress.start("embed", len(rows), "entities")
     for start in range(0, len(rows), EMBED_BATCH):
         batch = rows[start : start + EMBED_BATCH]
         vectors = embed_sync(embedder, [text for _, text in batch])
@@ -366,6 +405,7 @@ def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None) -> int
                 for (entity_id, text), vector in zip(batch, vectors, strict=True)
             ],
         )
+        progress.advance(len(batch))
     conn.executemany(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         [("embedder", embedder.name), ("embedder_dimension", str(embedder.dimension))],
@@ -373,42 +413,119 @@ def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None) -> int
     return len(rows)
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What one load reads, and within which limits."""
+
+    files: list[tuple[Path, str]] = field(default_factory=list)
+    """Source files and their formats."""
+    records: Iterable[Record] | None = None
+    """Records made in Python, instead of files."""
+    limits: LoadLimits = DEFAULT_LIMITS
+    max_errors: int = MAX_ERRORS
+    prefixes: tuple[tuple[str, str], ...] = ()
+    """Given RDF prefixes, (name, namespace)."""
+    file_prefixes: bool = True
+    """Whether Turtle sources' own @prefix declarations compact ids."""
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def _prefix_map(conn: sqlite3.Connection, reading: _Reading) -> PrefixMap:
+    """The RDF prefixes of this load (see the module docstring), recorded in ``meta.rdf_prefixes``."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'rdf_prefixes'").fetchone()
+    stored = [(name, namespace) for name, namespace in json.loads(row[0])] if row else []
+    for name, namespace in reading.prefixes:
+        for known, known_namespace in stored:
+            if (name == known) != (namespace == known_namespace):
+                raise LoadError(
+                    f"the store already writes ids under {known_namespace} as '{known}:…' (recorded by an earlier "
+                    f"load), so the prefix {name or '(default)'}={namespace} would change ids; drop it or use "
+                    f"--prefix {known}={known_namespace}"
+                )
+    declared = [
+        pair
+        for path, fmt in reading.files
+        if fmt == "ttl" and reading.file_prefixes
+        for pair in turtle_prefixes(path, reading.limits)
+    ]
+    prefixes = PrefixMap.build(stored, reading.prefixes, declared)
+    _set_meta(conn, "rdf_prefixes", json.dumps(prefixes.prefixes))
+    return prefixes
+
+
+def _streams(
+    conn: sqlite3.Connection, reading: _Reading, errors: RowErrors, progress: LoadProgress
+) -> Iterator[Iterator[tuple[int, Record]]]:
+    """One stream of records per source, in order; the read phase counts their bytes (or records)."""
+    if reading.records is not None:
+        progress.start("read", None, "records")
+        yield ((0, record) for record in reading.records)
+        return
+    if not reading.files:
+        return
+    sizes = [path.stat() for path, _ in reading.files]
+    regular = all(stat.S_ISREG(size.st_mode) for size in sizes)
+    prefixes = _prefix_map(conn, reading) if any(fmt in _RDF_FORMATS for _, fmt in reading.files) else None
+    progress.start("read", sum(size.st_size for size in sizes) if regular else None, "bytes")
+    for path, fmt in reading.files:
+        yield read_records(
+            path, fmt, limits=reading.limits, errors=errors, prefixes=prefixes, on_bytes=progress.advance
+        )
+
+
+def _records(counts: dict[str, Any]) -> str:
+    total = sum(counts.values())
+    return f"{total:,} record{'' if total == 1 else 's'}"
+
+
 def _fill(
     conn: sqlite3.Connection,
-    streams: Iterable[Iterator[tuple[int, Record]]],
+    reading: _Reading,
     description: str | None,
-    progress: Callable[[int], None] | None,
+    progress: LoadProgress,
     embedder: Embedder | str | None = AUTO_EMBEDDER,
 ) -> dict[str, Any]:
     counts: dict[str, Any] = {"entity": 0, "relationship": 0, "evidence": 0}
     batch: dict[str, list[tuple[Any, ...]]] = {sql: [] for sql in _STATEMENT_ORDER}
+    errors = RowErrors(reading.max_errors)
     pending = 0
     chosen = _resolve_embedder(conn, embedder)
     conn.execute("BEGIN")
-    for stream in streams:
-        for _, record in stream:
-            sql, params = _statement(record)
-            batch[sql].append(params)
-            counts[record.kind] += 1
-            pending += 1
-            if pending >= PROGRESS_EVERY:
-                _flush(conn, batch)
-                if progress is not None:
-                    progress(pending)
-                pending = 0
+    for stream in _streams(conn, reading, errors, progress):
+        try:
+            for _, record in stream:
+                counts[record.kind] += 1
+                if errors.count:
+                    continue  # the load fails: only look for more bad rows
+                sql, params = _statement(record)
+                batch[sql].append(params)
+                pending += 1
+                if pending >= PROGRESS_EVERY:
+                    _flush(conn, batch)
+                    if reading.records is not None:
+                        progress.advance(pending)
+                    pending = 0
+                    progress.step(_records(counts))
+        except BadRow as exc:  # a row after which the source cannot be read on
+            errors.add(exc)
+    errors.raise_if_any()
     _flush(conn, batch)
-    _rebuild_search_index(conn)
-    counts["embedded"] = _rebuild_vectors(conn, chosen)
+    if reading.records is not None:
+        progress.advance(pending)
+    progress.step(_records(counts))
+    _rebuild_search_index(conn, progress)
+    counts["embedded"] = _rebuild_vectors(conn, chosen, progress)
     counts["embedder"] = chosen.name if chosen is not None else None
     if description is not None:
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('description', ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (description,),
-        )
+        _set_meta(conn, "description", description)
+    progress.start("commit")
     conn.execute("COMMIT")
-    if progress is not None and pending:
-        progress(pending)
     return counts
 
 
@@ -426,47 +543,150 @@ def _fsync(path: Path, directory: bool = False) -> None:
         os.close(fd)
 
 
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class _Interruptible:
+    """While a load runs in the main thread, Ctrl-C, SIGTERM and SIGHUP raise :class:`LoadInterrupted`.
+
+    Only signals whose handling nobody has changed are taken over (an application with its
+    own handlers keeps them), and the previous handlers come back afterwards. Inside
+    :meth:`critical` a signal waits until the block ends.
+    """
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+        self._deferring = False
+        self._pending: int | None = None
+
+    def __enter__(self) -> _Interruptible:
+        if threading.current_thread() is threading.main_thread():
+            for signum in _STOP_SIGNALS:
+                current = signal.getsignal(signum)
+                if current in (signal.SIG_DFL, signal.default_int_handler):
+                    self._previous[signum] = current
+                    signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self._deferring:
+            self._pending = signum
+            return
+        raise LoadInterrupted(signum)
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        """Run the block whole; a signal received meanwhile raises (``committed=True``) after it."""
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
+        if self._pending is not None:
+            raise LoadInterrupted(self._pending, committed=True)
+
+
+def _copy(source: Path, target: Path, progress: LoadProgress) -> None:
+    progress.start("copy", source.stat().st_size, "bytes")
+    with open(source, "rb") as reader, open(target, "wb") as writer:
+        while chunk := reader.read(1 << 20):
+            writer.write(chunk)
+            progress.advance(len(chunk))
+    shutil.copymode(source, target)
+
+
+def _source_hint(db: Path) -> str:
+    """When --db names what looks like a file to load, say how the command goes."""
+    if db.suffix.lower() not in FORMATS:
+        return ""
+    return (
+        f". --db names the store to write; the files to load come after it: "
+        f"bfsql load --db {db.with_suffix('.sqlite')} {db}"
+    )
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_store_file(db: Path) -> None:
+    """Refuse, before copying it, an existing ``db`` that is no SQLite file (an empty file is a new store)."""
+    if not db.exists():
+        return
+    if not db.is_file():
+        raise StoreFormatError(f"{db}: not a file; --db names the SQLite store to write")
+    with open(db, "rb") as handle:
+        header = handle.read(len(_SQLITE_HEADER))
+    if header and header != _SQLITE_HEADER:
+        raise StoreFormatError(f"{db}: not a SQLite database{_source_hint(db)}")
+
+
 def _build(
     db: Path,
-    streams: Iterable[Iterator[tuple[int, Record]]],
+    reading: _Reading,
     description: str | None,
-    progress: Callable[[int], None] | None,
+    progress: LoadProgress,
     embedder: Embedder | str | None = AUTO_EMBEDDER,
     copy_from: Path | None = None,
 ) -> dict[str, Any]:
-    """Apply ``streams`` to a copy of ``db`` (or of ``copy_from`` when ``db`` is missing) and
+    """Apply ``reading`` to a copy of ``db`` (or of ``copy_from`` when ``db`` is missing) and
     atomically replace ``db`` with it."""
     db = Path(db)
     if not db.parent.is_dir():
-        raise FileNotFoundError(f"directory {db.parent} does not exist")
+        raise LoadError(f"cannot write the store {db}: the directory {db.parent} does not exist (create it first)")
+    _check_store_file(db)
     tmp = db.parent / f".{db.name}.{secrets.token_hex(8)}.loading"
-    # Created like any new file (mode 0o666 minus the umask), exclusively, next to the store.
-    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
-    try:
-        source = db if db.exists() else copy_from
-        if source is not None:
-            shutil.copyfile(source, tmp)
-            shutil.copymode(source, tmp)
-        # The copy is private until the rename, so SQLite's own journal is not needed.
-        conn = sqlite3.connect(tmp, isolation_level=None)
+    with _Interruptible() as signals:
         try:
-            conn.execute("PRAGMA journal_mode = OFF")
-            conn.execute("PRAGMA synchronous = OFF")
-            conn.execute("PRAGMA cache_size = -262144")  # 256 MiB: random-key upserts thrash the 2 MiB default
+            # Created like any new file (mode 0o666 minus the umask), exclusively, next to the store.
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            source = db if db.exists() else copy_from
+            if source is not None:
+                _copy(source, tmp, progress)
+            # The copy is private until the rename, so SQLite's own journal is not needed.
+            conn = sqlite3.connect(tmp, isolation_level=None)
             try:
-                create_schema(conn)
-            except StoreFormatError as exc:
-                raise StoreFormatError(f"{db}: {exc}") from None
-            counts = _fill(conn, streams, description, progress, embedder)
+                try:
+                    conn.execute("PRAGMA journal_mode = OFF")
+                    conn.execute("PRAGMA synchronous = OFF")
+                    conn.execute("PRAGMA cache_size = -262144")  # 256 MiB: random-key upserts thrash the 2 MiB default
+                    create_schema(conn)
+                except sqlite3.DatabaseError as exc:
+                    raise StoreFormatError(f"{db}: not a SQLite database ({exc}){_source_hint(db)}") from None
+                except StoreFormatError as exc:
+                    raise StoreFormatError(f"{db}: {exc}{_source_hint(db)}") from None
+                counts = _fill(conn, reading, description, progress, embedder)
+            finally:
+                conn.close()
+            with signals.critical():
+                _fsync(tmp)
+                os.replace(tmp, db)
+                _fsync(db.parent, directory=True)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         finally:
-            conn.close()
-        _fsync(tmp)
-        os.replace(tmp, db)
-        _fsync(db.parent, directory=True)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+            progress.finish()
     return counts
+
+
+def _check_sources(
+    sources: Iterable[Path | str], fmt: str | None, prefixes: Iterable[str]
+) -> tuple[list[tuple[Path, str]], tuple[tuple[str, str], ...]]:
+    """The sources with their formats, and the parsed prefixes; :class:`LoadError` before anything is touched."""
+    paths = [Path(p) for p in sources]
+    if fmt is not None:
+        check_format(fmt)
+    files = [(path, fmt or detect_format(path)) for path in paths]
+    for path, file_format in files:
+        if not path.exists() or path.is_dir():
+            raise FileNotFoundError(f"no such file: {path}")
+        if file_format in _RDF_FORMATS:
+            require_rdflib(file_format)
+    return files, tuple(parse_prefix(spec) for spec in prefixes)
 
 
 def load_sqlite(
@@ -474,33 +694,36 @@ def load_sqlite(
     sources: list[Path],
     fmt: str | None = None,
     description: str | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: LoadProgress | None = None,
     embedder: Embedder | str | None = AUTO_EMBEDDER,
+    *,
+    limits: LoadLimits = DEFAULT_LIMITS,
+    max_errors: int = MAX_ERRORS,
+    prefixes: Iterable[str] = (),
+    file_prefixes: bool = True,
 ) -> LoadReport:
     """Load bundle/CSV/TSV/RDF files into the SQLite store ``db`` (created if missing).
 
     ``fmt`` forces one format for every source (see
     :func:`bfsql.loading.readers.detect_format`); by default each file's extension
     decides. ``description`` is stored as the graph description (kept from an
-    earlier load when None). ``progress`` is called every 1000 records, and once at
-    the end, with the number of records processed *since its previous call*, so a
-    click progress bar's ``update`` can be passed directly. A bad row raises
-    :class:`~bfsql.loading.bundle.BadRow` naming its file and line, and the store is
-    left untouched: see the module docstring for the atomicity guarantee.
+    earlier load when None). ``progress`` hears of each phase (see
+    :mod:`bfsql.loading.progress`). Bad rows raise
+    :class:`~bfsql.loading.errors.BadRows` naming the file and line of the first
+    ``max_errors`` (and counting all), and the store is left untouched: see the module
+    docstring for the atomicity guarantee. ``limits`` bounds lines, ids, names, texts,
+    lists and nesting (:mod:`bfsql.loading.limits`). ``prefixes`` (``NAME=IRI``) and,
+    with ``file_prefixes``, the Turtle files' own declarations compact RDF ids.
     ``embedder`` (an Embedder, a registered name, ``"auto"`` or None) makes the entity
-    vectors; see the module docstring.
+    vectors; see the module docstring. Mistakes in the call itself (an unknown format,
+    a missing directory or rdflib, a file that is not a store) raise
+    :class:`~bfsql.loading.errors.LoadError` before anything is written.
     """
-    paths = [Path(p) for p in sources]
-    if fmt is not None and fmt not in FORMATS.values():
-        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(sorted(set(FORMATS.values())))}")
-    formats = [fmt or detect_format(p) for p in paths]
-    for path in paths:
-        if not path.is_file():
-            raise FileNotFoundError(f"no such file: {path}")
-    streams = (read_records(path, f) for path, f in zip(paths, formats, strict=True))
-    counts = _build(Path(db), streams, description, progress, embedder)
+    files, given = _check_sources(sources, fmt, prefixes)
+    reading = _Reading(files, None, limits, max_errors, given, file_prefixes)
+    counts = _build(Path(db), reading, description, progress or _SILENT, embedder)
     return LoadReport(
-        Path(db), len(paths), counts["entity"], counts["relationship"], counts["evidence"],
+        Path(db), len(files), counts["entity"], counts["relationship"], counts["evidence"],
         counts["embedder"], counts["embedded"],
     )
 
@@ -509,23 +732,24 @@ def load_records(
     db: Path,
     records: Iterable[Record],
     description: str | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: LoadProgress | None = None,
     embedder: Embedder | str | None = AUTO_EMBEDDER,
 ) -> LoadReport:
     """Load records produced in Python (e.g. the demo graph) with the guarantees of :func:`load_sqlite`."""
-    stream = ((0, record) for record in records)
-    counts = _build(Path(db), [stream], description, progress, embedder)
+    counts = _build(Path(db), _Reading(records=records), description, progress or _SILENT, embedder)
     return LoadReport(
         Path(db), 0, counts["entity"], counts["relationship"], counts["evidence"],
         counts["embedder"], counts["embedded"],
     )
 
 
-def reembed_store(db: Path, embedder: Embedder | str | None, copy_from: Path | None = None) -> LoadReport:
+def reembed_store(
+    db: Path, embedder: Embedder | str | None, copy_from: Path | None = None, progress: LoadProgress | None = None
+) -> LoadReport:
     """(Re-)embed the entities of the store ``db`` with ``embedder``, atomically, loading nothing.
 
     With ``copy_from`` and no ``db`` yet, ``db`` starts as a copy of ``copy_from`` (used to
     give the demo store vectors of another embedder).
     """
-    counts = _build(Path(db), [], None, None, embedder, copy_from)
+    counts = _build(Path(db), _Reading(), None, progress or _SILENT, embedder, copy_from)
     return LoadReport(Path(db), 0, 0, 0, 0, counts["embedder"], counts["embedded"])
