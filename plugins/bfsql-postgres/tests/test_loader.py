@@ -149,11 +149,12 @@ async def test_implied_entities_never_replace_full_ones(scratch_dsn: str, tmp_pa
 
 
 async def test_nul_characters_are_named(scratch_dsn: str, tmp_path: Path) -> None:
+    """PostgreSQL cannot store U+0000: bfsql's reader refuses the row by name before any COPY."""
     bundle = write_bundle(tmp_path / "nul.jsonl", [
         '{"kind": "entity", "id": "X:1", "entity_type": "Thing", "name": "fine"}',
         '{"kind": "entity", "id": "X:2", "entity_type": "Thing", "properties": {"note": "a\\u0000b"}}',
     ])
-    with pytest.raises(BadRow, match=r"nul\.jsonl:2: properties: contains a NUL"):
+    with pytest.raises(BadRow, match=r"nul\.jsonl:2: properties\.note: contains a NUL"):
         await load_postgres(scratch_dsn, [bundle])
 
 

@@ -37,7 +37,16 @@ from bfsql.graph import Graph
 from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
 from bfsql.server.fitting import Budget, compact_json, fit_list, fit_paths, fit_record, fit_schema, fit_traversal
 
-__all__ = ["DEFAULT_MAX_TOKENS", "READ_ONLY", "ServeSettings", "ToolContext", "ToolSpec", "run_tool", "tool_spec"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "READ_ONLY",
+    "ServeSettings",
+    "ToolContext",
+    "ToolSpec",
+    "fit_and_serialise",
+    "run_tool",
+    "tool_spec",
+]
 
 logger = logging.getLogger("bfsql.server")
 
@@ -308,11 +317,11 @@ async def run_tool(
                 waiting = False
                 result = await _invoke(spec.fn, call)
             graph.process_result(result, spec.name)
-            return await asyncio.to_thread(_fit_and_serialise, result, budget)
+            return await asyncio.to_thread(fit_and_serialise, result, budget)
         with light_call():
             result = await _invoke(spec.fn, call)
             graph.process_result(result, spec.name)
-            return _fit_and_serialise(result, budget)  # small: a thread would cost more than it saves
+            return fit_and_serialise(result, budget)  # small: a thread would cost more than it saves
 
     try:
         arguments = validate(spec, raw)
@@ -364,7 +373,8 @@ async def run_tool(
         )
 
 
-def _fit_and_serialise(answer: Any, budget: Budget) -> tuple[Any, str]:
+def fit_and_serialise(answer: Any, budget: Budget) -> tuple[Any, str]:
+    """The answer fitted to ``budget`` and its wire text (stage 5, as the pipeline runs it)."""
     fitted = fit(answer, budget)
     return fitted, compact_json(fitted)
 

@@ -35,7 +35,6 @@ import asyncpg
 
 from bfsql import (
     DEFAULT_EMBEDDER,
-    BadRow,
     BfsqlError,
     Embedder,
     EntityRecord,
@@ -196,29 +195,6 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
-
-
-def _refuse_nul(record: Record, row: tuple[Any, ...], path: str, line: int) -> None:
-    """PostgreSQL text and jsonb cannot hold U+0000: name the row rather than fail the COPY.
-
-    JSON columns hold U+0000 as the escape ``\\u0000``, so the row's strings are a cheap
-    prefilter; only a row that may hold one is checked field by field.
-    """
-    if not any(isinstance(v, str) and ("\x00" in v or "\\u0000" in v) for v in row):
-        return
-    for field in type(record).model_fields:
-        if _has_nul(getattr(record, field)):
-            raise BadRow(path, line, f"{field}: contains a NUL character (U+0000), which PostgreSQL cannot store")
-
-
 class _Staging:
     """Buffers rows per staging table and sends each full buffer with one COPY."""
 
@@ -245,9 +221,8 @@ class _Staging:
             record.edge().key(), record.text_span, record.confidence, record.document_id, record.section,
         )
 
-    async def add(self, record: Record, path: str, line: int) -> None:
+    async def add(self, record: Record) -> None:
         kind, row = self.row(record)
-        _refuse_nul(record, row, path, line)
         self.counts[kind] += 1
         buffer = self.buffers[kind]
         buffer.append(row)
@@ -344,9 +319,9 @@ async def _load(
         await conn.execute(_STAGING)
         staging = _Staging(conn)
         pending = 0
-        for path, stream in streams:
-            for line, record in stream:
-                await staging.add(record, path, line)
+        for _, stream in streams:
+            for _, record in stream:
+                await staging.add(record)
                 pending += 1
                 if progress is not None and pending >= CHUNK_ROWS:
                     progress(pending)
