@@ -82,6 +82,9 @@ class Traversal:
     """intersect_subgraphs: for shared nodes, a shortest path from each seed."""
     detail: Detail = field(default_factory=lambda: Detail())
     """Which items the call asked detail for (node_types, predicates, topology_only)."""
+    found_by: list[int] | None = None
+    """When ``triples`` are in the order a bfs_query found them: how many were found by the end of each hop.
+    Every edge among nodes at distance ≤ d is then among the first ``found_by[d]`` (fitting reads no further)."""
 
     @property
     def nodes(self) -> list[Node]:

@@ -48,12 +48,12 @@ async def bfs_query(
 
     distance = reached.distance
     order = reached.order()
-    triples = list(reached.edges)
+    found = list(reached.edges)
     summary = schema_summary(
         set(reached.types.values()) | reached.excluded_types,
         reached.predicates | reached.excluded_predicates,
     )
-    order, triples, known = await drop_low_mentions(graph, order, triples, min_mentions, set(seeds))
+    order, triples, known = await drop_low_mentions(graph, order, found, min_mentions, set(seeds))
 
     total = len(order)
     stop = total if limit is None else min(total, offset + limit)
@@ -75,6 +75,7 @@ async def bfs_query(
         )
     if reached.dangling_edges:
         warnings.append(f"{reached.dangling_edges} edge(s) point to entities missing from the graph; left out.")
+    page = page_edges(order, triples, offset, stop)
     answer = Traversal(
         tool="bfs_query",
         seeds=seeds,
@@ -83,13 +84,14 @@ async def bfs_query(
         types=reached.types,
         names=reached.names,
         distance=distance,
-        triples=page_edges(order, triples, offset, stop),
+        triples=page,
         node_count=total,
         edge_count=len(triples),
         schema_summary=summary,
         truncated=truncated,
         warnings=warnings,
         offset=offset,
+        found_by=reached.found_by if page is found else None,  # still in the order found
     )
     await fetch_detail(graph, answer, detail, room, known)
     return graph.process_result(answer, "bfs_query")

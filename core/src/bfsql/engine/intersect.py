@@ -173,13 +173,13 @@ async def connections(
     return paths, left_out
 
 
-async def _induced_edges(graph: Graph, nodes: set[str]) -> set[Triple]:
-    """Every edge whose both endpoints are in ``nodes`` (one ``hop`` call)."""
+async def _induced_edges(graph: Graph, nodes: set[str]) -> dict[Triple, None]:
+    """Every edge whose both endpoints are in ``nodes`` (one ``hop`` call), in the order found (see traverse.py)."""
     rows_of = await graph.hop(sorted(nodes))
-    edges: set[Triple] = set()
+    edges: dict[Triple, None] = {}
     pacer = Pacer()
     for rows in rows_of.values():
-        edges.update((s, p, o) for s, p, o, _, _ in rows if s in nodes and o in nodes)
+        edges.update(((s, p, o), None) for s, p, o, _, _ in rows if s in nodes and o in nodes)
         pacer.work += len(rows) + 64
         if pacer.work > WORK_BETWEEN_CHECKS:
             await pacer.pause()

@@ -35,8 +35,10 @@ class Expansion:
     """Entity type of every reached node."""
     names: dict[str, str | None] = field(default_factory=dict)
     """Display name of every reached node (None where the store has none)."""
-    edges: set[Triple] = field(default_factory=set)
-    """Edges examined whose both endpoints were reached."""
+    edges: dict[Triple, None] = field(default_factory=dict)
+    """Edges examined whose both endpoints were reached, in the order found."""
+    found_by: list[int] = field(default_factory=list)
+    """How many edges had been found by the end of each hop."""
     predicates: set[str] = field(default_factory=set)
     """Predicates of those edges."""
     unknown_seeds: list[str] = field(default_factory=list)
@@ -117,7 +119,9 @@ async def expand(
     frontier = list(distance)
     result.levels.append(frontier)
 
-    add_edge, add_predicate = edges.add, result.predicates.add
+    # Edges are kept in the order they are found (a dict, not a set): the tuples then lie in memory in the
+    # order every later pass reads them, which makes those passes over 100k+ edges several times faster.
+    add_edge, add_predicate = edges.setdefault, result.predicates.add
     pacer = Pacer()
     for hop in range(1, hops + 1):
         if not frontier:
@@ -159,9 +163,12 @@ async def expand(
             types[node_id], names[node_id] = new[node_id]
         result.levels.append(admitted)
         if result.nodes_cut:  # edges to the neighbours that did not fit are not part of the answer
-            edges.difference_update(e for e in pending if e[0] not in distance or e[2] not in distance)
+            for e in pending:
+                if e[0] not in distance or e[2] not in distance:
+                    edges.pop(e, None)
             result.predicates = {e[1] for e in edges}
         frontier = admitted
+        result.found_by.append(len(edges))
         if progress is not None:
             await progress(hop, hops, f"hop {hop}/{hops}: {len(distance)} nodes, {len(edges)} edges")
         if result.nodes_cut:

@@ -17,7 +17,10 @@ per item, from the typed answer, and the answer is serialised once.
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,6 +213,9 @@ def _edge_level(owner_level: int, owner_cap: int) -> int:
     return BARE
 
 
+_SUBJECT, _OBJECT = operator.itemgetter(0), operator.itemgetter(2)
+
+
 def _owners(answer: Traversal, room: int) -> list[list[int]]:
     """For each node an answer of ``room`` characters could hold, the indexes of the edges it owns.
 
@@ -225,18 +231,26 @@ def _owners(answer: Traversal, room: int) -> list[list[int]]:
             limit = i + 1
             break
     position = {node_id: i for i, node_id in enumerate(ids[:limit])}
-    beyond = len(ids)  # a node of this page past the limit
-    page = set(ids) if answer.offset else None  # on a later page, an edge may lead to an earlier one
     owned: list[list[int]] = [[] for _ in range(limit)]
-    where = position.get
-    for index, (subject, _, obj) in enumerate(answer.triples):
-        at_subject, at_object = where(subject), where(obj)
-        if at_subject is None:
-            at_subject = beyond if page is None or subject in page else -1
-        if at_object is None:
-            at_object = beyond if page is None or obj in page else -1
-        owner = at_subject if at_subject > at_object else at_object
-        if owner < limit:
+    triples = answer.triples
+    if answer.found_by is not None and limit:  # edges among these nodes were all found by a known hop
+        farthest = max(answer.distance[node_id] for node_id in ids[:limit])
+        if farthest < len(answer.found_by):
+            triples = triples[: answer.found_by[farthest]]
+    if answer.offset:  # on a later page, an edge may lead to a node of an earlier page
+        page = set(ids)
+        candidates: Iterable[int] = (
+            i for i, (s, _, o) in enumerate(triples)
+            if (s in position or s not in page) and (o in position or o not in page)
+        )
+    else:  # an edge is shown only if both its ends are among the first ``limit`` nodes: test that in C
+        known = position.__contains__
+        both = map(operator.and_, map(known, map(_SUBJECT, triples)), map(known, map(_OBJECT, triples)))
+        candidates = itertools.compress(itertools.count(), both)
+    for index in candidates:
+        subject, _, obj = triples[index]
+        owner = max(position.get(subject, -1), position.get(obj, -1))
+        if owner >= 0:
             owned[owner].append(index)
     return owned + [[] for _ in range(len(ids) - limit)]
 
@@ -257,13 +271,18 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
     room = budget.chars - reserve - len(compact_json(_envelope(answer, [], [], answer.truncated, None)))
     owned = _owners(answer, room)
 
+    edge_sums: dict[tuple[int, int], int] = {}  # a node's edges at one level: their size never changes
+
     def cost(i: int, level: int) -> int:
         if level == CUT:
             return 0
         node_id = ids[i]
         extra = paths.get(node_id, 0) if level >= NAMED else 0
         edge_level = _edge_level(level, sizes.cap(node_id))
-        return sizes.node(node_id, level) + extra + sum(sizes.edge(e, edge_level) for e in owned[i])
+        edges = edge_sums.get((i, edge_level))
+        if edges is None:
+            edges = edge_sums[(i, edge_level)] = sum(sizes.edge(e, edge_level) for e in owned[i])
+        return sizes.node(node_id, level) + extra + edges
 
     def decide(room: int) -> list[int]:
         sizes.unclip()
@@ -275,11 +294,12 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
             if used > room:
                 break
             levels.append(sizes.cap(ids[i]))
+        shown = len(levels)  # the nodes after these stay cut: the loops below need not visit them
         levels += [CUT] * (len(ids) - len(levels))
-        total = sum(cost(i, level) for i, level in enumerate(levels))
+        total = sum(cost(i, levels[i]) for i in range(shown))
 
         for lower_from, lower_to in ((FULL, CLIPPED), (CLIPPED, NAMED), (NAMED, BARE), (BARE, CUT)):
-            for i in reversed(range(len(ids))):
+            for i in reversed(range(shown)):
                 if total <= room:
                     break
                 if levels[i] == lower_from or (lower_from == CLIPPED and levels[i] == FULL):
@@ -291,8 +311,8 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
 
         # Fill the room left, nearest first: a step up for every node that still fits; a node whose
         # clipped values do not fit gets them clipped shorter.
-        cut_from = next((i for i, level in enumerate(levels) if level == CUT), len(ids))
-        for i in range(len(ids)):
+        cut_from = next((i for i in range(shown) if levels[i] == CUT), shown)
+        for i in range(min(shown + 1, len(ids))):
             if levels[i] == CUT and i != cut_from:
                 break
             for target in range(sizes.cap(ids[i]), levels[i], -1):
@@ -303,7 +323,7 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
                     total, levels[i] = grown, target
                     cut_from += levels[i] != CUT and i == cut_from
                     break
-        nearest = next((i for i, level in enumerate(levels) if level == CLIPPED), None)
+        nearest = next((i for i in range(min(shown + 1, len(ids))) if levels[i] == CLIPPED), None)
         if nearest is not None:  # what is still spare goes to the nearest clipped node
             spare = room - total + cost(nearest, CLIPPED) - cost(nearest, NAMED)
             _clip_to_fit(ids[nearest], sizes, cost, nearest, NAMED, spare, grow=True)
@@ -338,6 +358,10 @@ def _clip_to_fit(
     before = cost(i, level)
     longest = len(compact_json(sizes.answer.node_metadata[node_id]))
     low, high = (CLIP_CHARS, longest) if grow else (40, CLIP_CHARS - 1)
+    sizes.reclip(node_id, low)
+    if cost(i, CLIPPED) - before > spare:  # not even the shortest fits: the usual case once the room is full
+        sizes.reclip(node_id, CLIP_CHARS)
+        return False
     best = None
     while low <= high:
         middle = (low + high) // 2
