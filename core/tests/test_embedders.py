@@ -15,8 +15,8 @@ from bfsql.embedders import (
     HashingEmbedder,
     cosine,
     create_embedder,
-    embed_sync,
     split_identifier,
+    sync_embedding,
 )
 from bfsql.errors import InvalidArgument
 
@@ -103,12 +103,14 @@ async def test_graph_embeds_predicates_once_per_session():
     assert inner.calls == [["born on", "isa"], ["part of"]]
 
 
-def test_embed_sync_works_inside_and_outside_a_running_loop():
+def test_sync_embedding_works_inside_and_outside_a_running_loop():
     embedder = HashingEmbedder()
-    outside = embed_sync(embedder, ["x"])
+    with sync_embedding(embedder) as embed:
+        outside = [embed(["x"]), embed(["y"])]
 
-    async def inside() -> list[list[float]]:
-        return embed_sync(embedder, ["x"])
+    async def inside() -> list[list[list[float]]]:
+        with sync_embedding(embedder) as embed:
+            return [embed(["x"]), embed(["y"])]
 
     assert asyncio.run(inside()) == outside
 

@@ -14,13 +14,15 @@ vectors from another embedder (see docs/search.md, "Switching models safely").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import math
 import operator
 import re
+import signal
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from bfsql.errors import InvalidArgument
@@ -35,9 +37,9 @@ __all__ = [
     "cosine",
     "create_embedder",
     "dot",
-    "embed_sync",
     "normalise",
     "split_identifier",
+    "sync_embedding",
 ]
 
 DEFAULT_EMBEDDER = "hashing"
@@ -203,12 +205,38 @@ class CachedEmbedder:
         return out
 
 
-def embed_sync(embedder: Embedder, texts: list[str]) -> list[list[float]]:
-    """Call an async embedder from synchronous code (the loader), even inside a running loop."""
+_HELD_SIGNALS = frozenset(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def sync_embedding(embedder: Embedder) -> Iterator[Callable[[list[str]], list[list[float]]]]:
+    """A function embedding texts from synchronous code (the loader), one event loop for every call.
+
+    Inside a running loop each call runs in a worker thread with a loop of its own. The loop
+    is built with Ctrl-C, SIGTERM and SIGHUP held back, so a stop signal is raised once the
+    loop exists and never leaves a half-built one behind.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(embedder.embed(texts))
+        pass
+    else:
+        yield lambda texts: _embed_in_thread(embedder, texts)
+        return
+    holds = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    if holds:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+    try:
+        runner = asyncio.Runner()
+        runner.get_loop()
+    finally:
+        if holds:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
+    with runner:
+        yield lambda texts: runner.run(embedder.embed(texts))
+
+
+def _embed_in_thread(embedder: Embedder, texts: list[str]) -> list[list[float]]:
     result: list[list[list[float]]] = []
     error: list[BaseException] = []
 

@@ -33,7 +33,7 @@ SPECIAL_IDS = [
     "semi;colon",
     "back\\slash",
     'quote"s',
-    "tab\there",
+    "angle<b>&amp;",
     "emoji 🧬",
     "http://purl.test/obo/HP_1?x#y",
 ]

@@ -12,7 +12,7 @@ from bfsql import Edge, EntityRecord, Graph, HopEdge, InvalidArgument, NodeInfo,
 from bfsql.testing.standard_graph import standard_records
 from bfsql_neo4j import Neo4jBackend, Neo4jSetupError
 
-NASTY_IDS = ["O'Brien", "back\\slash", "trail\\", "x' OR 1=1 //", 'quote"d', "é😀 id", "new\nline"]
+NASTY_IDS = ["O'Brien", "back\\slash", "trail\\", "x' OR 1=1 //", 'quote"d', "é😀 id", "brace}{ // id"]
 VECTOR = [0.25] * 32
 
 

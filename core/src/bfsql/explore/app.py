@@ -166,7 +166,7 @@ async def serve_explorer(
 
     check_exposure(settings)
     async with open_server(plans, settings) as server:
-        policy = HostPolicy.for_bind(settings.host, port, settings.allowed_hosts)
+        policy = HostPolicy.for_bind(settings.host, settings.allowed_hosts)
         app = build_app(server, policy, settings.auth_token or None, cookie=f"bfsql_explore_{port}")
         web = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=port, log_level="warning", lifespan="off"))
         url = page_url(settings, port, with_token=True)

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, create_embedder, embed_sync, normalise
+from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, create_embedder, normalise, sync_embedding
 from bfsql.loading.bundle import Record
 from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
@@ -393,19 +393,20 @@ def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None, progre
         """
     ).fetchall()
     progress.start("embed", len(rows), "entities")
-    for start in range(0, len(rows), EMBED_BATCH):
-        batch = rows[start : start + EMBED_BATCH]
-        vectors = embed_sync(embedder, [text for _, text in batch])
-        if len(vectors) != len(batch) or any(len(v) != embedder.dimension for v in vectors):
-            raise ValueError(f"embedder {embedder.name!r} returned vectors of the wrong number or dimension")
-        conn.executemany(
-            "INSERT OR REPLACE INTO entity_vector (entity_id, text, vector) VALUES (?, ?, ?)",
-            [
-                (entity_id, text, encode_vector(normalise([float(x) for x in vector])))
-                for (entity_id, text), vector in zip(batch, vectors, strict=True)
-            ],
-        )
-        progress.advance(len(batch))
+    with sync_embedding(embedder) as embed:
+        for start in range(0, len(rows), EMBED_BATCH):
+            batch = rows[start : start + EMBED_BATCH]
+            vectors = embed([text for _, text in batch])
+            if len(vectors) != len(batch) or any(len(v) != embedder.dimension for v in vectors):
+                raise ValueError(f"embedder {embedder.name!r} returned vectors of the wrong number or dimension")
+            conn.executemany(
+                "INSERT OR REPLACE INTO entity_vector (entity_id, text, vector) VALUES (?, ?, ?)",
+                [
+                    (entity_id, text, encode_vector(normalise([float(x) for x in vector])))
+                    for (entity_id, text), vector in zip(batch, vectors, strict=True)
+                ],
+            )
+            progress.advance(len(batch))
     conn.executemany(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         [("embedder", embedder.name), ("embedder_dimension", str(embedder.dimension))],

@@ -84,29 +84,32 @@ def local_names() -> set[str]:
 
 @dataclass(frozen=True)
 class HostPolicy:
-    """The Host and Origin headers a server bound to ``bind:port`` accepts."""
+    """The Host and Origin headers a server bound to ``bind`` accepts."""
 
     names: frozenset[str]
-    port: int
 
     @classmethod
-    def for_bind(cls, bind: str, port: int, extra: Iterable[str] = ()) -> HostPolicy:
-        """The policy of a server bound to ``bind:port``, with ``extra`` names accepted too."""
+    def for_bind(cls, bind: str, extra: Iterable[str] = ()) -> HostPolicy:
+        """The policy of a server bound to ``bind``, with ``extra`` names accepted too."""
         if is_wildcard(bind):
             names = local_names()
         elif is_loopback(bind):
             names = {*LOOPBACK_NAMES, _as_host(bind)}
         else:
             names = {_as_host(bind)}
-        return cls(frozenset(names | {n.strip().lower() for n in extra if n.strip()}), port)
+        return cls(frozenset(names | {n.strip().lower() for n in extra if n.strip()}))
 
     def host_ok(self, header: str) -> bool:
-        """Whether a ``Host`` header names this server (with its port, or none behind a proxy)."""
+        """Whether a ``Host`` header names this server, on any port.
+
+        The port is not checked: DNS rebinding forges the name, while a mapped or forwarded port
+        (``docker -p 8080:8000``, an SSH tunnel, a TCP proxy) legitimately differs from ours.
+        """
         header = header.strip().lower()
         if header in self.names:
             return True
         name, sep, port = header.rpartition(":")
-        return bool(sep) and not name.endswith(":") and port == str(self.port) and name in self.names
+        return bool(sep) and port.isdigit() and not name.endswith(":") and name in self.names
 
     def origin_ok(self, header: str) -> bool:
         """Whether an ``Origin`` header is one of this server's own pages (a missing one is fine)."""

@@ -91,7 +91,7 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
     from mcp.server.transport_security import TransportSecuritySettings
 
     check_exposure(settings)
-    policy = HostPolicy.for_bind(settings.host, settings.port, settings.allowed_hosts)
+    policy = HostPolicy.for_bind(settings.host, settings.allowed_hosts)
     async with open_server(plans, settings) as server:
         app: Any = server.streamable_http_app(
             streamable_http_path=MCP_PATH,

@@ -498,7 +498,7 @@ async def run_server(
                 "Choose another --port (0: any free one), or stop what uses it.",
             ) from None
         bound = runner.addresses[0]
-        app[POLICY_KEY]["policy"] = HostPolicy.for_bind(host, bound[1], options.allowed_hosts)
+        app[POLICY_KEY]["policy"] = HostPolicy.for_bind(host, options.allowed_hosts)
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         started(f"http://{shown}:{bound[1]}")
         await stop.wait()
