@@ -51,7 +51,7 @@ def _serve_settings(
     timeout: float,
     max_nodes: int,
     max_edges_per_node: int,
-    embedder: str = "hashing",
+    embedder: str = "auto",
     primitive_timeout: float = 30.0,
     bare_stubs: bool = False,
 ) -> Any:
@@ -59,7 +59,7 @@ def _serve_settings(
     from bfsql.plugins import get_embedders
     from bfsql.server.app import ServeSettings
 
-    if embedder not in get_embedders():
+    if embedder != "auto" and embedder not in get_embedders():
         raise click.BadParameter(
             f"unknown embedder {embedder!r}; installed: {', '.join(sorted(get_embedders()))}. "
             "Install a plugin such as 'pip install bfsql-embed-minilm' and check 'bfsql plugins'.",
@@ -129,8 +129,9 @@ def _common_serve_options(fn: Any) -> Any:
                      help="Stubs without names: exactly Appendix A's {id, entity_type}."),
         click.option("--backend", default=DEFAULT_BACKEND, show_default=True, envvar="BFSQL_BACKEND",
                      help="Backend name (see the list below)."),
-        click.option("--embedder", default="hashing", show_default=True, envvar="BFSQL_EMBEDDER",
-                     help="Embedder for vector search and path queries (must match a store's entity vectors)."),
+        click.option("--embedder", default="auto", show_default=True, envvar="BFSQL_EMBEDDER",
+                     help="Embedder for vector search and path queries (must match a store's entity vectors); "
+                     "auto: the store's own, else minilm-int8 when installed, else hashing."),
     ]
     for decorator in reversed(decorators):
         fn = decorator(fn)
@@ -405,7 +406,8 @@ def _print_answer(tool: str, arguments: dict[str, Any], as_json: bool, options: 
 @click.option("--description", default=None, help="Graph description shown by describe_schema.")
 @click.option("--embedder", default=None, envvar="BFSQL_LOAD_EMBEDDER",
               help="Embedder of the entity vectors: a registered name, or 'none' for no vectors "
-              "(default: the store's own, else 'hashing'). Another embedder re-embeds every entity.")
+              "(default: the store's own, else minilm-int8 when installed, else none). Another embedder "
+              "re-embeds every entity.")
 @click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def load(db: Path, fmt: str | None, description: str | None, embedder: str | None, sources: tuple[Path, ...]) -> None:
     """Load graph files into the embedded SQLite store, atomically.

@@ -18,7 +18,7 @@ from mcp_types import CallToolResult, Tool
 
 from bfsql import __version__
 from bfsql.backend import gather_or_cancel
-from bfsql.embedders import create_embedder
+from bfsql.embedders import create_embedder, resolve_embedder_name
 from bfsql.graph import Graph
 from bfsql.server.instructions import SERVER_INSTRUCTIONS, schema_injection
 from bfsql.server.pipeline import READ_ONLY, ServeSettings, ToolSpec, error_result, run_tool, tool_spec
@@ -96,7 +96,10 @@ async def build_server(graph: Graph, settings: ServeSettings | None = None) -> B
     """
     settings = settings or ServeSettings()
     if settings.embedder is not None:
-        embedder = create_embedder(settings.embedder) if isinstance(settings.embedder, str) else settings.embedder
+        embedder = settings.embedder
+        if isinstance(embedder, str):  # "auto": the store's own embedder, else the preferred one
+            stored = getattr(graph.backend, "vector_embedder", None)
+            embedder = create_embedder(resolve_embedder_name(embedder, stored[0] if stored else None))
         graph.set_embedder(embedder)
     await graph.bind_embedder()  # a store whose vectors come from another embedder fails here, at start-up
     types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
