@@ -39,6 +39,7 @@ def test_renders_exactly_the_project_files(tmp_path: Path) -> None:
         "docs/index.md",
         "pyproject.toml",
         "src/bfsql_example/__init__.py",
+        "tests/conftest.py",
         "tests/test_conformance.py",
         "tests/test_discovery.py",
         "tests/test_reliability.py",
@@ -94,3 +95,13 @@ def test_generated_plugin_passes_its_tests_in_a_fresh_virtualenv(tmp_path: Path)
     entry = next((p for p in listing if p["name"] == "example"), None)
     assert entry is not None, listing
     assert entry.get("distribution") == "bfsql-example" and "register_backends" in entry["hooks"], entry
+
+    # An author changes the config, as the docs invite: the tests follow conftest.store_config.
+    source = project / "src" / "bfsql_example" / "__init__.py"
+    source.write_text(source.read_text().replace("    bundle: Path = Field(", "    graph_file: Path = Field(")
+                      .replace("(config.bundle)", "(config.graph_file)"))
+    conftest = project / "tests" / "conftest.py"
+    conftest.write_text(conftest.read_text().replace("(bundle=bundle)", "(graph_file=bundle)"))
+    run([python, "-m", "pip", "install", "--quiet", "--no-deps", str(project)])
+    again = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project)
+    assert " passed" in again.stdout and " failed" not in again.stdout, again.stdout

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
     from bfsql.plugins import get_backends, get_embedders
     from bfsql.server import ServeSettings, build_server
-    from bfsql.server.http import is_loopback
+    from bfsql.server.http import HostPolicy, is_loopback
     from bfsql.server.run import open_graph
 
 try:
@@ -67,6 +67,7 @@ _LAZY = {
     "build_server": "bfsql.server",
     "open_graph": "bfsql.server.run",
     "is_loopback": "bfsql.server.http",
+    "HostPolicy": "bfsql.server.http",
     "backend_click_options": "bfsql.backend_options",
     "resolve_config": "bfsql.backend_options",
     "get_backends": "bfsql.plugins",
@@ -105,6 +106,7 @@ __all__ = [
     "GraphDbInterface",
     "HashingEmbedder",
     "HopEdge",
+    "HostPolicy",
     "ImpliedEntity",
     "IntersectionResult",
     "InvalidArgument",

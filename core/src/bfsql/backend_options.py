@@ -12,6 +12,7 @@ import os
 import types
 import typing
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import click
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from bfsql.errors import InvalidArgument
 from bfsql.plugins import BackendSpec
 
-__all__ = ["backend_click_options", "env_var", "resolve_config"]
+__all__ = ["backend_click_options", "backend_help_sections", "env_var", "resolve_config"]
 
 
 def env_var(backend: str, field: str) -> str:
@@ -50,8 +51,12 @@ def _is_bool(annotation: Any) -> bool:
     return False
 
 
-def backend_click_options(specs: Mapping[str, BackendSpec]) -> list[click.Option]:
-    """One click option per distinct config field across all backends."""
+def backend_click_options(specs: Mapping[str, BackendSpec], hidden: bool = False) -> list[click.Option]:
+    """One click option per distinct config field across all backends.
+
+    ``hidden`` leaves them out of the command's option list, for a help page that shows
+    them grouped by backend instead (:func:`backend_help_sections`).
+    """
     seen: dict[str, list[str]] = {}
     annotations: dict[str, Any] = {}
     helps: dict[str, str] = {}
@@ -67,12 +72,48 @@ def backend_click_options(specs: Mapping[str, BackendSpec]) -> list[click.Option
         annotation = annotations[name]
         if _is_bool(annotation):
             flag = name.replace("_", "-")
-            options.append(click.Option([f"--{flag}/--no-{flag}", name], default=None, help=help_text))
+            options.append(click.Option([f"--{flag}/--no-{flag}", name], default=None, help=help_text,
+                                        hidden=hidden))
         elif _is_list(annotation):
-            options.append(click.Option([_option_name(name), name], multiple=True, default=(), help=help_text))
+            options.append(click.Option([_option_name(name), name], multiple=True, default=(), help=help_text,
+                                        hidden=hidden))
         else:
-            options.append(click.Option([_option_name(name), name], default=None, help=help_text))
+            options.append(click.Option([_option_name(name), name], default=None, help=help_text, hidden=hidden))
     return options
+
+
+def _type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = args[0] if len(args) == 1 else annotation
+    if _is_list(annotation):
+        inner = typing.get_args(annotation)
+        return f"{_type_name(inner[0]) if inner else 'TEXT'} (repeatable)"
+    if typing.get_origin(annotation) is typing.Literal:
+        return "|".join(str(a) for a in typing.get_args(annotation))
+    named = {int: "INTEGER", float: "NUMBER", bool: "", Path: "PATH"}
+    return named.get(annotation, "TEXT")
+
+
+def backend_help_sections(specs: Mapping[str, BackendSpec]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Help sections, one per backend: each option with its type, default and environment variables."""
+    sections = []
+    for name, spec in sorted(specs.items()):
+        rows = []
+        for field_name, field in spec.config_model.model_fields.items():
+            flag = field_name.replace("_", "-")
+            kind = _type_name(field.annotation)
+            opt = f"--{flag}/--no-{flag}" if _is_bool(field.annotation) else f"{_option_name(field_name)} {kind}"
+            facts = []
+            if field.is_required():
+                facts.append("required")
+            elif (default := field.get_default(call_default_factory=True)) not in (None, [], (), ""):
+                facts.append(f"default: {default}")
+            facts.append("env: " + ", ".join([env_var(name, field_name), *(spec.env_aliases or {}).get(field_name,
+                                                                                                          ())]))
+            rows.append((opt.strip(), f"{field.description or ''}  [{'; '.join(facts)}]".strip()))
+        sections.append((f"Backend {name} ({spec.description.rstrip('.')})", rows))
+    return sections
 
 
 def _from_env(raw: str, annotation: Any) -> Any:

@@ -18,7 +18,6 @@ from typing import Any
 import click
 
 from bfsql import __version__
-from bfsql.engine.budget import DEFAULT_BUDGET
 from bfsql.errors import BfsqlError
 
 __all__ = ["build_cli", "main"]
@@ -26,13 +25,14 @@ __all__ = ["build_cli", "main"]
 DEFAULT_BACKEND = "sqlite"
 
 
-def _configure_logging(verbose: bool) -> None:
-    # Logs go to stderr: stdout belongs to the stdio transport.
+def _configure_logging(verbosity: int) -> None:
+    # Logs go to stderr: stdout belongs to the stdio transport. The start-up line is always shown.
     logging.basicConfig(
         stream=sys.stderr,
-        level=logging.INFO if verbose else logging.WARNING,
+        level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)],
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logging.getLogger("bfsql.startup").setLevel(logging.INFO)
 
 
 def _fail(exc: BfsqlError) -> None:
@@ -46,104 +46,65 @@ def _report_plugin_errors() -> None:
         click.echo(f"warning: plugin {error['name']!r} failed to load: {error['error']}", err=True)
 
 
-def _serve_settings(
-    max_tokens: int,
-    timeout: float,
-    max_nodes: int,
-    max_edges_per_node: int,
-    embedder: str = "auto",
-    primitive_timeout: float = 30.0,
-    bare_stubs: bool = False,
-) -> Any:
-    from bfsql.engine import TraversalBudget
+def _unknown(kind: str, name: str, installed: list[str]) -> str:
+    """The error for a backend or embedder that is not installed: the nearest name, or how to install it."""
+    from bfsql.plugins import FIRST_PARTY, install_hint
+    from bfsql.settings import nearest
+
+    hint = install_hint(name) or nearest(name, sorted({*installed, *FIRST_PARTY}))
+    return f"unknown {kind} {name!r}.{hint} Installed: {', '.join(installed)} (see 'bfsql plugins')."
+
+
+def _check_embedder(name: str, where: str) -> None:
     from bfsql.plugins import get_embedders
-    from bfsql.server.app import ServeSettings
 
-    if embedder != "auto" and embedder not in get_embedders():
-        raise click.BadParameter(
-            f"unknown embedder {embedder!r}; installed: {', '.join(sorted(get_embedders()))}. "
-            "Install a plugin such as 'pip install bfsql-embed-minilm' and check 'bfsql plugins'.",
-            param_hint="--embedder",
-        )
-
-    try:
-        budget = TraversalBudget(max_nodes=max_nodes, max_edges_per_node=max_edges_per_node)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    if max_tokens < 500:
-        raise click.BadParameter("--max-tokens must be at least 500")
-    if primitive_timeout <= 0:
-        raise click.BadParameter("--primitive-timeout must be positive")
-    return ServeSettings(
-        max_tokens=max_tokens,
-        timeout=timeout,
-        budget=budget,
-        embedder=embedder,
-        primitive_timeout=primitive_timeout,
-        named_stubs=not bare_stubs,
-    )
-
-
-def _backend_and_config(backend: str, options: dict[str, Any]) -> tuple[Any, Any]:
-    from bfsql.backend_options import resolve_config
-    from bfsql.plugins import get_backends
-
-    specs = get_backends()
-    if backend not in specs:
-        raise click.BadParameter(
-            f"unknown backend {backend!r}; installed: {', '.join(sorted(specs))}. "
-            f"Install a plugin such as 'pip install bfsql-{backend}' and check 'bfsql plugins'.",
-            param_hint="--backend",
-        )
-    try:
-        return specs[backend], resolve_config(specs[backend], options)
-    except BfsqlError as exc:
-        _fail(exc)
-        raise  # unreachable: _fail raises
+    installed = sorted(get_embedders())
+    if name != "auto" and name not in installed:
+        raise click.BadParameter(_unknown("embedder", name, installed), param_hint=where)
 
 
 def _backend_epilog() -> str:
     from bfsql.plugins import get_backends
 
-    lines = ["\b", "Installed backends:"]
-    for name, spec in sorted(get_backends().items()):
-        fields = ", ".join("--" + f.replace("_", "-") for f in spec.config_model.model_fields)
-        lines.append(f"  {name:<10} {spec.description}" + (f" [{fields}]" if fields else ""))
-    return "\n".join(lines)
+    names = ", ".join(sorted(get_backends()))
+    return "\n".join([
+        "\b", f"Installed backends: {names} (their options are listed by backend above; 'bfsql plugins' says "
+        "which plugin provides each).",
+        "", "\b", "Several graphs, or settings kept in a file: --config FILE.toml (see docs/cli.md).",
+        "Precedence: flag, then BFSQL_* environment variable, then file, then default.",
+    ])
 
 
-def _common_serve_options(fn: Any) -> Any:
-    decorators = [
-        click.option("--max-tokens", type=int, default=20_000, show_default=True, envvar="BFSQL_MAX_TOKENS",
-                     help="Size budget of every tool answer, in estimated tokens."),
-        click.option("--timeout", type=float, default=60.0, show_default=True, envvar="BFSQL_TIMEOUT",
-                     help="Seconds a tool call may take."),
-        click.option("--primitive-timeout", type=float, default=30.0, show_default=True,
-                     envvar="BFSQL_PRIMITIVE_TIMEOUT",
-                     help="Seconds one backend call may take; the error names the primitive."),
-        click.option("--max-nodes", type=int, default=DEFAULT_BUDGET.max_nodes, show_default=True,
-                     help="Traversal budget: nodes one traversal may visit."),
-        click.option("--max-edges-per-node", type=int, default=DEFAULT_BUDGET.max_edges_per_node, show_default=True,
-                     help="Traversal budget: edges followed from one (hub) node."),
-        click.option("--bare-stubs", is_flag=True, envvar="BFSQL_BARE_STUBS",
-                     help="Stubs without names: exactly Appendix A's {id, entity_type}."),
-        click.option("--backend", default=DEFAULT_BACKEND, show_default=True, envvar="BFSQL_BACKEND",
-                     help="Backend name (see the list below)."),
-        click.option("--embedder", default="auto", show_default=True, envvar="BFSQL_EMBEDDER",
-                     help="Embedder for vector search and path queries (must match a store's entity vectors); "
-                     "auto: the store's own, else minilm-int8 when installed, else hashing."),
-    ]
-    for decorator in reversed(decorators):
-        fn = decorator(fn)
-    return fn
+class GraphCommand(click.Command):
+    """A command that opens graphs: its help lists each installed backend's options in a section of their own."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command's own options and settings, then one section per backend."""
+        from bfsql.backend_options import backend_help_sections
+        from bfsql.plugins import get_backends
+
+        super().format_options(ctx, formatter)
+        for title, rows in backend_help_sections(get_backends()):
+            with formatter.section(title):
+                formatter.write_dl(rows)
 
 
-def _add_backend_options(command: click.Command) -> click.Command:
+def _graph_command(command: click.Command) -> click.Command:
+    """Give a command that opens graphs its settings flags, --config, --backend and every backend's options."""
     from bfsql.backend_options import backend_click_options
     from bfsql.plugins import get_backends
+    from bfsql.settings import settings_options
 
     base = _BASE_PARAMS.setdefault(command.name or "", list(command.params))
-    command.params = [*base, *backend_click_options(get_backends())]
+    command.params = [
+        *base,
+        click.Option(["--config", "config"], type=click.Path(dir_okay=False, path_type=Path), envvar="BFSQL_CONFIG",
+                     show_envvar=True, help="A TOML file naming the graphs to serve and the server's settings."),
+        click.Option(["--backend", "backend"], default=DEFAULT_BACKEND, envvar="BFSQL_BACKEND", show_envvar=True,
+                     show_default=True, help="Backend of the one graph served (options by backend below)."),
+        *settings_options(command.name or ""),
+        *backend_click_options(get_backends(), hidden=True),
+    ]
     command.epilog = _backend_epilog()
     return command
 
@@ -151,17 +112,65 @@ def _add_backend_options(command: click.Command) -> click.Command:
 _BASE_PARAMS: dict[str, list[click.Parameter]] = {}
 
 
-def _graph_options(options: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """The backend, its config and the server settings from the options of serve, query or path."""
+def _given_on_command_line(name: str) -> bool:
+    from click.core import ParameterSource
+
+    return click.get_current_context().get_parameter_source(name) is ParameterSource.COMMANDLINE
+
+
+def _resolve(options: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """The server settings and the graphs to open, from a command's options (and its --config file)."""
+    from pydantic import ValidationError
+
+    from bfsql.backend_options import resolve_config
+    from bfsql.plugins import get_backends, get_embedders
+    from bfsql.settings import GraphPlan, ServerSettings, flag, given_settings, problem, read_config
+
     _report_plugin_errors()
+    specs = get_backends()
+    config_path = options.pop("config")
     backend = options.pop("backend")
-    spec, config = _backend_and_config(backend, _split_backend_options(options))
-    settings = _serve_settings(
-        options.pop("max_tokens"), options.pop("timeout"), options.pop("max_nodes"),
-        options.pop("max_edges_per_node"), options.pop("embedder"), options.pop("primitive_timeout"),
-        options.pop("bare_stubs"),
-    )
-    return spec, config, settings
+    backend_options = _split_backend_options(options)
+    for name in ServerSettings.model_fields:
+        options.pop(name, None)
+    given = given_settings(click.get_current_context())
+    try:
+        file = read_config(config_path, specs, get_embedders()) if config_path else None
+    except BfsqlError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        server = ServerSettings.model_validate({**(file.server if file else {}), **given})
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        name = str(err["loc"][0])
+        source = f"{flag(name)} (or BFSQL_{name.upper()})" if name in given else f"{config_path}: [server] {name}"
+        raise click.BadParameter(problem(err, err.get("input")), param_hint=source) from None
+    per_graph = {k: v for k, v in given.items() if k in ServerSettings.per_graph_fields()}
+    if file is None:
+        if backend not in specs:
+            raise click.BadParameter(_unknown("backend", backend, sorted(specs)), param_hint="--backend")
+        _check_embedder(server.embedder, "--embedder")
+        try:
+            config = resolve_config(specs[backend], backend_options)
+        except BfsqlError as exc:
+            raise click.ClickException(str(exc)) from None
+        return server, [GraphPlan(backend, specs[backend], config, server.for_graph({}))]
+    stray = (["--backend"] if _given_on_command_line("backend") else []) + [
+        "--" + k.replace("_", "-") for k, v in backend_options.items() if v not in (None, ()) and
+        _given_on_command_line(k)]
+    if stray:
+        raise click.UsageError(
+            f"{', '.join(stray)} cannot be combined with --config: each graph's backend and options are set in "
+            f"its [graphs.NAME] table of {config_path}."
+        )
+    plans = []
+    if "embedder" in given:
+        _check_embedder(server.embedder, "--embedder")
+    for graph in file.graphs:
+        overrides = {**graph.overrides, **per_graph}
+        plans.append(GraphPlan(graph.name, specs[graph.backend], graph.config, server.for_graph(overrides),
+                               graph.description))
+    return server, plans
 
 
 def _split_backend_options(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -173,39 +182,35 @@ def _split_backend_options(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 @click.group()
 @click.version_option(__version__, prog_name="bfsql")
-@click.option("-v", "--verbose", is_flag=True, help="Log at INFO level to stderr.")
-def cli(verbose: bool) -> None:
+@click.option("-v", "--verbose", count=True, help="-v: log each tool call and HTTP request (INFO); -vv: debug.")
+def cli(verbose: int) -> None:
     """bfsql: explore a knowledge graph from any MCP client with the BFS-QL tools."""
     _configure_logging(verbose)
 
 
-@click.command()
-@_common_serve_options
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
-              envvar="BFSQL_TRANSPORT", help="stdio for desktop clients; http for streamable HTTP.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
-@click.option("--port", type=int, default=8000, show_default=True, help="HTTP port.")
-@click.option("--auth-token", envvar="BFSQL_AUTH_TOKEN", default=None,
-              help="Bearer token required on every HTTP request (required off loopback).")
-@click.option("--allowed-host", "allowed_hosts", multiple=True,
-              help="Extra Host header value accepted over HTTP (e.g. a reverse proxy's name).")
-def serve(
-    transport: str, host: str, port: int, auth_token: str | None, allowed_hosts: tuple[str, ...], **options: Any
-) -> None:
-    """Serve a graph over MCP (stdio by default). With no options: the FamPlex demo graph."""
-    from bfsql.server.run import HttpOptions, serve_http, serve_stdio
+@click.command(cls=GraphCommand)
+def serve(**options: Any) -> None:
+    """Serve graphs over MCP (stdio by default). With no options: the FamPlex demo graph.
 
-    spec, config, settings = _graph_options(options)
+    \b
+      bfsql serve                                   # the demo, for a desktop client
+      bfsql serve --db graph.db                     # a store made by 'bfsql load'
+      bfsql serve --config graphs.toml              # several graphs (see docs/cli.md)
+      BFSQL_AUTH_TOKEN=... bfsql serve --transport http --host 0.0.0.0
+    """
+    from bfsql.server.run import serve_http, serve_stdio
+
+    server, plans = _resolve(options)
     try:
-        if transport == "stdio":
+        if server.transport == "stdio":
             if sys.stdin.isatty():
-                click.echo(f"bfsql: serving backend {spec.name!r} over stdio. This is for MCP clients: "
+                click.echo(f"bfsql: serving {', '.join(p.name for p in plans)} over stdio. This is for MCP clients: "
                            "add 'bfsql serve' to your client's config (see README), or try 'bfsql query'. "
                            "Ctrl-C stops.", err=True)
-            asyncio.run(serve_stdio(spec, config, settings))
+            asyncio.run(serve_stdio(plans))
         else:
-            http = HttpOptions(host=host, port=port, auth_token=auth_token, allowed_hosts=allowed_hosts)
-            asyncio.run(serve_http(spec, config, settings, http))
+            verbose = click.get_current_context().find_root().params.get("verbose", 0) > 0
+            asyncio.run(serve_http(plans, server, verbose=verbose))
     except BfsqlError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -326,16 +331,13 @@ def _render(tool: str, data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-async def _call_tool(spec: Any, config: Any, settings: Any, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
+async def _call_tool(plans: list[Any], tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
     from mcp import Client
 
-    from bfsql.server.app import build_server
-    from bfsql.server.run import open_graph
+    from bfsql.server.run import open_server
 
-    async with open_graph(spec, config, primitive_timeout=settings.primitive_timeout) as graph:
-        server = await build_server(graph, settings)
-        async with Client(server) as client:
-            result = await client.call_tool(tool, arguments)
+    async with open_server(plans) as server, Client(server) as client:
+        result = await client.call_tool(tool, arguments)
     text = "".join(getattr(block, "text", "") for block in result.content)
     if result.is_error:
         return False, text
@@ -345,13 +347,12 @@ async def _call_tool(spec: Any, config: Any, settings: Any, tool: str, arguments
         return True, text
 
 
-@click.command()
-@_common_serve_options
+@click.command(cls=GraphCommand)
 @click.argument("tool")
 @click.argument("arguments", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON answer.")
 def query(tool: str, arguments: tuple[str, ...], as_json: bool, **options: Any) -> None:
-    """Call one tool from the terminal.
+    """Call one tool from the terminal ('bfsql tools' lists them with their arguments).
 
     ARGUMENTS are key=value pairs (values parsed as JSON when they can be) or one JSON
     object, e.g.:
@@ -363,8 +364,7 @@ def query(tool: str, arguments: tuple[str, ...], as_json: bool, **options: Any) 
     _print_answer(tool, _parse_arguments(arguments), as_json, options)
 
 
-@click.command()
-@_common_serve_options
+@click.command(cls=GraphCommand)
 @click.argument("path_query", metavar="QUERY")
 @click.option("--k", "k", type=int, default=3, show_default=True,
               help="Entry points, relations per entity and semantic matches kept per hop.")
@@ -387,9 +387,9 @@ def path(path_query: str, k: int, threshold: float, max_results: int, as_json: b
 
 def _print_answer(tool: str, arguments: dict[str, Any], as_json: bool, options: dict[str, Any]) -> None:
     """Call ``tool`` on the graph the command's options describe and print its answer (or fail with its error)."""
-    spec, config, settings = _graph_options(options)
+    _, plans = _resolve(options)
     try:
-        ok, data = asyncio.run(_call_tool(spec, config, settings, tool, arguments))
+        ok, data = asyncio.run(_call_tool(plans, tool, arguments))
     except BfsqlError as exc:
         _fail(exc)
         return
@@ -447,6 +447,45 @@ def _count_lines(path: Path) -> int:
         return sum(1 for _ in handle)
 
 
+def _kind(schema: dict[str, Any]) -> str:
+    """A JSON schema's type in a few words: string, integer, list of strings, one of a|b."""
+    if "enum" in schema:
+        return "|".join(map(str, schema["enum"]))
+    if schema.get("type") == "array":
+        return f"list of {_kind(schema.get('items', {}))}s"
+    return str(schema.get("type", "value"))
+
+
+def _argument_line(name: str, schema: dict[str, Any], required: bool) -> str:
+    kinds = [_kind(option) for option in schema.get("anyOf", [schema]) if option.get("type") != "null"]
+    default = "required" if required else f"default {json.dumps(schema.get('default'))}"
+    return f"    {name} ({' or '.join(kinds)}; {default}): {schema.get('description', '')}".rstrip(": ")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print each tool's name, description and input schema as JSON.")
+def tools(as_json: bool) -> None:
+    """List the tools a server offers (built-in and from plugins), with their arguments.
+
+    Call one from the terminal with 'bfsql query TOOL key=value ...'.
+    """
+    from bfsql.server.app import collect_tools
+
+    _report_plugin_errors()
+    specs = collect_tools()
+    if as_json:
+        click.echo(json.dumps([{"name": s.name, "description": s.description, "input_schema": s.input_schema()}
+                               for s in specs], indent=2))
+        return
+    for spec in specs:
+        schema = spec.input_schema()
+        required = set(schema.get("required", []))
+        click.echo(f"{spec.name}: {spec.description.split(chr(10))[0]}")
+        for name, prop in schema.get("properties", {}).items():
+            click.echo(_argument_line(name, prop, name in required))
+        click.echo("")
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines: name, version, hooks, errors.")
 def plugins(as_json: bool) -> None:
@@ -487,8 +526,9 @@ def build_cli() -> click.Group:
     group = click.Group(name="bfsql", commands=dict(cli.commands), callback=cli.callback, params=cli.params,
                         help=cli.help)
     for command in (serve, query, path):
-        group.add_command(_add_backend_options(command))
+        group.add_command(_graph_command(command))
     group.add_command(load)
+    group.add_command(tools)
     group.add_command(plugins)
     get_plugin_manager().hook.register_commands(cli=group)
     return group

@@ -19,6 +19,7 @@ __all__ = [
     "ConnectionPath",
     "Edge",
     "EntityStub",
+    "GraphListing",
     "IntersectionResult",
     "ListCut",
     "Node",
@@ -149,8 +150,24 @@ class IntersectionResult(BaseModel):
     warnings: list[str] | None = None
 
 
+class GraphListing(BaseModel):
+    """One graph of a server that serves several: pass its ``name`` as the tools' ``graph`` argument."""
+
+    name: str
+    description: str | None = None
+    backend: str
+    default: bool = False
+    """Whether it answers calls that name no graph."""
+    available: bool = True
+    """False when it could not be opened at start-up (its calls fail; the others answer)."""
+
+
 class SchemaDescription(BaseModel):
-    """The answer of ``describe_schema``."""
+    """The answer of ``describe_schema``.
+
+    ``graphs`` is present only when the server serves several graphs and the call named none:
+    the schema is then the default graph's.
+    """
 
     graph_description: str
     comprehensive: bool
@@ -158,6 +175,7 @@ class SchemaDescription(BaseModel):
     predicates: list[str]
     next_steps: str
     tool_usage_notes: str
+    graphs: list[GraphListing] | None = None
 
 
 class PathStep(BaseModel):

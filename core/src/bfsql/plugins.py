@@ -30,12 +30,14 @@ from pydantic import BaseModel
 from bfsql import hookspecs
 
 __all__ = [
+    "FIRST_PARTY",
     "BackendSpec",
     "EmbedderSpec",
     "PluginLoadError",
     "get_backends",
     "get_embedders",
     "get_plugin_manager",
+    "install_hint",
     "list_plugins",
     "load_errors",
     "reset",
@@ -53,6 +55,25 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "bfsql.server.tools",
 )
 """Modules registered on every plugin manager, exactly like external plugins."""
+
+
+FIRST_PARTY = {
+    "postgres": "bfsql-postgres",
+    "sparql": "bfsql-sparql",
+    "neo4j": "bfsql-neo4j",
+    "jsonld": "bfsql-jsonld",
+    "minilm": "bfsql-embed-minilm",
+}
+"""Backends and embedders that come with the plugins of bfsql's own repository, by the distribution providing them."""
+
+
+def install_hint(name: str) -> str:
+    """How to install the plugin providing ``name``, when it is one of bfsql's own; else an empty string."""
+    distribution = FIRST_PARTY.get(name)
+    if distribution is None:
+        return ""
+    return (f" {name!r} comes with the {distribution} plugin: from a checkout of the bfsql repository, "
+            f"pip install ./plugins/{distribution}.")
 
 
 class PluginLoadError(RuntimeError):

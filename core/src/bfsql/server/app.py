@@ -1,31 +1,59 @@
-"""Building the MCP server over one :class:`Graph`: every tool, through one pipeline.
+"""Building the MCP server over one graph or several: every tool, through one pipeline.
 
-The graph is opened by the caller inside the event loop that serves it (see
-:mod:`bfsql.server.run`); :func:`build_server` then reads its schema and collects the tools
-from the ``register_tools`` hook — the built-in ones (:mod:`bfsql.server.tools`) and any
+The graphs are opened by the caller inside the event loop that serves them (see
+:mod:`bfsql.server.run`); :func:`build_server` then reads their schemas and collects the
+tools from the ``register_tools`` hook — the built-in ones (:mod:`bfsql.server.tools`) and any
 plugin's, registered the same way — with the valid filter values in the traversal tools'
-descriptions when the schema is small.
+descriptions when a schema is small.
+
+A server with several graphs gives every tool an optional ``graph`` argument (the default
+graph, the first, answers calls without it); each graph keeps its own backend, cache,
+embedder and settings, and a graph that fails leaves the others answering.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, Tool
+from mcp_types import CallToolResult, TextContent, Tool
 
 from bfsql import __version__
 from bfsql.backend import gather_or_cancel
 from bfsql.embedders import create_embedder, resolve_embedder_name
+from bfsql.errors import BfsqlError
 from bfsql.graph import Graph
-from bfsql.server.instructions import SERVER_INSTRUCTIONS, schema_injection
+from bfsql.models import GraphListing
+from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection, schema_injection
 from bfsql.server.pipeline import READ_ONLY, ServeSettings, ToolSpec, error_result, run_tool, tool_spec
+from bfsql.settings import graph_name_error
 
-__all__ = ["BfsqlServer", "ServeSettings", "build_server", "collect_tools"]
+__all__ = ["BfsqlServer", "ServeSettings", "ServedGraph", "build_server", "collect_tools"]
 
 logger = logging.getLogger("bfsql.server")
+
+
+@dataclass
+class ServedGraph:
+    """One graph a server answers for, with its own settings."""
+
+    name: str
+    graph: Graph | None
+    """None when it could not be opened (``failure`` says why)."""
+    settings: ServeSettings
+    description: str | None = None
+    backend: str = ""
+    failure: str | None = None
+    schema: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))
+    """Its entity types and predicates, read at start-up."""
+
+    def listing(self, default: bool) -> GraphListing:
+        """How describe_schema lists it."""
+        return GraphListing(name=self.name, description=self.description, backend=self.backend, default=default,
+                            available=self.graph is not None)
 
 
 class BfsqlServer(MCPServer):
@@ -35,11 +63,35 @@ class BfsqlServer(MCPServer):
     that mistakes are explained in plain words and unknown arguments are refused by name.
     """
 
-    def __init__(self, graph: Graph, settings: ServeSettings, tools: list[ToolSpec]) -> None:
-        super().__init__(settings.name, instructions=SERVER_INSTRUCTIONS, version=__version__, log_level="WARNING")
-        self.graph = graph
-        self.serve_settings = settings  # MCPServer keeps its own ``settings``
+    def __init__(self, graphs: Sequence[ServedGraph], tools: list[ToolSpec]) -> None:
+        if not graphs:
+            raise ValueError("a server needs at least one graph")
+        instructions = SERVER_INSTRUCTIONS + (graphs_injection(graphs) if len(graphs) > 1 else "")
+        super().__init__(graphs[0].settings.name, instructions=instructions, version=__version__,
+                         log_level="WARNING")
+        self.graphs = {served.name: served for served in graphs}
+        self.default = graphs[0]
         self.tools = {spec.name: spec for spec in tools}
+
+    @property
+    def graph(self) -> Graph | None:
+        """The default graph."""
+        return self.default.graph
+
+    @property
+    def serve_settings(self) -> ServeSettings:
+        """The default graph's settings (MCPServer keeps its own ``settings``)."""
+        return self.default.settings
+
+    def _input_schema(self, spec: ToolSpec) -> dict[str, Any]:
+        schema = spec.input_schema()
+        if len(self.graphs) > 1:
+            schema.setdefault("properties", {})["graph"] = {
+                "type": "string",
+                "enum": list(self.graphs),
+                "description": f"Which graph answers (default: {self.default.name}); see describe_schema.",
+            }
+        return schema
 
     async def list_tools(self) -> list[Tool]:
         """Every tool with its input and output schema, read-only."""
@@ -47,7 +99,7 @@ class BfsqlServer(MCPServer):
             Tool(
                 name=spec.name,
                 description=spec.description,
-                input_schema=spec.input_schema(),
+                input_schema=self._input_schema(spec),
                 output_schema=spec.output_schema(),
                 annotations=READ_ONLY,
             )
@@ -57,12 +109,30 @@ class BfsqlServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult:
-        """Run one call through the pipeline; an unknown tool is a tool error naming the tools."""
+        """Run one call through the pipeline on the graph it names; errors name the tools or graphs."""
         spec = self.tools.get(name)
         if spec is None:
             return error_result(f"Unknown tool {name!r}. This server's tools: {', '.join(self.tools)}.")
         report = context.report_progress if context is not None else None
-        return await run_tool(spec, arguments, self.graph, self.serve_settings, report)
+        if len(self.graphs) == 1:
+            return await run_tool(spec, arguments, self.default.graph, self.default.settings, report)  # type: ignore[arg-type]
+        arguments = dict(arguments) if isinstance(arguments, dict) else arguments
+        chosen = arguments.pop("graph", None) if isinstance(arguments, dict) else None
+        if chosen is not None and (not isinstance(chosen, str) or chosen not in self.graphs):
+            return error_result(graph_name_error(str(chosen), list(self.graphs)))
+        served = self.graphs[chosen] if chosen is not None else self.default
+        if served.graph is None:
+            others = ", ".join(n for n, g in self.graphs.items() if g.graph is not None)
+            return error_result(
+                f"Graph {served.name!r} is unavailable: it could not be opened at start-up ({served.failure}). "
+                f"The other graphs answer: {others}. Restart the server once its store is reachable."
+            )
+        listing = None if chosen is not None else [g.listing(g is self.default) for g in self.graphs.values()]
+        result = await run_tool(spec, arguments, served.graph, served.settings, report, graphs=listing)
+        if result.is_error:
+            text = "".join(getattr(block, "text", "") for block in result.content)
+            result.content = [TextContent(type="text", text=f"[graph {served.name}] {text}")]
+        return result
 
 
 def collect_tools() -> list[ToolSpec]:
@@ -88,24 +158,55 @@ def collect_tools() -> list[ToolSpec]:
     return builtin + [s for s in specs.values() if s.fn.__module__ != "bfsql.server.tools"]
 
 
-async def build_server(graph: Graph, settings: ServeSettings | None = None) -> BfsqlServer:
-    """An MCP server exposing the BFS-QL tools (and plugin tools) over an open ``graph``.
-
-    When the graph has at most 20 entity types and 30 predicates, the traversal tools'
-    descriptions list them, so a client knows the valid filter values from the start.
-    """
-    settings = settings or ServeSettings()
-    if settings.embedder is not None:
-        embedder = settings.embedder
+async def _prepare(served: ServedGraph) -> None:
+    """Bind the graph's embedder and read its schema (a store whose vectors come from another embedder fails here)."""
+    graph = served.graph
+    assert graph is not None
+    embedder = served.settings.embedder
+    if embedder is not None:
         if isinstance(embedder, str):  # "auto": the store's own embedder, else the preferred one
             stored = getattr(graph.backend, "vector_embedder", None)
             embedder = create_embedder(resolve_embedder_name(embedder, stored[0] if stored else None))
         graph.set_embedder(embedder)
-    await graph.bind_embedder()  # a store whose vectors come from another embedder fails here, at start-up
+    await graph.bind_embedder()
     types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
-    injected = schema_injection(types, preds) or ""
+    served.schema = (types, preds)
+
+
+async def build_server(
+    graph: Graph | Sequence[ServedGraph], settings: ServeSettings | None = None
+) -> BfsqlServer:
+    """An MCP server exposing the BFS-QL tools (and plugin tools) over an open graph, or several.
+
+    ``graph`` is one open :class:`Graph` (answered with ``settings``) or the graphs of a
+    configuration file, the default first. When a graph has at most 20 entity types and 30
+    predicates, the traversal tools' descriptions list them, so a client knows the valid
+    filter values from the start. With several graphs, one that fails to start is logged and
+    answered as unavailable; with one, its failure is raised.
+    """
+    if isinstance(graph, Graph):
+        served: list[ServedGraph] = [ServedGraph(graph.name, graph, settings or ServeSettings())]
+    else:
+        served = list(graph)
+    for entry in served:
+        if entry.graph is None:
+            continue
+        try:
+            await _prepare(entry)
+        except Exception as exc:
+            if len(served) == 1:
+                raise
+            logger.error("graph %s could not start: %s", entry.name, exc)
+            entry.graph, entry.failure = None, str(exc)
+    if all(entry.graph is None for entry in served):
+        raise BfsqlError("No graph could be opened: " + "; ".join(f"{e.name}: {e.failure}" for e in served) + ".",
+                         "Check each graph's backend options; the log says more.")
+    if len(served) == 1:
+        injected = schema_injection(*served[0].schema) or ""
+    else:
+        injected = graphs_injection(served, with_schema=True)
     tools = collect_tools()
     for spec in tools:
         if spec.injects_schema:
             spec.description += injected
-    return BfsqlServer(graph, settings, tools)
+    return BfsqlServer(served, tools)

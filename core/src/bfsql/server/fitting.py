@@ -550,8 +550,20 @@ def fit_schema(schema: dict[str, Any], budget: Budget) -> dict[str, Any]:
     return fitted
 
 
+def _clip_strings(value: Any, max_chars: int) -> Any:
+    """Every string inside ``value`` (labels, names, echoes) at most ``max_chars`` long, marked where cut."""
+    if isinstance(value, str):
+        return value if len(value) <= max_chars else f"{value[:max_chars]}… ({len(value)} characters)"
+    if isinstance(value, list):
+        return [_clip_strings(v, max_chars) for v in value]
+    if isinstance(value, dict):
+        return {k: _clip_strings(v, max_chars) for k, v in value.items()}
+    return value
+
+
 def fit_paths(answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
-    """A path_query answer within the budget: long values clipped, then metadata dropped, then results cut."""
+    """A path_query answer within the budget: long values clipped (everywhere: metadata, labels of entry points
+    and steps), then entity metadata dropped, then results cut; labels clipped harder if even that is too long."""
 
     def with_note(fitted: dict[str, Any], note: dict[str, Any]) -> dict[str, Any]:
         metadata = dict(fitted["metadata"])
@@ -563,10 +575,11 @@ def fit_paths(answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
 
     if _fits(answer, budget):
         return answer
+    answer = _clip_strings(answer, CLIP_CHARS)
     clipped = {**answer, "results": entities(answer["results"], lambda e: fit_record(e, Budget(200)))}
     clipped = with_note(clipped, {
         "reason": "clipped_values",
-        "detail": "Long values of the result entities were clipped.",
+        "detail": "Long values of the result entities and long labels were clipped.",
         "hint": "describe_entities with the result ids returns their records whole.",
     })
     if _fits(clipped, budget):
@@ -596,6 +609,9 @@ def fit_paths(answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
             low = middle
         else:
             high = middle - 1
-    return cut(low)
-
-
+    fitted = cut(low)
+    chars = CLIP_CHARS
+    while not _fits(fitted, budget) and chars > 8:
+        chars //= 4
+        fitted = _clip_strings(fitted, chars)
+    return fitted

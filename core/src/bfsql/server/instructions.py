@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "DEFAULT_NEXT_STEPS",
     "SERVER_INSTRUCTIONS",
     "TOOL_DESCRIPTIONS",
     "TOOL_USAGE_NOTES",
+    "graphs_injection",
     "schema_injection",
 ]
 
@@ -99,3 +102,21 @@ def schema_injection(entity_types: list[str], predicates: list[str]) -> str | No
         + (", ".join(predicates) or "(none)")
         + "."
     )
+
+
+def graphs_injection(served: Any, with_schema: bool = False) -> str:
+    """The text naming a server's graphs (for its instructions, or with each small schema for tool descriptions)."""
+    lines = [f"\n\nThis server serves several graphs; pass graph=NAME to choose one (default: {served[0].name})."]
+    for entry in served:
+        about = f"- {entry.name} ({entry.backend}{', default' if entry is served[0] else ''})"
+        about += f": {entry.description}" if entry.description else ""
+        if with_schema:
+            types, preds = entry.schema
+            if entry.graph is None:
+                about += " [unavailable]"
+            elif len(types) <= INJECTION_MAX_TYPES and len(preds) <= INJECTION_MAX_PREDICATES:
+                about += f". node_types: {', '.join(types) or '(none)'}; predicates: {', '.join(preds) or '(none)'}"
+            else:
+                about += f". Large schema: call describe_schema with graph={entry.name!r}"
+        lines.append(about + ".")
+    return "\n".join(lines)

@@ -32,7 +32,7 @@ from bfsql.engine.answer import Traversal
 from bfsql.engine.budget import TraversalBudget
 from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph
-from bfsql.models import PathQueryResult, SchemaDescription, Truncation, to_output
+from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
 from bfsql.server.fitting import Budget, compact_json, fit_list, fit_paths, fit_record, fit_schema, fit_traversal
 
 __all__ = ["DEFAULT_MAX_TOKENS", "READ_ONLY", "ServeSettings", "ToolContext", "ToolSpec", "run_tool", "tool_spec"]
@@ -72,6 +72,8 @@ class ToolContext:
     budget: Budget
     """The answer's budget: fitting holds the answer to it; the engine asks it where detail still fits."""
     report: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+    graphs: list[GraphListing] | None = None
+    """The server's graphs, when it serves several and the call named none (describe_schema lists them)."""
 
     async def progress(self, done: float, total: float | None, message: str) -> None:
         """Tell the client how far a long call is (MCP progress notifications), when it asked."""
@@ -247,11 +249,11 @@ def fit(answer: Any, budget: Budget) -> Any:
     return answer
 
 
-def result_of(data: Any) -> CallToolResult:
-    """A tool result: compact JSON text, and the same data as structured content (lists wrapped)."""
+def result_of(data: Any, text: str | None = None) -> CallToolResult:
+    """A tool result: compact JSON text (``text``, when already made), and the same data as structured content."""
     structured = {"result": data} if isinstance(data, list) else data
     return CallToolResult(
-        content=[TextContent(type="text", text=compact_json(data))],
+        content=[TextContent(type="text", text=compact_json(data) if text is None else text)],
         structured_content=structured if isinstance(structured, dict) else None,
     )
 
@@ -280,10 +282,10 @@ async def run_tool(
     graph: Graph,
     settings: ServeSettings,
     report: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
+    graphs: list[GraphListing] | None = None,
 ) -> CallToolResult:
     """Run one call of ``spec`` through every stage; an answer or a tool error, never an exception."""
     started = time.perf_counter()
-    arguments: dict[str, Any] = {}
     outcome = "error"
     try:
         arguments = validate(spec, raw)
@@ -292,14 +294,15 @@ async def run_tool(
         if spec.graph_param:
             call[spec.graph_param] = graph
         if spec.context_param:
-            call[spec.context_param] = ToolContext(graph, settings, budget, report)
+            call[spec.context_param] = ToolContext(graph, settings, budget, report, graphs)
         answer = await asyncio.wait_for(_invoke(spec.fn, call), settings.timeout)
         graph.process_result(answer, spec.name)
-        result = result_of(fit(answer, budget))
-        outcome = "answer"
-        return result
+        fitted = fit(answer, budget)
+        text = compact_json(fitted)
+        outcome = f"{len(text)} chars" + (", cut" if _was_cut(fitted) else "")
+        return result_of(fitted, text)
     except BfsqlError as exc:
-        logger.info("%s: %s", spec.name, exc.message)
+        outcome = f"error: {clip(exc.message, 200)}"
         return error_result(str(exc))
     except KeyError as exc:
         return error_result(str(UnknownEntity([str(exc.args[0]) if exc.args else "?"])))
@@ -325,9 +328,17 @@ async def run_tool(
         )
     finally:
         logger.info(
-            "tool %s graph=%s %s: %s in %.0f ms",
-            spec.name, graph.name, _summary(arguments), outcome, (time.perf_counter() - started) * 1000,
+            "tool %s graph=%s (%s): %s in %.0f ms",
+            spec.name, graph.name, _summary(raw if isinstance(raw, dict) else {}), outcome,
+            (time.perf_counter() - started) * 1000,
         )
+
+
+def _was_cut(data: Any) -> bool:
+    """Whether a fitted answer says something was left out (a truncation note)."""
+    if isinstance(data, dict):
+        return bool(data.get("truncated")) or bool((data.get("metadata") or {}).get("truncated"))
+    return isinstance(data, list) and bool(data) and isinstance(data[-1], dict) and "truncated" in data[-1]
 
 
 async def _invoke(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:

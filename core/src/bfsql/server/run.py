@@ -1,13 +1,12 @@
-"""Opening a backend inside the serving event loop and running a transport."""
+"""Opening graphs inside the serving event loop and running a transport."""
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -15,31 +14,26 @@ from bfsql.backend import GraphBackend
 from bfsql.errors import BfsqlError
 from bfsql.graph import Graph
 from bfsql.plugins import BackendSpec
-from bfsql.server.app import ServeSettings, build_server
-from bfsql.server.http import BearerAuth, is_loopback, transport_security
+from bfsql.server.app import BfsqlServer, ServedGraph, build_server
+from bfsql.server.http import BearerAuth, HostGuard, HostPolicy, is_loopback
+from bfsql.settings import GraphPlan, ServerSettings
 
-__all__ = ["HttpOptions", "open_graph", "serve_http", "serve_stdio"]
+__all__ = ["MCP_PATH", "check_exposure", "open_graph", "open_server", "serve_http", "serve_stdio"]
 
 logger = logging.getLogger("bfsql.server")
+startup = logging.getLogger("bfsql.startup")
+
+MCP_PATH = "/mcp"
+"""Where the streamable HTTP transport answers."""
 
 
-@dataclass(frozen=True)
-class HttpOptions:
-    """Where and how the streamable HTTP transport listens."""
-
-    host: str = "127.0.0.1"
-    port: int = 8000
-    path: str = "/mcp"
-    auth_token: str | None = None
-    allowed_hosts: tuple[str, ...] = ()
-
-    def check(self) -> None:
-        """Refuse to expose the graph beyond loopback without a token."""
-        if not is_loopback(self.host) and not self.auth_token:
-            raise BfsqlError(
-                f"Refusing to listen on {self.host} without authentication.",
-                "Set --auth-token (or BFSQL_AUTH_TOKEN), or bind 127.0.0.1.",
-            )
+def check_exposure(settings: ServerSettings) -> None:
+    """Refuse to expose the graphs beyond loopback without a token."""
+    if not is_loopback(settings.host) and not settings.auth_token:
+        raise BfsqlError(
+            f"Refusing to listen on {settings.host} without authentication.",
+            "Set --auth-token (or BFSQL_AUTH_TOKEN), or bind 127.0.0.1.",
+        )
 
 
 @asynccontextmanager
@@ -50,40 +44,68 @@ async def open_graph(spec: BackendSpec, config: BaseModel, **graph_options: Any)
         backend = await backend
     if not isinstance(backend, GraphBackend):
         raise TypeError(f"backend {spec.name!r} factory returned {type(backend).__name__}, not a bfsql.GraphBackend")
-    graph = Graph(backend, name=spec.name, **graph_options)
+    graph_options.setdefault("name", spec.name)
+    graph = Graph(backend, **graph_options)
     try:
         yield graph
     finally:
         await graph.aclose()
 
 
-async def serve_stdio(spec: BackendSpec, config: BaseModel, settings: ServeSettings) -> None:
+@asynccontextmanager
+async def open_server(plans: Sequence[GraphPlan]) -> AsyncIterator[BfsqlServer]:
+    """Open every planned graph and build the server over them; close them all after.
+
+    With several graphs, one that cannot be opened is logged and served as unavailable;
+    a single graph's failure is raised.
+    """
+    async with AsyncExitStack() as stack:
+        served = []
+        for plan in plans:
+            entry = ServedGraph(plan.name, None, plan.settings, plan.description, plan.spec.name)
+            try:
+                opening = open_graph(plan.spec, plan.config, name=plan.name,
+                                     primitive_timeout=plan.settings.primitive_timeout)
+                entry.graph = await stack.enter_async_context(opening)
+            except Exception as exc:
+                if len(plans) == 1:
+                    raise
+                logger.error("graph %s (%s) could not be opened: %s", plan.name, plan.spec.name, exc)
+                entry.failure = str(exc) or type(exc).__name__
+            served.append(entry)
+        yield await build_server(served)
+
+
+async def serve_stdio(plans: Sequence[GraphPlan]) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
-    async with open_graph(spec, config, primitive_timeout=settings.primitive_timeout) as graph:
-        server = await build_server(graph, settings)
+    async with open_server(plans) as server:
+        startup.info("serving %s over stdio", ", ".join(server.graphs))
         await server.run_stdio_async()
 
 
-async def serve_http(
-    spec: BackendSpec,
-    config: BaseModel,
-    settings: ServeSettings,
-    http: HttpOptions,
-    transport: Literal["http"] = "http",
-) -> None:
-    """Serve streamable HTTP on ``http.host:http.port`` until interrupted."""
+async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbose: bool = False) -> None:
+    """Serve streamable HTTP on ``settings.host:settings.port`` until interrupted."""
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    http.check()
-    async with open_graph(spec, config, primitive_timeout=settings.primitive_timeout) as graph:
-        server = await build_server(graph, settings)
+    check_exposure(settings)
+    policy = HostPolicy.for_bind(settings.host, settings.port, settings.allowed_hosts)
+    async with open_server(plans) as server:
         app: Any = server.streamable_http_app(
-            streamable_http_path=http.path,
-            transport_security=transport_security(http.host, http.port, list(http.allowed_hosts)),
-            host=http.host,
+            streamable_http_path=MCP_PATH,
+            # HostGuard below checks Host and Origin for every request, with errors that say what to do.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            host=settings.host,
         )
-        if http.auth_token:
-            app = BearerAuth(app, http.auth_token)
-        config_ = uvicorn.Config(app, host=http.host, port=http.port, log_level="warning", lifespan="on")
-        logger.warning("bfsql: serving %s at http://%s:%s%s", spec.name, http.host, http.port, http.path)
-        await uvicorn.Server(config_).serve()
+        if settings.auth_token:
+            app = BearerAuth(app, settings.auth_token)
+        app = HostGuard(app, policy)
+        config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_config=None,
+                                access_log=verbose, log_level="info" if verbose else "warning")
+        shown = f"[{settings.host}]" if ":" in settings.host else settings.host
+        startup.info(
+            "serving %s at http://%s:%s%s (%s); accepting Host: %s",
+            ", ".join(server.graphs), shown, settings.port, MCP_PATH,
+            "token required" if settings.auth_token else "no token: loopback only", policy.summary(),
+        )
+        await uvicorn.Server(config).serve()

@@ -65,6 +65,7 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
         predicates=preds,
         next_steps=await graph.backend.next_steps() or DEFAULT_NEXT_STEPS,
         tool_usage_notes=TOOL_USAGE_NOTES,
+        graphs=ctx.graphs,
     )
 
 

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
+import os
+import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from pydantic import BaseModel
 
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 from bfsql.testing.standard_graph import standard_records
@@ -28,6 +34,7 @@ __all__ = [
     "hits_of",
     "lexical_match",
     "reference_answers",
+    "serve_session",
     "standard_ids",
     "tool_arguments",
 ]
@@ -48,9 +55,11 @@ class Outcome:
 class SessionThread:
     """Opens ``Client(target)`` on a private loop and runs calls on it until closed."""
 
-    def __init__(self, target: Any, call_timeout: float = 60.0) -> None:
+    def __init__(self, target: Any, call_timeout: float = 60.0, errlog: Path | None = None) -> None:
         self._target = target
         self._timeout = call_timeout
+        self._errlog = errlog
+        """Where a stdio server's stderr goes; quoted when the session fails to open."""
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._client: Client | None = None
@@ -78,14 +87,22 @@ class SessionThread:
 
     async def _hold(self) -> None:
         self._stop = asyncio.Event()
-        try:
-            async with Client(self._target) as client:
-                self._client = client
+        with contextlib.ExitStack() as files:
+            target = self._target
+            if self._errlog is not None and isinstance(target, StdioServerParameters):
+                target = stdio_client(target, errlog=files.enter_context(open(self._errlog, "w")))
+            try:
+                async with Client(target) as client:
+                    self._client = client
+                    self._ready.set()
+                    await self._stop.wait()
+            except BaseException as exc:  # reported to the waiting test thread
+                self._error = exc
+                if not self._ready.is_set() and self._errlog is not None:
+                    files.close()
+                    stderr = self._errlog.read_text(errors="replace")[-4000:]
+                    self._error = RuntimeError(f"the MCP server did not start ({exc!r}); its stderr:\n{stderr}")
                 self._ready.set()
-                await self._stop.wait()
-        except BaseException as exc:  # reported to the waiting test thread
-            self._error = exc
-            self._ready.set()
 
     def run(self, make: Callable[[Client], Coroutine[Any, Any, Any]]) -> Any:
         """Run ``make(client)`` on the session's loop and wait for it (with the call timeout)."""
@@ -99,6 +116,26 @@ class SessionThread:
         result = self.run(lambda client: client.call_tool(tool, arguments))
         text = "".join(getattr(block, "text", "") for block in result.content)
         return Outcome(bool(result.is_error), text)
+
+
+@contextlib.contextmanager
+def serve_session(
+    backend: str, config: BaseModel, directory: Path, *serve_args: str, call_timeout: float = 60.0
+) -> Iterator[SessionThread]:
+    """``bfsql serve`` over stdio for ``backend`` opened with ``config``, held open for a test.
+
+    The config is written to a configuration file in ``directory``, so the server opens the
+    backend exactly as the test that built ``config`` would, whatever its fields. A server that
+    fails to start raises with its stderr.
+    """
+    from bfsql.settings import config_text
+
+    path = directory / "bfsql-serve.toml"
+    path.write_text(config_text({backend: (backend, config)}), encoding="utf-8")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "bfsql", "serve", "--config", str(path),
+                                                                 *serve_args], env=dict(os.environ))
+    with SessionThread(params, call_timeout, errlog=directory / "bfsql-serve.log") as held:
+        yield held
 
 
 INJECTION_CORPUS: tuple[str, ...] = (

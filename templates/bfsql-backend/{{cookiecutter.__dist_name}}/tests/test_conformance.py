@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bfsql import get_backends
 from bfsql.testing import BackendConformance
+from conftest import store_config
 
 from {{ cookiecutter.__module }} import {{ cookiecutter.__backend_class }}
 
@@ -17,4 +19,5 @@ class Test{{ cookiecutter.__backend_class }}(BackendConformance):
 
     @pytest.fixture
     def backend(self, standard_bundle: Path) -> {{ cookiecutter.__backend_class }}:
-        return {{ cookiecutter.__backend_class }}(standard_bundle)
+        # Built as `bfsql serve` builds it: the registered factory, with the tests' configuration.
+        return get_backends()["{{ cookiecutter.name }}"].factory(store_config(standard_bundle))

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bfsql.testing.reliability import SessionThread, standard_ids
+from bfsql.testing.reliability import SessionThread, serve_session, standard_ids
 from bfsql.testing.scenarios import fuzz, injection_corpus
 from bfsql.testing.standard_graph import MDM2, TP53, write_standard_bundle
-from mcp.client.stdio import StdioServerParameters
+from conftest import store_config
 
 pytestmark = pytest.mark.reliability
 
@@ -32,9 +31,10 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def session(bundle: Path) -> Iterator[SessionThread]:
-    args = ["-m", "bfsql", "serve", "--backend", "{{ cookiecutter.name }}", "--bundle", str(bundle)]
-    with SessionThread(StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))) as held:
+def session(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionThread]:
+    # `bfsql serve` opens the backend with the tests' configuration (conftest.py), written to a
+    # configuration file; a server that fails to start fails here with its stderr.
+    with serve_session("{{ cookiecutter.name }}", store_config(bundle), tmp_path_factory.mktemp("serve")) as held:
         yield held
 
 

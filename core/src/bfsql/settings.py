@@ -1,0 +1,434 @@
+"""Server settings and configuration files: every default written once.
+
+:class:`ServerSettings` holds everything ``bfsql serve`` (and ``query``, ``path``,
+``explore``) takes besides the graph itself. The command-line flags (``--max-tokens``),
+their environment variables (``BFSQL_MAX_TOKENS``) and the ``[server]`` table of a
+configuration file are all made from its fields. Precedence: flag, then environment, then
+file, then the field's default.
+
+A configuration file (``--config FILE.toml``) names the graphs one server serves::
+
+    [server]
+    max_tokens = 20000
+
+    [graphs.famplex]            # no db: the bundled demo
+    backend = "sqlite"
+    description = "FamPlex demo"
+
+    [graphs.hpo]
+    backend = "postgres"
+    dsn = { env = "HPO_DSN" }   # a value may come from an environment variable
+    max_tokens = 8000           # settings marked per-graph may differ per graph
+
+Each graph's other keys are its backend's options. A mistake in the file is one
+:class:`ConfigError` naming the file, the line and the key, raised before anything starts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import click
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
+from bfsql.errors import BfsqlError
+
+__all__ = [
+    "GRAPH_COMMANDS",
+    "ConfigError",
+    "ConfigFile",
+    "ConfiguredGraph",
+    "GraphPlan",
+    "ServerSettings",
+    "config_text",
+    "given_settings",
+    "graph_name_error",
+    "nearest",
+    "problem",
+    "read_config",
+    "settings_options",
+]
+
+GRAPH_COMMANDS = ("serve", "query", "path", "explore")
+"""The commands that open graphs and take the graph-level settings."""
+
+_SERVE = ("serve",)
+_WEB = ("serve", "explore")
+
+
+def _setting(default: Any, help: str, *, commands: tuple[str, ...] = GRAPH_COMMANDS, per_graph: bool = False,
+             **constraints: Any) -> Any:
+    """A settings field: its help, the commands that take it as a flag, and whether a graph may override it."""
+    return Field(default, description=help, json_schema_extra={"commands": list(commands), "per_graph": per_graph},
+                 **constraints)
+
+
+class ServerSettings(BaseModel):
+    """Everything a served graph is answered with, and how the server listens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_tokens: int = _setting(20_000, "Size budget of every tool answer, in estimated tokens.", per_graph=True,
+                               ge=500)
+    timeout: float = _setting(60.0, "Seconds a tool call may take.", per_graph=True, gt=0)
+    primitive_timeout: float = _setting(30.0, "Seconds one backend call may take; the error names the primitive.",
+                                        per_graph=True, gt=0)
+    max_nodes: int = _setting(DEFAULT_BUDGET.max_nodes, "Traversal budget: nodes one traversal may visit.",
+                              per_graph=True, ge=1)
+    max_edges_per_node: int = _setting(DEFAULT_BUDGET.max_edges_per_node,
+                                       "Traversal budget: edges followed from one (hub) node.", per_graph=True, ge=1)
+    bare_stubs: bool = _setting(False, "Stubs without names: exactly Appendix A's {id, entity_type}.",
+                                per_graph=True)
+    embedder: str = _setting("auto", "Embedder for vector search and path queries (must match a store's "
+                             "entity vectors); auto: the store's own, else minilm-int8 when installed, else "
+                             "hashing.", per_graph=True)
+    transport: Literal["stdio", "http"] = _setting("stdio", "stdio for desktop clients; http for streamable HTTP.",
+                                                   commands=_SERVE)
+    host: str = _setting("127.0.0.1", "HTTP bind address (0.0.0.0 or :: for every interface: needs a token).",
+                         commands=_WEB)
+    port: int = _setting(8000, "HTTP port.", commands=_WEB, ge=0, le=65535)
+    auth_token: str | None = _setting(None, "Bearer token required on every HTTP request (required off loopback).",
+                                      commands=_WEB)
+    allowed_hosts: tuple[str, ...] = _setting((), "Extra Host header value accepted over HTTP (e.g. a reverse "
+                                              "proxy's name); repeat for several.", commands=_WEB)
+
+    @classmethod
+    def per_graph_fields(cls) -> list[str]:
+        """The settings a graph of a configuration file may set for itself."""
+        return [name for name, field in cls.model_fields.items() if _extra(field)["per_graph"]]
+
+    def for_graph(self, overrides: Mapping[str, Any]) -> Any:
+        """The :class:`~bfsql.server.pipeline.ServeSettings` of one graph: these settings and its overrides."""
+        from bfsql.server.pipeline import ServeSettings
+
+        merged = self.model_copy(update=dict(overrides))
+        return ServeSettings(
+            max_tokens=merged.max_tokens,
+            timeout=merged.timeout,
+            primitive_timeout=merged.primitive_timeout,
+            budget=TraversalBudget(max_nodes=merged.max_nodes, max_edges_per_node=merged.max_edges_per_node),
+            embedder=merged.embedder,
+            named_stubs=not merged.bare_stubs,
+        )
+
+
+def _extra(field: Any) -> dict[str, Any]:
+    extra: dict[str, Any] = field.json_schema_extra
+    return extra
+
+
+_FLAGS = {"allowed_hosts": "--allowed-host"}
+"""Flags not spelled like their field (a repeated option reads better in the singular)."""
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a settings field."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def env_var(name: str) -> str:
+    """The environment variable of a settings field."""
+    return f"BFSQL_{name.upper()}"
+
+
+def _click_type(annotation: Any) -> Any:
+    if typing.get_origin(annotation) is Literal:
+        return click.Choice([str(a) for a in typing.get_args(annotation)])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    return {int: int, float: float}.get(annotation, str)
+
+
+def settings_options(command: str) -> list[click.Option]:
+    """One click option per settings field ``command`` takes, with the field's default and environment variable.
+
+    Only values whose source is the command line or the environment override a configuration
+    file (see :func:`given_settings`).
+    """
+    options = []
+    for name, field in ServerSettings.model_fields.items():
+        if command not in _extra(field)["commands"]:
+            continue
+        common: dict[str, Any] = {"envvar": env_var(name), "help": field.description, "show_envvar": True}
+        if field.annotation is bool:
+            switch = name.replace("_", "-")
+            options.append(click.Option([f"--{switch}/--no-{switch}", name], default=field.default, **common))
+        elif typing.get_origin(field.annotation) is tuple:
+            options.append(click.Option([flag(name), name], multiple=True, **common))
+        else:
+            options.append(click.Option([flag(name), name], type=_click_type(field.annotation), default=field.default,
+                                        show_default=field.default is not None, **common))
+    return options
+
+
+def given_settings(ctx: click.Context) -> dict[str, Any]:
+    """The settings a command was given on its command line or through ``BFSQL_*`` variables (not defaults)."""
+    from click.core import ParameterSource
+
+    given = {}
+    for name in ServerSettings.model_fields:
+        if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            given[name] = ctx.params[name]
+    return given
+
+
+def nearest(word: str, choices: list[str]) -> str:
+    """`` Did you mean 'x'?`` for the closest of ``choices``, or an empty string."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def graph_name_error(name: str, served: list[str]) -> str:
+    """The message for a tool call naming a graph this server does not serve."""
+    return f"Unknown graph {name!r}.{nearest(name, served)} This server's graphs: {', '.join(served)}."
+
+
+class ConfigError(BfsqlError):
+    """A mistake in a configuration file: the file, the line and the key."""
+
+    code = "invalid_config"
+
+    def __init__(self, path: Path, line: int | None, key: str, problem: str, hint: str = "") -> None:
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {key}: {problem}" if key else f"{where}: {problem}", hint)
+
+
+@dataclass(frozen=True)
+class GraphPlan:
+    """One graph to serve: its name, backend, the backend's validated config and its settings."""
+
+    name: str
+    spec: Any
+    """The :class:`~bfsql.plugins.BackendSpec` of its backend."""
+    config: BaseModel
+    settings: Any
+    """Its :class:`~bfsql.server.pipeline.ServeSettings`."""
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class ConfiguredGraph:
+    """One ``[graphs.NAME]`` table, checked."""
+
+    name: str
+    backend: str
+    description: str | None
+    overrides: dict[str, Any]
+    """Its own values of the per-graph settings."""
+    config: BaseModel
+    """Its backend's config, validated."""
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A configuration file, checked: the ``[server]`` values and the graphs (the default one first)."""
+
+    path: Path
+    server: dict[str, Any]
+    graphs: list[ConfiguredGraph]
+
+
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'.]+?)\s*=")
+GRAPH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SECTION_KEYS = ("backend", "description", "default")
+
+
+def _key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Where each table and key of a TOML text is written, by its dotted path."""
+    lines: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if header := _HEADER.match(line):
+            table = tuple(part.strip().strip("\"'") for part in header.group(1).split("."))
+            for depth in range(1, len(table) + 1):
+                lines.setdefault(table[:depth], number)
+        elif key := _KEY.match(line):
+            path = table + tuple(part.strip().strip("\"'") for part in key.group(1).split("."))
+            lines.setdefault(path, number)
+    return lines
+
+
+def problem(error: Any, value: Any) -> str:
+    """A validation error in plain words: what the value must be, and what it was."""
+    kind = str(error["type"]).split("_")[0]
+    expected = {"int": "an integer", "float": "a number", "bool": "true or false", "string": "a string",
+                "tuple": "a list", "list": "a list"}.get(kind)
+    if expected and (error["type"].endswith("_type") or error["type"].endswith("_parsing")):
+        return f"must be {expected}; got {value!r}."
+    return str(error["msg"]).replace("Input should be", "must be").replace("Value error, ", "") + f"; got {value!r}."
+
+
+class _Reader:
+    """Checks one parsed file, with the line of every key for its errors."""
+
+    def __init__(self, path: Path, text: str, embedders: Collection[str]) -> None:
+        self.path = path
+        self.lines = _key_lines(text)
+        self.embedders = sorted(embedders)
+
+    def error(self, keys: tuple[str, ...], problem: str, hint: str = "", table: bool = False) -> ConfigError:
+        """The error at ``keys`` (a key, or a whole table when ``table``), on the line that writes it."""
+        line = next((self.lines[keys[:n]] for n in range(len(keys), 0, -1) if keys[:n] in self.lines), None)
+        if table or len(keys) == 1:
+            label = f"[{'.'.join(keys)}]" if keys else ""
+        else:
+            label = f"[{'.'.join(keys[:-1])}] {keys[-1]}"
+        return ConfigError(self.path, line, label, problem, hint)
+
+    def resolve_env(self, keys: tuple[str, ...], value: Any) -> Any:
+        """``{env = "VAR"}`` replaced by the variable's value."""
+        if isinstance(value, dict) and set(value) == {"env"}:
+            var = value["env"]
+            if not isinstance(var, str) or var not in os.environ:
+                raise self.error(keys, f"environment variable {var!r} is not set.",
+                                 "Set it, or write the value in the file.")
+            return os.environ[var]
+        return value
+
+    def settings(self, table: tuple[str, ...], values: Mapping[str, Any], allowed: list[str]) -> dict[str, Any]:
+        """``values`` checked as settings fields (only ``allowed`` ones), with their own errors."""
+        checked: dict[str, Any] = {}
+        for key, raw in values.items():
+            if key not in allowed:
+                raise self.error((*table, key), "unknown setting.",
+                                 f"{nearest(key, allowed).strip()} Settings here: {', '.join(allowed)}.".strip())
+            value = self.resolve_env((*table, key), raw)
+            try:
+                ServerSettings.model_validate({key: value})
+            except ValidationError as exc:
+                raise self.error((*table, key), problem(exc.errors(include_url=False)[0], value)) from None
+            if key == "embedder" and value != "auto" and value not in self.embedders:
+                from bfsql.plugins import FIRST_PARTY, install_hint
+
+                hint = install_hint(value) or nearest(value, sorted({*self.embedders, *FIRST_PARTY}))
+                raise self.error((*table, key), f"embedder {value!r} is not installed.",
+                                 f"{hint.strip()} Installed: {', '.join(self.embedders)}; see 'bfsql plugins'.".strip())
+            checked[key] = value
+        return checked
+
+    def backend_options(self, table: tuple[str, ...], spec: Any, values: Mapping[str, Any]) -> BaseModel:
+        """The backend's config model from the graph's remaining keys."""
+        fields = list(spec.config_model.model_fields)
+        for key in values:
+            if key in ServerSettings.model_fields:
+                raise self.error((*table, key), "a server setting, the same for every graph.", "Set it in [server].")
+            if key not in fields:
+                takes = ", ".join(dict.fromkeys([*_SECTION_KEYS, *ServerSettings.per_graph_fields(), *fields]))
+                raise self.error((*table, key), f"not an option of backend {spec.name!r}.",
+                                 f"{nearest(key, fields).strip()} A {spec.name} graph takes: {takes}.".strip())
+        resolved = {key: self.resolve_env((*table, key), value) for key, value in values.items()}
+        try:
+            return spec.config_model.model_validate(resolved)  # type: ignore[no-any-return]
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            key = str(err["loc"][0]) if err["loc"] else ""
+            if not key:
+                raise self.error(table, f"{err['msg']}.", table=True) from None
+            raise self.error((*table, key), problem(err, resolved.get(key))) from None
+
+
+def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[str]) -> ConfigFile:
+    """Read and check a configuration file against the installed backends and embedders; :class:`ConfigError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, None, "", f"cannot read the configuration file ({exc}).") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        where = re.search(r"\s*\(at line (\d+), column \d+\)", str(exc))
+        problem = str(exc)[: where.start()] if where else str(exc)
+        raise ConfigError(path, int(where.group(1)) if where else None, "", f"not valid TOML: {problem}.") from None
+    reader = _Reader(path, text, embedders)
+    for key in data:
+        if key not in ("server", "graphs"):
+            raise reader.error((key,), "unknown table.", "A configuration file has [server] and [graphs.NAME] "
+                               "tables.")
+    server_table = data.get("server", {})
+    if not isinstance(server_table, dict):
+        raise reader.error(("server",), "must be a table: [server].", table=True)
+    server = reader.settings(("server",), server_table, list(ServerSettings.model_fields))
+    graphs_table = data.get("graphs")
+    if not isinstance(graphs_table, dict) or not graphs_table:
+        raise reader.error(("graphs",) if "graphs" in data else (), "no graphs: add at least one [graphs.NAME] "
+                           "table with a backend.", 'Example: [graphs.demo] then backend = "sqlite".', table=True)
+    graphs = []
+    defaults = []
+    for name, section in graphs_table.items():
+        table = ("graphs", name)
+        if not isinstance(section, dict):
+            raise reader.error(table, 'must be a table: [graphs.NAME] with backend = "...".', table=True)
+        if not GRAPH_NAME.match(name):
+            raise reader.error(table, "a graph name is letters, digits, '.', '_' or '-' (64 at most).", table=True)
+        if "backend" not in section:
+            installed = ", ".join(sorted(backends))
+            raise reader.error(table, "no backend.", f'Add backend = "NAME"; installed: {installed}.', table=True)
+        backend = section["backend"]
+        if not isinstance(backend, str) or backend not in backends:
+            from bfsql.plugins import FIRST_PARTY, install_hint
+
+            hint = install_hint(str(backend)) or nearest(str(backend), sorted({*backends, *FIRST_PARTY}))
+            raise reader.error((*table, "backend"), f"backend {backend!r} is not installed.",
+                               f"{hint.strip()} Installed: {', '.join(sorted(backends))}; see 'bfsql plugins'.".strip())
+        description = section.get("description")
+        if description is not None and not isinstance(description, str):
+            raise reader.error((*table, "description"), "must be a string.")
+        if not isinstance(section.get("default", False), bool):
+            raise reader.error((*table, "default"), "must be true or false.")
+        if section.get("default"):
+            defaults.append(name)
+        per_graph = ServerSettings.per_graph_fields()
+        overrides = reader.settings(table, {k: v for k, v in section.items() if k in per_graph}, per_graph)
+        rest = {k: v for k, v in section.items() if k not in per_graph and k not in _SECTION_KEYS}
+        if description is not None and "description" in backends[backend].config_model.model_fields:
+            rest["description"] = description  # the backend shows it too (describe_schema)
+        config = reader.backend_options(table, backends[backend], rest)
+        graphs.append(ConfiguredGraph(name, backend, description, overrides, config))
+    if len(defaults) > 1:
+        raise reader.error(("graphs", defaults[1], "default"), f"more than one default graph ({', '.join(defaults)}).",
+                           "Mark one graph default = true.")
+    if defaults:
+        graphs.sort(key=lambda graph: graph.name != defaults[0])
+    return ConfigFile(path, server, graphs)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def config_text(graphs: Mapping[str, tuple[str, BaseModel]], server: Mapping[str, Any] | None = None) -> str:
+    """A configuration file serving ``graphs`` (name -> (backend, its config)) with ``server`` settings.
+
+    Tests use it to serve a backend with the very config object they build it from.
+    """
+    lines = []
+    if server:
+        lines += ["[server]", *(f"{key} = {_toml_value(value)}" for key, value in server.items()), ""]
+    for name, (backend, config) in graphs.items():
+        lines += [f"[graphs.{json.dumps(name)}]", f"backend = {_toml_value(backend)}"]
+        for key, value in config.model_dump(exclude_none=True).items():
+            lines.append(f"{key} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)

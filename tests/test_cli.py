@@ -1,0 +1,89 @@
+"""What a new user meets at the terminal: the installed ``bfsql`` run as a subprocess.
+
+Listing the tools, help grouped by backend with types and defaults, logging of tool calls,
+and errors that suggest the nearest name or an install line that works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+BFSQL = [sys.executable, "-m", "bfsql"]
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BFSQL, *args], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def demo_db() -> None:
+    from bfsql.demo import ensure_demo_db
+
+    ensure_demo_db()
+
+
+def test_bfsql_tools_lists_every_tool_with_its_arguments():
+    done = run("tools")
+    assert done.returncode == 0, done.stderr
+    for tool in ("describe_schema", "search_entities", "bfs_query", "describe_entity", "describe_entities",
+                 "describe_edges", "intersect_subgraphs", "path_query"):
+        assert f"\n{tool}: " in f"\n{done.stdout}"
+    assert "    seeds (list of strings; required): One or more canonical entity ids." in done.stdout
+    assert "    max_hops (integer; required)" in done.stdout
+    listed = json.loads(run("tools", "--json").stdout)
+    assert {t["name"] for t in listed} >= {"bfs_query", "path_query"}
+    assert "bfsql tools" in run("query", "--help").stdout
+
+
+def test_serve_help_groups_backend_options_with_type_and_default():
+    help_text = " ".join(run("serve", "--help").stdout.split())  # unwrapped
+    sqlite = help_text[help_text.index("Backend sqlite ("):]
+    assert "--db PATH" in sqlite and "env: BFSQL_SQLITE_DB" in sqlite
+    assert "--memory-index INTEGER" in sqlite and "default: 1000000" in sqlite
+    memory = help_text[help_text.index("Backend memory ("):help_text.index("Backend", help_text.index(
+        "Backend memory (") + 1)]
+    assert "--bundle PATH" in memory and "--db" not in memory
+    assert "--max-tokens INTEGER" in help_text and "default: 20000" in help_text and "BFSQL_MAX_TOKENS" in help_text
+    assert "--config FILE" in help_text
+
+
+def test_verbose_logs_every_tool_call_with_its_size_and_whether_it_was_cut():
+    done = run("-v", "query", "--max-tokens", "600", "bfs_query", 'seeds=["FPLX:RAF"]', "max_hops=2")
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stderr.splitlines() if "tool bfs_query" in line)
+    assert ' INFO bfsql.server: tool bfs_query graph=sqlite (seeds=["FPLX:RAF"], max_hops=2): ' in line
+    assert " chars, cut in " in line and line.endswith(" ms")
+    quiet = run("query", "search_entities", "query=BRAF")
+    assert "tool search_entities" not in quiet.stderr
+    debug = run("-vv", "query", "search_entities", "query=BRAF")
+    assert " DEBUG " in debug.stderr
+
+
+@pytest.mark.parametrize(("backend", "expected"), [
+    ("sqlit", "unknown backend 'sqlit'. Did you mean 'sqlite'?"),
+    ("postgress", "unknown backend 'postgress'. Did you mean 'postgres'?"),
+    ("nothing-like-it", "unknown backend 'nothing-like-it'. Installed: "),
+])
+def test_a_mistyped_backend_gets_the_nearest_name(backend: str, expected: str):
+    done = run("query", "--backend", backend, "describe_schema")
+    assert done.returncode != 0 and expected in done.stderr
+    assert "pip install bfsql-" not in done.stderr
+
+
+def test_a_first_party_backend_not_installed_gets_an_install_line_that_works():
+    done = run("query", "--backend", "postgres", "describe_schema", env={"BFSQL_DISABLE_PLUGINS": "postgres"})
+    assert done.returncode != 0
+    assert "'postgres' comes with the bfsql-postgres plugin: from a checkout of the bfsql repository, " \
+           "pip install ./plugins/bfsql-postgres." in done.stderr
+
+
+def test_shell_completion_is_documented_and_works():
+    done = subprocess.run(["bfsql"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "_BFSQL_COMPLETE": "bash_source"})
+    assert "complete" in done.stdout and "_bfsql_completion" in done.stdout
