@@ -25,6 +25,7 @@ from bfsql.backends.sqlite import SqliteBackend
 from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine, create_embedder
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.engine.paths import path_query
+from bfsql.engine.search import search_entities
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph, then
 from bfsql.hookspecs import hookimpl, hookspec
@@ -152,6 +153,7 @@ __all__ = [
     "read_bundle",
     "read_records",
     "resolve_config",
+    "search_entities",
     "then",
     "to_output",
 ]

@@ -25,8 +25,8 @@ from bfsql import (
     create_embedder,
     load_sqlite,
     path_query,
+    search_entities,
 )
-from bfsql.engine.search import available_modes, search_entities
 from bfsql.testing import reset_plugins
 from bfsql_testsupport.services import unavailable
 
@@ -190,7 +190,7 @@ async def test_exact_predicate_names_still_match_exactly(washington_store):
 
 async def test_search_is_honest_with_semantic_vectors(washington_store):
     graph = washington_store
-    assert available_modes(graph) == ["exact", "lexical", "vector", "hybrid", "rrf"]
+    assert graph.has_vector_search
     for mode in (None, "lexical", "vector", "hybrid", "rrf", "exact"):
         for nonsense in ("xyzzy nonsense query", "zzqqq", "qwzx vbnmk plorf"):
             assert await search_entities(graph, nonsense, mode=mode) == [], (nonsense, mode)

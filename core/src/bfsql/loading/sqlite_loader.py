@@ -152,7 +152,7 @@ def encode_vectors(vectors: Any) -> list[bytes]:
 
     A row is its scale ``max|x| / 127`` as little-endian float32, then one signed byte per
     component: ``dimension + 4`` bytes instead of float32's ``4 * dimension``. The cosine
-    of two decoded vectors stays within 0.001 of the original for these embeddings.
+    of two decoded vectors stays within 0.01 of the original.
     """
     import numpy as np
 
@@ -180,17 +180,20 @@ def decode_vectors(blobs: Sequence[bytes], dimension: int) -> Any:
     """
     import numpy as np
 
+    sizes = {len(blob) for blob in blobs}
+    if sizes <= {dimension + 4}:  # every row int8 (the usual case): one vectorised pass
+        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), dimension + 4)
+        scales = raw[:, :4].copy().view("<f4")
+        return raw[:, 4:].view(np.int8).astype(np.float32) * scales
+    if not sizes <= {dimension + 4, 4 * dimension}:
+        odd = sorted(sizes - {dimension + 4, 4 * dimension})[0]
+        raise StoreFormatError(f"a stored vector has {odd} bytes; expected {dimension + 4}")
     matrix = np.zeros((len(blobs), dimension), dtype=np.float32)
-    quantised = [i for i, blob in enumerate(blobs) if len(blob) == dimension + 4]
-    if quantised:
-        raw = np.frombuffer(b"".join(blobs[i] for i in quantised), dtype=np.uint8).reshape(len(quantised), -1)
-        scales = raw[:, :4].copy().view("<f4").astype(np.float32)
-        matrix[quantised] = raw[:, 4:].view(np.int8).astype(np.float32) * scales
     for i, blob in enumerate(blobs):
         if len(blob) == 4 * dimension:
             matrix[i] = np.frombuffer(blob, dtype="<f4")
-        elif len(blob) != dimension + 4:
-            raise StoreFormatError(f"a stored vector has {len(blob)} bytes; expected {dimension + 4}")
+        else:
+            matrix[i] = np.frombuffer(blob[4:], dtype=np.int8) * np.frombuffer(blob[:4], dtype="<f4")[0]
     return matrix
 
 

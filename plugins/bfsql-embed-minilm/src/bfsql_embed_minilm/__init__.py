@@ -105,6 +105,8 @@ class MiniLmEmbedder:
                 options = onnxruntime.SessionOptions()
                 options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
                 options.intra_op_num_threads = self.threads
+                # Idle threads sleep instead of spinning: on a busy machine spinning threads starve each other.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 options.log_severity_level = 3
                 self._session = onnxruntime.InferenceSession(
                     str(files["model"]), sess_options=options, providers=["CPUExecutionProvider"]
