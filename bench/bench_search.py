@@ -174,6 +174,28 @@ async def _search(graph: Graph, query: str, mode: str) -> list[Any]:
         raise
 
 
+async def similarity_spread(
+    graph: Graph, labeled: list[tuple[str, str, str]], nonsense: list[str]
+) -> tuple[list[float], list[float]]:
+    """Cosines without a threshold: of each labeled query's target (when in the top 10), and of
+    each nonsense query's nearest entity. The embedder's ``min_similarity`` is chosen between them."""
+    targets, nearest = [], []
+    for _, query, target in labeled:
+        hits = await engine_search.search_entities(graph, query, mode="vector", limit=LIMIT, min_similarity=0.0)
+        targets += [h.vector_score for h in hits if h.id == target]
+    for query in nonsense:
+        hits = await engine_search.search_entities(graph, query, mode="vector", limit=1, min_similarity=0.0)
+        nearest += [h.vector_score for h in hits]
+    return targets, nearest
+
+
+def _quantiles(values: list[float]) -> str:
+    if len(values) < 2:
+        return "-"
+    cuts = statistics.quantiles(values, n=20)
+    return f"p5 {cuts[0]:.2f}  p50 {statistics.median(values):.2f}  p95 {cuts[-1]:.2f}  max {max(values):.2f}"
+
+
 async def measure_store(
     db: Path, embedder_name: str, labeled: list[tuple[str, str, str]], nonsense: list[str]
 ) -> dict[str, dict[str, float]]:
@@ -206,6 +228,10 @@ async def measure_store(
                 "median_ms": statistics.median(times) * 1000,
                 "p95_ms": statistics.quantiles(times, n=20)[-1] * 1000,
             }
+        if graph.has_vector_search and "min_similarity" in inspect.signature(engine_search.search_entities).parameters:
+            targets, nearest = await similarity_spread(graph, labeled, nonsense)
+            print(f"  {embedder_name}: cosine of the labeled target {_quantiles(targets)}; "
+                  f"of a nonsense query's nearest entity {_quantiles(nearest)}")
         return results
     finally:
         await backend.aclose()

@@ -179,6 +179,9 @@ async def test_http_errors_of_the_reference_server(special_server):
         assert (await get("/entities/a%2Fb/relations?page=0"))[0] == 400
         assert (await get("/entities/a%2Fb/relations?page_size=99"))[0] == 400
         assert (await get("/entities"))[0] == 400
+        status, body = await get("/entities?q=" + "a" * 1001)
+        assert status == 400 and "longer than 1000 characters" in body["error"]
+        assert (await get("/entities?q=" + "a" * 1000))[0] == 200
         assert (await get("/relations?subject=a"))[0] == 400
         assert (await get("/batch/entities", "POST", data=b"{"))[0] == 400
         assert (await get("/batch/entities", "POST", json={"ids": "a"}))[0] == 400

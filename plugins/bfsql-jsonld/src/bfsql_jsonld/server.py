@@ -51,6 +51,8 @@ SEARCH_LIMIT = 20
 """Search hits answered when the request gives no ``limit``."""
 MAX_LIMIT = 200
 """The most hits a search or a vector search may ask for."""
+MAX_QUERY_CHARS = 1000
+"""Longest ``q`` of a search (a name, not a text: bfsql's search_entities refuses longer ones too)."""
 DIRECTIONS = {"out": (0,), "in": (2,), "both": (0, 2)}
 """Which position of an edge (subject 0, object 2) holds the listed entity, by ``direction``."""
 
@@ -309,6 +311,8 @@ async def search(request: web.Request) -> web.Response:
     """Ranked entities matching ``q``, restricted to the repeated ``types`` parameters."""
     graph = request.app[GRAPH_KEY]
     query = _param(request, "q")
+    if len(query) > MAX_QUERY_CHARS:
+        raise web.HTTPBadRequest(text=f"'q' is longer than {MAX_QUERY_CHARS} characters ({len(query)}); search a name")
     types = request.query.getall("types", [])
     limit = _int_param(request, "limit", SEARCH_LIMIT, 1, MAX_LIMIT)
     stubs = await graph.search_entities(query, types or None, limit)
