@@ -48,7 +48,7 @@ def stub(i: str, score: float | None = None) -> EntityStub:
 
 
 class Fixed(MemoryBackend):
-    """lexical: A, B, C (no scores); vector: B 0.9, D 0.5, A 0.1."""
+    """lexical: A, B, C (no scores); vector: B 0.9, D 0.7, A 0.1."""
 
     lexical: ClassVar[list[EntityStub]] = [stub("A"), stub("B"), stub("C")]
 
@@ -56,7 +56,7 @@ class Fixed(MemoryBackend):
         return [s for s in self.lexical if node_types is None or s.entity_type in node_types]
 
     async def vector_search(self, vector, node_types=None, limit=20):
-        hits = [stub("B", 0.9), stub("D", 0.5), stub("A", 0.1)]
+        hits = [stub("B", 0.9), stub("D", 0.7), stub("A", 0.1)]
         return [s for s in hits if node_types is None or s.entity_type in node_types][:limit]
 
 
@@ -92,24 +92,24 @@ def test_lexical_score(query, labels, score):
 
 
 async def test_hybrid_is_alpha_weighted_over_each_rankers_own_scores():
-    # lexical (query "q" matches no label): A .2, B .2, C .2; vector: B .9, D .5 (A .1 is below 0.5: dropped)
-    # alpha .5: B .5*.9 + .5*.2 = .55, D .25, A .1, C .1 (A first: better rank)
+    # lexical (query "q" matches no label): A .2, B .2, C .2; vector: B .9, D .7 (A .1 is below 0.6: dropped)
+    # alpha .5: B .5*.9 + .5*.2 = .55, D .35, A .1, C .1 (A first: better rank)
     got = await search_entities(fixed_graph(), "q", mode="hybrid")
     assert ranked(got) == [
         ("B", 0.55, ["lexical", "vector"]),
-        ("D", 0.25, ["vector"]),
+        ("D", 0.35, ["vector"]),
         ("A", 0.1, ["lexical"]),
         ("C", 0.1, ["lexical"]),
     ]
-    assert [(s.lexical_score, s.vector_score) for s in got] == [(0.2, 0.9), (None, 0.5), (0.2, None), (0.2, None)]
+    assert [(s.lexical_score, s.vector_score) for s in got] == [(0.2, 0.9), (None, 0.7), (0.2, None), (0.2, None)]
     assert [(s.id, s.score) for s in await search_entities(fixed_graph(), "q", mode="hybrid", alpha=1.0)] == [
-        ("B", 0.9), ("D", 0.5), ("A", 0.0), ("C", 0.0)]
+        ("B", 0.9), ("D", 0.7), ("A", 0.0), ("C", 0.0)]
 
 
 async def test_vector_hits_below_the_least_similarity_are_dropped():
     assert [s.id for s in await search_entities(fixed_graph(), "q", mode="vector")] == ["B", "D"]
     low = await search_entities(fixed_graph(), "q", mode="vector", min_similarity=0.05)
-    assert ranked(low) == [("B", 0.9, ["vector"]), ("D", 0.5, ["vector"]), ("A", 0.1, ["vector"])]
+    assert ranked(low) == [("B", 0.9, ["vector"]), ("D", 0.7, ["vector"]), ("A", 0.1, ["vector"])]
     assert await search_entities(fixed_graph(), "q", mode="vector", min_similarity=0.95) == []
     with pytest.raises(InvalidArgument, match="min_similarity must be a number from 0 to 1"):
         await search_entities(fixed_graph(), "q", mode="vector", min_similarity=2)
@@ -138,7 +138,7 @@ async def test_single_ranker_modes_keep_their_scores():
     lexical = await search_entities(fixed_graph(), "q", mode="lexical")
     assert ranked(lexical) == [("A", 0.2, ["lexical"]), ("B", 0.2, ["lexical"]), ("C", 0.2, ["lexical"])]
     vector = await search_entities(fixed_graph(), "q", mode="vector")
-    assert ranked(vector) == [("B", 0.9, ["vector"]), ("D", 0.5, ["vector"])]
+    assert ranked(vector) == [("B", 0.9, ["vector"]), ("D", 0.7, ["vector"])]
 
 
 @pytest.mark.parametrize("mode", ["lexical", "vector", "hybrid", "rrf", "exact"])
@@ -172,8 +172,8 @@ async def test_the_store_sees_a_bounded_query():
 
 async def test_node_types_restrict_every_ranker():
     got = await search_entities(fixed_graph(), "q", ["Drug"], mode="hybrid")
-    # lexical: C alone (.2); vector: D alone (.5)
-    assert [(s.id, s.score) for s in got] == [("D", 0.25), ("C", 0.1)]
+    # lexical: C alone (.2); vector: D alone (.7)
+    assert [(s.id, s.score) for s in got] == [("D", 0.35), ("C", 0.1)]
     assert await search_entities(fixed_graph(), "q", [], mode="rrf") == []
 
 

@@ -171,8 +171,8 @@ class HashingEmbedder:
     NGRAM_WEIGHT = 1.0
     semantic = False
     """Spelling only: vectors from it are not stored by default and make no semantic default."""
-    min_similarity = 0.5
-    """Least cosine of a vector hit (measured on the HPO: see docs/search.md)."""
+    min_similarity = 0.6
+    """Least cosine of a vector hit (measured on HPO + WordNet with bench/bench_search.py: see docs/search.md)."""
 
     def __init__(self, dimension: int = 512) -> None:
         if dimension < 16:

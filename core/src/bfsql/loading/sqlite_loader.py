@@ -62,8 +62,8 @@ __all__ = [
 AUTO_EMBEDDER = "auto"
 """Embed with the store's recorded embedder, else the preferred semantic one if installed, else store no vectors."""
 
-EMBED_BATCH = 256
-"""Texts per embedder call while loading."""
+EMBED_BATCH = 2048
+"""Texts per embedder call while loading (large, so that a model can batch names of similar length)."""
 
 SCHEMA_VERSION = "1"
 """Written to ``meta.schema_version``; a store with another version must be rebuilt."""
