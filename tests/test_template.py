@@ -96,6 +96,20 @@ def test_generated_plugin_passes_its_tests_in_a_fresh_virtualenv(tmp_path: Path)
     assert entry is not None, listing
     assert entry.get("distribution") == "bfsql-example" and "register_backends" in entry["hooks"], entry
 
+    # The generated plugin's graph served next to the demo, from one configuration file.
+    from bfsql.testing.standard_graph import TP53, write_standard_bundle
+
+    config = tmp_path / "graphs.toml"
+    config.write_text(f"""[graphs.demo]\nbackend = "sqlite"\n\n[graphs.example]\nbackend = "example"\n"""
+                      f"""bundle = "{write_standard_bundle(tmp_path)}"\n""")
+    bfsql = bin_dir / "bfsql"
+    served = json.loads(run([bfsql, "query", "--config", config, "search_entities", "query=TP53", "graph=example",
+                             "--json"], cwd=tmp_path).stdout)
+    assert served[0]["id"] == TP53
+    demo = json.loads(run([bfsql, "query", "--config", config, "search_entities", "query=RAF1", "--json"],
+                          cwd=tmp_path).stdout)
+    assert demo[0]["id"] == "HGNC:RAF1"
+
     # An author changes the config, as the docs invite: the tests follow conftest.store_config.
     source = project / "src" / "bfsql_example" / "__init__.py"
     source.write_text(source.read_text().replace("    bundle: Path = Field(", "    graph_file: Path = Field(")

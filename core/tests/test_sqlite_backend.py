@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 
 from bfsql import Edge, EntityStub, Graph, Node, NodeInfo
 from bfsql.backends.memory import MemoryBackend
-from bfsql.backends.sqlite import SqliteBackend, SqliteConfig, SqliteStoreError, fts_query
+from bfsql.backends.sqlite import READERS, SqliteBackend, SqliteConfig, SqliteStoreError, fts_query
 from bfsql.loading.sqlite_loader import load_sqlite
 from bfsql.plugins import get_backends
 
@@ -231,7 +233,13 @@ async def test_batches_are_set_based(bundle: Path, tmp_path: Path) -> None:
     backend = SqliteBackend(db, memory_index=0)
     try:
         statements: list[str] = []
-        await backend._run(lambda: backend._db.set_trace_callback(statements.append))
+        everyone = threading.Barrier(READERS)  # holds every reader thread at once: each traces its own connection
+
+        def trace() -> None:
+            backend._db.set_trace_callback(statements.append)
+            everyone.wait(10)
+
+        await asyncio.gather(*(backend._run(trace) for _ in range(READERS)))
         await backend.hop(["A", "B", "C", "D", "nope"])
         assert len(statements) == 2  # outgoing and incoming
         statements.clear()

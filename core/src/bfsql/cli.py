@@ -1,4 +1,4 @@
-"""The ``bfsql`` command line: serve, query, path, load, plugins.
+"""The ``bfsql`` command line: serve, query, path, explore, load, plugins.
 
 Plugins are loaded when the command runs, not when this module is imported; their
 ``register_commands`` hooks add commands to the same group.
@@ -207,7 +207,7 @@ def serve(**options: Any) -> None:
                 click.echo(f"bfsql: serving {', '.join(p.name for p in plans)} over stdio. This is for MCP clients: "
                            "add 'bfsql serve' to your client's config (see README), or try 'bfsql query'. "
                            "Ctrl-C stops.", err=True)
-            asyncio.run(serve_stdio(plans))
+            asyncio.run(serve_stdio(plans, server))
         else:
             verbose = click.get_current_context().find_root().params.get("verbose", 0) > 0
             asyncio.run(serve_http(plans, server, verbose=verbose))
@@ -351,7 +351,9 @@ async def _call_tool(plans: list[Any], tool: str, arguments: dict[str, Any]) -> 
 @click.argument("tool")
 @click.argument("arguments", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON answer.")
-def query(tool: str, arguments: tuple[str, ...], as_json: bool, **options: Any) -> None:
+@click.option("--format", "diagram", type=click.Choice(["dot", "mermaid", "graphml"]), default=None,
+              help="Print a bfs_query or intersect_subgraphs answer as a diagram (see docs/explore.md).")
+def query(tool: str, arguments: tuple[str, ...], as_json: bool, diagram: str | None, **options: Any) -> None:
     """Call one tool from the terminal ('bfsql tools' lists them with their arguments).
 
     ARGUMENTS are key=value pairs (values parsed as JSON when they can be) or one JSON
@@ -360,8 +362,16 @@ def query(tool: str, arguments: tuple[str, ...], as_json: bool, **options: Any) 
     \b
       bfsql query search_entities query=BRAF
       bfsql query bfs_query '{"seeds": ["FPLX:RAF"], "max_hops": 1}'
+      bfsql query bfs_query seeds='["HGNC:BRAF"]' max_hops=2 --format mermaid
     """
-    _print_answer(tool, _parse_arguments(arguments), as_json, options)
+    from bfsql.diagrams import DIAGRAM_TOOLS
+
+    if diagram and tool not in DIAGRAM_TOOLS:
+        raise click.UsageError(f"--format {diagram} draws {' and '.join(DIAGRAM_TOOLS)} answers, not {tool}'s; "
+                               "use --json for the others.")
+    if diagram and as_json:
+        raise click.UsageError("give either --json or --format, not both")
+    _print_answer(tool, _parse_arguments(arguments), as_json, options, diagram)
 
 
 @click.command(cls=GraphCommand)
@@ -385,7 +395,9 @@ def path(path_query: str, k: int, threshold: float, max_results: int, as_json: b
     _print_answer("path_query", arguments, as_json, options)
 
 
-def _print_answer(tool: str, arguments: dict[str, Any], as_json: bool, options: dict[str, Any]) -> None:
+def _print_answer(
+    tool: str, arguments: dict[str, Any], as_json: bool, options: dict[str, Any], diagram: str | None = None
+) -> None:
     """Call ``tool`` on the graph the command's options describe and print its answer (or fail with its error)."""
     _, plans = _resolve(options)
     try:
@@ -395,7 +407,47 @@ def _print_answer(tool: str, arguments: dict[str, Any], as_json: bool, options: 
         return
     if not ok:
         raise click.ClickException(str(data))
+    if diagram:
+        from bfsql.diagrams import diagram as draw
+
+        click.echo(draw(tool, data, diagram), nl=False)
+        return
     click.echo(json.dumps(data, ensure_ascii=False, indent=2) if as_json else _render(tool, data))
+
+
+EXPLORE_PORT = 8765
+"""The explorer's port unless --port (or BFSQL_EXPLORE_PORT) says otherwise: not serve's, so both can run."""
+
+
+@click.command(cls=GraphCommand)
+@click.option("--port", type=int, default=EXPLORE_PORT, show_default=True, envvar="BFSQL_EXPLORE_PORT",
+              show_envvar=True, help="HTTP port of the page.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
+def explore(port: int, open_browser: bool, **options: Any) -> None:
+    """Search and draw a graph in the browser. With no options: the FamPlex demo graph.
+
+    Serves a local web page (127.0.0.1 by default; beyond loopback, --auth-token is
+    required, as for 'bfsql serve'). It reads the graph through the same tools, budgets
+    and truncation notes as an MCP client. Shareable addresses, e.g.:
+
+    \b
+      http://127.0.0.1:8765/?seed=HGNC:BRAF&hops=2
+      http://127.0.0.1:8765/?q=RAF
+
+    See docs/explore.md.
+    """
+    from bfsql.explore import serve_explorer
+    from bfsql.explore.app import page_url
+
+    server, plans = _resolve(options)
+    click.echo(f"bfsql explore: {', '.join(p.name for p in plans)} at {page_url(server, port)}"
+               + (" (first visit: add ?token=<your token>)" if server.auth_token else "") + ". Ctrl-C stops.", err=True)
+    try:
+        asyncio.run(serve_explorer(plans, server, port, open_browser))
+    except BfsqlError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        pass
 
 
 @click.command()
@@ -525,7 +577,7 @@ def build_cli() -> click.Group:
 
     group = click.Group(name="bfsql", commands=dict(cli.commands), callback=cli.callback, params=cli.params,
                         help=cli.help)
-    for command in (serve, query, path):
+    for command in (serve, query, path, explore):
         group.add_command(_graph_command(command))
     group.add_command(load)
     group.add_command(tools)

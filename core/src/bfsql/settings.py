@@ -45,6 +45,7 @@ from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.errors import BfsqlError
 
 __all__ = [
+    "DEFAULT_MAX_HEAVY_CALLS",
     "GRAPH_COMMANDS",
     "ConfigError",
     "ConfigFile",
@@ -62,6 +63,9 @@ __all__ = [
 
 GRAPH_COMMANDS = ("serve", "query", "path", "explore")
 """The commands that open graphs and take the graph-level settings."""
+
+DEFAULT_MAX_HEAVY_CALLS = 4
+"""Traversals computed at once by default: enough to keep a database busy, few enough that cheap calls stay fast."""
 
 _SERVE = ("serve",)
 _WEB = ("serve", "explore")
@@ -93,13 +97,20 @@ class ServerSettings(BaseModel):
     embedder: str = _setting("auto", "Embedder for vector search and path queries (must match a store's "
                              "entity vectors); auto: the store's own, else minilm-int8 when installed, else "
                              "hashing.", per_graph=True)
+    max_heavy_calls: int = _setting(DEFAULT_MAX_HEAVY_CALLS, "Traversals (bfs_query, intersect_subgraphs, "
+                                    "path_query) computed at once; more wait their turn, cheap calls never wait.",
+                                    commands=_WEB, ge=1)
     transport: Literal["stdio", "http"] = _setting("stdio", "stdio for desktop clients; http for streamable HTTP.",
                                                    commands=_SERVE)
     host: str = _setting("127.0.0.1", "HTTP bind address (0.0.0.0 or :: for every interface: needs a token).",
                          commands=_WEB)
-    port: int = _setting(8000, "HTTP port.", commands=_WEB, ge=0, le=65535)
+    port: int = _setting(8000, "HTTP port.", commands=_SERVE, ge=0, le=65535)
     auth_token: str | None = _setting(None, "Bearer token required on every HTTP request (required off loopback).",
                                       commands=_WEB)
+    session_idle_timeout: float = _setting(600.0, "Seconds an idle HTTP session is kept before it is closed (a "
+                                           "client then opens a new one).", commands=_SERVE, gt=0)
+    max_sessions: int = _setting(1000, "Most HTTP sessions open at once; a new one beyond gets 503 until one ends or "
+                                 "expires.", commands=_SERVE, ge=1)
     allowed_hosts: tuple[str, ...] = _setting((), "Extra Host header value accepted over HTTP (e.g. a reverse "
                                               "proxy's name); repeat for several.", commands=_WEB)
 

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable
 from pathlib import Path
 
 import asyncpg
 import pytest
 from pg_variants import build_evidence_table_variant, embed_names
 
-from bfsql import BackendFailure, Edge, EmbedderMismatch, Graph, HashingEmbedder, TraversalBudget, bfs_query
-from bfsql.testing.standard_graph import MDM2, MERGED, STANDARD_IDS, TP53, standard_records
+from bfsql import (
+    BackendFailure,
+    Edge,
+    EmbedderMismatch,
+    Graph,
+    HashingEmbedder,
+    NodeInfo,
+    TraversalBudget,
+    bfs_query,
+)
+from bfsql.testing.standard_graph import ASPIRIN, GASTRIC, MDM2, MERGED, STANDARD_IDS, TP53, standard_records
 from bfsql_postgres import PostgresBackend, PostgresConfig, PostgresStoreError
 from bfsql_postgres.loader import load_postgres
 from bfsql_testsupport.services import free_port
@@ -30,7 +40,7 @@ async def test_every_connection_is_read_only(standard_backend: PostgresBackend) 
         await pool.execute("UPDATE entity SET name = 'changed'")
     with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
         await pool.execute("CREATE EXTENSION IF NOT EXISTS hstore")
-    assert (await standard_backend.get_node(TP53)).entity_type == "Gene"
+    assert (await standard_backend.get_nodes([TP53]))[TP53].entity_type == "Gene"
 
 
 async def test_statement_timeout_cancels_and_says_what_to_do(standard_dsn: str) -> None:
@@ -44,39 +54,66 @@ async def test_statement_timeout_cancels_and_says_what_to_do(standard_dsn: str) 
         await backend.aclose()
 
 
-async def test_each_batch_primitive_is_one_statement(standard_dsn: str) -> None:
-    statements: list[str] = []
+class StatementLog:
+    """An asyncpg query logger keeping the statements the backend sends (not asyncpg's type introspection)."""
 
-    def observe(record: object) -> None:
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+
+    def __call__(self, record: object) -> None:
         query = getattr(record, "query", "")
-        if "pg_catalog" not in query:  # asyncpg's own type introspection
-            statements.append(query)
+        if "pg_catalog" not in query:
+            self.statements.append(query)
 
-    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=observe)
+    async def after(self, call: Awaitable[object]) -> list[str]:
+        """The statements sent while ``call`` ran."""
+        self.statements.clear()
+        await call
+        await asyncio.sleep(0.05)  # query loggers run as callbacks on the loop
+        return list(self.statements)
+
+
+async def test_each_primitive_is_one_statement(standard_dsn: str) -> None:
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
     try:
         ids = [*STANDARD_IDS, MERGED, "NOPE:unknown"]
-        edges = [Edge(subject=TP53, predicate="REGULATES", object=MDM2)] * 3
+        edges = [Edge(TP53, "REGULATES", MDM2)] * 3 + [Edge(ASPIRIN, "TREATS", GASTRIC)]
         calls = [
-            lambda: backend.edges_from_many(ids),
-            lambda: backend.edges_to_many(ids),
-            lambda: backend.get_nodes(ids),
-            lambda: backend.metadata_for_nodes(ids),
-            lambda: backend.metadata_for_edges(edges),
-            lambda: backend.search_entities("p53"),
+            backend.hop(ids),
+            backend.get_nodes(ids),
+            backend.metadata_for_nodes(ids),
+            backend.metadata_for_edges(edges),
+            backend.provenance_for_edges(edges),
+            backend.search_entities("p53"),
         ]
         for call in calls:
-            statements.clear()
-            await call()
-            await asyncio.sleep(0.05)  # query loggers run as callbacks on the loop
-            assert len(statements) == 1, statements
-
-        statements.clear()
-        result = await bfs_query(Graph(backend, cache=None), [TP53], 2, topology_only=True)
-        await asyncio.sleep(0.05)
-        assert result.node_count == 9  # all but the isolated GENE:ORPHAN
-        assert len(statements) == 1 + 3 * 2, "seeds' identities, then per hop: out-edges, in-edges, identities"
+            assert len(await log.after(call)) == 1, log.statements
     finally:
         await backend.aclose()
+
+
+async def test_a_traversal_sends_get_nodes_then_one_statement_per_hop(standard_dsn: str) -> None:
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    try:
+        for hops in (1, 2, 3):
+            topology = await log.after(bfs_query(Graph(backend, cache=None), [TP53], hops, topology_only=True))
+            assert len(topology) == 1 + hops, f"get_nodes of the seeds, then one hop statement per hop: {topology}"
+            full = await log.after(bfs_query(Graph(backend, cache=None), [TP53], hops))
+            assert len(full) == 1 + hops + 2, f"and in full mode node and edge metadata, once each: {full}"
+            assert not any("evidence" in sql for sql in full), "a traversal never reads provenance"
+        result = await bfs_query(Graph(backend, cache=None), [TP53], 2, topology_only=True)
+        assert result.node_count == 9  # all but the isolated GENE:ORPHAN
+    finally:
+        await backend.aclose()
+
+
+async def test_edge_metadata_and_provenance_answer_only_the_asked_edges(standard_backend: PostgresBackend) -> None:
+    """Only the asked edges come back, not others between the same ends with the same predicates."""
+    asked = [Edge(TP53, "REGULATES", MDM2), Edge(MDM2, "INHIBITS", TP53)]  # MDM2 REGULATES MDM2 is among their ends
+    assert sorted(await standard_backend.metadata_for_edges(asked)) == sorted(asked)
+    assert set(await standard_backend.provenance_for_edges(asked)) <= set(asked)
 
 
 async def test_metadata_never_carries_embeddings(standard_backend: PostgresBackend) -> None:
@@ -87,10 +124,30 @@ async def test_metadata_never_carries_embeddings(standard_backend: PostgresBacke
 
 
 async def test_edges_and_metadata_of_merged_entities_are_invisible(standard_backend: PostgresBackend) -> None:
-    merged_edge = Edge(subject=MERGED, predicate="INTERACTS_WITH", object=MDM2)
-    assert await standard_backend.metadata_for_edge(merged_edge) == {}
+    assert standard_backend.layout.merged
+    merged_edge = Edge(MERGED, "INTERACTS_WITH", MDM2)
+    assert await standard_backend.metadata_for_edges([merged_edge]) == {}
+    assert await standard_backend.provenance_for_edges([merged_edge]) == {}
     assert MERGED not in await standard_backend.get_nodes([MERGED, TP53])
-    assert all(merged_edge not in edges for edges in (await standard_backend.edges_to_many([MDM2])).values())
+    hop = await standard_backend.hop([MDM2, MERGED])
+    assert MERGED not in hop and all(row[:3] != merged_edge for row in hop[MDM2])
+
+
+async def test_a_store_without_merged_entities_is_asked_no_status_condition(scratch_dsn: str) -> None:
+    records = [
+        r for r in standard_records()
+        if MERGED not in (getattr(r, "id", None), getattr(r, "subject", None), getattr(r, "object", None))
+    ]
+    await build_evidence_table_variant(scratch_dsn, records)
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn), on_query=log)
+    try:
+        assert not backend.layout.merged
+        sent = await log.after(bfs_query(Graph(backend, cache=None), [TP53], 2))
+        assert sent and not any("merged" in sql for sql in sent), sent
+        assert Edge(TP53, "REGULATES", MDM2) in {Edge(*row[:3]) for row in (await backend.hop([TP53]))[TP53]}
+    finally:
+        await backend.aclose()
 
 
 # --- start-up errors -------------------------------------------------------------
@@ -100,11 +157,12 @@ async def test_ids_and_types_with_a_nul_character_name_nothing(standard_backend:
     """PostgreSQL text cannot hold NUL: such an id is unknown, not a backend failure (found by the corpus)."""
     nul = "GENE:TP53\x00"
     with pytest.raises(KeyError):
-        await standard_backend.get_node(nul)
-    assert await standard_backend.get_nodes([nul, TP53]) == {TP53: await standard_backend.get_node(TP53)}
-    assert await standard_backend.edges_from_many([nul]) == {}
+        await Graph(standard_backend, cache=None).get_node(nul)
+    assert await standard_backend.get_nodes([nul, TP53]) == {TP53: NodeInfo("Gene", "TP53")}
+    assert await standard_backend.hop([nul]) == {}
     assert await standard_backend.metadata_for_nodes([nul]) == {}
-    assert await standard_backend.metadata_for_edge(Edge(subject=nul, predicate="REGULATES", object=MDM2)) == {}
+    assert await standard_backend.metadata_for_edges([Edge(nul, "REGULATES", MDM2)]) == {}
+    assert await standard_backend.provenance_for_edges([Edge(nul, "REGULATES", MDM2)]) == {}
     assert await standard_backend.search_entities("p53", node_types=["Gene\x00"]) == []
     assert [s.id for s in await standard_backend.search_entities("p53", node_types=["Gene\x00", "Gene"])][:1] == [
         TP53
@@ -149,14 +207,23 @@ async def _schema_then(dsn: str, *statements: str) -> None:
         ("ALTER TABLE entity DROP COLUMN synonyms", r"entity lacks column\(s\) synonyms"),
         ("ALTER TABLE relationship DROP COLUMN source_documents", r"relationship lacks column\(s\) source_documents"),
         ("ALTER TABLE entity ALTER COLUMN properties TYPE text", r"entity\.properties has type text.*ALTER TABLE"),
-        ("DROP TABLE bundle_evidence", r"No evidence table.*bundle_evidence.*evidence"),
-        ("ALTER TABLE bundle_evidence DROP COLUMN section", r"bundle_evidence exists but lacks columns"),
+        ("ALTER TABLE bundle_evidence DROP COLUMN section", r"bundle_evidence exists .* but lacks columns"),
     ],
 )
 async def test_schema_defects_are_named(scratch_dsn: str, alteration: str, message: str) -> None:
     await _schema_then(scratch_dsn, alteration)
     with pytest.raises(PostgresStoreError, match=message):
         await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn))
+
+
+async def test_a_store_without_evidence_tables_is_served_without_provenance(scratch_dsn: str) -> None:
+    await _schema_then(scratch_dsn, "DROP TABLE bundle_evidence")
+    backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn))
+    try:
+        assert not backend.layout.provenance and not backend.capabilities.provenance
+        assert await backend.provenance_for_edges([Edge(TP53, "REGULATES", MDM2)]) == {}
+    finally:
+        await backend.aclose()
 
 
 async def test_stored_embedder_without_pgvector_is_refused(scratch_dsn: str) -> None:
@@ -265,9 +332,12 @@ async def test_search_handles_quotes_nul_and_blank_queries(search_backend: Postg
     assert await _ids(search_backend, "   ") == []
 
 
-async def test_search_returns_at_most_twenty(search_backend: PostgresBackend) -> None:
+async def test_search_returns_at_most_limit(search_backend: PostgresBackend) -> None:
     hits = await _ids(search_backend, "gene")
     assert len(hits) == 20 and hits[:3] == ["G:00", "G:01", "G:02"]
+    assert [s.id for s in await search_backend.search_entities("gene", None, 25)] == [f"G:{i:02d}" for i in range(25)]
+    assert [s.id for s in await search_backend.search_entities("gene", None, 2)] == ["G:00", "G:01"]
+    assert await search_backend.search_entities("gene", None, 0) == []
 
 
 async def test_search_uses_the_trigram_indexes(search_backend: PostgresBackend) -> None:
@@ -282,6 +352,18 @@ async def test_search_uses_the_trigram_indexes(search_backend: PostgresBackend) 
         )
         await conn.execute("RESET enable_seqscan")
     assert "entity_name_trgm_idx" in plan and "entity_synonyms_trgm_idx" in plan, plan
+
+
+async def test_a_hop_reads_relationships_from_the_indexes_the_schema_creates(standard_backend: PostgresBackend) -> None:
+    """init-schema and load create the indexes the hop statement scans: outgoing edges from the primary key,
+    incoming ones from the covering object index, the other ends from entity's primary key."""
+    async with standard_backend.pool.acquire() as conn:
+        await conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + standard_backend._hop_sql, [TP53, MDM2]))
+        await conn.execute("RESET enable_seqscan")
+    assert "Index Only Scan using relationship_pkey" in plan, plan
+    assert "Index Only Scan using relationship_object_idx" in plan, plan
+    assert "entity_pkey" in plan and "Seq Scan" not in plan, plan
 
 
 async def test_budget_cut_traversal_on_postgres(standard_backend: PostgresBackend) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from bfsql import BadRow, MemoryBackend, read_bundle
+from bfsql import BadRow, Edge, MemoryBackend, read_bundle
 from bfsql.testing.standard_graph import STANDARD_IDS, write_standard_bundle
 from bfsql_postgres import PostgresBackend, PostgresConfig
 from bfsql_postgres.loader import load_postgres
@@ -104,9 +104,9 @@ async def test_load_is_idempotent_and_matches_the_memory_backend(scratch_dsn: st
     try:
         ids = list(STANDARD_IDS)
         assert await backend.metadata_for_nodes(ids) == await memory.metadata_for_nodes(ids)
-        edges = sorted({e for es in (await memory.edges_from_many(ids)).values() for e in es},
-                       key=lambda e: (e.subject, e.predicate, e.object))
+        edges = sorted({Edge(*row[:3]) for rows in (await memory.hop(ids)).values() for row in rows})
         assert await backend.metadata_for_edges(edges) == await memory.metadata_for_edges(edges)
+        assert await backend.provenance_for_edges(edges) == await memory.provenance_for_edges(edges)
     finally:
         await backend.aclose()
 

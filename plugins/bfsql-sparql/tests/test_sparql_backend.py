@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import AsyncIterator
 
@@ -38,6 +39,12 @@ from bfsql_sparql.truncation import REASON
 from bfsql_testsupport.services import free_port
 
 DEPARTMENT = "http://www.Department0.University0.edu"
+STUDENTS = [f"{DEPARTMENT}/UndergraduateStudent{i}" for i in range(250)]
+
+
+def facade(backend: SparqlBackend) -> Graph:
+    """The backend behind a Graph without cache or plugins: the single-id calls, derived from the primitives."""
+    return Graph(backend, plugins=[], cache=None)
 
 
 @pytest.fixture
@@ -60,7 +67,7 @@ async def test_edge_limit_cuts_in_order_and_is_reported(
     )
     assert total > 100
     with caplog.at_level(logging.WARNING, logger="bfsql.sparql"):
-        edges = await lubm.edges_to(DEPARTMENT)
+        edges = await facade(lubm).edges_to(DEPARTMENT)
     assert len(edges) == 100
     first = sparql_json(
         server.endpoint,
@@ -72,18 +79,55 @@ async def test_edge_limit_cuts_in_order_and_is_reported(
     }
     assert f"{DEPARTMENT} has {total} incoming statements; only 100 were read" in caplog.text
 
-    # The engine's answer says so: the backend reports its cuts through GraphDbInterface.truncations.
+    # The engine's answer says so: the backend reports its cuts through GraphBackend.truncations.
     result = await bfs_query(Graph(lubm), [DEPARTMENT], 1, topology_only=True, budget=TraversalBudget(max_nodes=10_000))
     notes = [t for t in result.truncated or [] if t.reason == REASON]
     assert notes and notes[0].capped_nodes == [DEPARTMENT] and f"100 of {total} incoming" in notes[0].detail
 
 
-async def test_a_hop_over_many_hubs_is_batched(lubm: SparqlBackend) -> None:
-    students = [f"{DEPARTMENT}/UndergraduateStudent{i}" for i in range(250)]
+async def test_a_hop_is_one_query_per_batch_of_ids(lubm: SparqlBackend) -> None:
     sent = lubm.client.requests
-    edges = await lubm.edges_from_many(students)
-    assert len(edges) == 250 and all(edges.values())
-    assert lubm.client.requests - sent <= 6, "250 ids: one count and one fetch per batch of 100"
+    rows = await lubm.hop(STUDENTS)
+    assert sorted(rows) == sorted(STUDENTS) and all(rows.values())
+    assert lubm.client.requests - sent == math.ceil(len(STUDENTS) / lubm.limits.batch_size)
+    for student, found in rows.items():
+        assert all(student in (subject, obj) for subject, _, obj, _, _ in found)
+        assert all(other_type is not None for *_, other_type, _ in found), "every end of a student is an entity"
+
+
+async def test_a_hop_too_big_for_one_answer_is_read_in_groups(server: SparqlServer, lubm: SparqlBackend) -> None:
+    """Past --max-rows a chunk is counted and asked again in groups that fit, a hub page by page: the same answer."""
+    small = await SparqlBackend.create(lubm_config(server, edge_limit=100, max_rows=50))
+    try:
+        asked = [DEPARTMENT, *STUDENTS[:40]]
+        sent = small.client.requests
+        counted = await small.hop(asked)
+        assert small.client.requests - sent > 3, "the query, the counts, the groups, the hub's pages and ends"
+        expected = await lubm.hop(asked)
+        assert {i: sorted(rows) for i, rows in counted.items()} == {i: sorted(rows) for i, rows in expected.items()}
+        assert [c.capped_nodes for c in small.truncations(set(asked))] == [[DEPARTMENT]]
+    finally:
+        await small.aclose()
+
+
+async def test_literal_values_are_cut_alike_in_one_query_or_counted(server: SparqlServer) -> None:
+    """Past --edge-limit literal values are cut in (predicate, value) order and noted; past --max-rows a
+    metadata block is read the counted way, with the same answer."""
+    professors = [f"{DEPARTMENT}/FullProfessor{i}" for i in range(5)]
+    one_query = await SparqlBackend.create(lubm_config(server, edge_limit=2))
+    counted = await SparqlBackend.create(lubm_config(server, edge_limit=2, max_rows=10))
+    try:
+        found = await one_query.metadata_for_nodes(professors)
+        sent = counted.client.requests
+        assert await counted.metadata_for_nodes(professors) == found
+        assert counted.client.requests - sent > 2, "the query, then counts and fetches"
+        assert sorted(found) == professors
+        for metadata in found.values():
+            assert metadata["values_truncated"].startswith("2 of ")
+            assert metadata["emailAddress"].endswith("@Department0.University0.edu")
+    finally:
+        await one_query.aclose()
+        await counted.aclose()
 
 
 async def test_virtuoso_row_cap_is_detected_and_obeyed(virtuoso_server: SparqlServer) -> None:
@@ -104,9 +148,10 @@ async def test_virtuoso_row_cap_is_detected_and_obeyed(virtuoso_server: SparqlSe
             [LUBM_GRAPH],
         )["results"]["bindings"][0]["n"]["value"]
         assert int(total) > 10_000, "one batch must exceed Virtuoso's cap"
-        edges = await backend.edges_from_many(busy)
+        rows = await backend.hop(busy)
         assert backend.client.row_cap == 10_000
-        assert sum(len(found) for found in edges.values()) == int(total), "refetched within the announced cap"
+        outgoing = sum(1 for entity, found in rows.items() for subject, *_ in found if subject == entity)
+        assert outgoing == int(total), "refetched within the announced cap"
         assert not backend.cuts.cuts_for(set(busy))
     finally:
         await backend.aclose()
@@ -156,7 +201,7 @@ async def test_language_preference(server: SparqlServer) -> None:
         )
         backend = await SparqlBackend.create(config)
         try:
-            return await backend.metadata_for_node(POLYGLOT)
+            return (await backend.metadata_for_nodes([POLYGLOT]))[POLYGLOT]
         finally:
             await backend.aclose()
 
@@ -178,7 +223,7 @@ async def test_default_graph_is_respected(server: SparqlServer) -> None:
     try:
         assert not [t for t in await backend.entity_types() if t.startswith("ub:")]
         with pytest.raises(KeyError):
-            await backend.get_node(DEPARTMENT)
+            await facade(backend).get_node(DEPARTMENT)
     finally:
         await backend.aclose()
 
@@ -199,7 +244,7 @@ def proxied(proxy: FaultProxy, **options: object) -> SparqlConfig:
 async def test_user_agent_read_only_and_get_or_post(proxy: FaultProxy) -> None:
     backend = await SparqlBackend.create(proxied(proxy))
     try:
-        await backend.edges_from_many([f"{DEPARTMENT}/UndergraduateStudent{i}" for i in range(100)])
+        await backend.hop(STUDENTS[:100])
         await backend.search_entities("Department1")
     finally:
         await backend.aclose()
@@ -238,7 +283,7 @@ async def test_rate_limits_are_retried_honouring_retry_after(proxy: FaultProxy) 
         proxy.seen.clear()
         proxy.faults = [Fault(429, {"Retry-After": "1"}, "slow down"), Fault(503, {}, "busy")]
         started = time.monotonic()
-        node = await backend.get_node(DEPARTMENT)
+        node = (await backend.get_nodes([DEPARTMENT]))[DEPARTMENT]
         assert node.entity_type == "ub:Department"
         assert time.monotonic() - started >= 1.0
         assert len(proxy.seen) == 3 and proxy.seen[1].at - proxy.seen[0].at >= 0.99
@@ -251,11 +296,11 @@ async def test_persistent_overload_fails_clearly(proxy: FaultProxy) -> None:
     try:
         proxy.faults = [Fault(503)] * 3
         with pytest.raises(SparqlEndpointError, match="HTTP 503"):
-            await backend.get_node(DEPARTMENT)
+            await backend.get_nodes([DEPARTMENT])
         proxy.faults = [Fault(429, {"Retry-After": "3600"})]
         with pytest.raises(SparqlEndpointError, match="asks to wait 3600s"):
-            await backend.get_node(DEPARTMENT)
-        assert (await backend.get_node(DEPARTMENT)).entity_type == "ub:Department", "recovers afterwards"
+            await backend.get_nodes([DEPARTMENT])
+        assert (await backend.get_nodes([DEPARTMENT]))[DEPARTMENT].entity_type == "ub:Department", "recovers"
     finally:
         await backend.aclose()
 
@@ -268,7 +313,7 @@ async def test_query_timeout(proxy: FaultProxy) -> None:
         proxy.faults = [Fault(200, delay=2.0)]
         started = time.monotonic()
         with pytest.raises(SparqlEndpointError, match=r"did not answer within 0\.5s"):
-            await backend.get_node(DEPARTMENT)
+            await backend.get_nodes([DEPARTMENT])
         assert time.monotonic() - started < 1.5
     finally:
         await backend.aclose()
@@ -279,7 +324,7 @@ async def test_concurrency_is_bounded(proxy: FaultProxy) -> None:
     try:
         proxy.forward_delay = 0.1
         proxy.max_in_flight = 0
-        await asyncio.gather(*(backend.get_node(f"{DEPARTMENT}/FullProfessor{i}") for i in range(8)))
+        await asyncio.gather(*(backend.get_nodes([f"{DEPARTMENT}/FullProfessor{i}"]) for i in range(8)))
         assert proxy.max_in_flight == 2
     finally:
         await backend.aclose()
@@ -343,10 +388,11 @@ async def test_type_predicate(server: SparqlServer) -> None:
     )
     backend = await SparqlBackend.create(config)
     try:
-        assert (await backend.get_node(WIKI_ITEM)).entity_type == "inj:Human"
+        graph = facade(backend)
+        assert (await graph.get_node(WIKI_ITEM)).entity_type == "inj:Human"
         assert "inj:Human" in await backend.entity_types() and "inj:instanceOf" not in await backend.predicates()
-        assert [(e.predicate, e.object) for e in await backend.edges_from(WIKI_ITEM)] == [("rdf:type", "inj:Item")]
+        assert [(e.predicate, e.object) for e in await graph.edges_from(WIKI_ITEM)] == [("rdf:type", "inj:Item")]
         assert [s.id for s in await backend.search_entities("Douglas", ["inj:Human"])] == [WIKI_ITEM]
-        assert (await backend.get_node("inj:Human")).entity_type == "Entity"
+        assert (await graph.get_node("inj:Human")).entity_type == "Entity"
     finally:
         await backend.aclose()

@@ -1,4 +1,4 @@
-"""The injection corpus against both real servers: every entry is a clear error or an exact match.
+"""The injection corpus against both real servers: every entry is refused before any query, or an exact match.
 
 Proof that no entry altered a query: the data is unchanged afterwards (triples per
 graph and the list of graphs, read with direct SPARQL), the answers hold no extra
@@ -34,6 +34,11 @@ def snapshot(server: SparqlServer) -> dict[str, int]:
     return counts
 
 
+def facade(backend: SparqlBackend) -> Graph:
+    """The backend behind a Graph without cache or plugins: the single-id calls, derived from the primitives."""
+    return Graph(backend, plugins=[], cache=None)
+
+
 @pytest.fixture
 async def backend(server: SparqlServer) -> AsyncIterator[SparqlBackend]:
     before = snapshot(server)
@@ -46,19 +51,28 @@ async def backend(server: SparqlServer) -> AsyncIterator[SparqlBackend]:
 
 @pytest.mark.parametrize("entity_id", INVALID_IDS)
 async def test_invalid_ids_are_refused_with_a_clear_error(backend: SparqlBackend, entity_id: str) -> None:
+    with pytest.raises(InvalidEntityId) as caught:
+        backend.to_iri(entity_id)
+    assert isinstance(caught.value, KeyError) and isinstance(caught.value, InvalidArgument)
+    assert "Invalid entity id" in caught.value.message and caught.value.hint
     sent = backend.client.requests
-    for method in (backend.get_node, backend.edges_from, backend.edges_to, backend.metadata_for_node):
-        with pytest.raises(InvalidEntityId) as caught:
+    for primitive in (backend.get_nodes, backend.hop, backend.metadata_for_nodes):
+        assert await primitive([entity_id]) == {}, "a refused id is unknown"
+    graph = facade(backend)
+    for method in (graph.get_node, graph.edges_from, graph.edges_to, graph.metadata_for_node):
+        with pytest.raises(KeyError):
             await method(entity_id)
-        assert isinstance(caught.value, KeyError) and isinstance(caught.value, InvalidArgument)
-        assert "Invalid entity id" in caught.value.message and caught.value.hint
     assert backend.client.requests == sent, "a refused id must not reach the endpoint"
-    assert await backend.get_nodes([entity_id, ODD_IDS[0]]) == {ODD_IDS[0]: await backend.get_node(ODD_IDS[0])}
+    assert await backend.get_nodes([entity_id, ODD_IDS[0]]) == await backend.get_nodes([ODD_IDS[0]])
+    assert list(await backend.get_nodes([entity_id, ODD_IDS[0]])) == [ODD_IDS[0]]
 
 
 @pytest.mark.parametrize("entity_id", UNKNOWN_IDS)
 async def test_unknown_ids_are_unknown(backend: SparqlBackend, entity_id: str) -> None:
-    for method in (backend.get_node, backend.edges_from, backend.edges_to, backend.metadata_for_node):
+    for primitive in (backend.get_nodes, backend.hop, backend.metadata_for_nodes):
+        assert await primitive([entity_id]) == {}
+    graph = facade(backend)
+    for method in (graph.get_node, graph.edges_from, graph.edges_to, graph.metadata_for_node):
         with pytest.raises(KeyError):
             await method(entity_id)
 
@@ -66,13 +80,23 @@ async def test_unknown_ids_are_unknown(backend: SparqlBackend, entity_id: str) -
 async def test_odd_but_valid_ids_match_exactly(backend: SparqlBackend) -> None:
     nodes = await backend.get_nodes([*ODD_IDS, *INVALID_IDS, *UNKNOWN_IDS])
     assert sorted(nodes) == sorted(ODD_IDS)
+    rows = await backend.hop([*ODD_IDS, *INVALID_IDS, *UNKNOWN_IDS])
+    assert sorted(rows) == sorted(ODD_IDS)
+    metadata = await backend.metadata_for_nodes([*ODD_IDS, *INVALID_IDS, *UNKNOWN_IDS])
+    assert sorted(metadata) == sorted(ODD_IDS)
     for position, entity_id in enumerate(ODD_IDS):
-        following = ODD_IDS[(position + 1) % len(ODD_IDS)]
-        assert nodes[entity_id].entity_type == "inj:Odd"
-        assert await backend.edges_from(entity_id) == [Edge(subject=entity_id, predicate="inj:next", object=following)]
-        metadata = await backend.metadata_for_node(entity_id)
-        assert metadata["name"] == entity_id.removeprefix("inj:")
-        assert metadata["canonical_url"] == odd_iri(entity_id)
+        following, previous = ODD_IDS[(position + 1) % len(ODD_IDS)], ODD_IDS[position - 1]
+        name = entity_id.removeprefix("inj:")
+        assert nodes[entity_id] == ("inj:Odd", name)
+        assert await facade(backend).edges_from(entity_id) == [Edge(entity_id, "inj:next", following)]
+        assert sorted(rows[entity_id]) == sorted(
+            [
+                (entity_id, "inj:next", following, "inj:Odd", following.removeprefix("inj:")),
+                (previous, "inj:next", entity_id, "inj:Odd", previous.removeprefix("inj:")),
+            ]
+        )
+        assert metadata[entity_id]["name"] == name
+        assert metadata[entity_id]["canonical_url"] == odd_iri(entity_id)
 
 
 def _matches(query: str, label: str, word_search: bool) -> bool:
@@ -114,15 +138,17 @@ async def test_hostile_edges_have_no_metadata(backend: SparqlBackend) -> None:
     edges = [Edge(subject=bad, predicate="inj:next", object=ODD_IDS[0]) for bad in INVALID_IDS]
     edges.append(Edge(subject=ODD_IDS[0], predicate="inj:next> } ; DROP ALL ; {", object=ODD_IDS[1]))
     assert await backend.metadata_for_edges(edges) == {edge: {} for edge in edges}
+    assert await backend.provenance_for_edges(edges) == {}
 
 
 async def test_hostile_ids_through_the_mcp_tools(backend: SparqlBackend) -> None:
-    """The tools answer each hostile id with an error that says what is wrong, and keep answering."""
+    """The tools answer each hostile id as unknown, pointing to search_entities, and keep answering."""
     async with Client(await build_server(Graph(backend), ServeSettings())) as client:
         for entity_id in INVALID_IDS[:12]:
-            result = await client.call_tool("describe_entity", {"id": entity_id})
-            assert result.is_error and "Invalid entity id" in result.content[0].text, result.content[0].text
-            result = await client.call_tool("bfs_query", {"seeds": [entity_id], "max_hops": 1})
-            assert result.is_error and "search_entities" in result.content[0].text, result.content[0].text
+            calls = (("describe_entity", {"id": entity_id}), ("bfs_query", {"seeds": [entity_id], "max_hops": 1}))
+            for tool, arguments in calls:
+                result = await client.call_tool(tool, arguments)
+                text = result.content[0].text
+                assert result.is_error and "Unknown entity id" in text and "search_entities" in text, text
         result = await client.call_tool("describe_entity", {"id": ODD_IDS[0]})
         assert not result.is_error, result.content[0].text

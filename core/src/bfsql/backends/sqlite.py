@@ -61,6 +61,10 @@ FTS_CANDIDATES = 5000
 SUBSTRING_CANDIDATES = 2000
 """Labels examined by the substring tier of search_entities."""
 
+READERS = 3
+"""Reader threads, each with its own read-only connection: SQLite answers them in parallel (the GIL is
+released while a statement runs), so a cheap query never queues behind a traversal's long one."""
+
 DEFAULT_MEMORY_INDEX = 1_000_000
 """Stores with at most this many relationships keep a hop index in memory (~350 bytes a relationship)."""
 
@@ -211,7 +215,10 @@ class SqliteBackend(GraphBackend):
                 f"SQLite store {self.path} does not exist.",
                 f"Build it with: bfsql load --db {self.path} bundle.jsonl",
             )
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bfsql-sqlite")
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="bfsql-sqlite")
         try:
             relationships = self._executor.submit(self._connect).result()
         except BaseException:
@@ -230,7 +237,8 @@ class SqliteBackend(GraphBackend):
     # -- worker-thread side ---------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True)
+        # Each reader thread has its own connection; they are closed together (from any thread) by _close.
+        conn = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
         conn.execute("PRAGMA query_only = ON")
         return conn
 
@@ -273,6 +281,9 @@ class SqliteBackend(GraphBackend):
             self.vector_embedder = (meta["embedder"], int(meta["embedder_dimension"]))
         self._vectors = None
         self._conn = conn
+        with self._readers_lock:
+            self._readers.append(conn)
+        self._local.conn = conn
         self.capabilities = dataclasses.replace(
             type(self).capabilities,
             vector_search=self.vector_embedder is not None,
@@ -327,9 +338,15 @@ class SqliteBackend(GraphBackend):
 
     @property
     def _db(self) -> sqlite3.Connection:
+        """This reader thread's connection (opened on its first query)."""
         if self._conn is None:
             raise RuntimeError("the sqlite backend is closed")
-        return self._conn
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._open()
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
 
     def _sql_hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
         found: dict[str, list[HopEdge]] = {}
@@ -529,9 +546,12 @@ class SqliteBackend(GraphBackend):
         self._connect()
 
     def _close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._readers_lock:
+            readers, self._readers = self._readers, []
+        for conn in readers:
+            conn.close()
+        self._conn = None
+        self._local = threading.local()
 
     # -- event-loop side ------------------------------------------------------
 
@@ -542,7 +562,8 @@ class SqliteBackend(GraphBackend):
         return await asyncio.to_thread(self._indexed.wait, timeout)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on the backend's worker thread (the only thread touching the connection)."""
+        """Run ``fn(*args)`` on one of the backend's reader threads (each with its own connection), so that
+        a cheap query need not wait behind a long one."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args))
 

@@ -83,10 +83,9 @@ async def fetch_detail(
     ids = answer.node_ids
     reach = len(ids) if room is None else room.nodes_with_room(ids, answer.types, answer.names)
     wanted = [i for i in ids[:reach] if detail.full_node(answer.types[i])]
-    position = {node_id: i for i, node_id in enumerate(ids)}
-    where = position.get
-    edges = [  # an edge belongs to its later endpoint; the other may be on an earlier page (-1)
-        Edge(*e) for e in answer.triples if detail.full_edge(e[1]) and max(where(e[0], -1), where(e[2], -1)) < reach
+    beyond = set(ids[reach:])  # an edge with an end past the room belongs to a stub (its other end may be on
+    edges = [  # an earlier page)
+        Edge(*e) for e in answer.triples if e[0] not in beyond and e[2] not in beyond and detail.full_edge(e[1])
     ]
     known = known or {}
     fetched, fetched_edges = await gather_or_cancel(

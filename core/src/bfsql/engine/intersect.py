@@ -15,6 +15,7 @@ from bfsql.engine.answer import AnswerRoom, Detail, Traversal
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds, type_set
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, schema_summary
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
+from bfsql.engine.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
@@ -72,6 +73,7 @@ async def reach_all(
         reach.common[seeds[0]] = 0
     dangling: set[Triple] = set()
     gained = dict(mask)
+    pacer = Pacer()
     for level in range(1, k + 1):
         if not gained:
             break
@@ -82,6 +84,9 @@ async def reach_all(
             rows = rows_of.get(node_id)
             if not rows:
                 continue
+            pacer.work += len(rows) + 64
+            if pacer.work > WORK_BETWEEN_CHECKS:
+                await pacer.pause()
             for subject, predicate, obj, other_type, other_name in capped(
                 node_id, rows, budget, reach.cuts.capped_nodes
             ):
@@ -171,7 +176,14 @@ async def connections(
 async def _induced_edges(graph: Graph, nodes: set[str]) -> set[Triple]:
     """Every edge whose both endpoints are in ``nodes`` (one ``hop`` call)."""
     rows_of = await graph.hop(sorted(nodes))
-    return {(s, p, o) for rows in rows_of.values() for s, p, o, _, _ in rows if s in nodes and o in nodes}
+    edges: set[Triple] = set()
+    pacer = Pacer()
+    for rows in rows_of.values():
+        edges.update((s, p, o) for s, p, o, _, _ in rows if s in nodes and o in nodes)
+        pacer.work += len(rows) + 64
+        if pacer.work > WORK_BETWEEN_CHECKS:
+            await pacer.pause()
+    return edges
 
 
 async def intersect_subgraphs(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from bfsql.engine.answer import Triple
 from bfsql.engine.budget import TraversalBudget
+from bfsql.engine.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.graph import Graph
 from bfsql.models import Truncation
 from bfsql.rows import HopEdge
@@ -117,6 +118,7 @@ async def expand(
     result.levels.append(frontier)
 
     add_edge, add_predicate = edges.add, result.predicates.add
+    pacer = Pacer()
     for hop in range(1, hops + 1):
         if not frontier:
             break
@@ -127,6 +129,9 @@ async def expand(
             rows = rows_of.get(node_id)
             if not rows:
                 continue
+            pacer.work += len(rows) + 64
+            if pacer.work > WORK_BETWEEN_CHECKS:
+                await pacer.pause()
             for subject, predicate, obj, other_type, other_name in capped(node_id, rows, budget, result.capped_nodes):
                 other = obj if subject == node_id else subject
                 if other in distance:

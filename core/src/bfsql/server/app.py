@@ -13,6 +13,7 @@ embedder and settings, and a graph that fails leaves the others answering.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from bfsql.graph import Graph
 from bfsql.models import GraphListing
 from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection, schema_injection
 from bfsql.server.pipeline import READ_ONLY, ServeSettings, ToolSpec, error_result, run_tool, tool_spec
-from bfsql.settings import graph_name_error
+from bfsql.settings import DEFAULT_MAX_HEAVY_CALLS, graph_name_error
 
 __all__ = ["BfsqlServer", "ServeSettings", "ServedGraph", "build_server", "collect_tools"]
 
@@ -63,7 +64,9 @@ class BfsqlServer(MCPServer):
     that mistakes are explained in plain words and unknown arguments are refused by name.
     """
 
-    def __init__(self, graphs: Sequence[ServedGraph], tools: list[ToolSpec]) -> None:
+    def __init__(
+        self, graphs: Sequence[ServedGraph], tools: list[ToolSpec], max_heavy_calls: int = DEFAULT_MAX_HEAVY_CALLS
+    ) -> None:
         if not graphs:
             raise ValueError("a server needs at least one graph")
         instructions = SERVER_INSTRUCTIONS + (graphs_injection(graphs) if len(graphs) > 1 else "")
@@ -72,6 +75,8 @@ class BfsqlServer(MCPServer):
         self.graphs = {served.name: served for served in graphs}
         self.default = graphs[0]
         self.tools = {spec.name: spec for spec in tools}
+        self.slots = asyncio.Semaphore(max_heavy_calls)
+        """Heavy calls (traversals) in flight at once, over all graphs; more wait their turn."""
 
     @property
     def graph(self) -> Graph | None:
@@ -115,7 +120,8 @@ class BfsqlServer(MCPServer):
             return error_result(f"Unknown tool {name!r}. This server's tools: {', '.join(self.tools)}.")
         report = context.report_progress if context is not None else None
         if len(self.graphs) == 1:
-            return await run_tool(spec, arguments, self.default.graph, self.default.settings, report)  # type: ignore[arg-type]
+            return await run_tool(spec, arguments, self.default.graph, self.default.settings,  # type: ignore[arg-type]
+                                  report, slots=self.slots)
         arguments = dict(arguments) if isinstance(arguments, dict) else arguments
         chosen = arguments.pop("graph", None) if isinstance(arguments, dict) else None
         if chosen is not None and (not isinstance(chosen, str) or chosen not in self.graphs):
@@ -128,7 +134,8 @@ class BfsqlServer(MCPServer):
                 f"The other graphs answer: {others}. Restart the server once its store is reachable."
             )
         listing = None if chosen is not None else [g.listing(g is self.default) for g in self.graphs.values()]
-        result = await run_tool(spec, arguments, served.graph, served.settings, report, graphs=listing)
+        result = await run_tool(spec, arguments, served.graph, served.settings, report, graphs=listing,
+                                slots=self.slots)
         if result.is_error:
             text = "".join(getattr(block, "text", "") for block in result.content)
             result.content = [TextContent(type="text", text=f"[graph {served.name}] {text}")]
@@ -147,8 +154,10 @@ def collect_tools() -> list[ToolSpec]:
         description: str | None = None,
         output: Any = None,
         injects_schema: bool = False,
+        heavy: bool = False,
     ) -> None:
-        spec = tool_spec(fn, name=name, description=description, output=output, injects_schema=injects_schema)
+        spec = tool_spec(fn, name=name, description=description, output=output, injects_schema=injects_schema,
+                         heavy=heavy)
         if spec.name in specs:
             raise ValueError(f"a tool named {spec.name!r} is already registered")
         specs[spec.name] = spec
@@ -174,7 +183,9 @@ async def _prepare(served: ServedGraph) -> None:
 
 
 async def build_server(
-    graph: Graph | Sequence[ServedGraph], settings: ServeSettings | None = None
+    graph: Graph | Sequence[ServedGraph],
+    settings: ServeSettings | None = None,
+    max_heavy_calls: int = DEFAULT_MAX_HEAVY_CALLS,
 ) -> BfsqlServer:
     """An MCP server exposing the BFS-QL tools (and plugin tools) over an open graph, or several.
 
@@ -209,4 +220,4 @@ async def build_server(
     for spec in tools:
         if spec.injects_schema:
             spec.description += injected
-    return BfsqlServer(served, tools)
+    return BfsqlServer(served, tools, max_heavy_calls)

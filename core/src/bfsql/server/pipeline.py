@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from bfsql.engine.answer import Traversal
 from bfsql.engine.budget import TraversalBudget
+from bfsql.engine.pacing import light_call
 from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
@@ -94,6 +96,8 @@ class ToolSpec:
     """The answer's model, for the tool's output schema (None: no schema)."""
     injects_schema: bool = False
     """The description lists the graph's types and predicates when they are few (see instructions.py)."""
+    heavy: bool = False
+    """A traversal that may compute for seconds: it waits for one of the server's heavy-call slots."""
     graph_param: str | None = None
     context_param: str | None = None
 
@@ -122,6 +126,7 @@ def tool_spec(
     description: str | None = None,
     output: Any = None,
     injects_schema: bool = False,
+    heavy: bool = False,
 ) -> ToolSpec:
     """A :class:`ToolSpec` from a function: its parameters become the arguments' model.
 
@@ -156,6 +161,7 @@ def tool_spec(
         arguments=model,
         output=output,
         injects_schema=injects_schema,
+        heavy=heavy,
         graph_param=graph_param,
         context_param=context_param,
     )
@@ -283,10 +289,31 @@ async def run_tool(
     settings: ServeSettings,
     report: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
     graphs: list[GraphListing] | None = None,
+    slots: asyncio.Semaphore | None = None,
 ) -> CallToolResult:
-    """Run one call of ``spec`` through every stage; an answer or a tool error, never an exception."""
+    """Run one call of ``spec`` through every stage; an answer or a tool error, never an exception.
+
+    A heavy tool first waits for one of the server's ``slots``; the timeout covers the wait, the
+    tool and the fitting. Fitting and serialising run in a worker thread, so that a large answer
+    does not hold the event loop.
+    """
     started = time.perf_counter()
     outcome = "error"
+    waiting = slots is not None and spec.heavy
+
+    async def answer(call: dict[str, Any], budget: Budget) -> tuple[Any, str]:
+        nonlocal waiting
+        if spec.heavy:
+            async with slots or contextlib.nullcontext():
+                waiting = False
+                result = await _invoke(spec.fn, call)
+            graph.process_result(result, spec.name)
+            return await asyncio.to_thread(_fit_and_serialise, result, budget)
+        with light_call():
+            result = await _invoke(spec.fn, call)
+            graph.process_result(result, spec.name)
+            return _fit_and_serialise(result, budget)  # small: a thread would cost more than it saves
+
     try:
         arguments = validate(spec, raw)
         budget = _budget(settings, arguments)
@@ -295,10 +322,7 @@ async def run_tool(
             call[spec.graph_param] = graph
         if spec.context_param:
             call[spec.context_param] = ToolContext(graph, settings, budget, report, graphs)
-        answer = await asyncio.wait_for(_invoke(spec.fn, call), settings.timeout)
-        graph.process_result(answer, spec.name)
-        fitted = fit(answer, budget)
-        text = compact_json(fitted)
+        fitted, text = await asyncio.wait_for(answer(call, budget), settings.timeout)
         outcome = f"{len(text)} chars" + (", cut" if _was_cut(fitted) else "")
         return result_of(fitted, text)
     except BfsqlError as exc:
@@ -307,7 +331,13 @@ async def run_tool(
     except KeyError as exc:
         return error_result(str(UnknownEntity([str(exc.args[0]) if exc.args else "?"])))
     except TimeoutError:
-        logger.warning("%s: timed out after %ss", spec.name, settings.timeout)
+        if waiting:
+            outcome = "timed out waiting for a heavy-call slot"
+            return error_result(
+                f"{spec.name} timed out after {settings.timeout:g}s waiting for its turn: the server is busy with "
+                "other traversals. Try again shortly, or narrow the query."
+            )
+        outcome = "timed out"
         return error_result(
             f"{spec.name} timed out after {settings.timeout:g}s. "
             "Narrow the query (fewer hops or seeds, exclude_node_types) or try again."
@@ -332,6 +362,11 @@ async def run_tool(
             spec.name, graph.name, _summary(raw if isinstance(raw, dict) else {}), outcome,
             (time.perf_counter() - started) * 1000,
         )
+
+
+def _fit_and_serialise(answer: Any, budget: Budget) -> tuple[Any, str]:
+    fitted = fit(answer, budget)
+    return fitted, compact_json(fitted)
 
 
 def _was_cut(data: Any) -> bool:

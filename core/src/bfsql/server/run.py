@@ -53,7 +53,9 @@ async def open_graph(spec: BackendSpec, config: BaseModel, **graph_options: Any)
 
 
 @asynccontextmanager
-async def open_server(plans: Sequence[GraphPlan]) -> AsyncIterator[BfsqlServer]:
+async def open_server(
+    plans: Sequence[GraphPlan], settings: ServerSettings | None = None
+) -> AsyncIterator[BfsqlServer]:
     """Open every planned graph and build the server over them; close them all after.
 
     With several graphs, one that cannot be opened is logged and served as unavailable;
@@ -73,12 +75,12 @@ async def open_server(plans: Sequence[GraphPlan]) -> AsyncIterator[BfsqlServer]:
                 logger.error("graph %s (%s) could not be opened: %s", plan.name, plan.spec.name, exc)
                 entry.failure = str(exc) or type(exc).__name__
             served.append(entry)
-        yield await build_server(served)
+        yield await build_server(served, max_heavy_calls=(settings or ServerSettings()).max_heavy_calls)
 
 
-async def serve_stdio(plans: Sequence[GraphPlan]) -> None:
+async def serve_stdio(plans: Sequence[GraphPlan], settings: ServerSettings | None = None) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
-    async with open_server(plans) as server:
+    async with open_server(plans, settings) as server:
         startup.info("serving %s over stdio", ", ".join(server.graphs))
         await server.run_stdio_async()
 
@@ -90,12 +92,14 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
 
     check_exposure(settings)
     policy = HostPolicy.for_bind(settings.host, settings.port, settings.allowed_hosts)
-    async with open_server(plans) as server:
+    async with open_server(plans, settings) as server:
         app: Any = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
             # HostGuard below checks Host and Origin for every request, with errors that say what to do.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             host=settings.host,
+            session_idle_timeout=settings.session_idle_timeout,
+            max_sessions=settings.max_sessions,
         )
         if settings.auth_token:
             app = BearerAuth(app, settings.auth_token)

@@ -297,11 +297,13 @@ BUILTIN_TOOLS: tuple[tuple[Any, Any, bool], ...] = (
     (path_query, PathQueryResult, True),
     (describe_edges, list[ResultEdge | ListCut], False),
 )
-"""(function, answer model, whether the description lists the schema), in the order clients see them."""
+"""(function, answer model, whether it traverses), in the order clients see them. A traversal's
+description lists the schema, and it waits for one of the server's heavy-call slots."""
 
 
 @hookimpl
 def register_tools(register: Any) -> None:
     """Register the built-in tools, as a plugin registers its own."""
-    for fn, output, injects in BUILTIN_TOOLS:
-        register(fn, description=TOOL_DESCRIPTIONS[fn.__name__], output=output, injects_schema=injects)
+    for fn, output, traverses in BUILTIN_TOOLS:
+        register(fn, description=TOOL_DESCRIPTIONS[fn.__name__], output=output, injects_schema=traverses,
+                 heavy=traverses)

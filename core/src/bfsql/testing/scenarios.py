@@ -29,6 +29,7 @@ from bfsql.testing.reliability import (
 __all__ = [
     "AfterCall",
     "cancel_one_of_shared_calls",
+    "cheap_calls_alongside_heavy",
     "fuzz",
     "injection_corpus",
 ]
@@ -204,3 +205,59 @@ async def cancel_one_of_shared_calls(
     for outcome in others:
         assert outcome == "answer" or (outcome.startswith("error: ") and "Traceback" not in outcome), outcome
     return {"first": outcomes[0], "others": others, "seconds": seconds}
+
+
+async def cheap_calls_alongside_heavy(
+    target: Any,
+    heavy: Sequence[tuple[str, dict[str, Any]]],
+    cheap: tuple[str, dict[str, Any]],
+    cheap_calls: int = 10,
+) -> dict[str, Any]:
+    """Run every ``heavy`` call at once and, while they run, ``cheap_calls`` cheap calls one after another.
+
+    Every call must end as an answer or a short tool error (a heavy one may time out or be told
+    the server is busy), and the server must answer afterwards. Returns the cheap calls'
+    median and slowest seconds, the heavy calls' median, and the outcomes, for the caller to
+    hold against its promise (docs/reliability.md: a cheap call stays under 1 s, median).
+    """
+    import statistics
+
+    import anyio
+    from mcp import Client
+
+    async def timed(client: Any, tool: str, arguments: dict[str, Any]) -> tuple[float, str]:
+        started = time.perf_counter()
+        result = await client.call_tool(tool, arguments)
+        text = "".join(getattr(block, "text", "") for block in result.content)
+        assert "Traceback" not in text, text[:500]
+        return time.perf_counter() - started, ("error: " + text[:120]) if result.is_error else "answer"
+
+    heavy_seconds: list[float] = []
+    heavy_outcomes: list[str] = []
+    cheap_seconds: list[float] = []
+    async with Client(target) as client:
+
+        async def one_heavy(tool: str, arguments: dict[str, Any]) -> None:
+            seconds, outcome = await timed(client, tool, arguments)
+            heavy_seconds.append(seconds)
+            heavy_outcomes.append(outcome)
+
+        async with anyio.create_task_group() as group:
+            for tool, arguments in heavy:
+                group.start_soon(one_heavy, tool, arguments)
+            await anyio.sleep(1.0)  # the heavy calls are under way
+            for _ in range(cheap_calls):
+                if len(heavy_seconds) == len(heavy):
+                    break
+                seconds, outcome = await timed(client, *cheap)
+                assert outcome == "answer", outcome
+                cheap_seconds.append(seconds)
+        after = await client.call_tool("describe_schema", {})
+    assert not after.is_error, "the server must answer after the heavy calls"
+    return {
+        "cheap_median_s": round(statistics.median(cheap_seconds), 3) if cheap_seconds else None,
+        "cheap_max_s": round(max(cheap_seconds), 3) if cheap_seconds else None,
+        "cheap_calls": len(cheap_seconds),
+        "heavy_median_s": round(statistics.median(heavy_seconds), 2),
+        "heavy_outcomes": sorted({outcome.split(".")[0] for outcome in heavy_outcomes}),
+    }

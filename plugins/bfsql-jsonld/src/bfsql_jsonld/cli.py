@@ -47,6 +47,12 @@ def jsonld_serve_command() -> click.Command:
         default=None,
         help="Bearer token every request must carry (required off loopback).",
     )
+    @click.option(
+        "--allowed-host",
+        "allowed_hosts",
+        multiple=True,
+        help="Extra Host header value accepted (e.g. a reverse proxy's name); others get 421, as for bfsql serve.",
+    )
     def jsonld_serve(
         backend: str,
         host: str,
@@ -56,6 +62,7 @@ def jsonld_serve_command() -> click.Command:
         vocab: str,
         embedder: str,
         serve_token: str | None,
+        allowed_hosts: tuple[str, ...],
         **backend_options: Any,
     ) -> None:
         """Publish a graph (any backend) as a read-only JSON-LD REST API for the jsonld backend and others.
@@ -77,7 +84,8 @@ def jsonld_serve_command() -> click.Command:
                 f"Refusing to publish the graph on {host} without authentication: "
                 "set --serve-token (or BFSQL_JSONLD_SERVE_TOKEN), or bind 127.0.0.1."
             )
-        options = ServerOptions(page_size=page_size, max_batch=max_batch, vocab=vocab, auth_token=serve_token)
+        options = ServerOptions(page_size=page_size, max_batch=max_batch, vocab=vocab, auth_token=serve_token,
+                                allowed_hosts=allowed_hosts)
 
         async def main() -> None:
             config = resolve_config(specs[backend], backend_options)

@@ -37,7 +37,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bfsql import BfsqlError, Edge, EntityStub, Graph, HopEdge, NodeInfo, gather_or_cancel
+from bfsql import BfsqlError, Edge, EntityStub, Graph, HopEdge, HostPolicy, NodeInfo, gather_or_cancel
 
 __all__ = ["DEFAULT_VOCAB", "ServerOptions", "build_app", "run_server", "server_context"]
 
@@ -51,8 +51,6 @@ SEARCH_LIMIT = 20
 """Search hits answered when the request gives no ``limit``."""
 MAX_LIMIT = 200
 """The most hits a search or a vector search may ask for."""
-MAX_QUERY_CHARS = 1000
-"""Longest ``q`` of a search (a name, not a text: bfsql's search_entities refuses longer ones too)."""
 DIRECTIONS = {"out": (0,), "in": (2,), "both": (0, 2)}
 """Which position of an edge (subject 0, object 2) holds the listed entity, by ``direction``."""
 
@@ -69,6 +67,8 @@ class ServerOptions:
     """The ``@vocab`` IRI that types, predicates and metadata keys are relative to."""
     auth_token: str | None = None
     """Bearer token every request must carry, if set."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names accepted besides the bound address's own (``bfsql serve``'s rules, against DNS rebinding)."""
 
 
 GRAPH_KEY = web.AppKey("graph", Graph)
@@ -174,6 +174,10 @@ async def _relation_documents(graph: Graph, edges: list[Edge]) -> dict[Edge, dic
     return documents
 
 
+MAX_QUERY_CHARS = 1000
+"""Longest search text accepted, as for the search_entities tool: a longer one is refused before any search."""
+
+
 def _param(request: web.Request, name: str) -> str:
     value = request.query.get(name)
     if value is None:
@@ -199,6 +203,8 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
         body = await request.json()
     except json.JSONDecodeError as exc:
         raise web.HTTPBadRequest(text=f"the body is not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise web.HTTPBadRequest(text="the body nests too deeply; send a flat object of ids or relations") from None
     if not isinstance(body, dict):
         raise web.HTTPBadRequest(text="the body must be a JSON object")
     return body
@@ -312,7 +318,7 @@ async def search(request: web.Request) -> web.Response:
     graph = request.app[GRAPH_KEY]
     query = _param(request, "q")
     if len(query) > MAX_QUERY_CHARS:
-        raise web.HTTPBadRequest(text=f"'q' is longer than {MAX_QUERY_CHARS} characters ({len(query)}); search a name")
+        raise web.HTTPBadRequest(text=f"q is at most {MAX_QUERY_CHARS} characters, got {len(query)}; search by a name")
     types = request.query.getall("types", [])
     limit = _int_param(request, "limit", SEARCH_LIMIT, 1, MAX_LIMIT)
     stubs = await graph.search_entities(query, types or None, limit)
@@ -416,6 +422,22 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(500, f"internal error: {type(exc).__name__}")
 
 
+POLICY_KEY = web.AppKey("hosts", dict)
+
+
+@web.middleware
+async def _hosts(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse a foreign Host (421) or Origin (403), as ``bfsql serve`` does, against DNS rebinding."""
+    policy: HostPolicy | None = request.app[POLICY_KEY].get("policy")
+    if policy is not None:
+        refused = policy.refusal(request.headers.get("Host", ""), request.headers.get("Origin", ""))
+        if refused is not None:
+            status, error, hint = refused
+            logger.warning("bfsql jsonld-serve: refused %s %s: %s %s", request.method, request.path, error, hint)
+            return web.json_response({"error": f"{error} {hint}", "status": status}, status=status)
+    return await handler(request)
+
+
 def _auth(token: str) -> Any:
     expected = f"Bearer {token}".encode()
 
@@ -436,8 +458,9 @@ def _auth(token: str) -> Any:
 def build_app(graph: Graph, options: ServerOptions | None = None) -> web.Application:
     """The aiohttp application publishing ``graph``; the caller owns the graph's lifecycle."""
     options = options or ServerOptions()
-    middlewares = [_errors] if options.auth_token is None else [_errors, _auth(options.auth_token)]
+    middlewares = [_hosts, _errors] if options.auth_token is None else [_hosts, _errors, _auth(options.auth_token)]
     app = web.Application(middlewares=middlewares)
+    app[POLICY_KEY] = {}  # filled once the server knows its address (run_server); none in-process
     app[GRAPH_KEY] = graph
     app[OPTIONS_KEY] = options
     app[CONTEXT_KEY] = server_context(options.vocab)
@@ -459,7 +482,8 @@ async def run_server(
     graph: Graph, host: str, port: int, options: ServerOptions, started: Callable[[str], None]
 ) -> None:
     """Serve ``graph`` on ``host:port`` until SIGINT/SIGTERM; ``started`` gets the base URL."""
-    runner = web.AppRunner(build_app(graph, options), access_log=None)
+    app = build_app(graph, options)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -474,6 +498,7 @@ async def run_server(
                 "Choose another --port (0: any free one), or stop what uses it.",
             ) from None
         bound = runner.addresses[0]
+        app[POLICY_KEY]["policy"] = HostPolicy.for_bind(host, bound[1], options.allowed_hosts)
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         started(f"http://{shown}:{bound[1]}")
         await stop.wait()

@@ -1,14 +1,13 @@
 """PostgresBackend: the kgraph schema served read-only through an asyncpg pool.
 
-Every primitive and every batch primitive is one SQL statement (``= ANY($1::text[])``),
-so a BFS hop costs a constant number of round trips whatever the frontier's size.
-Every pooled connection starts with ``default_transaction_read_only = on`` and a
-``statement_timeout``, so each statement runs in a read-only transaction that
-PostgreSQL cancels when it runs too long; the start-up checks run in an explicit
-read-only transaction. Answers equal the memory backend's for the same bundle:
-metadata is derived with :func:`~bfsql.loading.records.node_metadata` and
-:func:`~bfsql.loading.records.edge_metadata`, edges are sorted by (subject,
-predicate, object), merged entities and the edges touching them are invisible,
+Every primitive is one SQL statement over the whole batch (``= ANY($1::text[])``): a BFS
+hop is one ``hop`` statement whatever the frontier's size, returning the frontier's edges
+in both directions with their other ends' type and name. Every pooled connection starts
+with ``default_transaction_read_only = on`` and a ``statement_timeout``, so each statement
+runs in a read-only transaction that PostgreSQL cancels when it runs too long; the
+start-up checks run in an explicit read-only transaction. Answers equal the memory
+backend's for the same bundle: metadata is derived with :func:`bfsql.node_metadata` and
+:func:`bfsql.edge_metadata`, merged entities and the edges touching them are invisible,
 and embeddings are never returned.
 """
 
@@ -18,35 +17,35 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import asyncpg
 from typing_extensions import override
 
 from bfsql import (
+    SEARCH_LIMIT,
     BackendFailure,
+    Capabilities,
     Edge,
     Embedder,
     EmbedderMismatch,
     EntityRecord,
     EntityStub,
     EvidenceRecord,
-    Node,
+    GraphBackend,
+    HopEdge,
+    NodeInfo,
     RelationshipRecord,
     clip,
     edge_metadata,
     node_metadata,
 )
-from bfsql.backend import BatchFirstBackend, Capabilities
 from bfsql_postgres import queries
 from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
 
-__all__ = ["SEARCH_LIMIT", "PostgresBackend", "QueryObserver"]
-
-SEARCH_LIMIT = 20
-"""Most stubs search_entities returns."""
+__all__ = ["PostgresBackend", "QueryObserver"]
 
 QueryObserver = Callable[[Any], None]
 """Called by asyncpg with a ``LoggedQuery`` after every statement a pooled connection runs."""
@@ -71,33 +70,69 @@ def _storable(values: list[str]) -> list[str]:
     return [v for v in values if "\x00" not in v]
 
 
-def _json(text: str | None, default: Any) -> Any:
-    if text is None:
-        return default
+def _json_list(text: str | None) -> list[Any]:
+    """A JSON array column (as text); anything else reads as ``[]``."""
+    if text is None or text == "[]":
+        return []
     value = json.loads(text)
-    return default if value is None else value
+    return value if isinstance(value, list) else []
 
 
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else []
+def _json_dict(text: str | None) -> dict[str, Any]:
+    """A JSON object column (as text); anything else reads as ``{}``."""
+    if text is None or text == "{}":
+        return {}
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
+class _EntityColumns(NamedTuple):
+    """The fields of an entity row that :func:`bfsql.node_metadata` reads.
+
+    Built instead of an :class:`~bfsql.EntityRecord`, which costs five times as much to
+    construct: full traversals derive metadata for thousands of rows.
+    """
+
+    properties: dict[str, Any]
+    name: str | None
+    synonyms: list[str]
+    source: str | None
+    canonical_url: str | None
+    confidence: float | None
+    status: str | None
 
 
-def _entity(row: asyncpg.Record) -> EntityRecord:
-    return EntityRecord.model_construct(
-        id=row["entity_id"],
-        entity_type=row["entity_type"],
+class _RelationshipColumns(NamedTuple):
+    """The fields of a relationship row that :func:`bfsql.edge_metadata` reads (see :class:`_EntityColumns`)."""
+
+    properties: dict[str, Any]
+    confidence: float | None
+    source_documents: list[str]
+
+
+def _triples(edges: list[Edge]) -> tuple[list[str], list[str], list[str]]:
+    """The distinct storable edges as three parallel arrays (subjects, predicates, objects)."""
+    asked = [e for e in dict.fromkeys(edges) if len(_storable([e[0], e[1], e[2]])) == 3]
+    return [e[0] for e in asked], [e[1] for e in asked], [e[2] for e in asked]
+
+
+def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
+    """Provenance order, as core's: document, section, text."""
+    return record.get("document_id") or "", record.get("section") or "", record.get("text_span") or ""
+
+
+def _node_metadata(row: asyncpg.Record) -> dict[str, Any]:
+    """Metadata of an entity row (every column but the embedding), as the memory backend derives it."""
+    entity = _EntityColumns(
+        properties=_json_dict(row["properties"]),
         name=row["name"],
-        synonyms=[s for s in _as_list(_json(row["synonyms"], [])) if isinstance(s, str)],
-        properties=_as_dict(_json(row["properties"], {})),
-        status=row["status"],
-        confidence=row["confidence"],
+        synonyms=[s for s in _json_list(row["synonyms"]) if isinstance(s, str)],
         source=row["source"],
         canonical_url=row["canonical_url"],
+        confidence=row["confidence"],
+        status=row["status"],
     )
+    return node_metadata(cast(EntityRecord, entity))
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -106,10 +141,11 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     after every statement. asyncpg still rolls back any open transaction itself."""
 
 
-class PostgresBackend(BatchFirstBackend):
+class PostgresBackend(GraphBackend):
     """A read-only view of a kgraph-schema PostgreSQL database. Build it with :meth:`create`.
 
-    ``capabilities.vector_search`` is set when entities have embeddings (pgvector).
+    ``capabilities.vector_search`` is set when entities have embeddings (pgvector),
+    ``capabilities.provenance`` when the store has an evidence table.
     """
 
     capabilities = Capabilities(batch_primitives=True, provenance=True)
@@ -132,11 +168,16 @@ class PostgresBackend(BatchFirstBackend):
         self.layout = layout
         self.statement_timeout = statement_timeout
         self._description = description
+        self._hop_sql = queries.hop_sql(layout)
+        self._get_nodes_sql = queries.entities_sql(layout, queries.IDENTITY_COLUMNS)
+        self._node_metadata_sql = queries.entities_sql(layout, queries.ENTITY_COLUMNS)
         self._edge_metadata_sql = queries.edge_metadata_sql(layout)
-        self._edges_from_sql = queries.edges_sql(layout, outgoing=True)
-        self._edges_to_sql = queries.edges_sql(layout, outgoing=False)
-        if layout.vector_dimension is not None:
-            self.capabilities = dataclasses.replace(type(self).capabilities, vector_search=True)
+        self._provenance_sql = queries.provenance_sql(layout)
+        self._entity_types_sql = queries.entity_types_sql(layout)
+        self._predicates_sql = queries.predicates_sql(layout)
+        self.capabilities = dataclasses.replace(
+            type(self).capabilities, vector_search=layout.vector_dimension is not None, provenance=layout.provenance
+        )
 
     @classmethod
     async def create(cls, config: PostgresConfig, *, on_query: QueryObserver | None = None) -> PostgresBackend:
@@ -222,18 +263,20 @@ class PostgresBackend(BatchFirstBackend):
     # -- search ------------------------------------------------------------------
 
     @override
-    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+    async def search_entities(
+        self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
         """Exact name/synonym matches, then prefixes, substrings and pg_trgm-similar names.
 
-        Ranked, at most 20, restricted to ``node_types`` in SQL; ``[]`` when nothing matches.
+        Ranked, at most ``limit``, restricted to ``node_types`` in SQL; ``[]`` when nothing matches.
         """
         text = query.replace("\x00", "").strip()
         types = _storable(node_types) if node_types is not None else None
-        if not text or types == []:
+        if not text or types == [] or limit < 1:
             return []
         prefilter = self.layout.synonyms_jsonb and queries.synonym_prefilter_safe(text)
         pattern = queries.like_pattern(text)
-        args: list[Any] = [text, pattern, types, SEARCH_LIMIT] + ([pattern] if prefilter else [])
+        args: list[Any] = [text, pattern, types, limit] + ([pattern] if prefilter else [])
         rows = await self._fetch(queries.search_sql(self.layout, synonym_prefilter=prefilter), *args)
         return [EntityStub(id=r["entity_id"], entity_type=r["entity_type"], name=r["name"]) for r in rows]
 
@@ -287,86 +330,94 @@ class PostgresBackend(BatchFirstBackend):
     @override
     async def entity_types(self) -> list[str]:
         """Types of the visible entities, sorted."""
-        return sorted(r["value"] for r in await self._fetch(queries.ENTITY_TYPES))
+        return sorted(r["value"] for r in await self._fetch(self._entity_types_sql))
 
     @override
     async def predicates(self) -> list[str]:
         """Predicates of the visible relationships, sorted."""
-        return sorted(r["value"] for r in await self._fetch(queries.PREDICATES))
+        return sorted(r["value"] for r in await self._fetch(self._predicates_sql))
 
     # -- batch primitives: one statement each -----------------------------------
 
-    async def _edges_many(self, sql: str, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        wanted = list(dict.fromkeys(entity_ids))
-        found: dict[str, list[Edge]] = {}
-        for entity_id, subject, predicate, obj in await self._fetch(sql, _storable(wanted)):  # sorted by the statement
-            edges = found.setdefault(entity_id, [])
-            if subject is not None:
-                edges.append(Edge(subject=subject, predicate=predicate, object=obj))
-        return {i: found[i] for i in wanted if i in found}
+    @override
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        """Edges of each visible entity in both directions, with their other ends' type and name: one statement.
+
+        Rows are plain tuples. Unknown and merged ids answer nothing, edges to merged
+        entities are left out, and an edge whose other end is no entity has a None type.
+        """
+        found: dict[str, list[Any]] = {}
+        visible: set[str] = set()
+        for row in await self._fetch(self._hop_sql, _storable(list(dict.fromkeys(entity_ids)))):
+            asked = row[0]
+            if asked is None:  # an asked id that is a visible entity
+                visible.add(row[1])
+                continue
+            rows = found.get(asked)
+            if rows is None:
+                found[asked] = [row[1:]]
+            else:
+                rows.append(row[1:])
+        return {entity_id: rows for entity_id, rows in found.items() if entity_id in visible}
 
     @override
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Outgoing edges of each visible entity, in one statement."""
-        return await self._edges_many(self._edges_from_sql, entity_ids)
-
-    @override
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        """Incoming edges of each visible entity, in one statement."""
-        return await self._edges_many(self._edges_to_sql, entity_ids)
-
-    @override
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        """Identity of each visible entity, in one statement."""
-        wanted = list(dict.fromkeys(entity_ids))
-        rows = {r["entity_id"]: r for r in await self._fetch(queries.GET_NODES, _storable(wanted))}
-        return {i: Node(id=i, entity_type=rows[i]["entity_type"]) for i in wanted if i in rows}
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
+        """Type and name of each visible entity, in one statement."""
+        rows = await self._fetch(self._get_nodes_sql, _storable(list(dict.fromkeys(entity_ids))))
+        return {entity_id: NodeInfo(entity_type, name) for entity_id, entity_type, name in rows}
 
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Metadata of each visible entity, in one statement."""
-        wanted = list(dict.fromkeys(entity_ids))
-        rows = {r["entity_id"]: r for r in await self._fetch(queries.NODE_METADATA, _storable(wanted))}
-        return {i: node_metadata(_entity(rows[i])) for i in wanted if i in rows}
+        rows = await self._fetch(self._node_metadata_sql, _storable(list(dict.fromkeys(entity_ids))))
+        return {row["entity_id"]: _node_metadata(row) for row in rows}
 
     @override
     async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        """Metadata of every given edge with its evidence, in one statement.
+        """Relationship columns of every given edge (no evidence), in one statement.
 
-        ``{}`` for an unknown edge and for one touching a merged entity (invisible everywhere).
+        An unknown edge, or one touching a merged entity, is left out. Where a store holds
+        a triple twice (no unique key), the row with the highest confidence wins.
         """
-        wanted = list(dict.fromkeys(edges))
-        asked = [e for e in wanted if len(_storable([e.subject, e.predicate, e.object])) == 3]
-        rows = await self._fetch(
-            self._edge_metadata_sql,
-            [e.subject for e in asked],
-            [e.predicate for e in asked],
-            [e.object for e in asked],
-        )
         found: dict[Edge, dict[str, Any]] = {}
-        for row in rows:
-            rel = RelationshipRecord.model_construct(
-                subject=row["subject"],
-                predicate=row["predicate"],
-                object=row["object"],
-                confidence=row["confidence"],
-                source_documents=[str(d) for d in _as_list(_json(row["source_documents"], []))],
-                properties=_as_dict(_json(row["properties"], {})),
+        for subject, predicate, obj, confidence, documents, properties in await self._fetch(
+            self._edge_metadata_sql, *_triples(edges)
+        ):
+            columns = _RelationshipColumns(
+                properties=_json_dict(properties),
+                confidence=confidence,
+                source_documents=[str(d) for d in _json_list(documents)],
             )
-            evidence = [
-                EvidenceRecord.model_construct(
-                    subject=rel.subject,
-                    predicate=rel.predicate,
-                    object=rel.object,
-                    text_span=span,
-                    confidence=confidence,
-                    document_id=document,
-                    section=section,
-                )
-                for span, confidence, document, section in _json(row["evidence"], [])
-            ]
-            found[rel.edge()] = edge_metadata(rel, evidence)
-        return {e: found.get(e, {}) for e in wanted}
+            found[Edge(subject, predicate, obj)] = edge_metadata(cast(RelationshipRecord, columns), [])
+        return found
+
+    @override
+    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        """The evidence records of every given edge that has some, in one statement.
+
+        Ordered by document, section and text; duplicate records are dropped. Nothing in a
+        store without evidence tables.
+        """
+        if self._provenance_sql is None:
+            return {}
+        found: dict[Edge, list[dict[str, Any]]] = {}
+        for subject, predicate, obj, span, confidence, document, section in await self._fetch(
+            self._provenance_sql, *_triples(edges)
+        ):
+            edge = Edge(subject, predicate, obj)
+            record = EvidenceRecord.model_construct(
+                subject=subject,
+                predicate=predicate,
+                object=obj,
+                text_span=span,
+                confidence=confidence,
+                document_id=document,
+                section=section,
+            )
+            found.setdefault(edge, []).append(record.provenance())
+        for records in found.values():
+            records.sort(key=_evidence_order)
+        return found
 
     # -- descriptive hooks ----------------------------------------------------------
 

@@ -2,8 +2,11 @@
 
 bfsql reads the kgraph schema (seed 000, chapter 9) in the first schema of the
 connection's ``search_path``. A missing table or column, a JSON column of another type,
-or an absent pgvector when vector search is asked for stops the start-up with an error
-naming what is missing and how to create it.
+an evidence table lacking columns, or an absent pgvector when vector search is asked for
+stops the start-up with an error naming what is missing and how to create it. A store
+without evidence tables is served without provenance. Whether any entity is merged is
+read here too, so that a store without merged entities is queried without status
+conditions.
 """
 
 from __future__ import annotations
@@ -82,10 +85,18 @@ class StoreLayout:
     unique_keys: bool = False
     """Unique indexes make ``entity.entity_id`` and ``relationship (subject_id, predicate, object_id)``
     unique, so edge queries need no DISTINCT."""
+    merged: bool = True
+    """Some entity has ``status = 'merged'`` (as of start-up), so statements must hide them; without
+    any, statements carry no status condition."""
     vector_dimension: int | None = None
     """Dimension of the stored entity vectors; None when no entity has one."""
     vector_embedder: str | None = None
     """Name of the embedder that made them, as recorded by the loader in ``bfsql_meta`` (or configured)."""
+
+    @property
+    def provenance(self) -> bool:
+        """The store has evidence (either table), so edges can have provenance."""
+        return self.bundle_evidence or self.evidence_table
 
 
 def _missing_columns(found: dict[str, dict[str, str]], table: str, columns: tuple[str, ...]) -> list[str]:
@@ -146,18 +157,12 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         and not _missing_columns(found, "evidence", EVIDENCE_TABLE)
         and "id" in found["relationship"]
     )
-    if not (bundle_evidence or evidence_table):
-        partial = [t for t in ("bundle_evidence", "evidence") if t in found]
-        detail = (
-            f" ({', '.join(partial)} exists but lacks columns: bundle_evidence needs {', '.join(BUNDLE_EVIDENCE)}; "
-            f"evidence needs {', '.join(EVIDENCE_TABLE)} and relationship.id)"
-            if partial
-            else ""
-        )
+    partial = [t for t in ("bundle_evidence", "evidence") if t in found]
+    if partial and not (bundle_evidence or evidence_table):
         raise PostgresStoreError(
-            f"No evidence table in schema {schema!r}: expected bundle_evidence "
-            f"({', '.join(BUNDLE_EVIDENCE)}) or evidence ({', '.join(EVIDENCE_TABLE)}){detail}.",
-            _SETUP_HINT,
+            f"{', '.join(partial)} exists in schema {schema!r} but lacks columns: bundle_evidence needs "
+            f"{', '.join(BUNDLE_EVIDENCE)}; evidence needs {', '.join(EVIDENCE_TABLE)} and relationship.id.",
+            "Add the missing columns, or drop the table to serve the graph without provenance.",
         )
 
     trigram = bool(
@@ -169,6 +174,7 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         await conn.fetchval("SELECT to_regoperator('<=>(vector,vector)') IS NOT NULL")
     )
     unique_keys = bool(await conn.fetchval(_UNIQUE_KEYS))
+    merged = bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM entity WHERE status::text = 'merged')"))
     dimension = None
     embedder = stored_embedder
     if vector:
@@ -198,6 +204,7 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         trigram=trigram,
         vector=vector,
         unique_keys=unique_keys,
+        merged=merged,
         vector_dimension=dimension,
         vector_embedder=embedder if dimension is not None else None,
     )

@@ -1,10 +1,11 @@
-"""The SQL the backend sends: one parameterized statement per primitive or batch call.
+"""The SQL the backend sends: one parameterized statement per primitive call.
 
-No value is ever formatted into SQL text; the text varies only with the store's
-layout (which evidence tables exist, whether pg_trgm is usable), decided at start-up.
-Columns are cast to ``text``/``float8`` so that stores built by other tools (varchar,
-enums, real) read the same. Merged entities (``status = 'merged'``) are filtered in
-every statement, together with the edges touching them.
+No value is ever formatted into SQL text; the text varies only with the store's layout
+(which evidence tables exist, whether pg_trgm is usable, whether any entity is merged),
+decided at start-up. Columns are cast to ``text``/``float8`` so that stores built by other
+tools (varchar, enums, numeric) read the same. Merged entities (``status = 'merged'``) are
+invisible everywhere, together with the edges touching them; a store without any merged
+entity is asked no status condition at all.
 """
 
 from __future__ import annotations
@@ -12,91 +13,148 @@ from __future__ import annotations
 from bfsql_postgres.layout import StoreLayout
 
 __all__ = [
-    "ENTITY_TYPES",
-    "GET_NODES",
-    "NODE_METADATA",
-    "PREDICATES",
+    "ENTITY_COLUMNS",
+    "IDENTITY_COLUMNS",
     "VECTOR_SEARCH",
     "edge_metadata_sql",
-    "edges_sql",
+    "entities_sql",
+    "entity_types_sql",
+    "hop_sql",
     "like_pattern",
+    "predicates_sql",
+    "provenance_sql",
     "search_sql",
     "synonym_prefilter_safe",
 ]
 
-_VISIBLE = "{alias}.status::text IS DISTINCT FROM 'merged'"
-_MERGED = "m.status::text = 'merged'"
+_MERGED = "{alias}.status::text = 'merged'"
+
+ENTITY_COLUMNS = (
+    "e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name, "
+    "e.synonyms::text AS synonyms, e.properties::text AS properties, e.status::text AS status, "
+    "e.confidence::float8 AS confidence, e.source::text AS source, e.canonical_url::text AS canonical_url"
+)
+"""Every entity column but the embedding."""
+
+IDENTITY_COLUMNS = "e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name"
+"""What get_nodes answers."""
 
 
-def _visible(alias: str) -> str:
-    return _VISIBLE.format(alias=alias)
+def _visible(layout: StoreLayout, alias: str) -> str:
+    """`` AND <alias> is not merged``, or nothing in a store without merged entities."""
+    return f" AND {alias}.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
 
 
-def edges_sql(layout: StoreLayout, *, outgoing: bool) -> str:
-    """Outgoing (or incoming) edges of the visible entities among ``$1``.
+def _touches_no_merged(layout: StoreLayout) -> str:
+    """`` AND`` the relationship ``r`` touches no merged entity, or nothing in a store without any.
 
-    An entity without edges gives one row whose edge columns are NULL, so it answers
-    ``[]`` rather than KeyError. ``DISTINCT`` is left out when unique indexes already
-    guarantee one row per edge (the loader's schema). Rows come sorted by code point
-    (``COLLATE "C"`` on UTF-8 is code point order), as Python sorts strings.
+    Two ``NOT EXISTS``, one per end, so that PostgreSQL can plan each as an anti-join
+    against the (usually few) merged entities rather than a subquery per row.
     """
-    key, other = ("subject_id", "object_id") if outgoing else ("object_id", "subject_id")
+    if not layout.merged:
+        return ""
+    return "".join(
+        f" AND NOT EXISTS (SELECT 1 FROM entity m WHERE m.entity_id = r.{end} AND {_MERGED.format(alias='m')})"
+        for end in ("subject_id", "object_id")
+    )
+
+
+def hop_sql(layout: StoreLayout) -> str:
+    """Every edge of the ids ``$1`` in both directions, with its other end's type and name.
+
+    Rows ``(asked, subject, predicate, object, other_type, other_name)``: ``asked`` is the
+    id of ``$1`` the edge belongs to (the subject of an outgoing edge, the object of an
+    incoming one; a self-loop comes once, as outgoing), ``other_type`` is NULL when the
+    other end is no entity (a dangling edge). Then one row ``(NULL, id, NULL …)`` per
+    visible entity of ``$1``: the caller keeps only the edges of those, so unknown and
+    merged ids answer nothing.
+
+    The plan is the same for a frontier of one id or of thousands, so a cached generic
+    plan serves all: each direction is one index scan (the primary key for outgoing
+    edges, the covering ``(object_id) INCLUDE (subject_id, predicate)`` index for incoming
+    ones: once VACUUM has run, the relationship rows are read from the indexes alone);
+    the other ends are looked up once each, by primary key, not once per edge, and
+    hashed to be joined to the edges. In a store with merged entities, edges whose other
+    end is merged are left out by that join.
+    """
     distinct = "" if layout.unique_keys else "DISTINCT "
+    status = ", e.status" if layout.merged else ""
+    visible_other = " WHERE x.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
     return f"""
-SELECT {distinct}e.entity_id::text COLLATE "C" AS entity_id, r.subject_id::text COLLATE "C" AS subject,
-       r.predicate::text COLLATE "C" AS predicate, r.object_id::text COLLATE "C" AS object
-FROM unnest($1::text[]) AS w(id)
-JOIN entity e ON e.entity_id = w.id
-LEFT JOIN relationship r ON r.{key} = e.entity_id AND NOT EXISTS (
-    SELECT 1 FROM entity m WHERE m.entity_id = r.{other} AND {_MERGED})
-WHERE {_visible("e")}
-ORDER BY entity_id, subject, predicate, object
+WITH h AS MATERIALIZED (
+    SELECT {distinct}r.subject_id AS asked, r.subject_id, r.predicate, r.object_id, r.object_id AS other
+    FROM relationship r WHERE r.subject_id = ANY($1::text[])
+    UNION ALL
+    SELECT {distinct}r.object_id, r.subject_id, r.predicate, r.object_id, r.subject_id
+    FROM relationship r WHERE r.object_id = ANY($1::text[]) AND r.subject_id <> r.object_id
+)
+SELECT h.asked::text, h.subject_id::text, h.predicate::text, h.object_id::text, x.entity_type::text, x.name::text
+FROM h LEFT JOIN (
+    SELECT e.entity_id, e.entity_type, e.name{status} FROM entity e
+    WHERE e.entity_id = ANY(ARRAY(SELECT DISTINCT h.other FROM h))
+) AS x ON x.entity_id = h.other{visible_other}
+UNION ALL
+SELECT NULL, e.entity_id::text, NULL, NULL, NULL, NULL
+FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout, "e")}
 """
 
 
-GET_NODES = f"""
-SELECT e.entity_id::text AS entity_id, e.entity_type::text AS entity_type
-FROM entity e
-WHERE e.entity_id = ANY($1::text[]) AND {_visible("e")}
-"""
-"""Identity of the visible entities among ``$1``."""
+def entities_sql(layout: StoreLayout, columns: str) -> str:
+    """``columns`` of the visible entities among ``$1`` (alias ``e``)."""
+    return f"SELECT {columns} FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout, 'e')}"
 
-NODE_METADATA = f"""
-SELECT e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name,
-       e.synonyms::text AS synonyms, e.properties::text AS properties, e.status::text AS status,
-       e.confidence::float8 AS confidence, e.source::text AS source, e.canonical_url::text AS canonical_url
-FROM entity e
-WHERE e.entity_id = ANY($1::text[]) AND {_visible("e")}
-"""
-"""Every column but the embedding, for the visible entities among ``$1``."""
 
-ENTITY_TYPES = f"SELECT DISTINCT e.entity_type::text AS value FROM entity e WHERE {_visible('e')}"
-"""Types of the visible entities."""
+def entity_types_sql(layout: StoreLayout) -> str:
+    """Types of the visible entities."""
+    where = " WHERE e.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
+    return f"SELECT DISTINCT e.entity_type::text AS value FROM entity e{where}"
 
-PREDICATES = f"""
-SELECT DISTINCT r.predicate::text AS value FROM relationship r
-WHERE NOT EXISTS (SELECT 1 FROM entity m WHERE m.entity_id IN (r.subject_id, r.object_id) AND {_MERGED})
-"""
-"""Predicates of the visible relationships (those not touching a merged entity)."""
 
-VECTOR_SEARCH = f"""
+def predicates_sql(layout: StoreLayout) -> str:
+    """Predicates of the visible relationships (those touching no merged entity)."""
+    return f"SELECT DISTINCT r.predicate::text AS value FROM relationship r WHERE TRUE{_touches_no_merged(layout)}"
+
+
+VECTOR_SEARCH = """
 SELECT e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name,
        (1 - (e.embedding <=> $1::text::vector))::float8 AS similarity
 FROM entity e
-WHERE e.embedding IS NOT NULL AND {_visible("e")}
+WHERE e.embedding IS NOT NULL AND e.status::text IS DISTINCT FROM 'merged'
   AND ($2::text[] IS NULL OR e.entity_type::text = ANY($2::text[]))
 ORDER BY e.embedding <=> $1::text::vector, e.entity_id
 LIMIT $3
 """
 """Nearest neighbours of the query vector ``$1`` (pgvector cosine distance), types ``$2``, at most ``$3``."""
 
+_ASKED_TRIPLES = """
+FROM unnest($1::text[], $2::text[], $3::text[]) AS w(s, p, o)
+JOIN relationship r ON r.subject_id = w.s AND r.predicate = w.p AND r.object_id = w.o"""
+"""The relationships ``($1[i], $2[i], $3[i])``. Once its plan is cached (a generic plan, after a few
+executions), one primary-key probe per asked triple, whatever their number."""
 
-def _evidence_sources(layout: StoreLayout) -> list[str]:
+
+def edge_metadata_sql(layout: StoreLayout) -> str:
+    """Relationship columns of the visible triples ``($1[i], $2[i], $3[i])`` (no evidence).
+
+    Where no unique key makes each triple one row, the row with the highest confidence is kept.
+    """
+    key = "r.subject_id, r.predicate, r.object_id"
+    distinct = "" if layout.unique_keys else f"DISTINCT ON ({key}) "
+    order = "" if layout.unique_keys else f"\nORDER BY {key}, r.confidence DESC NULLS LAST"
+    return f"""
+SELECT {distinct}r.subject_id::text AS subject, r.predicate::text AS predicate, r.object_id::text AS object,
+       r.confidence::float8 AS confidence, r.source_documents::text AS source_documents,
+       r.properties::text AS properties{_ASKED_TRIPLES}
+WHERE TRUE{_touches_no_merged(layout)}{order}
+"""
+
+
+def provenance_sql(layout: StoreLayout) -> str | None:
+    """De-duplicated evidence rows of the visible triples ``($1[i], $2[i], $3[i])``; None without evidence tables."""
     sources = []
     if layout.bundle_evidence:
         sources.append(
-            "SELECT b.text_span::text AS text_span, b.confidence::float8 AS confidence, "
-            "b.document_id::text AS document_id, b.section::text AS section "
+            "SELECT b.text_span::text, b.confidence::float8, b.document_id::text, b.section::text "
             "FROM bundle_evidence b "
             "WHERE b.relationship_key = r.subject_id || ':' || r.predicate || ':' || r.object_id"
         )
@@ -105,24 +163,14 @@ def _evidence_sources(layout: StoreLayout) -> list[str]:
             "SELECT v.text_span::text, v.confidence::float8, v.document_id::text, v.section::text "
             "FROM evidence v WHERE v.relationship_id = r.id"
         )
-    return sources
-
-
-def edge_metadata_sql(layout: StoreLayout) -> str:
-    """Relationship columns and de-duplicated evidence of the visible triples ``($1[i], $2[i], $3[i])``."""
+    if not sources:
+        return None
     # UNION (not UNION ALL) removes duplicate evidence rows, as the memory backend does.
-    evidence = " UNION ".join(_evidence_sources(layout))
     return f"""
-SELECT DISTINCT ON (r.subject_id, r.predicate, r.object_id)
-       r.subject_id::text AS subject, r.predicate::text AS predicate, r.object_id::text AS object,
-       r.confidence::float8 AS confidence, r.source_documents::text AS source_documents,
-       r.properties::text AS properties,
-       (SELECT json_agg(json_build_array(x.text_span, x.confidence, x.document_id, x.section))
-        FROM ({evidence}) AS x)::text AS evidence
-FROM unnest($1::text[], $2::text[], $3::text[]) AS w(s, p, o)
-JOIN relationship r ON r.subject_id = w.s AND r.predicate = w.p AND r.object_id = w.o
-WHERE NOT EXISTS (SELECT 1 FROM entity m WHERE m.entity_id IN (r.subject_id, r.object_id) AND {_MERGED})
-ORDER BY r.subject_id, r.predicate, r.object_id, r.confidence DESC NULLS LAST
+SELECT DISTINCT r.subject_id::text AS subject, r.predicate::text AS predicate, r.object_id::text AS object,
+       x.text_span, x.confidence, x.document_id, x.section{_ASKED_TRIPLES}
+CROSS JOIN LATERAL ({" UNION ".join(sources)}) AS x(text_span, confidence, document_id, section)
+WHERE TRUE{_touches_no_merged(layout)}
 """
 
 
@@ -165,8 +213,7 @@ WITH candidates AS (
     SELECT e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name,
            {synonyms} AS synonyms
     FROM entity e
-    WHERE {_visible("e")}
-      AND ($3::text[] IS NULL OR e.entity_type::text = ANY($3::text[]))
+    WHERE ($3::text[] IS NULL OR e.entity_type::text = ANY($3::text[])){_visible(layout, "e")}
       AND ({" OR ".join(matches)})
 ),
 labels AS (

@@ -59,9 +59,10 @@ _TABLES = (
         value text NOT NULL
     )
     """,
-    # Covering: incoming edges are read from the index alone (once VACUUM has set the visibility map).
+    # Covering: a hop reads incoming edges from this index alone and outgoing ones from the primary
+    # key alone (once VACUUM has set the visibility map).
     "CREATE INDEX IF NOT EXISTS relationship_object_idx ON relationship (object_id) INCLUDE (subject_id, predicate)",
-    # Tiny: every statement checks that an edge's far end is not merged.
+    # Tiny: edge metadata, provenance and predicates check that neither end of an edge is merged.
     "CREATE INDEX IF NOT EXISTS entity_merged_idx ON entity (entity_id) WHERE status = 'merged'",
     "CREATE INDEX IF NOT EXISTS bundle_evidence_key_idx ON bundle_evidence (relationship_key)",
     "CREATE INDEX IF NOT EXISTS entity_type_idx ON entity (entity_type)",

@@ -1,48 +1,52 @@
-"""SparqlBackend: the eight primitives (and their batch forms) over a SPARQL 1.1 query endpoint.
+"""SparqlBackend: the batch primitives over a SPARQL 1.1 query endpoint.
 
 Ids are compact (``dbr:Berlin``) when the IRI is under a configured namespace, the
 full IRI otherwise; an id that is neither a valid absolute IRI nor a compact id with
-a known prefix is refused before any query is built (see :mod:`bfsql_sparql.terms`).
-A BFS hop costs a few requests whatever the frontier size: statements are counted
-and fetched for ``--batch-size`` ids at a time (see :mod:`bfsql_sparql.fetch`).
+a known prefix never reaches a query: the primitives treat it as unknown (see
+:mod:`bfsql_sparql.terms`). A BFS hop is one query per ``--batch-size`` ids, both
+directions and the other ends' types and labels together (see :mod:`bfsql_sparql.hop`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from typing_extensions import override
 
 from bfsql import (
+    SEARCH_LIMIT,
     Capabilities,
     Edge,
     EntityStub,
-    GraphDbInterface,
+    GraphBackend,
+    HopEdge,
     InvalidArgument,
-    Node,
+    NodeInfo,
     Truncation,
     clip,
     gather_or_cancel,
     lexical_rank,
 )
 from bfsql_sparql import queries
-from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term
+from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term, term
 from bfsql_sparql.config import SparqlConfig
-from bfsql_sparql.fetch import FetchSettings, Statements, fetch_statements
+from bfsql_sparql.fetch import Cut, FetchSettings, chunks
+from bfsql_sparql.hop import read_hop
 from bfsql_sparql.mapping import (
     UNTYPED,
     LabelRules,
     Labels,
     choose_type,
     edge_metadata,
+    edge_provenance,
     evidence_entry,
     node_metadata,
     ordered_types,
 )
-from bfsql_sparql.queries import Direction
+from bfsql_sparql.nodes import Identity, read_identities, read_node_statements
 from bfsql_sparql.search import WORD_MATCH_RANK, find_candidates
 from bfsql_sparql.terms import RDFS, SKOS, InvalidTerm, PrefixMap, local_name, string_expression
 from bfsql_sparql.truncation import CutLog, truncation_for
@@ -50,8 +54,6 @@ from bfsql_sparql.truncation import CutLog, truncation_for
 __all__ = ["InvalidEntityId", "SparqlBackend", "SparqlConfigError"]
 
 logger = logging.getLogger("bfsql.sparql")
-
-SEARCH_LIMIT = 20
 
 
 class InvalidEntityId(InvalidArgument, KeyError):
@@ -69,12 +71,7 @@ class SparqlConfigError(InvalidArgument):
     """The configuration names a term that is not usable (bad IRI, unknown prefix, no probe seeds)."""
 
 
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-class SparqlBackend(GraphDbInterface):
+class SparqlBackend(GraphBackend):
     """A read-only view of the RDF graph behind a SPARQL endpoint. Build it with :meth:`create`."""
 
     def __init__(self, config: SparqlConfig) -> None:
@@ -178,7 +175,7 @@ class SparqlBackend(GraphDbInterface):
         return iri
 
     def _valid(self, entity_ids: Sequence[str]) -> dict[str, str]:
-        """Canonical ids that can be entities, with their IRIs; the others are left out (unknown)."""
+        """Canonical ids that can be entities, with their IRIs; the others are left out (unknown) and logged."""
         valid: dict[str, str] = {}
         for entity_id in dict.fromkeys(entity_ids):
             try:
@@ -187,170 +184,138 @@ class SparqlBackend(GraphDbInterface):
                 logger.info("sparql: %s", exc.message)
         return valid
 
-    def _id(self, term: Term) -> str:
-        return self.prefixes.compact(term.value)
+    # --- nodes and hops ---------------------------------------------------
 
-    # --- edges -------------------------------------------------------------
-
-    async def _statements(self, iris: Sequence[str], direction: Direction) -> Statements:
-        languages = self.rules.languages if direction == "literal" else ()
-        statements = await fetch_statements(self.client, iris, direction, self.limits, languages)
-        for cut in statements.cuts:
-            self.cuts.record(self.prefixes.compact(cut.iri), cut)
-        return statements
-
-    async def _edges_many(self, entity_ids: list[str], direction: Direction) -> dict[str, list[Edge]]:
+    @override
+    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
         valid = self._valid(entity_ids)
-        statements = await self._statements(list(valid.values()), direction)
-        result: dict[str, list[Edge]] = {}
+        found = await read_identities(
+            self.client, valid.values(), self.rules.label_predicates, self.rules.languages, self.limits
+        )
+        return {entity_id: self._node_info(iri, found[iri]) for entity_id, iri in valid.items() if iri in found}
+
+    def _node_info(self, iri: str, identity: Identity) -> NodeInfo:
+        """Type and name, decided as :func:`~bfsql_sparql.mapping.node_metadata` decides them."""
+        name = self.rules.best_label(identity.labels)
+        return NodeInfo(choose_type(identity.types, self.prefixes), name if name is not None else local_name(iri))
+
+    @override
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        """Both directions' edges of every entity, with their other ends: one query per ``--batch-size`` ids."""
+        valid = self._valid(entity_ids)
+        found = await read_hop(self.client, list(valid.values()), self.rules, self.limits)
+        for cut in found.cuts:
+            self.cuts.record(self.prefixes.compact(cut.iri), cut)
+        compact = self.prefixes.compact
+        ends: dict[str, tuple[str | None, str | None]] = {
+            iri: (None, None) if identity is None else self._node_info(iri, identity)
+            for iri, identity in found.ends.items()
+        }
+        result: dict[str, list[HopEdge]] = {}
         for entity_id, iri in valid.items():
-            pairs = statements.found.get(iri)
+            pairs = found.edges.get(iri)
             if pairs is None:
                 continue
-            if direction == "out":
-                edges = {Edge(subject=entity_id, predicate=self._id(p), object=self._id(o)) for p, o in pairs}
-            else:
-                edges = {Edge(subject=self._id(o), predicate=self._id(p), object=entity_id) for p, o in pairs}
-            result[entity_id] = sorted(edges, key=lambda e: (e.subject, e.predicate, e.object))
+            outgoing, incoming = pairs
+            # Plain tuples of HopEdge's fields: a hop makes thousands of them.
+            rows: list[Any] = [(entity_id, compact(p), compact(o), *ends[o]) for p, o in outgoing]
+            rows += [
+                (compact(s), compact(p), entity_id, *ends[s])
+                for p, s in incoming
+                if s != iri or (p, s) not in outgoing  # a self-loop once
+            ]
+            result[entity_id] = rows
         return result
-
-    @override
-    async def edges_from_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        return await self._edges_many(entity_ids, "out")
-
-    @override
-    async def edges_to_many(self, entity_ids: list[str]) -> dict[str, list[Edge]]:
-        return await self._edges_many(entity_ids, "in")
-
-    @override
-    async def edges_from(self, entity_id: str) -> list[Edge]:
-        self.to_iri(entity_id)
-        found = await self.edges_from_many([entity_id])
-        if entity_id not in found:
-            raise KeyError(entity_id)
-        return found[entity_id]
-
-    @override
-    async def edges_to(self, entity_id: str) -> list[Edge]:
-        self.to_iri(entity_id)
-        found = await self.edges_to_many([entity_id])
-        if entity_id not in found:
-            raise KeyError(entity_id)
-        return found[entity_id]
-
-    # --- nodes -------------------------------------------------------------
-
-    async def _types_of(self, iris: Sequence[str]) -> dict[str, list[str]]:
-        """Every entity among ``iris`` with its IRI types (possibly none)."""
-
-        async def chunk(part: Sequence[str]) -> list[dict[str, Term]]:
-            return await self.client.select(queries.nodes_query(part, type_predicate=self.type_predicate))
-
-        found: dict[str, list[str]] = {}
-        for rows in await gather_or_cancel(
-            *(chunk(part) for part in _chunks(list(dict.fromkeys(iris)), self.limits.batch_size))
-        ):
-            for row in rows:
-                entity = row.get("e")
-                if entity is None:
-                    continue
-                types = found.setdefault(entity.value, [])
-                if "t" in row and row["t"].kind == "uri":
-                    types.append(row["t"].value)
-        return found
-
-    @override
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, Node]:
-        valid = self._valid(entity_ids)
-        types = await self._types_of(list(valid.values()))
-        return {
-            entity_id: Node(id=entity_id, entity_type=choose_type(types[iri], self.prefixes))
-            for entity_id, iri in valid.items()
-            if iri in types
-        }
-
-    @override
-    async def get_node(self, entity_id: str) -> Node:
-        self.to_iri(entity_id)
-        found = await self.get_nodes([entity_id])
-        if entity_id not in found:
-            raise KeyError(entity_id)
-        return found[entity_id]
 
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         valid = self._valid(entity_ids)
-        iris = list(valid.values())
-        types, literals = await gather_or_cancel(self._types_of(iris), self._statements(iris, "literal"))
-        cuts = {cut.iri: (cut.total, cut.returned) for cut in literals.cuts}
+        found = await read_node_statements(self.client, list(valid.values()), self.rules.languages, self.limits)
         result: dict[str, dict[str, Any]] = {}
         for entity_id, iri in valid.items():
-            if iri not in types:
+            statements = found.get(iri)
+            if statements is None:
                 continue
-            pairs = [(p.value, o) for p, o in literals.found.get(iri, [])]
+            if statements.cut is not None:
+                self.cuts.record(entity_id, Cut(iri, "literal", *statements.cut))
             result[entity_id] = node_metadata(
-                iri, ordered_types(types[iri], self.prefixes), pairs, self.rules, cuts.get(iri)
+                iri, ordered_types(statements.types, self.prefixes), statements.literals, self.rules, statements.cut
             )
         return result
 
-    @override
-    async def metadata_for_node(self, entity_id: str) -> dict[str, Any]:
-        self.to_iri(entity_id)
-        found = await self.metadata_for_nodes([entity_id])
-        if entity_id not in found:
-            raise KeyError(entity_id)
-        return found[entity_id]
+    # --- edges -------------------------------------------------------------
 
     def _triple(self, edge: Edge) -> tuple[str, str, str] | None:
         """The IRIs of an edge written with canonical ids; None when it cannot be an edge of this graph."""
         try:
-            predicate = self.prefixes.expand(edge.predicate)
-            if self.prefixes.compact(predicate) != edge.predicate:
+            predicate = self.prefixes.expand(edge[1])
+            if self.prefixes.compact(predicate) != edge[1]:
                 return None
-            return self.to_iri(edge.subject), predicate, self.to_iri(edge.object)
+            return self.to_iri(edge[0]), predicate, self.to_iri(edge[2])
         except (InvalidEntityId, InvalidTerm):
             return None
 
-    @override
-    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+    def _triples(self, edges: list[Edge]) -> dict[tuple[str, str, str], list[Edge]]:
+        """The edges that can be edges of this graph, by their IRIs (one triple may be written by several)."""
         wanted: dict[tuple[str, str, str], list[Edge]] = defaultdict(list)
         for edge in dict.fromkeys(edges):
             triple = self._triple(edge)
             if triple is not None:
                 wanted[triple].append(edge)
-        annotations: dict[tuple[str, str, str], list[tuple[str, Term]]] = {}
-        evidence: dict[tuple[str, str, str], dict[str, list[tuple[str, Term]]]] = defaultdict(lambda: defaultdict(list))
-        triples = list(wanted)
-        for start in range(0, len(triples), self.limits.batch_size):
-            part = triples[start : start + self.limits.batch_size]
-            statement_rows, provenance_rows = await gather_or_cancel(
-                self.client.select(queries.statement_query(part)), self.client.select(queries.provenance_query(part))
+        return wanted
+
+    async def _select_triples(self, triples: list[tuple[str, str, str]], make_query: Any) -> list[dict[str, Any]]:
+        """The raw rows of ``make_query`` over ``triples``, one query per ``--batch-size`` triples."""
+        parts = await gather_or_cancel(
+            *(
+                self.client.bindings(make_query(triples[start : start + self.limits.batch_size]))
+                for start in range(0, len(triples), self.limits.batch_size)
             )
-            for row in statement_rows:
-                key = (row["s"].value, row["p"].value, row["o"].value)
-                found = annotations.setdefault(key, [])
-                if "k" in row and "v" in row:
-                    found.append((row["k"].value, row["v"]))
-            for row in provenance_rows:
-                key = (row["s"].value, row["p"].value, row["o"].value)
-                evidence[key][row["ev"].value].append((row["k"].value, row["v"]))
+        )
+        return [row for rows in parts for row in rows]
+
+    @override
+    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
+        """The reified statements' properties of each existing edge; ``{}`` for the others. No provenance."""
+        wanted = self._triples(edges)
+        existing: set[tuple[str, str, str]] = set()
+        annotations: dict[tuple[str, str, str], list[tuple[str, Term]]] = defaultdict(list)
+        for row in await self._select_triples(list(wanted), queries.statement_query):
+            triple = (row["s"]["value"], row["p"]["value"], row["o"]["value"])
+            if "k" in row and "v" in row:
+                annotations[triple].append((row["k"]["value"], term(row["v"])))
+            else:
+                existing.add(triple)
         result: dict[Edge, dict[str, Any]] = {edge: {} for edge in edges}
-        for triple, pairs in annotations.items():
-            entries = [evidence_entry(props) for _, props in sorted(evidence.get(triple, {}).items())]
-            for edge in wanted.get(triple, []):
-                result[edge] = edge_metadata(pairs, entries, self.prefixes)
+        for triple in existing:
+            for edge in wanted[triple]:
+                result[edge] = edge_metadata(annotations.get(triple, []), self.prefixes)
         return result
 
     @override
-    async def metadata_for_edge(self, edge: Edge) -> dict[str, Any]:
-        return (await self.metadata_for_edges([edge]))[edge]
+    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
+        """One entry per ``prov:wasDerivedFrom`` node of each edge's reified statements (its literal properties)."""
+        wanted = self._triples(edges)
+        evidence: dict[tuple[str, str, str], dict[str, list[tuple[str, Term]]]] = defaultdict(lambda: defaultdict(list))
+        for row in await self._select_triples(list(wanted), queries.provenance_query):
+            evidence[(row["s"]["value"], row["p"]["value"], row["o"]["value"])][row["ev"]["value"]].append(
+                (row["k"]["value"], term(row["v"]))
+            )
+        result: dict[Edge, list[dict[str, Any]]] = {}
+        for triple, nodes in evidence.items():
+            entries = edge_provenance([evidence_entry(props) for _, props in sorted(nodes.items())])
+            for edge in wanted[triple]:
+                result[edge] = entries
+        return result
 
     # --- search ------------------------------------------------------------
 
     @override
-    async def search_entities(self, query: str, node_types: list[str] | None = None) -> list[EntityStub]:
+    async def search_entities(
+        self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
+    ) -> list[EntityStub]:
         text = query.strip()
-        if not text:
+        if not text or limit <= 0:
             return []
         try:
             string_expression(text)
@@ -377,15 +342,18 @@ class SparqlBackend(GraphDbInterface):
         )
         if not candidates.iris:
             return []
-        types, labels = await gather_or_cancel(self._types_of(candidates.iris), self._labels_of(candidates.iris))
+        identities = await read_identities(
+            self.client, candidates.iris, self.rules.all_predicates, self.rules.languages, self.limits
+        )
         ranked: list[tuple[tuple[int, int], str, EntityStub]] = []
         for iri in candidates.iris:
-            if iri not in types:
+            identity = identities.get(iri)
+            if identity is None:
                 continue
-            entity_type = choose_type(types[iri], self.prefixes)
+            entity_type = choose_type(identity.types, self.prefixes)
             if wanted is not None and entity_type not in wanted:
                 continue
-            names = labels.get(iri, Labels(None, []))
+            names = Labels.from_texts(identity.labels, self.rules)
             name = names.name if names.name is not None else local_name(iri)
             rank = lexical_rank(text, name, names.synonyms)
             if rank is None:
@@ -395,16 +363,7 @@ class SparqlBackend(GraphDbInterface):
             entity_id = self.prefixes.compact(iri)
             ranked.append((rank, entity_id, EntityStub(id=entity_id, entity_type=entity_type, name=name)))
         ranked.sort(key=lambda item: (item[0], item[1]))
-        return [stub for _, _, stub in ranked[:SEARCH_LIMIT]]
-
-    async def _labels_of(self, iris: Sequence[str]) -> dict[str, Labels]:
-        statements: dict[str, list[tuple[str, Term]]] = defaultdict(list)
-        for part in _chunks(list(iris), self.limits.batch_size):
-            query = queries.labels_query(part, self.rules.all_predicates, self.rules.languages)
-            for row in await self.client.select(query):
-                if "e" in row and "p" in row and "o" in row:
-                    statements[row["e"].value].append((row["p"].value, row["o"]))
-        return {iri: Labels.from_statements(pairs, self.rules) for iri, pairs in statements.items()}
+        return [stub for _, _, stub in ranked[:limit]]
 
     # --- schema ------------------------------------------------------------
 
@@ -438,7 +397,7 @@ class SparqlBackend(GraphDbInterface):
         checks = await gather_or_cancel(
             *(
                 self.client.select(queries.edge_predicates_query(part, type_predicate=self.type_predicate))
-                for part in _chunks(candidates[:limit], self.limits.batch_size)
+                for part in chunks(candidates[:limit], self.limits.batch_size)
             )
         )
         edges = {row["p"].value for rows in checks for row in rows if "p" in row}
@@ -460,12 +419,11 @@ class SparqlBackend(GraphDbInterface):
         predicates: set[str] = set()
         for _ in range(self.config.probe_hops):
             seen.update(frontier)
-            out, incoming = await gather_or_cancel(self.edges_from_many(frontier), self.edges_to_many(frontier))
             reached: set[str] = set()
-            for edges in [*out.values(), *incoming.values()]:
-                for edge in edges:
-                    predicates.add(edge.predicate)
-                    reached.update((edge.subject, edge.object))
+            for rows in (await self.hop(frontier)).values():
+                for subject, predicate, obj, *_ in rows:
+                    predicates.add(predicate)
+                    reached.update((subject, obj))
             frontier = sorted(reached - seen)
         nodes = await self.get_nodes(sorted(seen | set(frontier)))
         self._types = sorted({node.entity_type for node in nodes.values()})

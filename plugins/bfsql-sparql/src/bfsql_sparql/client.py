@@ -14,15 +14,14 @@ import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlencode
 
 import aiohttp
 
 from bfsql import BackendFailure
 
-__all__ = ["SparqlClient", "SparqlEndpointError", "Term", "user_agent"]
+__all__ = ["SparqlClient", "SparqlEndpointError", "Term", "term", "user_agent"]
 
 logger = logging.getLogger("bfsql.sparql")
 
@@ -39,9 +38,8 @@ class SparqlEndpointError(BackendFailure):
     """The endpoint refused a query, failed, timed out, or returned partial results."""
 
 
-@dataclass(frozen=True)
-class Term:
-    """One RDF term from a result binding."""
+class Term(NamedTuple):
+    """One RDF term from a result binding (a tuple: answers make thousands)."""
 
     kind: Literal["uri", "literal", "bnode"]
     value: str
@@ -62,7 +60,8 @@ def user_agent() -> str:
     return f"bfsql-sparql/{own} bfsql/{core_version} (+MCP BFS-QL server; aiohttp)"
 
 
-def _term(raw: Mapping[str, Any]) -> Term:
+def term(raw: Mapping[str, Any]) -> Term:
+    """The term of one variable of a SPARQL JSON binding."""
     kind = raw.get("type")
     if kind in ("literal", "typed-literal"):  # typed-literal: Virtuoso's pre-1.1 JSON spelling
         return Term("literal", raw["value"], raw.get("xml:lang") or None, raw.get("datatype"))
@@ -138,15 +137,24 @@ class SparqlClient:
         A partial answer (Virtuoso's anytime queries) is an error unless ``allow_partial``,
         for queries whose answer is a best-effort sample anyway (search candidates).
         """
+        bindings = await self.bindings(query, allow_partial)
+        return [{name: term(value) for name, value in row.items()} for row in bindings]
+
+    async def bindings(self, query: str, allow_partial: bool = False) -> list[dict[str, Any]]:
+        """Run a SELECT query; its solutions as the SPARQL JSON bindings themselves (``{"value": …}`` per variable).
+
+        For answers of many rows read once (a hop), where making a :class:`Term` of every value costs more
+        than the query itself.
+        """
         data = await self._run(query, allow_partial)
         try:
-            bindings = data["results"]["bindings"]
+            bindings: list[dict[str, Any]] = data["results"]["bindings"]
         except (KeyError, TypeError):
             raise SparqlEndpointError(
                 f"The SPARQL endpoint {self.endpoint} answered a SELECT without results.",
                 "Check that --endpoint is a SPARQL query endpoint.",
             ) from None
-        return [{name: _term(value) for name, value in row.items()} for row in bindings]
+        return bindings
 
     async def ask(self, query: str) -> bool:
         """Run an ASK query."""

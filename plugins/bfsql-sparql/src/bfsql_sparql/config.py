@@ -62,7 +62,9 @@ class SparqlConfig(BaseModel):
         ge=10,
         description="Rows asked for in one request; keep it at or below the endpoint's own cap (Virtuoso: 10000).",
     )
-    batch_size: int = Field(default=100, ge=1, le=2_000, description="Entity ids per VALUES block.")
+    batch_size: int = Field(
+        default=500, ge=1, le=2_000, description="Entity ids per VALUES block (a hop is one query per block)."
+    )
     query_timeout: float = Field(default=30.0, gt=0, description="Seconds one request may take.")
     max_concurrency: int = Field(default=4, ge=1, le=64, description="Requests in flight at once.")
     max_retries: int = Field(default=3, ge=0, le=10, description="Retries after 429/503 and connection errors.")

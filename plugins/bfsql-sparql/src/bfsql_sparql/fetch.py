@@ -1,12 +1,14 @@
-"""Statements of many entities in few requests: count first, then fetch in row-bounded VALUES batches.
+"""Statements of many entities when one answer cannot hold them: count first, then fetch in row-bounded batches.
 
-For a batch of ids, one query counts each entity's distinct statements (and says which
-ids are entities at all). Entities within ``edge_limit`` are then fetched together, as
-many per request as fit in ``max_rows`` (or the endpoint's own row cap, once it has
-announced one); an entity with more statements is fetched alone, ordered, page by
-page, up to ``edge_limit``, and the cut is recorded, never hidden. Fetched rows are
-checked against the counts, so an endpoint that silently caps result sizes is caught
-and reported too.
+A hop takes this way only for hubs, entities whose rows alone pass ``max_rows``; a
+metadata read when its one query per chunk would pass it (see :func:`overflowed`). For
+a batch of ids, one
+query counts each entity's distinct statements (and says which ids are entities at all).
+Entities within ``edge_limit`` are then fetched together, as many per request as fit in
+``max_rows`` (or the endpoint's own row cap, once it has announced one); an entity with
+more statements is fetched alone, ordered, page by page, up to ``edge_limit``, and the
+cut is recorded, never hidden. Fetched rows are checked against the counts, so an
+endpoint that silently caps result sizes is caught and reported too.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from bfsql_sparql import queries
 from bfsql_sparql.client import SparqlClient, SparqlEndpointError, Term
 from bfsql_sparql.queries import Direction
 
-__all__ = ["Cut", "FetchSettings", "Statements", "fetch_statements"]
+__all__ = ["Cut", "FetchSettings", "Statements", "chunks", "fetch_statements", "groups", "overflowed", "page_size"]
 
 logger = logging.getLogger("bfsql.sparql")
 
@@ -58,12 +60,23 @@ class Statements:
     cuts: list[Cut] = field(default_factory=list)
 
 
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+def chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    """``items`` in consecutive slices of at most ``size``."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
 
-def _groups(counts: dict[str, int], max_rows: int) -> Iterator[list[str]]:
+def page_size(client: SparqlClient, limits: FetchSettings) -> int:
+    """Rows per request: ``max_rows``, lowered to the endpoint's own cap once it announced one."""
+    return min(limits.max_rows, client.row_cap or limits.max_rows)
+
+
+def overflowed(client: SparqlClient, rows: int, page: int) -> bool:
+    """Whether an answer asked with ``LIMIT page + 1`` may lack rows: it passed ``page``, or the endpoint's cap."""
+    return rows > page or (client.row_cap is not None and rows >= client.row_cap)
+
+
+def groups(counts: dict[str, int], max_rows: int) -> Iterator[list[str]]:
     """Ids packed in order so that each group's statements add up to at most ``max_rows``."""
     group: list[str] = []
     rows = 0
@@ -98,18 +111,13 @@ async def _fetch_group(
     return found
 
 
-def _page_size(client: SparqlClient, limits: FetchSettings) -> int:
-    """Rows per request: ``max_rows``, lowered to the endpoint's own cap once it announced one."""
-    return min(limits.max_rows, client.row_cap or limits.max_rows)
-
-
 async def _fetch_paged(
     client: SparqlClient, iri: str, direction: Direction, languages: Sequence[str], limits: FetchSettings
 ) -> list[tuple[Term, Term]]:
     """One entity's statements, ordered, page by page, up to ``edge_limit``."""
     pairs: list[tuple[Term, Term]] = []
     while len(pairs) < limits.edge_limit:
-        page = min(_page_size(client, limits), limits.edge_limit - len(pairs))
+        page = min(page_size(client, limits), limits.edge_limit - len(pairs))
         query = queries.fetch_query(
             [iri], direction, languages, limit=page, offset=len(pairs), type_predicate=limits.type_predicate
         )
@@ -134,15 +142,15 @@ async def _fetch_counted(
     languages: Sequence[str],
     limits: FetchSettings,
 ) -> dict[str, list[tuple[Term, Term]]]:
-    page = _page_size(client, limits)
+    page = page_size(client, limits)
     small = {iri: n for iri, n in counts.items() if 0 < n <= min(limits.edge_limit, page)}
     paged = [iri for iri, n in counts.items() if n > min(limits.edge_limit, page)]
-    groups = await gather_or_cancel(
-        *(_fetch_group(client, group, direction, languages, limits) for group in _groups(small, page))
+    fetched = await gather_or_cancel(
+        *(_fetch_group(client, group, direction, languages, limits) for group in groups(small, page))
     )
     pages = await gather_or_cancel(*(_fetch_paged(client, iri, direction, languages, limits) for iri in paged))
     found: dict[str, list[tuple[Term, Term]]] = {iri: [] for iri in counts}
-    for group in groups:
+    for group in fetched:
         found.update(group)
     found.update(zip(paged, pages, strict=True))
     return found
@@ -152,10 +160,10 @@ async def _fetch_chunk(
     client: SparqlClient, iris: Sequence[str], direction: Direction, languages: Sequence[str], limits: FetchSettings
 ) -> Statements:
     counts = await _count(client, iris, direction, languages, limits)
-    page = _page_size(client, limits)
+    page = page_size(client, limits)
     found = await _fetch_counted(client, counts, direction, languages, limits)
     short = {iri: n for iri, n in counts.items() if len(found[iri]) < min(n, limits.edge_limit)}
-    if short and _page_size(client, limits) < page:
+    if short and page_size(client, limits) < page:
         # The endpoint announced a row cap below the page we used: fetch the short ones again within it.
         found.update(await _fetch_counted(client, short, direction, languages, limits))
     result = Statements(found=found)
@@ -176,7 +184,7 @@ async def fetch_statements(
     """The statements in ``direction`` of every entity among ``iris`` (chunks run concurrently)."""
     unique = list(dict.fromkeys(iris))
     parts = await gather_or_cancel(
-        *(_fetch_chunk(client, chunk, direction, languages, limits) for chunk in _chunks(unique, limits.batch_size))
+        *(_fetch_chunk(client, chunk, direction, languages, limits) for chunk in chunks(unique, limits.batch_size))
     )
     merged = Statements()
     for part in parts:

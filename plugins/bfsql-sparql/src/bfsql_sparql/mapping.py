@@ -3,8 +3,9 @@
 The rules follow core's RDF loader (``bfsql load x.ttl``), with ids, types and
 predicates written as compact ids instead of local names:
 
-* an entity is an IRI that is a subject, or the object of anything but ``rdf:type``;
-  blank nodes are never entities and their statements are skipped;
+* an entity is an IRI that is the subject of a statement (an IRI that is only an
+  object is a dangling reference); blank nodes are never entities and their
+  statements are skipped;
 * ``rdf:type`` gives the entity type: the type in the most preferred namespace (the
   order of ``--prefix``), then the smallest id; the others are listed in
   ``metadata["types"]``; an entity without a type is an ``Entity``;
@@ -15,8 +16,8 @@ predicates written as compact ids instead of local names:
   name (a list when repeated); a statement with an IRI object is an edge;
 * an edge's metadata comes from the reified statements about it (``rdf:Statement``
   with ``rdf:subject``/``rdf:predicate``/``rdf:object``): their properties by local
-  name, ``dcterms:source`` as ``source_documents``, and the literal properties of
-  each ``prov:wasDerivedFrom`` node as one ``provenance`` entry.
+  name, ``dcterms:source`` as ``source_documents``; the literal properties of each
+  ``prov:wasDerivedFrom`` node are one evidence entry (its provenance).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "Labels",
     "choose_type",
     "edge_metadata",
+    "edge_provenance",
     "evidence_entry",
     "literal_value",
     "node_metadata",
@@ -117,6 +119,15 @@ class LabelRules:
             return self.languages.index(tag) if tag in self.languages else len(self.languages)
         return 0 if tag in ("", "en") or tag.startswith("en-") else 1
 
+    def best_label(self, labels: Iterable[tuple[str, str, str | None]]) -> str | None:
+        """The name among ``(predicate IRI, text, language)`` labels: preferred predicate, then language, then text."""
+        ranked = [
+            (self.label_predicates.index(p), self.language_rank(language), text)
+            for p, text, language in labels
+            if p in self.label_predicates
+        ]
+        return min(ranked)[2] if ranked else None
+
 
 @dataclass(frozen=True)
 class Labels:
@@ -127,16 +138,26 @@ class Labels:
 
     @classmethod
     def from_statements(cls, statements: Sequence[tuple[str, Term]], rules: LabelRules) -> Labels:
-        """Derive name and synonyms from ``(predicate IRI, literal)`` pairs."""
+        """Derive name and synonyms from ``(predicate IRI, literal)`` pairs (other terms are ignored)."""
+        return cls.from_texts(((p, o.value, o.language) for p, o in statements if o.kind == "literal"), rules)
+
+    @classmethod
+    def from_texts(cls, literals: Iterable[tuple[str, str, str | None]], rules: LabelRules) -> Labels:
+        """Derive name and synonyms from ``(predicate IRI, text, language)`` literals.
+
+        The name is :meth:`LabelRules.best_label`; the other labels, then the synonym
+        predicates' texts (sorted), are the synonyms.
+        """
+        literals = list(literals)
         labels = sorted(
-            (rules.label_predicates.index(p), rules.language_rank(o.language), o.value)
-            for p, o in statements
-            if p in rules.label_predicates and o.kind == "literal"
+            (rules.label_predicates.index(p), rules.language_rank(language), text)
+            for p, text, language in literals
+            if p in rules.label_predicates
         )
         texts = [text for *_, text in labels]
         name = texts[0] if texts else None
         synonyms = texts[1:] + sorted(
-            o.value for p, o in statements if p in rules.synonym_predicates and p not in rules.label_predicates
+            text for p, text, _ in literals if p in rules.synonym_predicates and p not in rules.label_predicates
         )
         return cls(name, [s for s in dict.fromkeys(synonyms) if s != name])
 
@@ -193,18 +214,19 @@ def evidence_entry(properties: Sequence[tuple[str, Term]]) -> dict[str, Any]:
     return _grouped((local_name(k), literal_value(v)) for k, v in ordered)
 
 
-def edge_metadata(
-    annotations: Sequence[tuple[str, Term]], evidence: Sequence[dict[str, Any]], prefixes: PrefixMap
-) -> dict[str, Any]:
-    """Metadata of an existing edge, like core's ``edge_metadata``: properties, source_documents, provenance."""
+def edge_metadata(annotations: Sequence[tuple[str, Term]], prefixes: PrefixMap) -> dict[str, Any]:
+    """Metadata of an existing edge, like core's ``edge_metadata``: its properties and ``source_documents``."""
     ordered = sorted(annotations, key=lambda kv: (kv[0], kv[1].value))
     metadata = _grouped((local_name(k), _term_value(v, prefixes)) for k, v in ordered if k != DCTERMS + "source")
     metadata["source_documents"] = sorted(
         {str(_term_value(v, prefixes)) for k, v in ordered if k == DCTERMS + "source"}
     )
-    if evidence:
-        metadata["provenance"] = sorted(
-            evidence,
-            key=lambda e: (str(e.get("document_id", "")), str(e.get("section", "")), str(e.get("text_span", ""))),
-        )
     return metadata
+
+
+def edge_provenance(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An edge's evidence entries (see :func:`evidence_entry`) in a stable order: document, section, text."""
+    return sorted(
+        entries,
+        key=lambda e: (str(e.get("document_id", "")), str(e.get("section", "")), str(e.get("text_span", ""))),
+    )

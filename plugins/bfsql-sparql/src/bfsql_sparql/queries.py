@@ -18,10 +18,12 @@ __all__ = [
     "count_query",
     "edge_predicates_query",
     "fetch_query",
-    "labels_query",
+    "hop_count_query",
+    "hop_query",
+    "identities_query",
     "language_filter",
     "live",
-    "nodes_query",
+    "node_statements_query",
     "predicates_query",
     "provenance_query",
     "search_bif_query",
@@ -101,19 +103,91 @@ def fetch_query(
     return query
 
 
-def nodes_query(iris: Sequence[str], *, type_predicate: str) -> str:
-    """``?e ?t``: every id that is an entity, with each of its IRI types (``?t`` unbound when it has none)."""
+def hop_query(
+    iris: Sequence[str],
+    label_predicates: Sequence[str],
+    languages: Sequence[str],
+    limit: int,
+    *,
+    type_predicate: str,
+) -> str:
+    """One BFS hop of every entity among ``iris``: its edges both ways, each with what is known of its other end.
+
+    ``?e ?p`` and ``?out`` (an outgoing edge's object) or ``?in`` (an incoming edge's
+    subject); the other end's IRI types ``?t`` and labels ``?lp ?l`` (one row per
+    combination, so an end with two types and two labels repeats each edge four times);
+    ``?dangling`` bound when an object is the subject of nothing (no entity). Ids that
+    are not entities, deprecated entities, and edges to deprecated ends give no rows; so
+    do literal and blank-node ends and type statements. At most ``limit`` rows.
+    """
+    pattern = _hop_pattern(iris, label_predicates, languages, type_predicate)
+    return f"SELECT ?e ?p ?out ?in ?t ?lp ?l ?dangling WHERE {{ {pattern} }} LIMIT {int(limit)}"
+
+
+def hop_count_query(
+    iris: Sequence[str], label_predicates: Sequence[str], languages: Sequence[str], *, type_predicate: str
+) -> str:
+    """``?e ?n``: the number of rows :func:`hop_query` gives each entity among ``iris`` that has any."""
+    pattern = _hop_pattern(iris, label_predicates, languages, type_predicate)
+    return f"SELECT ?e (COUNT(*) AS ?n) WHERE {{ {pattern} }} GROUP BY ?e"
+
+
+def _hop_pattern(
+    iris: Sequence[str], label_predicates: Sequence[str], languages: Sequence[str], type_predicate: str
+) -> str:
+    not_type = f"?p != {iri_ref(type_predicate)}"
+    # COALESCE() is an error, which leaves ?dangling unbound: only dangling rows carry it. (Virtuoso loses
+    # the OPTIONALs' bindings of a row when a BIND follows them, hence the test here, in the branch.)
+    outgoing = (
+        f"?e ?p ?out FILTER(isIRI(?out) && {not_type}) BIND(?out AS ?o) "
+        'BIND(IF(NOT EXISTS { ?out ?_p1 ?_o1 }, "dangling", COALESCE()) AS ?dangling)'
+    )
+    incoming = f"?in ?p ?e FILTER(isIRI(?in) && {not_type}) BIND(?in AS ?o)"
     return (
-        f"SELECT DISTINCT ?e ?t WHERE {{ {_values('e', iris)} {_EXISTS} "
-        f"OPTIONAL {{ ?e {iri_ref(type_predicate)} ?t FILTER(isIRI(?t)) }} }}"
+        f"{{ {_values('e', iris)} {_EXISTS} }} {{ {outgoing} }} UNION {{ {incoming} }} {live('o')} "
+        f"{_type_of('o', type_predicate)} {_labels_of('o', label_predicates, languages)}"
     )
 
 
-def labels_query(iris: Sequence[str], predicates: Sequence[str], languages: Sequence[str] = ()) -> str:
-    """``?e ?p ?o``: the label and synonym literals of ``iris``."""
+def _type_of(variable: str, type_predicate: str) -> str:
+    return f"OPTIONAL {{ ?{variable} {iri_ref(type_predicate)} ?t FILTER(isIRI(?t)) }}"
+
+
+def _labels_of(variable: str, predicates: Sequence[str], languages: Sequence[str]) -> str:
+    if not predicates:
+        return ""
     return (
-        f"SELECT DISTINCT ?e ?p ?o WHERE {{ {_values('e', iris)} {_values('p', predicates)} "
-        f"?e ?p ?o FILTER(isLiteral(?o){language_filter('o', languages)}) }}"
+        f"OPTIONAL {{ {_values('lp', predicates)} ?{variable} ?lp ?l "
+        f"FILTER(isLiteral(?l){language_filter('l', languages)}) }}"
+    )
+
+
+def identities_query(
+    iris: Sequence[str], predicates: Sequence[str], languages: Sequence[str] = (), *, type_predicate: str
+) -> str:
+    """``?e`` for every id that is an entity, with each of its IRI types ``?t`` and its ``?lp ?l`` literals.
+
+    One row per type and per literal of ``predicates`` (labels, synonyms), or a bare ``?e`` row.
+    """
+    parts = [f"{{ ?e {iri_ref(type_predicate)} ?t FILTER(isIRI(?t)) }}"]
+    if predicates:
+        parts.append(
+            f"{{ {_values('lp', predicates)} ?e ?lp ?l FILTER(isLiteral(?l){language_filter('l', languages)}) }}"
+        )
+    return (
+        f"SELECT ?e ?t ?lp ?l WHERE {{ {{ {_values('e', iris)} {_EXISTS} }} OPTIONAL {{ {' UNION '.join(parts)} }} }}"
+    )
+
+
+def node_statements_query(iris: Sequence[str], languages: Sequence[str], limit: int, *, type_predicate: str) -> str:
+    """``?e`` for every id that is an entity, with its IRI types ``?t`` and its literal statements ``?p ?v``.
+
+    One row per type and per literal, or a bare ``?e`` row; at most ``limit`` rows.
+    """
+    return (
+        f"SELECT ?e ?t ?p ?v WHERE {{ {{ {_values('e', iris)} {_EXISTS} }} OPTIONAL {{ "
+        f"{{ ?e {iri_ref(type_predicate)} ?t FILTER(isIRI(?t)) }} UNION "
+        f"{{ ?e ?p ?v FILTER(isLiteral(?v){language_filter('v', languages)}) }} }} }} LIMIT {int(limit)}"
     )
 
 
@@ -226,20 +300,25 @@ _STATEMENT = f"?st <{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o"
 
 
 def statement_query(triples: Sequence[tuple[str, str, str]]) -> str:
-    """``?s ?p ?o`` for each triple that exists between live entities, with its reified statements' ``?k ?v``.
+    """``?s ?p ?o`` once for each triple between live entities, and with each ``?k ?v`` of its reified statements.
 
-    A triple touching a deprecated (merged) entity is invisible like the entity, so it has no metadata.
+    A triple touching a deprecated (merged) entity is invisible like the entity: its properties
+    count only with its bare row. (Read with OPTIONAL, Oxigraph reads every reified statement of
+    the store before the join: two seconds for 47 edges of the HPO.)
     """
     skipped = ", ".join(f"<{RDF}{name}>" for name in ("subject", "predicate", "object", "type"))
     return (
-        f"SELECT ?s ?p ?o ?k ?v WHERE {{ {_triples(triples)} ?s ?p ?o {live('s')} {live('o')} "
-        f"OPTIONAL {{ {_STATEMENT} ; ?k ?v FILTER(?k NOT IN ({skipped}) && !isBlank(?v)) }} }}"
+        f"SELECT ?s ?p ?o ?k ?v WHERE {{ {_triples(triples)} {{ ?s ?p ?o {live('s')} {live('o')} }} UNION "
+        f"{{ {_STATEMENT} ; ?k ?v FILTER(?k NOT IN ({skipped}) && !isBlank(?v)) }} }}"
     )
 
 
 def provenance_query(triples: Sequence[tuple[str, str, str]]) -> str:
-    """``?s ?p ?o ?ev ?k ?v``: literal properties of the evidence (``prov:wasDerivedFrom``) of reified statements."""
+    """``?s ?p ?o ?ev ?k ?v``: literal properties of the evidence (``prov:wasDerivedFrom``) of reified statements.
+
+    Only for triples that exist between live entities, like :func:`statement_query`.
+    """
     return (
-        f"SELECT ?s ?p ?o ?ev ?k ?v WHERE {{ {_triples(triples)} {_STATEMENT} ; <{PROV}wasDerivedFrom> ?ev . "
-        f"?ev ?k ?v FILTER(isLiteral(?v)) }}"
+        f"SELECT ?s ?p ?o ?ev ?k ?v WHERE {{ {_triples(triples)} ?s ?p ?o {live('s')} {live('o')} "
+        f"{_STATEMENT} ; <{PROV}wasDerivedFrom> ?ev . ?ev ?k ?v FILTER(isLiteral(?v)) }}"
     )

@@ -13,10 +13,11 @@ ever contains a backslash followed by ``u`` or ``U``.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bfsql import clip
 
@@ -51,13 +52,15 @@ BUILTIN_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 """Prefixes known without configuration; configured prefixes come first and may redefine them."""
 
+COMPACTED_KEPT = 100_000
+"""Compact ids a prefix map remembers before it starts over."""
+
 RESERVED_PREFIX_NAMES = frozenset({"http", "https", "urn", "ftp", "file", "mailto", "tag", "data"})
 """IRI schemes: a prefix with one of these names would make full IRIs ambiguous."""
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _PREFIX_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
 _LANGUAGE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
-_IRI_FORBIDDEN = frozenset('<>"{}|^`\\')
 
 # RFC 3987 (absolute IRI), checked because strict servers (Oxigraph) refuse a query holding any
 # other IRI: the error would blame the endpoint, and one bad id would sink a whole batch.
@@ -85,9 +88,8 @@ class InvalidTerm(ValueError):
     """Text that cannot be written into a query as the term it claims to be."""
 
 
-def _bad_char(ch: str) -> bool:
-    code = ord(ch)
-    return code <= 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF or ch in _IRI_FORBIDDEN
+_BAD_CHAR = re.compile(r'[\x00-\x20\x7f-\x9f\ud800-\udfff<>"{}|^`\\]')
+"""Whitespace, control characters, lone surrogates and ``<>"{}|^`\\``: never in an IRI written in a query."""
 
 
 def _ip_literal(text: str) -> bool:
@@ -101,6 +103,7 @@ def _ip_literal(text: str) -> bool:
     return "%" not in text
 
 
+@functools.lru_cache(maxsize=65_536)  # ids are checked as they arrive and again as queries are written
 def check_iri(iri: str) -> str:
     """Return ``iri`` if it is an absolute IRI that is safe between ``<`` and ``>``; else raise InvalidTerm.
 
@@ -109,9 +112,8 @@ def check_iri(iri: str) -> str:
     """
     if not _SCHEME.match(iri):
         raise InvalidTerm(f"{clip(iri)!r} is not an absolute IRI (it needs a scheme such as 'http:').")
-    bad = sorted({ch for ch in iri if _bad_char(ch)})
-    if bad:
-        shown = ", ".join(repr(ch) for ch in bad[:5])
+    if _BAD_CHAR.search(iri):
+        shown = ", ".join(repr(ch) for ch in sorted(set(_BAD_CHAR.findall(iri)))[:5])
         raise InvalidTerm(f"{clip(iri)!r} is not a valid IRI: it contains {shown}.")
     valid = _RFC3987.fullmatch(iri)
     if not valid or (valid["literal"] is not None and not _ip_literal(valid["literal"])):
@@ -190,6 +192,8 @@ class PrefixMap:
 
     prefixes: tuple[tuple[str, str], ...]
     """(name, namespace IRI) pairs, most preferred first."""
+    _compacted: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Recent answers of :meth:`compact`: a hop compacts the same types and predicates thousands of times."""
 
     @classmethod
     def parse(cls, specs: Iterable[str], builtins: bool = True) -> PrefixMap:
@@ -227,6 +231,14 @@ class PrefixMap:
         Under the default namespace the id is the bare local part, used only when that
         part is not empty and has no ``:`` (so that it reads back as the same IRI).
         """
+        known = self._compacted.get(iri)
+        if known is None:
+            if len(self._compacted) >= COMPACTED_KEPT:
+                self._compacted.clear()
+            known = self._compacted[iri] = self._compact(iri)
+        return known
+
+    def _compact(self, iri: str) -> str:
         best: tuple[str, str] | None = None
         for name, namespace in self.prefixes:
             if not iri.startswith(namespace) or (best is not None and len(namespace) <= len(best[1])):
@@ -239,9 +251,13 @@ class PrefixMap:
         local = iri[len(best[1]) :]
         return f"{best[0]}:{local}" if best[0] else local
 
+    @functools.cached_property
+    def _namespaces(self) -> dict[str, str]:
+        return dict(self.prefixes)
+
     def expand(self, term: str) -> str:
         """The full IRI of a compact id, a bare name (default namespace) or an IRI; InvalidTerm otherwise."""
-        names = dict(self.prefixes)
+        names = self._namespaces
         name, sep, local = term.partition(":")
         if not sep and term and "" in names:
             return check_iri(names[""] + term)
@@ -261,5 +277,8 @@ class PrefixMap:
         if compact == iri:
             return len(self.prefixes)
         name, sep, _ = compact.partition(":")
-        wanted = name if sep else ""
-        return next(i for i, (known, _) in enumerate(self.prefixes) if known == wanted)
+        return self._positions[name if sep else ""]
+
+    @functools.cached_property
+    def _positions(self) -> dict[str, int]:
+        return {name: position for position, (name, _) in enumerate(self.prefixes)}

@@ -1,0 +1,57 @@
+"""Cooperative time slices for CPU-bound engine work on the event loop.
+
+A traversal over an in-memory store can compute for seconds without awaiting anything; meanwhile
+no other call, no progress notification and no timeout gets a turn. Long loops of the engine
+call :meth:`Pacer.pause` every few thousand items of work: it yields to the event loop once a
+slice of time has passed, so that timeouts fire on time under load. While cheap calls (those
+that :func:`light_call` marks) are in flight, heavy work sleeps a whole slice at each pause:
+the cheap calls then have the loop to themselves and stay fast however many traversals run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["SLICE_SECONDS", "WORK_BETWEEN_CHECKS", "Pacer", "light_call"]
+
+SLICE_SECONDS = 0.01
+"""How long engine work runs before it lets the event loop serve others."""
+
+WORK_BETWEEN_CHECKS = 2048
+"""Items of work (nodes or rows) between two looks at the clock: a look costs far less than a slice."""
+
+_light_calls = 0
+
+
+@contextmanager
+def light_call() -> Iterator[None]:
+    """Mark a cheap call in flight: heavy work yields whole slices to it until it ends."""
+    global _light_calls
+    _light_calls += 1
+    try:
+        yield
+    finally:
+        _light_calls -= 1
+
+
+class Pacer:
+    """Yields to the event loop when the work since the last yield has run a whole slice."""
+
+    __slots__ = ("_due", "_slice", "work")
+
+    def __init__(self, slice_seconds: float = SLICE_SECONDS) -> None:
+        self._slice = slice_seconds
+        self._due = time.perf_counter() + slice_seconds
+        self.work = 0
+        """Items done since the clock was last read; callers add to it and pause when it passes
+        :data:`WORK_BETWEEN_CHECKS`."""
+
+    async def pause(self) -> None:
+        """Let other tasks run if this stretch of work has used its slice (a cancellation lands here)."""
+        self.work = 0
+        if time.perf_counter() >= self._due:
+            await asyncio.sleep(self._slice if _light_calls else 0)
+            self._due = time.perf_counter() + self._slice

@@ -1,0 +1,11 @@
+"""``bfsql explore``: a local web page that searches a graph and draws its neighbourhoods.
+
+The page (``static/``) reads the graph only through the server's tool pipeline — the same
+validation, timeout, budgets, truncation notes and ``process_result`` hooks as an MCP client
+gets — and draws with Cytoscape.js, shipped in ``static/vendor`` with its licence: nothing is
+fetched from elsewhere at run time. See docs/explore.md.
+"""
+
+from bfsql.explore.app import PAGE_TOOLS, build_app, serve_explorer
+
+__all__ = ["PAGE_TOOLS", "build_app", "serve_explorer"]

@@ -1,0 +1,544 @@
+// bfsql explore: search a graph and draw its neighbourhoods.
+// Every read goes through the server's tools (POST api/call/TOOL): the same validation,
+// budgets and truncation notes as an MCP client gets. Graph text is only ever set as text.
+
+const $ = (selector) => document.querySelector(selector);
+const DEFAULT_LIMIT = 200;
+const SEARCH_LIMIT = 20;
+const DETAIL_RANK = { "not shown": 0, stub: 1, "named stub": 2, clipped: 3, full: 4 };
+const NOT_SHOWN = "?";
+
+const state = {
+  palette: ["#999"],
+  types: [],            // the schema's entity types: their order gives their colours
+  view: null,           // what is drawn and searched: seeds, controls, query (mirrors the URL)
+  selected: null,
+  busy: 0,
+  drawing: 0,           // counts drawings: an answer that arrives after a newer drawing began is dropped
+  graph: new URLSearchParams(location.search).get("graph") || "",  // several graphs served: the one shown
+};
+let cy = null;
+
+// -- small helpers -------------------------------------------------------------------
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "class") node.className = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+function colourOf(type) {
+  if (type === NOT_SHOWN) return "#ffffff";
+  let index = state.types.indexOf(type);
+  if (index < 0) index = [...type].reduce((h, c) => (h * 31 + c.codePointAt(0)) >>> 0, 7) + state.types.length;
+  return state.palette[index % state.palette.length];
+}
+
+function swatch(type) {
+  const dot = el("span", { class: "swatch" });
+  dot.style.background = colourOf(type);
+  return dot;
+}
+
+function integerOr(raw, fallback) {
+  if (raw == null || raw === "") return fallback;
+  return /^\d+$/.test(raw) ? Number(raw) : raw; // anything else goes to the tool, which explains it
+}
+
+async function working(task) {
+  state.busy += 1;
+  document.body.dataset.busy = "1";
+  try {
+    return await task();
+  } finally {
+    state.busy -= 1;
+    if (state.busy === 0) document.body.dataset.busy = "0";
+  }
+}
+
+class ToolError extends Error {}
+
+async function call(tool, args, graph = state.graph) {
+  const payload = graph ? { ...args, graph } : args;
+  const response = await fetch(`api/call/${tool}`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload),
+  });
+  const text = await response.text();
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new ToolError(`${tool} failed (${response.status}): ${text || response.statusText}`);
+  }
+  if (!response.ok) throw new ToolError(body.error || `${tool} failed (${response.status})`);
+  return body;
+}
+
+function showMessage(text) {
+  const box = $("#message");
+  box.textContent = text || "";
+  box.hidden = !text;
+}
+
+function setStatus(text) {
+  $("#status").textContent = text;
+}
+
+// -- the view and the URL ------------------------------------------------------------
+
+function viewFromUrl() {
+  const params = new URLSearchParams(location.search);
+  return {
+    seeds: params.getAll("seed").filter(Boolean),
+    q: params.get("q") || "",
+    qtype: params.get("qtype") || "",
+    hops: integerOr(params.get("hops"), 1),
+    types: params.getAll("types"),
+    predicates: params.getAll("predicates"),
+    exclude: params.getAll("exclude"),
+    limit: integerOr(params.get("limit"), DEFAULT_LIMIT),
+  };
+}
+
+function writeUrl(view, push) {
+  const params = new URLSearchParams();
+  if (state.graph) params.set("graph", state.graph);
+  for (const seed of view.seeds) params.append("seed", seed);
+  if (view.q) params.set("q", view.q);
+  if (view.q && view.qtype) params.set("qtype", view.qtype);
+  if (view.seeds.length) {
+    params.set("hops", view.hops);
+    for (const name of ["types", "predicates", "exclude"]) for (const v of view[name]) params.append(name, v);
+    if (view.limit !== DEFAULT_LIMIT) params.set("limit", view.limit);
+  }
+  const query = params.toString();
+  const url = location.pathname + (query ? `?${query}` : "");
+  if (url !== location.pathname + location.search) history[push ? "pushState" : "replaceState"](null, "", url);
+}
+
+function selectValues(select, values) {
+  for (const value of values) {
+    if (![...select.options].some((o) => o.value === value)) select.append(el("option", { value }, value));
+  }
+  for (const option of select.options) option.selected = values.includes(option.value);
+}
+
+function showView(view) {
+  $("#q").value = view.q;
+  selectValues($("#qtype"), view.qtype ? [view.qtype] : [""]);
+  $("#seeds").value = view.seeds.join(" ");
+  $("#hops").value = view.hops;
+  selectValues($("#types"), view.types);
+  selectValues($("#predicates"), view.predicates);
+  selectValues($("#exclude"), view.exclude);
+  $("#limit").value = view.limit;
+}
+
+function viewFromControls() {
+  const chosen = (id) => [...$(id).selectedOptions].map((o) => o.value);
+  return {
+    ...state.view,
+    seeds: $("#seeds").value.split(/\s+/).filter(Boolean),
+    hops: integerOr($("#hops").value.trim(), 1),
+    types: chosen("#types"),
+    predicates: chosen("#predicates"),
+    exclude: chosen("#exclude"),
+    limit: integerOr($("#limit").value.trim(), DEFAULT_LIMIT),
+  };
+}
+
+function bfsArguments(view, seeds) {
+  const args = { seeds, max_hops: view.hops, limit: view.limit };
+  if (view.types.length) args.node_types = view.types;
+  if (view.predicates.length) args.predicates = view.predicates;
+  if (view.exclude.length) args.exclude_node_types = view.exclude;
+  return args;
+}
+
+// -- drawing -------------------------------------------------------------------------
+
+const STYLE = [
+  { selector: "node", style: {
+    "background-color": "data(colour)", "border-width": 1, "border-color": "#555",
+    label: "data(label)", "font-size": 11, color: "#222", width: 22, height: 22,
+    "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "ellipsis", "text-max-width": 140,
+    "text-background-color": "#fff", "text-background-opacity": 0.75, "text-background-padding": 1,
+  } },
+  { selector: "node[?seed]", style: { "border-width": 4, "border-color": "#111", width: 28, height: 28 } },
+  { selector: 'node[detail = "stub"], node[detail = "named stub"], node[detail = "not shown"]',
+    style: { "border-style": "dashed", "border-width": 2 } },
+  { selector: "node:selected", style: { "border-color": "#e6550d", "border-width": 5 } },
+  { selector: "edge", style: {
+    width: 1.5, "curve-style": "bezier", "line-color": "#9aa", "target-arrow-color": "#9aa",
+    "target-arrow-shape": "triangle", "arrow-scale": 1.1, label: "data(predicate)", "font-size": 9,
+    color: "#445", "text-rotation": "autorotate", "text-background-color": "#fff",
+    "text-background-opacity": 0.85, "min-zoomed-font-size": 7,
+  } },
+  { selector: "edge:selected", style: { "line-color": "#e6550d", "target-arrow-color": "#e6550d", width: 3 } },
+];
+
+function nodeData(node) {
+  const metadata = node.metadata;
+  const name = (metadata && typeof metadata.name === "string" && metadata.name) || node.name || "";
+  const detail = metadata == null ? (name ? "named stub" : "stub") : ("_clipped" in metadata ? "clipped" : "full");
+  return { id: node.id, type: node.entity_type, name, label: name || node.id, detail, colour: colourOf(node.entity_type) };
+}
+
+function merge(answer, near) {
+  const added = [];
+  const origin = near ? cy.getElementById(near).position() : null;
+  const place = (data) => {
+    const existing = cy.getElementById(data.id);
+    if (existing.nonempty()) {
+      if (DETAIL_RANK[data.detail] > DETAIL_RANK[existing.data("detail")]) existing.data(data);
+      return;
+    }
+    const position = origin ? { x: origin.x + (Math.random() - 0.5) * 60, y: origin.y + (Math.random() - 0.5) * 60 } : undefined;
+    added.push(cy.add({ group: "nodes", data, position }));
+  };
+  for (const node of answer.nodes) place(nodeData(node));
+  for (const edge of answer.edges) {
+    for (const end of [edge.subject, edge.object]) {
+      place({ id: end, type: NOT_SHOWN, name: "", label: end, detail: "not shown", colour: colourOf(NOT_SHOWN) });
+    }
+    const id = JSON.stringify([edge.subject, edge.predicate, edge.object]);
+    if (cy.getElementById(id).empty()) {
+      cy.add({ group: "edges", data: { id, source: edge.subject, target: edge.object, predicate: edge.predicate } });
+    }
+  }
+  markSeeds();
+  return added.length;
+}
+
+function markSeeds() {
+  const seeds = new Set(state.view.seeds);
+  cy.nodes().forEach((node) => node.data("seed", seeds.has(node.id())));
+}
+
+function layout(fresh) {
+  cy.layout({
+    name: "cose", animate: false, randomize: fresh, fit: true, padding: 40,
+    nodeDimensionsIncludeLabels: true, idealEdgeLength: () => 80, nodeRepulsion: () => 12000,
+  }).run();
+}
+
+function refreshPanels(answer) {
+  renderLegend();
+  cy.resize(); // the legend above the picture may have changed its height
+  renderNodeList();
+  const drawn = `Drawn: ${cy.nodes().length} nodes, ${cy.edges().length} edges.`;
+  setStatus(answer
+    ? `${drawn} Last answer: ${answer.nodes.length} of ${answer.node_count} nodes, ${answer.edges.length} of ${answer.edge_count} edges.`
+    : drawn);
+}
+
+function renderLegend() {
+  const counts = new Map();
+  cy.nodes().forEach((node) => counts.set(node.data("type"), (counts.get(node.data("type")) || 0) + 1));
+  const legend = $("#legend");
+  legend.replaceChildren();
+  if (!counts.size) return;
+  const types = [...counts.keys()].sort();
+  legend.append(
+    el("ul", {}, ...types.map((type) => el("li", { dataset: { type } }, swatch(type),
+      `${type === NOT_SHOWN ? "not in the answer" : type} (${counts.get(type)})`))),
+    el("div", { class: "key" }, "thick border: seed · dashed: stub · arrows: subject → object, labelled by predicate"),
+  );
+}
+
+function renderNodeList() {
+  const seeds = new Set(state.view.seeds);
+  const nodes = cy.nodes().map((node) => node.data()).sort((a, b) =>
+    (seeds.has(b.id) - seeds.has(a.id)) || a.label.localeCompare(b.label, undefined, { sensitivity: "base" }));
+  $("#node-list").replaceChildren(...nodes.map((data) => el("li", {
+    dataset: { id: data.id, text: `${data.label} ${data.id} ${data.type}`.toLowerCase() },
+    class: data.id === state.selected ? "selected" : "",
+    onclick: () => select(data.id, true),
+  }, swatch(data.type), el("strong", {}, data.name || data.id), " ", el("span", { class: "id" }, data.id), " ",
+  el("span", { class: "meta" }, `${data.type === NOT_SHOWN ? "not in the answer" : data.type} · ${data.detail}${seeds.has(data.id) ? " · seed" : ""}`))));
+  $("#node-count").textContent = `(${nodes.length})`;
+  filterNodeList();
+}
+
+function filterNodeList() {
+  const wanted = $("#node-filter").value.trim().toLowerCase();
+  for (const item of $("#node-list").children) item.hidden = Boolean(wanted) && !item.dataset.text.includes(wanted);
+}
+
+// -- notes ---------------------------------------------------------------------------
+
+function clearNotes() {
+  $("#notes").replaceChildren();
+  $("#note-count").textContent = "";
+}
+
+function addNotes(source, truncated, warnings, more) {
+  const list = $("#notes");
+  for (const note of truncated || []) {
+    const text = `truncated (${note.reason}${note.count ? `, ${note.count} items` : ""}): ${note.detail} ${note.hint}`;
+    const item = el("li", { class: "note", dataset: { reason: note.reason } }, el("span", { class: "source" }, source), text);
+    if (more && note.next_offset != null) {
+      item.append(" ", el("button", { type: "button", class: "more", onclick: (event) => {
+        event.target.remove();
+        more(note.next_offset);
+      } }, "Load more"));
+    }
+    list.append(item);
+  }
+  for (const warning of warnings || []) {
+    list.append(el("li", { class: "warning" }, el("span", { class: "source" }, source), `warning: ${warning}`));
+  }
+  $("#note-count").textContent = list.children.length ? `(${list.children.length})` : "";
+}
+
+// -- actions -------------------------------------------------------------------------
+
+async function traverse(args, source, near) {
+  const drawing = state.drawing;
+  const answer = await call("bfs_query", args);
+  if (drawing !== state.drawing) return 0;
+  const added = merge(answer, near);
+  refreshPanels(answer);
+  layout(!near && args.offset == null);
+  const more = (offset) => working(() => traverse({ ...args, offset }, `${source}, from node ${offset}`, null)
+    .catch((error) => showMessage(error.message)));
+  addNotes(source, answer.truncated, answer.warnings, more);
+  return added;
+}
+
+async function draw(view) {
+  state.drawing += 1;
+  cy.elements().remove();
+  clearNotes();
+  state.selected = null;
+  refreshPanels(null);
+  if (!view.seeds.length) return;
+  try {
+    await traverse(bfsArguments(view, view.seeds), `bfs_query from ${view.seeds.join(", ")}`, null);
+    showMessage("");
+  } catch (error) {
+    showMessage(`Could not draw the neighbourhood of ${view.seeds.join(", ")}: ${error.message}`);
+    setStatus("Nothing drawn.");
+    if (/unknown entity/i.test(error.message)) await suggest(view.seeds[0]);
+  }
+}
+
+async function expand(id) {
+  return working(async () => {
+    try {
+      const added = await traverse(bfsArguments(state.view, [id]), `bfs_query from ${id} (expanded)`, id);
+      if (!state.view.seeds.includes(id)) {
+        state.view = { ...state.view, seeds: [...state.view.seeds, id] };
+        $("#seeds").value = state.view.seeds.join(" ");
+        writeUrl(state.view, false);
+        markSeeds();
+        renderNodeList();
+      }
+      setStatus(`${$("#status").textContent} Expanded ${id}: ${added} new nodes.`);
+    } catch (error) {
+      showMessage(`Could not expand ${id}: ${error.message}`);
+    }
+  });
+}
+
+function renderValue(value) {
+  if (value == null) return "";
+  if (Array.isArray(value)) return value.every((v) => typeof v !== "object") ? value.join(", ") : JSON.stringify(value);
+  if (typeof value === "object") return JSON.stringify(value);
+  return String(value);
+}
+
+async function select(id, fromList) {
+  if (state.selected === id) return;
+  state.selected = id;
+  const node = cy.getElementById(id);
+  cy.nodes().unselect();
+  node.select();
+  if (fromList && node.nonempty()) cy.animate({ center: { eles: node } }, { duration: 200 });
+  for (const item of $("#node-list").children) item.classList.toggle("selected", item.dataset.id === id);
+  const details = $("#details");
+  details.replaceChildren(el("p", { class: "hint" }, `Loading ${id}…`));
+  await working(async () => {
+    try {
+      const entity = await call("describe_entity", { id });
+      if (state.selected !== id) return;
+      const { id: _, entity_type: type, _clipped: clipped, ...fields } = entity;
+      details.replaceChildren(
+        el("h3", {}, swatch(type), fields.name ? String(fields.name) : id),
+        el("p", {}, el("code", {}, id), ` · ${type}`),
+        el("div", { class: "actions" },
+          el("button", { type: "button", id: "expand", onclick: () => expand(id) }, "Expand"),
+          el("button", { type: "button", id: "open-seed", onclick: () => open([id]) }, "Open as seed"),
+        ),
+        fieldList(fields),
+      );
+      if (clipped) {
+        details.append(el("p", { class: "hint" }, `Clipped to fit the answer budget: ${Object.entries(clipped)
+          .map(([key, length]) => `${key} (${length})`).join(", ")}.`));
+      }
+    } catch (error) {
+      details.replaceChildren(el("p", { class: "hint" }, `No metadata for ${id}: ${error.message}`));
+    }
+  });
+}
+
+function fieldList(fields) {
+  return el("dl", {}, ...Object.entries(fields).flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, renderValue(value))]));
+}
+
+async function selectEdge(edge) {
+  const { source, predicate, target } = edge.data();
+  state.selected = edge.id();
+  const label = (id) => cy.getElementById(id).data("label") || id;
+  const details = $("#details");
+  details.replaceChildren(el("p", { class: "hint" }, `Loading ${source} ${predicate} ${target}…`));
+  await working(async () => {
+    try {
+      const [found] = await call("describe_edges", { edges: [[source, predicate, target]] });
+      if (state.selected !== edge.id()) return;
+      details.replaceChildren(
+        el("h3", {}, `${label(source)} —${predicate}→ ${label(target)}`),
+        el("p", {}, el("code", {}, source), ` ${predicate} `, el("code", {}, target)),
+        found && Object.keys(found.metadata).length ? fieldList(found.metadata) : el("p", { class: "hint" }, "No metadata."),
+      );
+    } catch (error) {
+      details.replaceChildren(el("p", { class: "hint" }, `No metadata for this edge: ${error.message}`));
+    }
+  });
+}
+
+function renderHits(title, hits) {
+  $("#hits-panel").hidden = false;
+  $("#hits-panel h2").textContent = title;
+  const items = hits.filter((hit) => hit.id).map((hit) => el("li", { dataset: { id: hit.id }, onclick: () => open([hit.id]) },
+    swatch(hit.entity_type), el("strong", {}, hit.name || hit.id), " ", el("span", { class: "id" }, hit.id), " ",
+    el("span", { class: "meta" }, `${hit.entity_type}${typeof hit.score === "number" ? ` · score ${hit.score.toFixed(3)}` : ""}`
+      + `${hit.rankers ? ` · ${hit.rankers.join("+")}` : ""}`)));
+  $("#search-hits").replaceChildren(...(items.length ? items : [el("li", { class: "hint" }, "No entity matches.")]));
+  const cut = hits.find((hit) => hit.truncated);
+  if (cut) $("#search-hits").append(el("li", { class: "hint" }, `${cut.truncated.detail} ${cut.truncated.hint}`));
+}
+
+async function search(view) {
+  if (!view.q) {
+    $("#hits-panel").hidden = true;
+    return;
+  }
+  try {
+    const args = { query: view.q, limit: SEARCH_LIMIT };
+    if (view.qtype) args.node_types = [view.qtype];
+    renderHits(`Search hits for “${view.q}”`, await call("search_entities", args));
+  } catch (error) {
+    showMessage(`Search failed: ${error.message}`);
+    $("#hits-panel").hidden = true;
+  }
+}
+
+async function suggest(seed) {
+  const text = seed.split(/[:/#]/).filter(Boolean).pop();
+  if (!text) return;
+  try {
+    renderHits(`Did you mean (entities matching “${text}”)`, await call("search_entities", { query: text, limit: 10 }));
+  } catch {
+    // A suggestion is a courtesy: the error above already says what went wrong.
+  }
+}
+
+async function open(seeds) {
+  state.view = { ...viewFromControls(), seeds };
+  showView(state.view);
+  writeUrl(state.view, true);
+  await working(() => draw(state.view));
+}
+
+async function applyUrl() {
+  state.view = viewFromUrl();
+  showView(state.view);
+  showMessage("");
+  await working(() => Promise.all([search(state.view), draw(state.view)]));
+}
+
+// -- start ---------------------------------------------------------------------------
+
+async function copyNodes() {
+  const rows = [...$("#node-list").children].filter((item) => !item.hidden).map((item) => {
+    const data = cy.getElementById(item.dataset.id).data();
+    return [data.id, data.type, data.name].join("\t");
+  });
+  const text = rows.join("\n");
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    const area = el("textarea", {}, text);
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  setStatus(`Copied ${rows.length} nodes (id, type, name; tab-separated).`);
+}
+
+async function start() {
+  cy = cytoscape({ container: $("#graph"), style: STYLE, minZoom: 0.1, maxZoom: 2.5 });
+  window.bfsqlExplorer = { cy }; // for the browser console (and the browser tests)
+  cy.on("tap", "node", (event) => select(event.target.id(), false));
+  cy.on("dbltap", "node", (event) => expand(event.target.id()));
+  cy.on("tap", "edge", (event) => selectEdge(event.target));
+  $("#search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.view = { ...viewFromControls(), q: $("#q").value.trim(), qtype: $("#qtype").value };
+    writeUrl(state.view, true);
+    working(() => search(state.view));
+  });
+  $("#controls").addEventListener("submit", (event) => {
+    event.preventDefault();
+    open(viewFromControls().seeds);
+  });
+  $("#node-filter").addEventListener("input", filterNodeList);
+  $("#copy-nodes").addEventListener("click", copyNodes);
+  window.addEventListener("popstate", applyUrl);
+
+  await working(async () => {
+    const problem = await readSchema();
+    await applyUrl();
+    if (problem) showMessage(problem);
+  });
+}
+
+function showGraphs(graphs) {
+  const select = $("#graph-choice");
+  for (const graph of graphs) {
+    const label = graph.name + (graph.description ? ` — ${graph.description}` : "") + (graph.available ? "" : " (unavailable)");
+    select.append(el("option", { value: graph.name }, label));
+  }
+  select.value = state.graph || graphs.find((graph) => graph.default).name;
+  select.hidden = false;
+  select.addEventListener("change", () => {
+    location.search = new URLSearchParams({ graph: select.value }).toString();  // a new graph: a fresh page
+  });
+}
+
+async function readSchema() {
+  try {
+    state.palette = (await (await fetch("api/palette")).json()).colours;
+    const listing = await call("describe_schema", {}, "");  // the default graph's, and the graphs when several
+    if (listing.graphs) showGraphs(listing.graphs);
+    const schema = state.graph ? await call("describe_schema", {}) : listing;
+    state.types = schema.entity_types;
+    for (const type of schema.entity_types) {
+      for (const id of ["#qtype", "#types", "#exclude"]) $(id).append(el("option", { value: type }, type));
+    }
+    for (const predicate of schema.predicates) $("#predicates").append(el("option", { value: predicate }, predicate));
+    return null;
+  } catch (error) {
+    return `Could not read the graph's schema: ${error.message}`;
+  }
+}
+
+start();

@@ -1,0 +1,305 @@
+"""The explorer in a real browser: ``bfsql explore`` on the demo graph, in Debian's headless Chromium.
+
+Driven through Playwright pointed at the system's ``chromium`` (no browser download). Without
+Chromium (or Playwright) these tests skip locally; with ``BFSQL_REQUIRE_SERVICES=1`` (CI,
+where ``core/services.sh`` installs Chromium) they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from io import BytesIO
+from typing import Any
+
+import pytest
+
+from bfsql_testsupport.explore import running_explorer
+from bfsql_testsupport.services import unavailable
+
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # the nox tests session installs it; a bare venv may not have it
+    sync_playwright = None
+
+BRAF_FAMILY = ["BRAF", "RAF Family", "ARAF", "RAF1", "MAP3K"]
+"""BRAF's neighbourhood in two hops on the demo graph: its family and the family's other members and parent."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def demo_db() -> None:
+    from bfsql.demo import ensure_demo_db
+
+    ensure_demo_db()
+
+
+def chromium_path() -> str:
+    for candidate in (os.environ.get("BFSQL_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if candidate and (path := shutil.which(candidate)):
+            return path
+    unavailable("Chromium", "install Debian's 'chromium' package (core/services.sh does, as root)")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if sync_playwright is None:
+        unavailable("Playwright", "pip install playwright (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1: it drives Chromium)")
+    executable = chromium_path()
+    expect.set_options(timeout=20_000)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def explorer() -> Iterator[str]:
+    with running_explorer() as base:
+        yield base
+
+
+class Visit:
+    """A page in a fresh browser context, with every request and console error it made."""
+
+    def __init__(self, browser: Any, base: str) -> None:
+        self.base = base
+        self.context = browser.new_context(viewport={"width": 1280, "height": 800})
+        self.context.set_default_timeout(30_000)  # a shared, busy machine: generous, never a sleep
+        self.page = self.context.new_page()
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
+        self.refusals = 0
+        self.page.on("response", self._count_refusal)
+
+    def _count_refusal(self, response: Any) -> None:
+        if response.status == 422:  # a tool refused the call: the page shows why
+            self.refusals += 1
+
+    def open(self, query: str) -> Any:
+        self.page.goto(self.base + query)
+        self.idle()
+        return self.page
+
+    def idle(self) -> None:
+        self.page.locator("body[data-busy='0']").wait_for(state="attached")
+
+    def nodes(self) -> list[str]:
+        return sorted(self.page.evaluate("() => window.bfsqlExplorer.cy.nodes().map((n) => n.id())"))
+
+    def node_point(self, node_id: str) -> tuple[float, float]:
+        """Where the node is drawn on the page (its centre)."""
+        box = self.page.locator("#graph").bounding_box()
+        at = self.page.evaluate("(id) => window.bfsqlExplorer.cy.getElementById(id).renderedPosition()", node_id)
+        return box["x"] + at["x"], box["y"] + at["y"]
+
+    def edge_point(self, subject: str, predicate: str, obj: str) -> tuple[float, float]:
+        """Where the edge's middle is drawn on the page."""
+        box = self.page.locator("#graph").bounding_box()
+        edge_id = json.dumps([subject, predicate, obj], separators=(",", ":"))
+        at = self.page.evaluate("(id) => window.bfsqlExplorer.cy.getElementById(id).renderedMidpoint()", edge_id)
+        return box["x"] + at["x"], box["y"] + at["y"]
+
+    def listed(self) -> list[str]:
+        return self.page.locator("#node-list li strong").all_inner_texts()
+
+
+@pytest.fixture
+def visit(browser: Any, explorer: str) -> Iterator[Visit]:
+    visit = Visit(browser, explorer)
+    yield visit
+    visit.context.close()
+    # The browser logs each refused tool call (HTTP 422) as a failed load; anything else is a fault.
+    failed_loads = [e for e in visit.errors if "status of 422" in e]
+    assert len(failed_loads) == visit.refusals and len(visit.errors) == len(failed_loads), visit.errors
+    assert all(url.startswith(explorer) or url.startswith("data:") for url in visit.requests), (
+        "the page fetched something from elsewhere", visit.requests)
+
+
+def rgb(css: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+
+
+def test_a_seed_url_draws_braf_and_its_family_named_and_coloured(visit: Visit):
+    from PIL import Image
+
+    page = visit.open("?seed=HGNC:BRAF&hops=2")
+    expect(page.locator("#node-list li")).to_have_count(5)
+    assert sorted(visit.listed()) == sorted(BRAF_FAMILY)
+    assert visit.nodes() == ["FPLX:MAP3K", "FPLX:RAF", "HGNC:ARAF", "HGNC:BRAF", "HGNC:RAF1"]
+    assert page.evaluate("() => window.bfsqlExplorer.cy.edges().map((e) => e.data('predicate'))") == ["isa"] * 4
+    expect(page.locator("#node-list li").first).to_contain_text("seed")
+    expect(page.locator("#legend")).to_contain_text("Family (2)")
+    expect(page.locator("#legend")).to_contain_text("Gene (3)")
+    expect(page.locator("#seeds")).to_have_value("HGNC:BRAF")
+    expect(page.locator("#hops")).to_have_value("2")
+    expect(page.locator("#message")).to_be_hidden()
+
+    shot = Image.open(BytesIO(page.locator("#graph").screenshot())).convert("RGB")
+    colours = shot.getcolors(maxcolors=shot.width * shot.height)
+    assert colours is not None
+    drawn = sum(count for count, colour in colours if colour != (255, 255, 255))
+    assert drawn > 0.005 * shot.width * shot.height, "the picture is blank"
+    for entity_type in ("Gene", "Family"):
+        swatch = rgb(page.locator(f"#legend li[data-type='{entity_type}'] .swatch").evaluate(
+            "(el) => getComputedStyle(el).backgroundColor"))
+        near = [count for count, colour in colours if all(abs(a - b) <= 6 for a, b in zip(colour, swatch, strict=True))]
+        painted = sum(near)
+        assert painted > 200, f"no {entity_type} node painted in the legend's colour {swatch}"
+
+
+def test_clicking_a_node_shows_its_metadata(visit: Visit):
+    page = visit.open("?seed=HGNC:BRAF")
+    expect(page.locator("#node-list li")).to_have_count(2)
+    page.mouse.click(*visit.node_point("FPLX:RAF"))
+    details = page.locator("#details")
+    expect(details).to_contain_text("serine-threonine kinases")
+    expect(details).to_contain_text("FPLX:RAF")
+    expect(details.locator("dt", has_text="synonyms")).to_be_visible()
+    page.locator("#node-list li[data-id='HGNC:BRAF']").click()  # the list selects too
+    expect(details).to_contain_text("hgnc.symbol:BRAF")
+    expect(page.locator("#node-list li.selected")).to_have_attribute("data-id", "HGNC:BRAF")
+    page.mouse.click(*visit.edge_point("HGNC:BRAF", "isa", "FPLX:RAF"))  # an edge: its metadata and provenance
+    expect(details).to_contain_text("BRAF —isa→ RAF Family")
+    expect(details).to_contain_text("famplex:relations.csv")
+
+
+def test_expanding_adds_nodes_and_the_address_keeps_them(visit: Visit):
+    page = visit.open("?seed=HGNC:BRAF&hops=1")
+    expect(page.locator("#node-list li")).to_have_count(2)
+    page.mouse.dblclick(*visit.node_point("FPLX:RAF"))
+    expect(page.locator("#node-list li")).to_have_count(5)
+    assert sorted(visit.listed()) == sorted(BRAF_FAMILY)
+    assert "seed=FPLX%3ARAF" in page.url
+    page.locator("#node-list li[data-id='FPLX:MAP3K']").click()
+    page.locator("#expand").click()  # the button does the same
+    expect(page.locator("#node-list li")).to_have_count(24)  # one bfs_query from the three seeds: 24 nodes
+    assert "seed=FPLX%3AMAP3K" in page.url
+    page.goto(page.url)  # the address opens the same picture, in one call
+    visit.idle()
+    expect(page.locator("#node-list li")).to_have_count(24)
+    expect(page.locator("#seeds")).to_have_value("HGNC:BRAF FPLX:RAF FPLX:MAP3K")
+
+
+def test_a_search_shows_hits_and_a_hit_opens_its_neighbourhood(visit: Visit):
+    page = visit.open("?q=RAF1")
+    hits = page.locator("#search-hits li")
+    expect(hits.first).to_have_attribute("data-id", "HGNC:RAF1")
+    expect(hits.first).to_contain_text("Gene")
+    expect(hits.first).to_contain_text("score")
+    hits.first.click()
+    expect(page.locator("#node-list li")).to_have_count(2)
+    assert "seed=HGNC%3ARAF1" in page.url and "q=RAF1" in page.url
+    page.locator("#q").fill("MAP3K")
+    page.locator("#qtype").select_option("Family")
+    page.locator("#q").press("Enter")
+    expect(hits.first).to_have_attribute("data-id", "FPLX:MAP3K")
+    assert all(meta.startswith("Family") for meta in hits.locator(".meta").all_inner_texts())
+    assert "q=MAP3K" in page.url and "qtype=Family" in page.url
+
+
+def test_a_nonexistent_seed_is_explained_on_the_page(visit: Visit):
+    page = visit.open("?seed=HGNC:NOPE")
+    message = page.locator("#message")
+    expect(message).to_be_visible()
+    expect(message).to_contain_text("Unknown entity id(s): 'HGNC:NOPE'")
+    expect(message).to_contain_text("search_entities")
+    expect(page.locator("#node-list li")).to_have_count(0)
+    expect(page.locator("#hits-panel h2")).to_contain_text("Did you mean")
+
+
+def test_controls_are_read_from_the_address_and_checked_by_the_tool(visit: Visit):
+    calls: list[dict[str, Any]] = []
+    visit.page.on("request", lambda r: calls.append(json.loads(r.post_data)) if r.url.endswith("/bfs_query") else None)
+    page = visit.open("?seed=FPLX:RAF&hops=1&exclude=Gene&predicates=isa&limit=50")
+    expect(page.locator("#node-list li")).to_have_count(2)
+    assert visit.nodes() == ["FPLX:MAP3K", "FPLX:RAF"]
+    assert page.locator("#exclude").evaluate("(s) => [...s.selectedOptions].map((o) => o.value)") == ["Gene"]
+    assert calls == [{"seeds": ["FPLX:RAF"], "max_hops": 1, "limit": 50, "predicates": ["isa"],
+                      "exclude_node_types": ["Gene"]}]
+
+    page = visit.open("?seed=FPLX:RAF&hops=1&types=Family")
+    expect(page.locator("#node-list li[data-id='HGNC:ARAF'] .meta")).to_contain_text("named stub")
+    expect(page.locator("#node-list li[data-id='FPLX:MAP3K'] .meta")).to_contain_text("full")
+
+    page = visit.open("?seed=FPLX:RAF&hops=9")
+    expect(page.locator("#message")).to_contain_text("max_hops must be an integer from 1 to 5")
+
+    page.locator("#hops").fill("2")
+    page.locator("#controls button[type=submit]").click()
+    expect(page.locator("#node-list li")).to_have_count(24)
+    expect(page.locator("#message")).to_be_hidden()
+    assert "hops=2" in page.url
+
+
+def test_truncation_notes_are_shown_and_a_page_continues(visit: Visit):
+    page = visit.open("?seed=FPLX:MAP3K&hops=1&limit=5")
+    expect(page.locator("#node-list li")).to_have_count(5)
+    note = page.locator("#notes li[data-reason='page']")
+    expect(note).to_contain_text("truncated (page")
+    expect(note).to_contain_text("offset=5")
+    note.locator("button.more").click()
+    expect(page.locator("#node-list li")).to_have_count(10)
+
+
+def test_the_server_budget_degrades_detail_and_the_page_says_so(browser: Any):
+    with running_explorer("--max-tokens", "1500") as base:
+        visit = Visit(browser, base)
+        try:
+            page = visit.open("?seed=FPLX:MAP3K&hops=2")
+            expect(page.locator("#node-list li")).to_have_count(28)
+            expect(page.locator("#notes li[data-reason='named_stubs']")).to_contain_text("to fit 1500 tokens")
+            expect(page.locator("#node-list .meta", has_text="named stub").first).to_be_visible()
+            expect(page.locator("#node-count")).to_have_text("(28)")
+        finally:
+            visit.context.close()
+
+
+def test_the_node_list_filters_and_copies(visit: Visit):
+    visit.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=visit.base.rstrip("/"))
+    page = visit.open("?seed=HGNC:BRAF&hops=2")
+    expect(page.locator("#node-list li")).to_have_count(5)
+    page.locator("#node-filter").fill("raf1")
+    expect(page.locator("#node-list li:visible")).to_have_count(1)
+    page.locator("#copy-nodes").click()
+    expect(page.locator("#status")).to_contain_text("Copied 1 nodes")
+    assert page.evaluate("() => navigator.clipboard.readText()") == "HGNC:RAF1\tGene\tRAF1"
+
+
+def test_several_graphs_from_a_config_file_have_a_selector_and_keep_the_graph_in_the_address(
+    browser: Any, tmp_path: Any
+):
+    from bfsql.backends.sqlite import SqliteConfig
+    from bfsql.loading.sqlite_loader import load_sqlite
+    from bfsql.settings import config_text
+    from bfsql.testing.standard_graph import TP53, write_standard_bundle
+
+    store = tmp_path / "standard.db"
+    load_sqlite(store, [write_standard_bundle(tmp_path)])
+    config = tmp_path / "graphs.toml"
+    config.write_text(config_text({"famplex": ("sqlite", SqliteConfig()), "standard": ("sqlite", SqliteConfig(
+        db=store, description="The conformance graph"))}))
+    with running_explorer("--config", str(config)) as base:
+        visit = Visit(browser, base)
+        try:
+            page = visit.open(f"?graph=standard&seed={TP53}")
+            expect(page.locator("select#graph-choice")).to_be_visible()
+            assert page.locator("select#graph-choice option").all_inner_texts() == [
+                "famplex", "standard — The conformance graph"]
+            expect(page.locator("select#graph-choice")).to_have_value("standard")
+            assert TP53 in visit.nodes()
+            page.locator("#seeds").fill("HGNC:BRAF")
+            page.locator("#controls button[type=submit]").click()
+            visit.idle()
+            expect(page.locator("#message")).to_contain_text("[graph standard] Unknown entity id(s)")
+            assert "graph=standard" in page.url
+            page.locator("select#graph-choice").select_option("famplex")
+            page.wait_for_url("**graph=famplex**")
+            visit.open("?graph=famplex&seed=HGNC:BRAF")
+            assert "HGNC:BRAF" in visit.nodes()
+        finally:
+            visit.context.close()

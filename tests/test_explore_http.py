@@ -1,0 +1,144 @@
+"""``bfsql explore`` over HTTP: the page and its assets, the tool calls, and the HTTP rules of ``bfsql serve``.
+
+The explorer's answers must be the MCP server's answers (same pipeline, same budgets), its
+requests must pass the Host/Origin checks and the token, and nothing beyond loopback without one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from bfsql_testsupport.explore import running_explorer
+from bfsql_testsupport.services import free_port
+
+
+@pytest.fixture(scope="module", autouse=True)
+def demo_db() -> None:
+    from bfsql.demo import ensure_demo_db
+
+    ensure_demo_db()
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    with running_explorer("--max-tokens", "1500") as base:
+        yield base
+
+
+def test_the_page_and_its_drawing_library_are_served_from_the_package(explorer):
+    page = httpx.get(explorer)
+    assert page.status_code == 200 and "<title>bfsql explore</title>" in page.text
+    policy = page.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "script-src" not in policy  # scripts: this server's only
+    assert page.headers["referrer-policy"] == "no-referrer"
+    for address in re.findall(r'(?:src|href)="([^"]+)"', page.text):
+        assert address.startswith(("static/", "data:")), f"the page loads {address} from elsewhere"
+        if address.startswith("static/"):
+            assert httpx.get(explorer + address).status_code == 200, address
+    library = httpx.get(explorer + "static/vendor/cytoscape.min.js")
+    assert "javascript" in library.headers["content-type"] and "Cytoscape Consortium" in library.text[:200]
+    licence = httpx.get(explorer + "static/vendor/cytoscape.LICENSE")
+    assert licence.status_code == 200 and "Permission is hereby granted" in licence.text
+
+
+async def test_answers_are_the_mcp_servers_answers_with_the_same_budget(explorer):
+    arguments = {"seeds": ["FPLX:MAP3K"], "max_hops": 2}
+    served = httpx.post(explorer + "api/call/bfs_query", json=arguments)
+    assert served.status_code == 200
+    params = StdioServerParameters(command=sys.executable, args=["-m", "bfsql", "serve", "--max-tokens", "1500"],
+                                   env=dict(os.environ))
+    async with Client(params) as client:
+        result = await client.call_tool("bfs_query", arguments)
+    assert served.text == result.content[0].text  # the text a model reads, unchanged
+    assert json.loads(served.text)["truncated"][0]["reason"] == "named_stubs"
+
+
+def test_bad_calls_get_one_plain_error(explorer):
+    def call(tool: str, body: object) -> httpx.Response:
+        return httpx.post(explorer + f"api/call/{tool}", json=body)
+
+    refused = call("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 9})
+    assert refused.status_code == 422
+    assert refused.json()["error"].startswith("max_hops must be an integer from 1 to 5")
+    assert "Unknown argument 'bogus'" in call("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 1, "bogus": 1}).json()[
+        "error"]
+    assert "Unknown entity id(s): 'X:Y'" in call("describe_entity", {"id": "X:Y"}).json()["error"]
+    assert call("bfs_query", ["FPLX:RAF"]).status_code == 400
+    assert httpx.post(explorer + "api/call/bfs_query", content=b"{nope", headers={"content-type": "application/json"}
+                      ).json()["error"] == "The request body must be a JSON object of the tool's arguments."
+    other = call("path_query", {"query": '"BRAF" -[isa]-> type:Family'})
+    assert other.status_code == 404 and "calls only describe_schema, search_entities" in other.json()["error"]
+    assert httpx.get(explorer + "api/call/bfs_query").status_code == 405
+    too_big = call("search_entities", {"query": "x" * 70_000})
+    assert too_big.status_code == 413
+    assert call("search_entities", {"query": "BRAF"}).json()[0]["id"] == "HGNC:BRAF"  # still answering
+
+
+def test_foreign_hosts_origins_and_form_posts_are_refused(explorer):
+    assert httpx.get(explorer, headers={"Host": "evil.example:80"}).status_code == 421
+    body = {"query": "BRAF"}
+    foreign = httpx.post(explorer + "api/call/search_entities", json=body, headers={"Origin": "http://evil.example"})
+    assert foreign.status_code == 403
+    form = httpx.post(explorer + "api/call/search_entities", content=json.dumps(body),
+                      headers={"content-type": "text/plain"})
+    assert form.status_code == 400  # a cross-site form cannot send JSON, so it cannot call a tool
+    same = httpx.post(explorer + "api/call/search_entities", json=body, headers={"Origin": explorer.rstrip("/")})
+    assert same.status_code == 200
+
+
+def test_a_token_guards_every_request_and_a_first_visit_sets_a_cookie():
+    token = "s3cret-token"
+    with running_explorer("--auth-token", token) as base, httpx.Client() as http:
+        assert http.get(base).status_code == 401
+        assert http.get(base + "static/explorer.js").status_code == 401
+        assert http.get(base + "?token=wrong").status_code == 401
+        assert http.post(base + "api/call/search_entities", json={"query": "BRAF"}).status_code == 401
+        bearer = http.post(base + "api/call/search_entities", json={"query": "BRAF"},
+                           headers={"Authorization": f"Bearer {token}"})
+        assert bearer.status_code == 200
+
+        first = http.get(base + f"?seed=HGNC:BRAF&token={token}&hops=2")
+        assert first.status_code == 303
+        assert first.headers["location"] == "/?seed=HGNC%3ABRAF&hops=2"  # the token leaves the address
+        cookie = first.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        assert http.get(base).status_code == 200  # the cookie now stands for the token
+        assert http.post(base + "api/call/search_entities", json={"query": "BRAF"}).status_code == 200
+
+
+def test_binding_beyond_loopback_requires_a_token():
+    done = subprocess.run([sys.executable, "-m", "bfsql", "explore", "--host", "0.0.0.0", "--port", str(free_port())],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "BFSQL_AUTH_TOKEN": ""})
+    assert done.returncode != 0
+    assert "without authentication" in done.stderr and "--auth-token" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_explorer_is_imported_only_when_it_runs():
+    code = ("import sys; from bfsql.cli import build_cli; build_cli(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('bfsql.explore', 'bfsql.diagrams'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_open_shows_the_page_with_its_token_in_the_users_browser(tmp_path, monkeypatch):
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(f"import sys, pathlib; pathlib.Path({str(opened)!r}).write_text(sys.argv[1])\n")
+    monkeypatch.setenv("BROWSER", f"{sys.executable} {browser} %s")  # webbrowser runs this "browser"
+    with running_explorer("--open", "--auth-token", "t0ken") as base:
+        deadline = time.monotonic() + 60
+        while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the "browser" may not have written the address yet
+        assert opened.read_text() == base + "?token=t0ken"
