@@ -22,7 +22,15 @@ from bfsql.backend import (
 )
 from bfsql.backends.memory import MemoryBackend
 from bfsql.backends.sqlite import SqliteBackend
-from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine, create_embedder
+from bfsql.embedders import (
+    DEFAULT_EMBEDDER,
+    Embedder,
+    EmbedderMismatch,
+    HashingEmbedder,
+    cosine,
+    create_embedder,
+    preferred_embedder,
+)
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.engine.paths import path_query
 from bfsql.engine.search import search_entities
@@ -150,6 +158,7 @@ __all__ = [
     "open_graph",
     "path_query",
     "postprocess",
+    "preferred_embedder",
     "read_bundle",
     "read_records",
     "resolve_config",

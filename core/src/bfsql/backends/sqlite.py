@@ -167,7 +167,7 @@ class _VectorIndex:
         ranked = sorted((-float(scores[i]), self.ids[i], int(i)) for i in top if np.isfinite(scores[i]))
         return [
             EntityStub(id=entity_id, entity_type=self.type_names[self.types[i]], name=self.names[i],
-                       score=round(-negative, 6))
+                       score=round(max(-1.0, min(1.0, -negative)), 6))  # int8 rounding can step past 1
             for negative, entity_id, i in ranked
         ]
 
