@@ -145,3 +145,15 @@ def test_bfsql_path_command():
     embedder = subprocess.run([sys.executable, "-m", "bfsql", "path", "@HGNC:BRAF", "--embedder", "nope"],
                               capture_output=True, text=True, timeout=120)
     assert embedder.returncode == 2 and "unknown embedder 'nope'" in embedder.stderr
+
+
+def test_bfsql_query_search_is_honest():
+    """Junk and nonsense at the command line (19.9): a clean error for junk, [] for nonsense."""
+    bfsql = [sys.executable, "-m", "bfsql", "query", "search_entities"]
+    for junk in ("query=!!!", "query=..."):
+        done = subprocess.run([*bfsql, junk], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and "no letter or digit" in done.stderr and "Traceback" not in done.stderr
+    nothing = subprocess.run([*bfsql, "query=xyzzy nonsense query", "--json"], capture_output=True, text=True,
+                             timeout=120)
+    assert nothing.returncode == 0, nothing.stderr
+    assert json.loads(nothing.stdout) == []
