@@ -1,7 +1,7 @@
 """End to end: path_query and search modes through a real MCP client and a `bfsql serve` subprocess.
 
 The graph is the bundled FamPlex demo (genes -isa-> families, parts -partof-> complexes),
-served with the default hashing embedder.
+served with the default embedder (hashing when no semantic embedder is installed).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ async def test_path_query_is_listed_read_only_with_its_language_and_schema():
         assert tool.output_schema is not None
         assert "path_query" in client.instructions
         assert set(tools["search_entities"].input_schema["properties"]) == {
-        "query", "node_types", "mode", "alpha", "limit", "offset"}
+        "query", "node_types", "mode", "alpha", "limit", "offset", "min_similarity"}
 
 
 async def test_multi_hop_and_reverse_shapes_of_the_seed():
@@ -105,15 +105,18 @@ async def test_edge_cases_explain_themselves():
 
 
 async def test_search_modes_over_the_demo():
+    # Without a semantic embedder installed the demo store has no vectors: search is lexical, and honest.
     async with stdio() as client:
-        hybrid = data(await client.call_tool("search_entities", {"query": "RAF"}))
-        assert hybrid[0]["id"] == "FPLX:RAF" and hybrid[0]["rankers"] == ["lexical", "vector"]
+        default = data(await client.call_tool("search_entities", {"query": "RAF"}))
+        assert default[0]["id"] == "FPLX:RAF" and default[0]["rankers"] == ["lexical"] and default[0]["score"] == 1.0
         exact = data(await client.call_tool("search_entities", {"query": "braf", "mode": "exact"}))
         assert [(h["id"], h["score"], h["rankers"]) for h in exact] == [("HGNC:BRAF", 1.0, ["exact"])]
-        vector = data(await client.call_tool("search_entities", {"query": "BRAF", "mode": "vector"}))
-        assert vector[0]["id"] == "HGNC:BRAF" and vector[0]["rankers"] == ["vector"]
-        rrf = data(await client.call_tool("search_entities", {"query": "BRAF", "mode": "rrf"}))
-        assert rrf[0]["id"] == "HGNC:BRAF" and rrf[0]["rankers"] == ["lexical", "vector"]
+        assert data(await client.call_tool("search_entities", {"query": "xyzzy nonsense query"})) == []
+        vector = await client.call_tool("search_entities", {"query": "BRAF", "mode": "vector"})
+        assert vector.is_error and "Available modes: exact, lexical" in vector.content[0].text
+        for junk in ("!!!", "\x00", "..."):
+            refused = await client.call_tool("search_entities", {"query": junk})
+            assert refused.is_error and "no letter or digit" in refused.content[0].text
 
 
 async def test_answer_budget_applies_to_path_answers():
@@ -142,3 +145,15 @@ def test_bfsql_path_command():
     embedder = subprocess.run([sys.executable, "-m", "bfsql", "path", "@HGNC:BRAF", "--embedder", "nope"],
                               capture_output=True, text=True, timeout=120)
     assert embedder.returncode == 2 and "unknown embedder 'nope'" in embedder.stderr
+
+
+def test_bfsql_query_search_is_honest():
+    """Junk and nonsense at the command line (19.9): a clean error for junk, [] for nonsense."""
+    bfsql = [sys.executable, "-m", "bfsql", "query", "search_entities"]
+    for junk in ("query=!!!", "query=..."):
+        done = subprocess.run([*bfsql, junk], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and "no letter or digit" in done.stderr and "Traceback" not in done.stderr
+    nothing = subprocess.run([*bfsql, "query=xyzzy nonsense query", "--json"], capture_output=True, text=True,
+                             timeout=120)
+    assert nothing.returncode == 0, nothing.stderr
+    assert json.loads(nothing.stdout) == []

@@ -21,7 +21,7 @@ class TestSqliteBackend(BackendConformance):
     @pytest.fixture
     async def backend(self, standard_bundle: Path, tmp_path: Path) -> AsyncIterator[SqliteBackend]:
         db = tmp_path / "standard.db"
-        load_sqlite(db, [standard_bundle])
+        load_sqlite(db, [standard_bundle], embedder="hashing")
         backend = SqliteBackend(db)
         assert await backend.wait_for_index(30)
         yield backend
@@ -34,7 +34,7 @@ class TestSqliteBackendWithoutIndex(BackendConformance):
     @pytest.fixture
     async def backend(self, standard_bundle: Path, tmp_path: Path) -> AsyncIterator[SqliteBackend]:
         db = tmp_path / "standard.db"
-        load_sqlite(db, [standard_bundle])
+        load_sqlite(db, [standard_bundle], embedder="hashing")
         backend = SqliteBackend(db, memory_index=0)
         assert not await backend.wait_for_index(0)
         yield backend

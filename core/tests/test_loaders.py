@@ -78,7 +78,7 @@ def test_load_report_and_progress(tmp_path: Path) -> None:
     rows = [{"kind": "entity", "id": f"n{i}", "entity_type": "T"} for i in range(2500)]
     bundle = write_jsonl(tmp_path / "p.jsonl", rows)
     phases = Phases()
-    report = load_sqlite(tmp_path / "p.sqlite", [bundle], progress=phases)
+    report = load_sqlite(tmp_path / "p.sqlite", [bundle], progress=phases, embedder="hashing")
     assert report == LoadReport(tmp_path / "p.sqlite", 1, 2500, 0, 0)
     size = bundle.stat().st_size
     assert phases.seen == [

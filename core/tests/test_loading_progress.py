@@ -75,7 +75,7 @@ def test_a_load_reports_its_phases_in_order(tmp_path: Path) -> None:
     source.write_text('{"kind": "entity", "id": "A", "entity_type": "T", "name": "Alpha"}\n', encoding="utf-8")
     db = tmp_path / "s.sqlite"
     stream = io.StringIO()
-    load_sqlite(db, [source], progress=StderrProgress(stream, live=False))
+    load_sqlite(db, [source], progress=StderrProgress(stream, live=False), embedder="hashing")
     load_sqlite(db, [source], progress=StderrProgress(stream, live=False), embedder=None)
     reembed_store(db, "hashing", progress=StderrProgress(stream, live=False))
     phases = [line.split()[0] for line in stream.getvalue().splitlines()]

@@ -50,7 +50,7 @@ def test_a_signal_before_the_swap_leaves_the_store_as_it_was(
     load_sqlite(db, [sources[0]])
     before = digest(db)
     with pytest.raises(LoadInterrupted) as caught:
-        load_sqlite(db, [sources[1]], progress=SignalAt(phase, signum))
+        load_sqlite(db, [sources[1]], progress=SignalAt(phase, signum), embedder="hashing")
     assert (caught.value.signum, caught.value.committed) == (signum, False)
     assert digest(db) == before
     assert not list(tmp_path.glob("*.loading"))

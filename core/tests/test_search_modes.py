@@ -17,7 +17,15 @@ from bfsql import Capabilities, Graph, GraphDbInterface, postprocess
 from bfsql.backends.memory import MemoryBackend
 from bfsql.backends.sqlite import SqliteBackend
 from bfsql.embedders import EmbedderMismatch, HashingEmbedder
-from bfsql.engine.search import available_modes, default_mode, min_max, rank_scores, search_entities
+from bfsql.engine.search import (
+    STORE_CHARS,
+    STORE_TERMS,
+    available_modes,
+    default_mode,
+    lexical_score,
+    search_entities,
+    store_text,
+)
 from bfsql.errors import InvalidArgument
 from bfsql.loading.sqlite_loader import load_sqlite, reembed_store
 from bfsql.models import EntityStub
@@ -40,7 +48,7 @@ def stub(i: str, score: float | None = None) -> EntityStub:
 
 
 class Fixed(MemoryBackend):
-    """lexical: A, B, C (no scores); vector: B 0.9, D 0.5, A 0.1."""
+    """lexical: A, B, C (no scores); vector: B 0.9, D 0.7, A 0.1."""
 
     lexical: ClassVar[list[EntityStub]] = [stub("A"), stub("B"), stub("C")]
 
@@ -48,7 +56,7 @@ class Fixed(MemoryBackend):
         return [s for s in self.lexical if node_types is None or s.entity_type in node_types]
 
     async def vector_search(self, vector, node_types=None, limit=20):
-        hits = [stub("B", 0.9), stub("D", 0.5), stub("A", 0.1)]
+        hits = [stub("B", 0.9), stub("D", 0.7), stub("A", 0.1)]
         return [s for s in hits if node_types is None or s.entity_type in node_types][:limit]
 
 
@@ -67,63 +75,105 @@ def ranked(stubs: list[EntityStub]) -> list[tuple[str, float | None, list[str] |
     return [(s.id, s.score, s.rankers) for s in stubs]
 
 
-def test_normalisation_helpers():
-    assert min_max({"a": 10.0, "b": 5.0, "c": 0.0}) == {"a": 1.0, "b": 0.5, "c": 0.0}
-    assert min_max({"a": 3.0}) == {"a": 1.0} and min_max({"a": 2.0, "b": 2.0}) == {"a": 1.0, "b": 1.0}
-    assert rank_scores([stub("A"), stub("B"), stub("C")]) == {"A": 1.0, "B": 2 / 3, "C": 1 / 3}
-    assert rank_scores([stub("A", 7.0), stub("B", 2.0)]) == {"A": 7.0, "B": 2.0}
+@pytest.mark.parametrize(
+    ("query", "labels", "score"),
+    [
+        ("Alpha", ["alpha"], 1.0),  # exact, case-insensitive
+        ("first", ["alpha", "first"], 1.0),  # an exact synonym
+        ("heart", ["Abnormality of the heart"], 0.6),  # every query word, 1 of the label's 4
+        ("heart ab", ["Abnormality of the heart"], 0.7),  # the last word as a prefix
+        ("RAF", ["BRAF"], 0.425),  # contained: 0.2 + 0.3 * 3/4
+        ("zzz", ["alpha"], 0.2),  # found by the backend, no label shows why
+    ],
+)
+def test_lexical_score(query, labels, score):
+    assert lexical_score(query, "X:1", labels) == pytest.approx(score)
+    assert lexical_score("x:1", "X:1", labels) == 1.0  # the id
 
 
-async def test_hybrid_is_alpha_weighted_min_max_fusion():
-    # lexical by rank: A 1, B 2/3, C 1/3 -> min-max A 1, B 0.5, C 0
-    # vector: B 0.9, D 0.5, A 0.1 -> min-max B 1, D 0.5, A 0
-    # alpha 0.5: B .5*1+.5*.5 = .75, A .5*0+.5*1 = .5, D .5*.5 = .25, C 0
+async def test_hybrid_is_alpha_weighted_over_each_rankers_own_scores():
+    # lexical (query "q" matches no label): A .2, B .2, C .2; vector: B .9, D .7 (A .1 is below 0.6: dropped)
+    # alpha .5: B .5*.9 + .5*.2 = .55, D .35, A .1, C .1 (A first: better rank)
     got = await search_entities(fixed_graph(), "q", mode="hybrid")
     assert ranked(got) == [
-        ("B", 0.75, ["lexical", "vector"]),
-        ("A", 0.5, ["lexical", "vector"]),
-        ("D", 0.25, ["vector"]),
-        ("C", 0.0, ["lexical"]),
+        ("B", 0.55, ["lexical", "vector"]),
+        ("D", 0.35, ["vector"]),
+        ("A", 0.1, ["lexical"]),
+        ("C", 0.1, ["lexical"]),
     ]
-    # alpha 1: vector only; A and C tie at 0, A first (better lexical rank)
+    assert [(s.lexical_score, s.vector_score) for s in got] == [(0.2, 0.9), (None, 0.7), (0.2, None), (0.2, None)]
     assert [(s.id, s.score) for s in await search_entities(fixed_graph(), "q", mode="hybrid", alpha=1.0)] == [
-        ("B", 1.0), ("D", 0.5), ("A", 0.0), ("C", 0.0)]
-    # alpha 0: lexical only; C and D tie at 0, D first (2nd in a ranking beats 3rd)
-    assert [(s.id, s.score) for s in await search_entities(fixed_graph(), "q", mode="hybrid", alpha=0.0)] == [
-        ("A", 1.0), ("B", 0.5), ("D", 0.0), ("C", 0.0)]
+        ("B", 0.9), ("D", 0.7), ("A", 0.0), ("C", 0.0)]
 
 
-async def test_hybrid_uses_the_lexical_rankers_own_scores_when_it_gives_them():
-    graph = fixed_graph([stub("A", 12.0), stub("B", 3.0), stub("C", 2.0)])
-    # lexical min-max: A 1, B .1, C 0; fused: A .5, B .5*.1 + .5*1 = .55, D .25, C 0
-    got = await search_entities(graph, "q", mode="hybrid")
-    assert [(s.id, s.score) for s in got] == [("B", 0.55), ("A", 0.5), ("D", 0.25), ("C", 0.0)]
+async def test_vector_hits_below_the_least_similarity_are_dropped():
+    assert [s.id for s in await search_entities(fixed_graph(), "q", mode="vector")] == ["B", "D"]
+    low = await search_entities(fixed_graph(), "q", mode="vector", min_similarity=0.05)
+    assert ranked(low) == [("B", 0.9, ["vector"]), ("D", 0.7, ["vector"]), ("A", 0.1, ["vector"])]
+    assert await search_entities(fixed_graph(), "q", mode="vector", min_similarity=0.95) == []
+    with pytest.raises(InvalidArgument, match="min_similarity must be a number from 0 to 1"):
+        await search_entities(fixed_graph(), "q", mode="vector", min_similarity=2)
+
+
+async def test_exact_matches_come_first_with_score_one():
+    for mode in ("lexical", "hybrid", "rrf"):
+        got = await search_entities(fixed_graph(), "beta", mode=mode)
+        assert (got[0].id, got[0].score, got[0].lexical_score) == ("B", 1.0, 1.0), mode
 
 
 async def test_rrf_sums_reciprocal_ranks_with_k_60():
     got = await search_entities(fixed_graph(), "q", mode="rrf")
     expected = {
-        "A": 1 / 61 + 1 / 63,  # lexical 1st, vector 3rd
         "B": 1 / 62 + 1 / 61,  # lexical 2nd, vector 1st
-        "C": 1 / 63,
+        "A": 1 / 61,  # lexical 1st (its vector hit is below the least similarity)
         "D": 1 / 62,
+        "C": 1 / 63,
     }
     assert [s.id for s in got] == ["B", "A", "D", "C"]
     assert {s.id: s.score for s in got} == {k: round(v, 6) for k, v in expected.items()}
-    assert got[0].rankers == ["lexical", "vector"] and got[3].rankers == ["lexical"]
+    assert got[0].rankers == ["lexical", "vector"] and got[1].rankers == ["lexical"]
 
 
 async def test_single_ranker_modes_keep_their_scores():
     lexical = await search_entities(fixed_graph(), "q", mode="lexical")
-    assert ranked(lexical) == [("A", None, ["lexical"]), ("B", None, ["lexical"]), ("C", None, ["lexical"])]
+    assert ranked(lexical) == [("A", 0.2, ["lexical"]), ("B", 0.2, ["lexical"]), ("C", 0.2, ["lexical"])]
     vector = await search_entities(fixed_graph(), "q", mode="vector")
-    assert ranked(vector) == [("B", 0.9, ["vector"]), ("D", 0.5, ["vector"]), ("A", 0.1, ["vector"])]
+    assert ranked(vector) == [("B", 0.9, ["vector"]), ("D", 0.7, ["vector"])]
+
+
+@pytest.mark.parametrize("mode", ["lexical", "vector", "hybrid", "rrf", "exact"])
+async def test_nothing_relevant_is_an_empty_list(mode):
+    graph = Graph(MemoryBackend(RECORDS))
+    assert await search_entities(graph, "xyzzy nonsense query", mode=mode) == []
+    assert await search_entities(graph, "zzqqq", mode=mode) == []
+
+
+@pytest.mark.parametrize("query", ["!!!", "\x00", "\x00\x00", "--- ...", "\t\x07"])
+async def test_junk_queries_are_refused_on_every_mode(query):
+    graph = Graph(MemoryBackend(RECORDS))
+    for mode in (None, "lexical", "exact"):
+        with pytest.raises(InvalidArgument, match="has no letter or digit"):
+            await search_entities(graph, query, mode=mode)
+
+
+async def test_the_store_sees_a_bounded_query():
+    seen: list[str] = []
+
+    class Recording(LexicalOnly):
+        async def search_entities(self, query, node_types=None, limit=20):
+            seen.append(query)
+            return []
+
+    long = " ".join(f"word{i}" for i in range(300))[:1000]
+    assert await search_entities(Graph(Recording(RECORDS)), long) == []
+    assert seen == [store_text(long)] and len(seen[0].split()) == STORE_TERMS and len(seen[0]) <= STORE_CHARS
+    assert store_text("a\x00b  \n c") == "a b c"
 
 
 async def test_node_types_restrict_every_ranker():
     got = await search_entities(fixed_graph(), "q", ["Drug"], mode="hybrid")
-    # lexical: C alone -> 1; vector: D alone -> 1
-    assert [(s.id, s.score) for s in got] == [("C", 0.5), ("D", 0.5)]
+    # lexical: C alone (.2); vector: D alone (.7)
+    assert [(s.id, s.score) for s in got] == [("D", 0.35), ("C", 0.1)]
     assert await search_entities(fixed_graph(), "q", [], mode="rrf") == []
 
 
@@ -204,7 +254,7 @@ ROWS = [
 
 async def test_sqlite_stores_vectors_at_load_and_searches_them(tmp_path):
     db = tmp_path / "s.sqlite"
-    report = load_sqlite(db, [bundle(tmp_path, ROWS)])
+    report = load_sqlite(db, [bundle(tmp_path, ROWS)], embedder="hashing")
     assert (report.embedder, report.embedded) == ("hashing", 3)  # merged entities get none
     backend = SqliteBackend(db)
     try:
@@ -216,7 +266,8 @@ async def test_sqlite_stores_vectors_at_load_and_searches_them(tmp_path):
         assert "x:9" not in {h.id for h in hits}
         assert all(h.entity_type == "Family" for h in await graph.vector_search(vector, ["Family"], 10))
         fused = await search_entities(graph, "RAF")
-        assert fused[0].rankers == ["lexical", "vector"] and fused[0].score is not None
+        assert fused[0].rankers == ["lexical", "vector"] and fused[0].score == 1.0  # "RAF" is a synonym of f:1
+        assert await search_entities(graph, "xyzzy nonsense query") == []
     finally:
         await backend.aclose()
 
@@ -224,8 +275,8 @@ async def test_sqlite_stores_vectors_at_load_and_searches_them(tmp_path):
 def test_reloads_embed_only_new_or_renamed_entities(tmp_path):
     db = tmp_path / "s.sqlite"
     source = bundle(tmp_path, ROWS)
-    load_sqlite(db, [source])
-    assert load_sqlite(db, [source]).embedded == 0
+    load_sqlite(db, [source], embedder="hashing")
+    assert load_sqlite(db, [source]).embedded == 0  # the store's own embedder
     renamed = bundle(tmp_path, [{"kind": "entity", "id": "g:2", "entity_type": "Gene", "name": "C-RAF"}])
     assert load_sqlite(db, [renamed]).embedded == 1
 
@@ -245,7 +296,7 @@ async def test_a_store_without_vectors_has_lexical_modes_only(tmp_path):
 
 async def test_mismatched_embedder_is_refused_and_reembedding_switches_safely(tmp_path):
     db = tmp_path / "s.sqlite"
-    load_sqlite(db, [bundle(tmp_path, ROWS)])
+    load_sqlite(db, [bundle(tmp_path, ROWS)], embedder="hashing")
     small = HashingEmbedder(dimension=64)
     backend = SqliteBackend(db)
     try:
@@ -268,16 +319,50 @@ async def test_mismatched_embedder_is_refused_and_reembedding_switches_safely(tm
         await backend.aclose()
 
 
-async def test_the_demo_store_follows_the_servers_embedder(tmp_path, monkeypatch):
+class Meaningful(HashingEmbedder):
+    """Stands for a semantic embedder (the demo store takes vectors of semantic embedders only)."""
+
+    semantic = True
+
+    @property
+    def name(self) -> str:
+        return "meaningful"
+
+
+def test_by_default_a_store_without_a_semantic_embedder_installed_has_no_vectors(tmp_path):
+    report = load_sqlite(tmp_path / "s.sqlite", [bundle(tmp_path, ROWS)])
+    assert (report.embedder, report.embedded) == (None, 0)
+
+
+def test_int8_vectors_keep_the_cosine_and_older_float32_rows_still_read():
+    import numpy as np
+
+    from bfsql.loading.sqlite_loader import decode_vectors, encode_vectors
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((50, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    blobs = encode_vectors(vectors)
+    assert {len(b) for b in blobs} == {384 + 4}
+    decoded = decode_vectors(blobs, 384)
+    exact, approx = vectors @ vectors[0], decoded @ decoded[0]
+    assert np.abs(exact - approx).max() < 0.01
+    legacy = decode_vectors([vectors[1].astype("<f4").tobytes()], 384)
+    assert np.allclose(legacy[0], vectors[1])
+
+
+async def test_the_demo_store_takes_vectors_of_a_semantic_embedder(tmp_path, monkeypatch):
     monkeypatch.setenv("BFSQL_CACHE_DIR", str(tmp_path))
     from bfsql.plugins import get_backends
 
     backend = get_backends()["sqlite"].factory(get_backends()["sqlite"].config_model())
     try:
-        assert backend.vector_embedder == ("hashing", 512)
-        graph = Graph(backend, embedder=HashingEmbedder(dimension=128))
+        assert backend.vector_embedder is None  # built without a semantic embedder installed
+        await Graph(backend, embedder=HashingEmbedder(dimension=128)).bind_embedder()
+        assert backend.vector_embedder is None  # spelling vectors are not worth storing
+        graph = Graph(backend, embedder=Meaningful(dimension=128))
         await graph.bind_embedder()
-        assert backend.vector_embedder == ("hashing-128", 128) and backend.path.name.endswith("-hashing-128-128.sqlite")
+        assert backend.vector_embedder == ("meaningful", 128) and backend.path.name.endswith("-meaningful-128.sqlite")
         (vector,) = await graph.embed(["BRAF"])
         assert (await graph.vector_search(vector, ["Gene"], 1))[0].id == "HGNC:BRAF"
     finally:
@@ -291,10 +376,14 @@ async def test_search_entities_tool_takes_mode_and_alpha():
     graph = Graph(Fixed(RECORDS), plugins=[postprocess])
     async with Client(await build_server(graph, ServeSettings())) as client:
         tool = next(t for t in (await client.list_tools()).tools if t.name == "search_entities")
-        assert {"query", "node_types", "mode", "alpha", "limit", "offset"} == set(tool.input_schema["properties"])
+        assert {"query", "node_types", "mode", "alpha", "limit", "offset", "min_similarity"} == set(
+            tool.input_schema["properties"])
         result = await client.call_tool("search_entities", {"query": "q", "mode": "rrf"})
         hits = json.loads(result.content[0].text)
         assert [h["id"] for h in hits] == ["B", "A", "D", "C"] and hits[0]["rankers"] == ["lexical", "vector"]
+        assert hits[0]["vector_score"] == 0.9 and hits[0]["lexical_score"] == 0.2
+        result = await client.call_tool("search_entities", {"query": "q", "mode": "vector", "min_similarity": 0.05})
+        assert [h["id"] for h in json.loads(result.content[0].text)] == ["B", "D", "A"]
         result = await client.call_tool("search_entities", {"query": "q", "mode": "hybrid", "alpha": 7})
         assert result.is_error and "alpha must be a number from 0 to 1" in result.content[0].text
     plain = Graph(LexicalOnly(RECORDS), plugins=[postprocess])

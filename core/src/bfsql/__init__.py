@@ -22,9 +22,18 @@ from bfsql.backend import (
 )
 from bfsql.backends.memory import MemoryBackend
 from bfsql.backends.sqlite import SqliteBackend
-from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine, create_embedder
+from bfsql.embedders import (
+    DEFAULT_EMBEDDER,
+    Embedder,
+    EmbedderMismatch,
+    HashingEmbedder,
+    cosine,
+    create_embedder,
+    preferred_embedder,
+)
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.engine.paths import path_query
+from bfsql.engine.search import search_entities
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph, then
 from bfsql.hookspecs import hookimpl, hookspec
@@ -149,9 +158,11 @@ __all__ = [
     "open_graph",
     "path_query",
     "postprocess",
+    "preferred_embedder",
     "read_bundle",
     "read_records",
     "resolve_config",
+    "search_entities",
     "then",
     "to_output",
 ]

@@ -59,7 +59,7 @@ def _check_embedder(name: str, where: str) -> None:
     from bfsql.plugins import get_embedders
 
     installed = sorted(get_embedders())
-    if name not in installed:
+    if name != "auto" and name not in installed:
         raise click.BadParameter(_unknown("embedder", name, installed), param_hint=where)
 
 
@@ -440,10 +440,10 @@ def explore(port: int, open_browser: bool, **options: Any) -> None:
     from bfsql.explore.app import page_url
 
     server, plans = _resolve(options)
-    click.echo(f"bfsql explore: {', '.join(p.name for p in plans)} at {page_url(server, port)}"
-               + (" (first visit: add ?token=<your token>)" if server.auth_token else "") + ". Ctrl-C stops.", err=True)
+    line = (f"bfsql explore: {', '.join(p.name for p in plans)} at {page_url(server, port)}"
+            + (" (first visit: add ?token=<your token>)" if server.auth_token else "") + ". Ctrl-C stops.")
     try:
-        asyncio.run(serve_explorer(plans, server, port, open_browser))
+        asyncio.run(serve_explorer(plans, server, port, open_browser, started=lambda: click.echo(line, err=True)))
     except BfsqlError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -468,7 +468,8 @@ def _load_limit_help() -> str:
 @click.option("--description", default=None, help="Graph description shown by describe_schema.")
 @click.option("--embedder", default=None, envvar="BFSQL_LOAD_EMBEDDER",
               help="Embedder of the entity vectors: a registered name, or 'none' for no vectors "
-              "(default: the store's own, else 'hashing'). Another embedder re-embeds every entity.")
+              "(default: the store's own, else minilm-int8 when installed, else none). Another embedder "
+              "re-embeds every entity.")
 @click.option("--prefix", "prefixes", multiple=True, metavar="NAME=IRI",
               help="RDF ids under IRI become NAME:local (repeatable; =IRI: bare local names), as the sparql "
               "backend's --prefix.")

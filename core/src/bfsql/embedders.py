@@ -29,7 +29,10 @@ from bfsql.errors import InvalidArgument
 from bfsql.hookspecs import hookimpl
 
 __all__ = [
+    "AUTO",
     "DEFAULT_EMBEDDER",
+    "DEFAULT_MIN_SIMILARITY",
+    "PREFERRED_EMBEDDERS",
     "CachedEmbedder",
     "Embedder",
     "EmbedderMismatch",
@@ -37,13 +40,23 @@ __all__ = [
     "cosine",
     "create_embedder",
     "dot",
+    "is_semantic",
+    "min_similarity",
     "normalise",
+    "preferred_embedder",
+    "resolve_embedder_name",
     "split_identifier",
     "sync_embedding",
 ]
 
 DEFAULT_EMBEDDER = "hashing"
-"""The embedder used when none is named."""
+"""The fallback embedder: always installed, no model (spelling, not meaning)."""
+AUTO = "auto"
+"""Embedder choice meaning: the store's own, else the preferred semantic one, else ``hashing``."""
+PREFERRED_EMBEDDERS: tuple[str, ...] = ("minilm-int8",)
+"""Semantic embedders used by default when installed, best first (``bfsql-embed-minilm`` registers the first)."""
+DEFAULT_MIN_SIMILARITY = 0.5
+"""Least cosine a vector hit needs, for an embedder that does not state its own ``min_similarity``."""
 
 
 @runtime_checkable
@@ -63,6 +76,41 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """One L2-normalised vector per text, in order. An empty text may give a zero vector."""
         ...
+
+
+def min_similarity(embedder: Embedder) -> float:
+    """The least cosine for a vector hit to count as a match: the embedder's ``min_similarity``
+    attribute (measured per model, see docs/search.md), else :data:`DEFAULT_MIN_SIMILARITY`."""
+    value = getattr(embedder, "min_similarity", None)
+    if value is None and isinstance(embedder, CachedEmbedder):
+        value = getattr(embedder.inner, "min_similarity", None)
+    return float(value) if isinstance(value, int | float) else DEFAULT_MIN_SIMILARITY
+
+
+def is_semantic(embedder: Embedder) -> bool:
+    """Whether the embedder captures meaning (its ``semantic`` attribute; ``hashing`` does not)."""
+    inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+    return bool(getattr(inner, "semantic", False))
+
+
+def preferred_embedder() -> str | None:
+    """The first installed embedder of :data:`PREFERRED_EMBEDDERS`, or None."""
+    from bfsql.plugins import get_embedders
+
+    installed = get_embedders()
+    return next((name for name in PREFERRED_EMBEDDERS if name in installed), None)
+
+
+def resolve_embedder_name(choice: str, stored: str | None = None) -> str:
+    """The embedder name for ``choice``; :data:`AUTO` is ``stored`` (the store's vectors' embedder)
+    when installed, else the preferred semantic embedder, else ``hashing``."""
+    if choice != AUTO:
+        return choice
+    from bfsql.plugins import get_embedders
+
+    if stored is not None and stored in get_embedders():
+        return stored
+    return preferred_embedder() or DEFAULT_EMBEDDER
 
 
 class EmbedderMismatch(InvalidArgument):
@@ -123,6 +171,10 @@ class HashingEmbedder:
 
     WORD_WEIGHT = 1.0
     NGRAM_WEIGHT = 1.0
+    semantic = False
+    """Spelling only: vectors from it are not stored by default and make no semantic default."""
+    min_similarity = 0.6
+    """Least cosine of a vector hit (measured on HPO + WordNet with bench/bench_search.py: see docs/search.md)."""
 
     def __init__(self, dimension: int = 512) -> None:
         if dimension < 16:
@@ -263,7 +315,7 @@ def create_embedder(name: str) -> Embedder:
     if spec is None:
         raise InvalidArgument(
             f"Unknown embedder {name!r}; installed: {', '.join(sorted(specs)) or '(none)'}.",
-            "Install a plugin that registers it (e.g. 'pip install bfsql-embed-minilm' for 'minilm') "
+            "Install a plugin that registers it (e.g. 'pip install bfsql-embed-minilm' for 'minilm-int8') "
             "and check 'bfsql plugins'.",
         )
     embedder = spec.factory()

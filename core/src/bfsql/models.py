@@ -37,14 +37,23 @@ __all__ = [
 
 
 class EntityStub(BaseModel):
-    """A search hit: a canonical id, its type, and optionally a display name and score."""
+    """A search hit: a canonical id, its type, and optionally a display name and scores.
+
+    ``score`` is the rank score of the search mode (docs/search.md); ``rankers`` names the
+    rankers that found the entity and ``lexical_score`` / ``vector_score`` are their own
+    scores (seed 003's ``bm25_score`` and ``vector_score``).
+    """
 
     id: str
     entity_type: str
     name: str | None = None
     score: float | None = None
-    rankers: list[str] | None = Field(
-        default=None, description="Which rankers contributed to the score, when fused."
+    rankers: list[str] | None = Field(default=None, description="Which rankers found the entity.")
+    lexical_score: float | None = Field(
+        default=None, description="How well a name or synonym matches the query (1 = exactly), when lexical found it."
+    )
+    vector_score: float | None = Field(
+        default=None, description="Cosine similarity of the query and the entity's name, when vector found it."
     )
 
 

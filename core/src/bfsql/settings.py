@@ -94,8 +94,9 @@ class ServerSettings(BaseModel):
                                        "Traversal budget: edges followed from one (hub) node.", per_graph=True, ge=1)
     bare_stubs: bool = _setting(False, "Stubs without names: exactly Appendix A's {id, entity_type}.",
                                 per_graph=True)
-    embedder: str = _setting("hashing", "Embedder for vector search and path queries (must match a store's "
-                             "entity vectors).", per_graph=True)
+    embedder: str = _setting("auto", "Embedder for vector search and path queries (must match a store's "
+                             "entity vectors); auto: the store's own, else minilm-int8 when installed, else "
+                             "hashing.", per_graph=True)
     max_heavy_calls: int = _setting(DEFAULT_MAX_HEAVY_CALLS, "Traversals (bfs_query, intersect_subgraphs, "
                                     "path_query) computed at once; more wait their turn, cheap calls never wait.",
                                     commands=_WEB, ge=1)
@@ -319,7 +320,7 @@ class _Reader:
                 ServerSettings.model_validate({key: value})
             except ValidationError as exc:
                 raise self.error((*table, key), problem(exc.errors(include_url=False)[0], value)) from None
-            if key == "embedder" and value not in self.embedders:
+            if key == "embedder" and value != "auto" and value not in self.embedders:
                 from bfsql.plugins import FIRST_PARTY, install_hint
 
                 hint = install_hint(value) or nearest(value, sorted({*self.embedders, *FIRST_PARTY}))

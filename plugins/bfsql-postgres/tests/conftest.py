@@ -67,12 +67,12 @@ def pg_server() -> Iterator[Server]:
 
 @pytest.fixture(scope="session")
 def standard_dsn(pg_server: Server, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A database holding the standard graph, loaded through the loader."""
+    """A database holding the standard graph, loaded through the loader (with hashing vectors)."""
     bundle = write_standard_bundle(tmp_path_factory.mktemp("standard"))
 
     async def build() -> str:
         dsn = await pg_server.create_database("standard")
-        await load_postgres(dsn, [bundle])
+        await load_postgres(dsn, [bundle], embedder="hashing")
         return dsn
 
     return asyncio.run(build())

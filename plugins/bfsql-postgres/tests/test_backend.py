@@ -20,9 +20,19 @@ from bfsql import (
     NodeInfo,
     TraversalBudget,
     bfs_query,
+    search_entities,
 )
-from bfsql.testing.standard_graph import ASPIRIN, GASTRIC, MDM2, MERGED, STANDARD_IDS, TP53, standard_records
-from bfsql_postgres import PostgresBackend, PostgresConfig, PostgresStoreError
+from bfsql.testing.standard_graph import (
+    ASPIRIN,
+    GASTRIC,
+    MDM2,
+    MERGED,
+    STANDARD_IDS,
+    TP53,
+    standard_records,
+    write_standard_bundle,
+)
+from bfsql_postgres import PostgresBackend, PostgresConfig, PostgresStoreError, queries
 from bfsql_postgres.loader import load_postgres
 from bfsql_testsupport.services import free_port
 
@@ -270,6 +280,41 @@ async def test_vector_search_excludes_merged_entities(standard_backend: Postgres
     assert hits[0].id == TP53 and MERGED not in [h.id for h in hits]
 
 
+async def test_vectors_are_halfvec_and_searched_through_the_hnsw_index(standard_backend: PostgresBackend) -> None:
+    """The loader stores halfvec (2 bytes a component) and builds the HNSW index whose expression
+    the vector search orders by, so PostgreSQL can walk the index instead of scanning."""
+    layout = standard_backend.layout
+    assert (layout.vector_type, layout.vector_dimension, layout.vector_index) == ("halfvec", 512, True)
+    (vector,) = await HashingEmbedder().embed(["TP53"])
+    literal = "[" + ",".join(repr(x) for x in vector) + "]"
+    async with standard_backend.pool.acquire() as conn:
+        index = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = 'entity_embedding_hnsw_512'")
+        assert "hnsw" in index and "halfvec(512)" in index and "halfvec_cosine_ops" in index
+        assert await conn.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"
+        await conn.execute("SET enable_seqscan = off")  # a ten-row table: make the planner show the index path
+        plan = "\n".join(r[0] for r in await conn.fetch(
+            "EXPLAIN " + queries.vector_search_sql(layout), literal, None, 5))
+        await conn.execute("RESET enable_seqscan")
+    assert "entity_embedding_hnsw_512" in plan, plan
+    genes = await standard_backend.vector_search(vector, ["Gene"], 5)
+    assert genes[0].id == TP53 and all(h.entity_type == "Gene" for h in genes)
+
+
+async def test_reembedding_rebuilds_the_index_for_the_new_dimension(scratch_dsn: str, tmp_path: Path) -> None:
+    bundle = write_standard_bundle(tmp_path)
+    await load_postgres(scratch_dsn, [bundle], embedder="hashing")
+    small = HashingEmbedder(dimension=64)
+    await load_postgres(scratch_dsn, [], embedder=small)
+    conn = await asyncpg.connect(scratch_dsn)
+    try:
+        indexes = "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'entity_embedding%'"
+        assert [r[0] for r in await conn.fetch(indexes)] == ["entity_embedding_hnsw_64"]
+        await load_postgres(scratch_dsn, [], embedder="none")
+        assert await conn.fetchval("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'entity_embedding%'") == 0
+    finally:
+        await conn.close()
+
+
 # --- search ---------------------------------------------------------------------
 
 SEARCH_BUNDLE = [
@@ -338,6 +383,34 @@ async def test_search_returns_at_most_limit(search_backend: PostgresBackend) -> 
     assert [s.id for s in await search_backend.search_entities("gene", None, 25)] == [f"G:{i:02d}" for i in range(25)]
     assert [s.id for s in await search_backend.search_entities("gene", None, 2)] == ["G:00", "G:01"]
     assert await search_backend.search_entities("gene", None, 0) == []
+
+
+async def test_a_long_search_costs_what_a_name_costs(search_backend: PostgresBackend, scratch_dsn: str) -> None:
+    """19.7: whatever the query's length, PostgreSQL gets at most 200 characters of it, and trigram
+    similarity (whose index scan grows with the query's trigrams) only up to 64; 32 searches of
+    1,000 characters at once all answer through bfsql's search within a 2 s statement timeout."""
+    assert "% $1" not in queries.search_sql(search_backend.layout, synonym_prefilter=True, fuzzy=False)
+    assert "% $1" in queries.search_sql(search_backend.layout, synonym_prefilter=True)
+    sent: list[tuple[str, object]] = []
+
+    def record(query: object) -> None:
+        args = getattr(query, "args", ())
+        if args and "candidates" in getattr(query, "query", ""):
+            sent.append((getattr(query, "query", ""), args[0]))
+
+    backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn, statement_timeout=2), on_query=record)
+    try:
+        graph = Graph(backend, cache=None)
+        long = ("Marfan syndrome with " + " ".join(f"feature{i}" for i in range(200)))[:1000]
+        answers = await asyncio.gather(*(search_entities(graph, long) for _ in range(32)))
+        assert all(a == [] for a in answers)
+        hits = await backend.search_entities("Marfan syndrome " + "x" * 900)  # called directly: cut to 200 too
+        assert hits == []
+        await asyncio.sleep(0.05)  # query loggers run as callbacks on the loop
+        assert len(sent) == 33 and all(len(text) <= 200 and "% $1" not in sql for sql, text in sent)
+        assert [h.id for h in await search_entities(graph, "Marfan sindrome")][:1] == ["D:marfan"]  # short: fuzzy
+    finally:
+        await backend.aclose()
 
 
 async def test_search_uses_the_trigram_indexes(search_backend: PostgresBackend) -> None:

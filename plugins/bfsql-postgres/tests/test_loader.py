@@ -51,7 +51,7 @@ async def test_cli_init_schema_then_load(scratch_dsn: str, tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["entities"], report["relationships"], report["evidence"]) == (11, 15, 5)
-    assert report["embedder"] == "hashing" and "@" not in report["database"]
+    assert report["embedder"] is None and "@" not in report["database"]  # no semantic embedder installed
     backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn))
     try:
         assert sorted(await backend.get_nodes(list(STANDARD_IDS))) == sorted(STANDARD_IDS)
@@ -92,7 +92,7 @@ async def test_load_is_atomic(scratch_dsn: str, tmp_path: Path) -> None:
 
 async def test_load_is_idempotent_and_matches_the_memory_backend(scratch_dsn: str, tmp_path: Path) -> None:
     bundle = write_standard_bundle(tmp_path)
-    first = await load_postgres(scratch_dsn, [bundle])
+    first = await load_postgres(scratch_dsn, [bundle], embedder="hashing")
     once = await snapshot(scratch_dsn)
     second = await load_postgres(scratch_dsn, [bundle, bundle])
     assert await snapshot(scratch_dsn) == once
@@ -163,8 +163,11 @@ async def test_embedder_none_drops_vectors_and_no_vector_schema_has_none(scratch
     await load_postgres(scratch_dsn, [bundle], embedder="none")
     state = await snapshot(scratch_dsn)
     assert state["meta"] == [] and all(r[9] is None for r in state["entity"])
-    report = await load_postgres(scratch_dsn, [bundle])  # auto: hashing, every visible entity
+    report = await load_postgres(scratch_dsn, [bundle])  # auto, nothing recorded, no semantic embedder: none
+    assert report.embedder is None and report.embedded == 0
+    report = await load_postgres(scratch_dsn, [bundle], embedder="hashing")  # every visible entity
     assert report.embedder == "hashing" and report.embedded == 10
+    assert (await load_postgres(scratch_dsn, [bundle])).embedder == "hashing"  # auto: the recorded one
     backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn))
     assert backend.capabilities.vector_search
     await backend.aclose()

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bfsql.backend import gather_or_cancel
-from bfsql.embedders import dot
+from bfsql.embedders import dot, split_identifier
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.path_syntax import (
     ExactEntity,
@@ -135,15 +135,22 @@ async def semantic_scores(graph: Graph, text: str, ids: list[str]) -> dict[str, 
     """Similarity in [0, 1] of ``text`` to each entity's name and synonyms (best label wins).
 
     An exact case-insensitive match of the text with the id, the name or a synonym
-    scores 1. Unknown ids are left out. One ``metadata_for_nodes`` batch and one
-    embedder call for all labels.
+    scores 1. The name is also embedded with the entity's type, ``"Battle of Yorktown
+    (event)"``, so that a description such as ``"historical event"`` finds what an entity
+    is as well as what it is called. Unknown ids are left out. One ``metadata_for_nodes``
+    and one ``get_nodes`` batch, and one embedder call for all labels.
     """
     if not ids:
         return {}
-    metadata = await graph.metadata_for_nodes(list(dict.fromkeys(ids)))
+    wanted_ids = list(dict.fromkeys(ids))
+    metadata, nodes = await gather_or_cancel(graph.metadata_for_nodes(wanted_ids), graph.get_nodes(wanted_ids))
     wanted = text.strip().casefold()
     labels = {i: labels_of(i, meta) for i, meta in metadata.items()}
     exact = {i for i, names in labels.items() if i.casefold() == wanted or any(n.casefold() == wanted for n in names)}
+    for entity_id, names in labels.items():
+        node = nodes.get(entity_id)
+        if node is not None and node.entity_type:
+            names.append(f"{names[0]} ({split_identifier(node.entity_type) or node.entity_type})")
     texts = list(dict.fromkeys(n for i, names in labels.items() if i not in exact for n in names))
     vectors = await graph.embed([text, *texts]) if texts else [[]]
     query, by_label = vectors[0], dict(zip(texts, vectors[1:], strict=True))

@@ -1,53 +1,74 @@
-"""Hybrid entity search: the rankings a backend can give, fused (see docs/search.md).
+"""Honest entity search: the rankings a backend can give, each kept to its relevant hits, fused.
 
-Rankers:
+Rankers (docs/search.md states the rules in full):
 
-* **lexical** — the backend's ``search_entities`` (BM25, full-text, ILIKE, CONTAINS:
-  whatever the store has). Every backend has it.
+* **lexical** — the backend's ``search_entities`` (BM25, full-text, trigram, ILIKE,
+  CONTAINS: whatever the store has). Every backend has it. Each hit is scored here, the
+  same way for every backend, by how its name or a synonym matches the query
+  (:func:`lexical_score`): 1.0 for an exact (case-insensitive) match.
 * **vector** — the backend's ``vector_search`` on the embedding of the query, when the
-  backend has entity vectors (:func:`bfsql.backend.has_vector_search`).
+  backend has entity vectors. Hits whose cosine is below the embedder's
+  ``min_similarity`` (or the caller's) are dropped: a query that means nothing in the
+  graph gets no vector hit.
 
-Modes: ``exact`` (id, name or synonym equal to the query, case-insensitive),
-``lexical``, ``vector``, ``hybrid`` (``alpha * vector + (1 - alpha) * lexical`` over
-min-max-normalised scores) and ``rrf`` (reciprocal rank fusion, ``sum 1 / (60 + rank)``).
-The default is ``hybrid`` when the backend has vectors, else ``lexical``.
+Modes: ``exact``, ``lexical``, ``vector``, ``hybrid`` (``alpha * vector_score +
+(1 - alpha) * lexical_score``, 0 for a ranker that did not find the entity) and ``rrf``
+(reciprocal rank fusion, ``sum 1 / (60 + rank)``). Except in ``vector`` mode, exact
+matches come first with score 1.0. Fusion only ever combines hits some ranker found
+relevant, so nothing relevant gives ``[]``. The default is ``hybrid`` when the backend
+has vectors, else ``lexical``.
+
+Cost: the backend sees at most :data:`STORE_TERMS` words and :data:`STORE_CHARS`
+characters of the query (:func:`store_text`), whatever its length.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bfsql.backend import gather_or_cancel
+from bfsql.embedders import min_similarity as embedder_min_similarity
 from bfsql.errors import InvalidArgument, clip
 from bfsql.graph import Graph
 from bfsql.models import EntityStub
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "MAX_QUERY_CHARS",
     "RRF_K",
     "SEARCH_LIMIT",
     "SEARCH_MODES",
+    "STORE_CHARS",
+    "STORE_TERMS",
     "SearchMode",
     "available_modes",
+    "check_query",
     "default_mode",
     "labels_of",
-    "min_max",
-    "rank_scores",
+    "lexical_score",
     "search_entities",
+    "store_text",
 ]
 
 SearchMode = Literal["exact", "lexical", "vector", "hybrid", "rrf"]
 SEARCH_MODES: tuple[str, ...] = ("exact", "lexical", "vector", "hybrid", "rrf")
-VECTOR_MODES = frozenset({"vector", "hybrid", "rrf"})
 DEFAULT_ALPHA = 0.5
 """Weight of the vector ranker in ``hybrid`` mode (seed 003's default)."""
 RRF_K = 60
 """The constant of reciprocal rank fusion (Cormack et al., 2009)."""
 SEARCH_LIMIT = 20
-"""Most stubs a search returns."""
+"""Most stubs a search returns by default."""
 MAX_LABELS = 20
-"""Synonyms per entity considered by exact matching and semantic scoring."""
+"""Synonyms per entity considered by exact matching and scoring."""
+MAX_QUERY_CHARS = 1000
+"""Longest search query: a name, not a text."""
+STORE_TERMS = 12
+"""Most words of a query sent to the backend's lexical search."""
+STORE_CHARS = 200
+"""Most characters of a query sent to the backend's lexical search (and embedded)."""
 
 
 def available_modes(graph: Graph) -> list[str]:
@@ -62,13 +83,17 @@ def default_mode(graph: Graph) -> str:
     return "hybrid" if graph.has_vector_search else "lexical"
 
 
+def _check_unit(name: str, value: object, hint: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidArgument(f"{name} must be a number from 0 to 1; got {value!r}.", hint)
+    return float(value)
+
+
 def check_mode(graph: Graph, mode: str | None, alpha: float) -> str:
     """The mode to use; :class:`InvalidArgument` for an unknown or unsupported mode or a bad alpha."""
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 <= float(alpha) <= 1.0:
-        raise InvalidArgument(
-            f"alpha must be a number from 0 to 1; got {alpha!r}.",
-            "alpha=1 ranks by vectors only, alpha=0 by the lexical ranker only; 0.5 weighs them equally.",
-        )
+    _check_unit(
+        "alpha", alpha, "alpha=1 ranks by vectors only, alpha=0 by the lexical ranker only; 0.5 weighs them equally."
+    )
     if mode is None:
         return default_mode(graph)
     available = available_modes(graph)
@@ -86,12 +111,12 @@ def check_mode(graph: Graph, mode: str | None, alpha: float) -> str:
     return mode
 
 
-MAX_QUERY_CHARS = 1000
-"""Longest search query: a name, not a text."""
-
-
 def check_query(query: str) -> str:
-    """The query, if it is one; :class:`InvalidArgument` for an empty, overlong or letterless one."""
+    """The query, if it is one; :class:`InvalidArgument` for an empty, overlong or letterless one.
+
+    Letterless covers punctuation-only, NUL-only and control-character queries: nothing in
+    them can match a name, so they are refused the same way on every backend.
+    """
     if not isinstance(query, str) or not query.strip():
         raise InvalidArgument("query must not be empty.", 'Pass a name or alias, e.g. query="BRAF".')
     if len(query) > MAX_QUERY_CHARS:
@@ -105,25 +130,18 @@ def check_query(query: str) -> str:
     return query
 
 
-def min_max(scores: dict[str, float]) -> dict[str, float]:
-    """Scores scaled to [0, 1] by ``(s - min) / (max - min)``; all equal (or one) -> 1.0."""
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    if high == low:
-        return dict.fromkeys(scores, 1.0)
-    return {key: (value - low) / (high - low) for key, value in scores.items()}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def rank_scores(stubs: list[EntityStub]) -> dict[str, float]:
-    """A ranker's scores by id: its own when every stub has one, else ``(n - i) / n`` by rank i."""
-    if stubs and all(isinstance(s.score, int | float) for s in stubs):
-        return {s.id: float(s.score) for s in reversed(stubs)}  # type: ignore[arg-type]
-    n = len(stubs)
-    scores: dict[str, float] = {}
-    for i, stub in enumerate(stubs):
-        scores.setdefault(stub.id, (n - i) / n)
-    return scores
+def store_text(query: str) -> str:
+    """What the backend is asked for: the query without control characters, cut to its first
+    :data:`STORE_TERMS` words and :data:`STORE_CHARS` characters (a bound on any store's cost)."""
+    text = " ".join(_CONTROL.sub(" ", query).split())
+    words = text.split(" ")
+    if len(words) > STORE_TERMS:
+        text = " ".join(words[:STORE_TERMS])
+    return text[:STORE_CHARS].strip()
 
 
 def labels_of(entity_id: str, metadata: dict[str, Any], limit: int = MAX_LABELS) -> list[str]:
@@ -137,78 +155,141 @@ def labels_of(entity_id: str, metadata: dict[str, Any], limit: int = MAX_LABELS)
     return list(dict.fromkeys(labels))
 
 
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+def lexical_score(query: str, entity_id: str, labels: list[str]) -> float:
+    """How well ``query`` matches an entity's id or labels, in [0, 1], best label wins.
+
+    1.0: the id, name or a synonym equals the query (case-insensitively). 0.5-0.9: every
+    query word is a word of the label (the last may be a prefix), more the larger the share
+    of the label's words matched. 0.2-0.5: the label contains the query or some of its
+    words, more the larger the share of the label covered. 0.2: the backend found the entity
+    but no label shows why (e.g. stemming, an unlisted field).
+    """
+    q = " ".join(query.split()).casefold()
+    if entity_id.casefold() == q or any(" ".join(label.split()).casefold() == q for label in labels):
+        return 1.0
+    q_words = _words(q)
+    best = 0.2
+    for label in labels:
+        text = label.casefold()
+        words = _words(text)
+        if not words or not q_words:
+            continue
+        matched = [
+            w for i, w in enumerate(q_words)
+            if w in words or (i == len(q_words) - 1 and any(lw.startswith(w) for lw in words))
+        ]
+        if len(matched) == len(q_words):
+            best = max(best, 0.5 + 0.4 * min(1.0, len(q_words) / len(words)))
+        elif q in text:
+            best = max(best, 0.2 + 0.3 * len(q) / len(text))
+        elif matched:
+            best = max(best, 0.2 + 0.3 * sum(map(len, matched)) / len(text))
+    return round(min(best, 0.9), 6)
+
+
+@dataclass
+class _Hit:
+    stub: EntityStub
+    rank: dict[str, int] = field(default_factory=dict)
+    """1-based rank of the hit in each ranker's list that has it."""
+    lexical: float | None = None
+    vector: float | None = None
+
+
 def _unique(stubs: Iterable[EntityStub]) -> list[EntityStub]:
     seen: dict[str, EntityStub] = {}
     for stub in stubs:
-        seen.setdefault(stub.id, stub)
+        known = seen.get(stub.id)
+        if known is None:
+            seen[stub.id] = stub
+        elif known.name is None and stub.name is not None:
+            seen[stub.id] = known.model_copy(update={"name": stub.name})
     return list(seen.values())
 
 
-async def _exact(graph: Graph, query: str, node_types: list[str] | None, limit: int) -> list[EntityStub]:
-    """Entities whose id, name or a synonym equals the query (case-insensitively)."""
-    q = query.strip().casefold()
-    lexical, by_id = await gather_or_cancel(graph.search_entities(query, node_types), graph.get_nodes([query.strip()]))
-    candidates = _unique(lexical)
-    id_hits = {i: n for i, n in by_id.items() if node_types is None or n.entity_type in node_types}
-    metadata = await graph.metadata_for_nodes(list(dict.fromkeys([*id_hits, *(c.id for c in candidates)])))
-    ranked: list[tuple[int, int, EntityStub]] = []
-    for entity_id, node in id_hits.items():
-        name = metadata.get(entity_id, {}).get("name")
-        stub = EntityStub(id=entity_id, entity_type=node.entity_type, name=name if isinstance(name, str) else None)
-        ranked.append((0, 0, stub))
-    for position, stub in enumerate(candidates):
-        meta = metadata.get(stub.id, {})
-        labels = labels_of(stub.id, meta)
-        name = meta.get("name")
-        if stub.id.casefold() == q:
-            tier = 0
-        elif isinstance(name, str) and name.casefold() == q:
-            tier = 1
-        elif any(label.casefold() == q for label in labels):
-            tier = 2
-        else:
-            continue
-        ranked.append((tier, position + 1, stub))
-    ranked.sort(key=lambda item: (item[0], item[1]))
-    out = _unique(stub for _, _, stub in ranked)[:limit]
-    return [s.model_copy(update={"score": 1.0, "rankers": ["exact"]}) for s in out]
+async def _lexical(graph: Graph, query: str, text: str, node_types: list[str] | None, limit: int) -> list[_Hit]:
+    """The backend's lexical hits, each scored by :func:`lexical_score`; exact matches (and the
+    entity whose id is the query) first, then by score, then in the backend's order."""
+    found, by_id = await gather_or_cancel(
+        graph.search_entities(text, node_types, limit), graph.get_nodes([query.strip()])
+    )
+    stubs = _unique(found)
+    for entity_id, node in by_id.items():
+        if (node_types is None or node.entity_type in node_types) and entity_id not in {s.id for s in stubs}:
+            stubs.insert(0, EntityStub(id=entity_id, entity_type=node.entity_type, name=node.name))
+    if not stubs:
+        return []
+    metadata = await graph.metadata_for_nodes([s.id for s in stubs])
+    hits = []
+    for position, stub in enumerate(stubs, start=1):
+        score = lexical_score(query, stub.id, labels_of(stub.id, metadata.get(stub.id, {})))
+        hits.append((-score, position, _Hit(stub, {"lexical": position}, lexical=score)))
+    hits.sort(key=lambda item: (item[0], item[1]))
+    return [hit for _, _, hit in hits[:limit]]
 
 
-def _fuse(
-    lists: dict[str, list[EntityStub]], mode: str, alpha: float, limit: int
-) -> list[EntityStub]:
-    stubs: dict[str, EntityStub] = {}
-    for ranked in lists.values():
-        for stub in ranked:
-            known = stubs.get(stub.id)
-            if known is None or (known.name is None and stub.name is not None):
-                stubs[stub.id] = stub
-    fused: dict[str, float] = dict.fromkeys(stubs, 0.0)
-    rankers: dict[str, list[str]] = {key: [] for key in stubs}
-    first_rank: dict[str, tuple[int, int]] = {}
-    for order, (ranker, ranked) in enumerate(lists.items()):
-        if mode == "rrf":
-            seen: set[str] = set()
-            for rank, stub in enumerate(ranked, start=1):
-                if stub.id in seen:
-                    continue
-                seen.add(stub.id)
-                fused[stub.id] += 1.0 / (RRF_K + rank)
-                rankers[stub.id].append(ranker)
-                first_rank.setdefault(stub.id, (rank, order))
-        else:
-            weight = alpha if ranker == "vector" else 1.0 - alpha
-            normalised = min_max(rank_scores(ranked))
-            for rank, stub in enumerate(_unique(ranked), start=1):
-                fused[stub.id] += weight * normalised[stub.id]
-                rankers[stub.id].append(ranker)
-                best = first_rank.get(stub.id)
-                if best is None or rank < best[0]:
-                    first_rank[stub.id] = (rank, order)
-    ordered = sorted(stubs, key=lambda key: (-fused[key], first_rank[key], key))[:limit]
+async def _vector(
+    graph: Graph, text: str, node_types: list[str] | None, limit: int, least: float
+) -> list[_Hit]:
+    """The backend's nearest entities whose cosine is at least ``least``."""
+    await graph.bind_embedder()
+    (vector,) = await graph.embed([text])
+    nearest = _unique(await graph.vector_search(vector, node_types, limit))
     return [
-        stubs[key].model_copy(update={"score": round(fused[key], 6), "rankers": rankers[key]}) for key in ordered
+        _Hit(stub, {"vector": position}, vector=round(float(stub.score), 6))
+        for position, stub in enumerate(nearest, start=1)
+        if isinstance(stub.score, int | float) and stub.score >= least
     ]
+
+
+def _fuse(lists: dict[str, list[_Hit]], mode: str, alpha: float) -> list[tuple[float, _Hit]]:
+    """Hits of every list merged by id and scored by ``mode``, best first."""
+    merged: dict[str, _Hit] = {}
+    for hits in lists.values():
+        for hit in hits:
+            known = merged.get(hit.stub.id)
+            if known is None:
+                merged[hit.stub.id] = _Hit(hit.stub, dict(hit.rank), hit.lexical, hit.vector)
+                continue
+            known.rank.update(hit.rank)
+            known.lexical = known.lexical if hit.lexical is None else hit.lexical
+            known.vector = known.vector if hit.vector is None else hit.vector
+            if known.stub.name is None and hit.stub.name is not None:
+                known.stub = hit.stub
+    scored = []
+    for hit in merged.values():
+        if hit.lexical == 1.0:
+            score = 1.0
+        elif mode == "rrf":
+            score = sum(1.0 / (RRF_K + rank) for rank in hit.rank.values())
+        else:
+            score = alpha * (hit.vector or 0.0) + (1.0 - alpha) * (hit.lexical or 0.0)
+        scored.append((score, hit))
+    order = {ranker: i for i, ranker in enumerate(lists)}
+    scored.sort(
+        key=lambda item: (
+            -item[0],
+            min((rank, order[ranker]) for ranker, rank in item[1].rank.items()),
+            item[1].stub.id,
+        )
+    )
+    return scored
+
+
+def _stub(hit: _Hit, score: float) -> EntityStub:
+    rankers = [r for r in ("lexical", "vector") if r in hit.rank]
+    return hit.stub.model_copy(
+        update={
+            "score": round(score, 6),
+            "rankers": rankers,
+            "lexical_score": hit.lexical,
+            "vector_score": hit.vector,
+        }
+    )
 
 
 async def search_entities(
@@ -219,30 +300,34 @@ async def search_entities(
     mode: str | None = None,
     alpha: float = DEFAULT_ALPHA,
     limit: int = SEARCH_LIMIT,
+    min_similarity: float | None = None,
 ) -> list[EntityStub]:
-    """Ranked stubs for ``query`` in ``mode`` (default: the best the backend supports).
+    """Ranked stubs for ``query`` in ``mode`` (default: the best the backend supports); ``[]`` when
+    nothing relevant matches.
 
-    Every stub carries ``rankers`` (which rankers found it) and, except in ``lexical``
-    mode with a backend that gives no scores, a ``score``.
+    Every stub carries ``score``, ``rankers`` (which rankers found it) and each ranker's own
+    score (``lexical_score``, ``vector_score``). ``min_similarity`` is the least cosine of a
+    vector hit (default: the embedder's own, see :func:`bfsql.embedders.min_similarity`).
     """
     chosen = check_mode(graph, mode, alpha)
     check_query(query)
+    if min_similarity is not None:
+        min_similarity = _check_unit(
+            "min_similarity", min_similarity, "It is the least cosine a vector hit needs; omit it for the default."
+        )
     if node_types == []:
         return []
+    text = store_text(query)
     if chosen == "exact":
-        return await _exact(graph, query, node_types, limit)
+        hits = await _lexical(graph, query, text, node_types, limit)
+        return [_stub(h, 1.0).model_copy(update={"rankers": ["exact"]}) for h in hits if h.lexical == 1.0]
     if chosen == "lexical":
-        stubs = _unique(await graph.search_entities(query, node_types, limit))[:limit]
-        return [s.model_copy(update={"rankers": ["lexical"]}) for s in stubs]
-    await graph.bind_embedder()
-    (vector,) = await graph.embed([query])
+        return [_stub(h, h.lexical or 0.0) for h in await _lexical(graph, query, text, node_types, limit)]
+    least = embedder_min_similarity(graph.embedder) if min_similarity is None else min_similarity
     if chosen == "vector":
-        stubs = _unique(await graph.vector_search(vector, node_types, limit))[:limit]
-        return [
-            s.model_copy(update={"score": None if s.score is None else round(s.score, 6), "rankers": ["vector"]})
-            for s in stubs
-        ]
+        return [_stub(h, h.vector or 0.0) for h in await _vector(graph, text, node_types, limit, least)]
     lexical, nearest = await gather_or_cancel(
-        graph.search_entities(query, node_types), graph.vector_search(vector, node_types, limit)
+        _lexical(graph, query, text, node_types, limit), _vector(graph, text, node_types, limit, least)
     )
-    return _fuse({"lexical": list(lexical), "vector": list(nearest)}, chosen, float(alpha), limit)
+    fused = _fuse({"lexical": lexical, "vector": nearest}, chosen, float(alpha))
+    return [_stub(hit, score) for score, hit in fused[:limit]]

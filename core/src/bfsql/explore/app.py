@@ -13,12 +13,11 @@ address.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import webbrowser
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlencode
 
 from mcp.server.transport_security import RequestBodyLimitMiddleware
@@ -32,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from bfsql.diagrams import TYPE_COLOURS
 from bfsql.server.app import BfsqlServer
 from bfsql.server.http import HostPolicy
-from bfsql.server.run import check_exposure, open_server
+from bfsql.server.run import check_exposure, open_server, serve_announced
 from bfsql.settings import GraphPlan, ServerSettings
 
 __all__ = ["PAGE_TOOLS", "build_app", "page_url", "serve_explorer"]
@@ -159,9 +158,13 @@ def page_url(settings: ServerSettings, port: int, with_token: bool = False) -> s
 
 
 async def serve_explorer(
-    plans: list[GraphPlan], settings: ServerSettings, port: int, open_browser: bool = False
+    plans: list[GraphPlan], settings: ServerSettings, port: int, open_browser: bool = False,
+    started: Callable[[], object] = lambda: None,
 ) -> None:
-    """Serve the explorer over the planned graphs on ``settings.host:port`` until interrupted."""
+    """Serve the explorer over the planned graphs on ``settings.host:port`` until interrupted.
+
+    ``started()`` is called once the page can be opened (then the browser, with ``open_browser``).
+    """
     import uvicorn
 
     check_exposure(settings)
@@ -170,15 +173,10 @@ async def serve_explorer(
         app = build_app(server, policy, settings.auth_token or None, cookie=f"bfsql_explore_{port}")
         web = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=port, log_level="warning", lifespan="off"))
         url = page_url(settings, port, with_token=True)
-        opener = asyncio.create_task(_open_when_started(web, url)) if open_browser else None
-        try:
-            await web.serve()
-        finally:
-            if opener is not None:
-                opener.cancel()
 
+        def announce() -> None:
+            started()
+            if open_browser:
+                webbrowser.open(url)
 
-async def _open_when_started(web: Any, url: str) -> None:
-    while not web.started:
-        await asyncio.sleep(0.05)
-    await asyncio.to_thread(webbrowser.open, url)
+        await serve_announced(web, announce)

@@ -24,7 +24,7 @@ from mcp_types import CallToolResult, TextContent, Tool
 
 from bfsql import __version__
 from bfsql.backend import gather_or_cancel
-from bfsql.embedders import create_embedder
+from bfsql.embedders import create_embedder, resolve_embedder_name
 from bfsql.errors import BfsqlError
 from bfsql.graph import Graph
 from bfsql.models import GraphListing
@@ -173,7 +173,10 @@ async def _prepare(served: ServedGraph) -> None:
     assert graph is not None
     embedder = served.settings.embedder
     if embedder is not None:
-        graph.set_embedder(create_embedder(embedder) if isinstance(embedder, str) else embedder)
+        if isinstance(embedder, str):  # "auto": the store's own embedder, else the preferred one
+            stored = getattr(graph.backend, "vector_embedder", None)
+            embedder = create_embedder(resolve_embedder_name(embedder, stored[0] if stored else None))
+        graph.set_embedder(embedder)
     await graph.bind_embedder()
     types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
     served.schema = (types, preds)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -107,9 +108,23 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
         config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_config=None,
                                 access_log=verbose, log_level="info" if verbose else "warning")
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host
-        startup.info(
+        await serve_announced(uvicorn.Server(config), lambda: startup.info(
             "serving %s at http://%s:%s%s (%s); accepting Host: %s",
             ", ".join(server.graphs), shown, settings.port, MCP_PATH,
             "token required" if settings.auth_token else "no token: loopback only", policy.summary(),
-        )
-        await uvicorn.Server(config).serve()
+        ))
+
+
+async def serve_announced(web: Any, announce: Callable[[], object]) -> None:
+    """Run the uvicorn server ``web``; ``announce()`` once it listens, so a client told to connect can."""
+
+    async def when_started() -> None:
+        while not web.started:
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(announce)
+
+    announcing = asyncio.create_task(when_started())
+    try:
+        await web.serve()
+    finally:
+        announcing.cancel()

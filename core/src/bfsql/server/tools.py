@@ -91,13 +91,20 @@ async def search_entities(
     ] = hybrid.DEFAULT_ALPHA,
     limit: Annotated[int, Field(description=f"Most results (1-{SEARCH_MAX}).", examples=[20])] = hybrid.SEARCH_LIMIT,
     offset: Annotated[int, Field(description="Skip the first N results (paging).", examples=[20])] = 0,
+    min_similarity: Annotated[
+        float | None,
+        Field(description="Least cosine similarity (0-1) of a vector hit; default: the embedder's measured one.",
+              examples=[0.5]),
+    ] = None,
 ) -> list[EntityStub]:
-    """Resolve a name to canonical ids."""
+    """Resolve a name to canonical ids; [] when nothing relevant matches."""
     if not isinstance(limit, int) or not 1 <= limit <= SEARCH_MAX:
         raise InvalidArgument(f"limit must be an integer from 1 to {SEARCH_MAX}; got {limit!r}.", "Example: limit=20.")
     if offset < 0:
         raise InvalidArgument(f"offset must be an integer >= 0; got {offset!r}.", "Use offset=0 for the first page.")
-    hits = await hybrid.search_entities(ctx.graph, query, node_types, mode=mode, alpha=alpha, limit=offset + limit + 1)
+    hits = await hybrid.search_entities(
+        ctx.graph, query, node_types, mode=mode, alpha=alpha, limit=offset + limit + 1, min_similarity=min_similarity
+    )
     page: list[Any] = list(hits[offset : offset + limit])
     if len(hits) > offset + limit:
         page.append(Truncation(

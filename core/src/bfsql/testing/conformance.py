@@ -472,6 +472,66 @@ class BackendConformance:
             given = [score for score in scores if score is not None]
             assert given == sorted(given, reverse=True), f"search {case.label!r}: scores rise down the list {scores}"
 
+    # --- honest search: the engine's search_entities over this backend ------
+
+    NONSENSE_QUERIES: ClassVar[tuple[str, ...]] = ("xyzzy nonsense query", "zzqqq", "qwzx vbnmk plorf")
+    """Queries that mean nothing in any graph: every search mode answers ``[]``."""
+
+    def _search_graph(self, backend: GraphBackend, embedder: Embedder) -> Graph:
+        return Graph(backend, plugins=[postprocess], cache=None, embedder=embedder)
+
+    @requires(lexical_search=True)
+    @pytest.mark.parametrize("query", NONSENSE_QUERIES)
+    async def test_engine_search_of_nonsense_is_empty_in_every_mode(
+        self,
+        request: pytest.FixtureRequest,
+        backend: GraphBackend,
+        tested_capabilities: Capabilities,
+        embedder: Embedder,
+        query: str,
+    ) -> None:
+        """Nothing relevant, nothing returned: no mode pads the answer with the nearest vectors."""
+        from bfsql.engine.search import available_modes, search_entities
+
+        if tested_capabilities.vector_search and not has_vector_search(backend):
+            skip(request, "search_entities ranks by embeddings, so every query has neighbours")
+        graph = self._search_graph(backend, embedder)
+        for mode in [None, *available_modes(graph)]:
+            got = await search_entities(graph, query, mode=mode)
+            assert got == [], f"search_entities({query!r}, mode={mode!r}) returned {[s.id for s in got]}, not []"
+
+    @requires(lexical_search=True)
+    @pytest.mark.parametrize("case", RANKED_SEARCHES, ids=lambda c: c.label)
+    async def test_engine_search_puts_exact_matches_first_with_score_one(
+        self, backend: GraphBackend, ids: IdMap, embedder: Embedder, case: SearchCase
+    ) -> None:
+        """In the default mode an exact name or synonym match comes first, scored 1.0, by the lexical ranker."""
+        from bfsql.engine.search import labels_of, lexical_score, search_entities
+
+        if case.first is None:
+            return
+        expected = EXPECTED_NODE_METADATA[case.first]
+        if lexical_score(case.query, case.first, labels_of(case.first, expected)) < 1.0:
+            return
+        got = await search_entities(self._search_graph(backend, embedder), case.query, case.node_types)
+        assert got, f"search_entities({case.query!r}) found nothing; expected {case.first!r}"
+        first = got[0]
+        assert (ids.to_standard(first.id), first.score, first.lexical_score) == (case.first, 1.0, 1.0), (
+            f"search_entities({case.query!r}): expected {case.first!r} first with score 1.0, got {first!r}"
+        )
+        assert "lexical" in (first.rankers or []), f"search_entities({case.query!r}): {first!r}"
+
+    @pytest.mark.parametrize("query", ["!!!", "\x00", "\x00\x00", "-- ..."])
+    async def test_engine_search_refuses_junk_queries(
+        self, backend: GraphBackend, embedder: Embedder, query: str
+    ) -> None:
+        """A query with no letter or digit is an invalid argument on every backend, never a list of hits."""
+        from bfsql.engine.search import search_entities
+        from bfsql.errors import InvalidArgument
+
+        with pytest.raises(InvalidArgument, match="no letter or digit"):
+            await search_entities(self._search_graph(backend, embedder), query)
+
     # --- vector search (optional primitive) ----------------------------------
 
     @requires(vector_search=True)

@@ -50,6 +50,12 @@ __all__ = ["PostgresBackend", "QueryObserver"]
 QueryObserver = Callable[[Any], None]
 """Called by asyncpg with a ``LoggedQuery`` after every statement a pooled connection runs."""
 
+SEARCH_MAX_CHARS = 200
+"""Characters of a search text sent to PostgreSQL (bfsql's search sends at most this many anyway)."""
+FUZZY_MAX_CHARS = 64
+"""Longest search text also matched by trigram similarity (``%``); longer ones match substrings only."""
+HNSW_EF_SEARCH = 100
+"""Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default 40 is tight for limit 20-100)."""
 _CLIENT_GRACE = 5.0
 """Seconds the client waits beyond the server's statement_timeout before giving up on its own."""
 
@@ -208,6 +214,9 @@ class PostgresBackend(GraphBackend):
                     "default_transaction_read_only": "on",
                     "statement_timeout": str(max(1, math.ceil(config.statement_timeout * 1000))),
                     "application_name": "bfsql",
+                    # pgvector >= 0.8: a filtered HNSW scan goes on until it has enough rows.
+                    "hnsw.iterative_scan": "relaxed_order",
+                    "hnsw.ef_search": str(HNSW_EF_SEARCH),
                 },
                 init=init,
                 reset=_keep_session,
@@ -269,15 +278,20 @@ class PostgresBackend(GraphBackend):
         """Exact name/synonym matches, then prefixes, substrings and pg_trgm-similar names.
 
         Ranked, at most ``limit``, restricted to ``node_types`` in SQL; ``[]`` when nothing matches.
+        The cost is bounded whatever the query: the first :data:`SEARCH_MAX_CHARS` characters are
+        searched (substrings through the trigram indexes), and similar names (``%``, whose
+        index scan grows with the query's trigrams) only for queries of at most
+        :data:`FUZZY_MAX_CHARS` characters.
         """
-        text = query.replace("\x00", "").strip()
+        text = query.replace("\x00", "").strip()[:SEARCH_MAX_CHARS]
         types = _storable(node_types) if node_types is not None else None
         if not text or types == [] or limit < 1:
             return []
         prefilter = self.layout.synonyms_jsonb and queries.synonym_prefilter_safe(text)
         pattern = queries.like_pattern(text)
         args: list[Any] = [text, pattern, types, limit] + ([pattern] if prefilter else [])
-        rows = await self._fetch(queries.search_sql(self.layout, synonym_prefilter=prefilter), *args)
+        sql = queries.search_sql(self.layout, synonym_prefilter=prefilter, fuzzy=len(text) <= FUZZY_MAX_CHARS)
+        rows = await self._fetch(sql, *args)
         return [EntityStub(id=r["entity_id"], entity_type=r["entity_type"], name=r["name"]) for r in rows]
 
     @override
@@ -293,7 +307,7 @@ class PostgresBackend(GraphBackend):
             return []
         literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
         try:
-            rows = await self._fetch(queries.VECTOR_SEARCH, literal, types, limit)
+            rows = await self._fetch(queries.vector_search_sql(self.layout), literal, types, limit)
         except asyncpg.DataError as exc:
             raise BackendFailure(
                 f"pgvector rejected the query vector: {exc}.",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from bfsql_postgres.errors import PostgresStoreError
+from bfsql_postgres.schema import vector_index_name
 
 __all__ = ["BUNDLE_EVIDENCE", "EVIDENCE_TABLE", "REQUIRED_COLUMNS", "StoreLayout", "inspect_store"]
 
@@ -81,7 +82,7 @@ class StoreLayout:
     trigram: bool
     """pg_trgm's ``similarity`` and ``%`` are usable (fuzzy name matching)."""
     vector: bool
-    """pgvector is installed and ``entity.embedding`` is a ``vector`` column."""
+    """pgvector is installed and ``entity.embedding`` is a ``vector`` or ``halfvec`` column."""
     unique_keys: bool = False
     """Unique indexes make ``entity.entity_id`` and ``relationship (subject_id, predicate, object_id)``
     unique, so edge queries need no DISTINCT."""
@@ -92,6 +93,10 @@ class StoreLayout:
     """Dimension of the stored entity vectors; None when no entity has one."""
     vector_embedder: str | None = None
     """Name of the embedder that made them, as recorded by the loader in ``bfsql_meta`` (or configured)."""
+    vector_type: str = "vector"
+    """The pgvector type of ``entity.embedding``: ``halfvec`` (bfsql's schema) or ``vector``."""
+    vector_index: bool = False
+    """The HNSW index over ``embedding::halfvec(vector_dimension)`` exists, so vector search uses it."""
 
     @property
     def provenance(self) -> bool:
@@ -170,8 +175,9 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
             "SELECT to_regprocedure('similarity(text,text)') IS NOT NULL AND to_regoperator('%(text,text)') IS NOT NULL"
         )
     )
-    vector = found["entity"].get("embedding") == "vector" and bool(
-        await conn.fetchval("SELECT to_regoperator('<=>(vector,vector)') IS NOT NULL")
+    vector_type = found["entity"].get("embedding", "")
+    vector = vector_type in ("vector", "halfvec") and bool(
+        await conn.fetchval(f"SELECT to_regoperator('<=>({vector_type},{vector_type})') IS NOT NULL")
     )
     unique_keys = bool(await conn.fetchval(_UNIQUE_KEYS))
     merged = bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM entity WHERE status::text = 'merged')"))
@@ -182,10 +188,18 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         if "bfsql_meta" in found and dimension is not None:
             recorded = dict(await conn.fetch("SELECT key, value FROM bfsql_meta WHERE key = 'embedder'"))
             embedder = recorded.get("embedder", embedder)
+    index = dimension is not None and bool(
+        await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM pg_indexes "
+            "WHERE schemaname = $1 AND tablename = 'entity' AND indexname = $2)",
+            schema,
+            vector_index_name(dimension),
+        )
+    )
     if stored_embedder is not None and (not vector or dimension is None):
         if "embedding" not in found["entity"]:
             problem = f"table {schema}.entity has no embedding column"
-        elif found["entity"]["embedding"] != "vector":
+        elif found["entity"]["embedding"] not in ("vector", "halfvec"):
             problem = f"column {schema}.entity.embedding has type {found['entity']['embedding']}, not vector"
         elif not vector:
             problem = "the pgvector operator <=> is not on the search_path (is the vector extension installed?)"
@@ -207,4 +221,6 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         merged=merged,
         vector_dimension=dimension,
         vector_embedder=embedder if dimension is not None else None,
+        vector_type=vector_type if vector else "vector",
+        vector_index=index,
     )

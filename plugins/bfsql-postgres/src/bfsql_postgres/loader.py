@@ -15,12 +15,13 @@ database. The merge statements need no unique constraints, so tables created by 
 kgraph tools can be loaded into unchanged.
 
 Entity vectors (pgvector): with an embedder (by default the one recorded in
-``bfsql_meta``, else ``hashing``), the name (else the id) of every visible entity
-loaded now or still without a vector is embedded into ``entity.embedding`` in the same
-transaction, and the embedder's name and dimension are recorded in ``bfsql_meta``; a
-load with another embedder re-embeds every entity, and ``embedder="none"`` removes
-the vectors. The server refuses to compare the stored vectors with query vectors of
-another embedder.
+``bfsql_meta``, else the preferred semantic embedder when one is installed, else none),
+the name (else the id) of every visible entity loaded now or still without a vector is
+embedded into ``entity.embedding`` (``halfvec``: 2 bytes a component) in the same
+transaction, the embedder's name and dimension are recorded in ``bfsql_meta``, and the
+HNSW index that vector search uses is built for that dimension; a load with another
+embedder re-embeds every entity, and ``embedder="none"`` removes the vectors. The server
+refuses to compare the stored vectors with query vectors of another embedder.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from typing import Any, TypeAlias
 import asyncpg
 
 from bfsql import (
-    DEFAULT_EMBEDDER,
     BfsqlError,
     Embedder,
     EntityRecord,
@@ -43,10 +43,11 @@ from bfsql import (
     RelationshipRecord,
     create_embedder,
     detect_format,
+    preferred_embedder,
     read_records,
 )
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
-from bfsql_postgres.schema import create_schema
+from bfsql_postgres.schema import create_schema, ensure_vector_index
 
 __all__ = ["AUTO_EMBEDDER", "CHUNK_ROWS", "LoadReport", "connect", "load_postgres", "load_records"]
 
@@ -236,12 +237,13 @@ class _Staging:
             self.buffers[kind] = []
 
 
-async def _has_vector_column(conn: asyncpg.Connection) -> bool:
+async def _vector_column(conn: asyncpg.Connection) -> str | None:
+    """The pgvector type of ``entity.embedding`` (``halfvec`` or ``vector``), None without one."""
     kind = await conn.fetchval(
         "SELECT udt_name FROM information_schema.columns "
         "WHERE table_schema = current_schema() AND table_name = 'entity' AND column_name = 'embedding'"
     )
-    return bool(kind == "vector")
+    return str(kind) if kind in ("vector", "halfvec") else None
 
 
 async def _resolve_embedder(conn: asyncpg.Connection, choice: EmbedderChoice) -> Embedder | None:
@@ -252,8 +254,11 @@ async def _resolve_embedder(conn: asyncpg.Connection, choice: EmbedderChoice) ->
     if choice != AUTO_EMBEDDER:
         return create_embedder(choice)
     recorded = await conn.fetchval("SELECT value FROM bfsql_meta WHERE key = 'embedder'")
+    if recorded is None:
+        preferred = preferred_embedder()
+        return create_embedder(preferred) if preferred is not None else None
     try:
-        return create_embedder(recorded or DEFAULT_EMBEDDER)
+        return create_embedder(recorded)
     except BfsqlError as exc:
         raise PostgresStoreError(
             f"The entity vectors were made by embedder {recorded!r}, which is not installed ({exc.message}).",
@@ -261,15 +266,21 @@ async def _resolve_embedder(conn: asyncpg.Connection, choice: EmbedderChoice) ->
         ) from None
 
 
-async def _embed(conn: asyncpg.Connection, embedder: Embedder | None) -> int:
-    """Store vectors of new, changed and unembedded entities (all after a change of embedder); how many."""
+async def _embed(conn: asyncpg.Connection, embedder: Embedder | None, column: str) -> int:
+    """Store vectors of new, changed and unembedded entities (all after a change of embedder); how many.
+
+    Then the HNSW index for the embedder's dimension is made (see :func:`ensure_vector_index`).
+    """
     if embedder is None:
         await conn.execute("UPDATE entity SET embedding = NULL WHERE embedding IS NOT NULL")
         await conn.execute("DELETE FROM bfsql_meta WHERE key IN ('embedder', 'embedder_dimension')")
+        await ensure_vector_index(conn, None)
         return 0
     recorded = dict(await conn.fetch("SELECT key, value FROM bfsql_meta"))
     same = (recorded.get("embedder"), recorded.get("embedder_dimension")) == (embedder.name, str(embedder.dimension))
     rows = await conn.fetch(_TO_EMBED, not same)
+    if not same:  # an index of the earlier vectors' dimension would refuse the new ones; rebuilt below
+        await ensure_vector_index(conn, None)
     await conn.execute("CREATE TEMP TABLE load_vector (entity_id text, embedding text) ON COMMIT DROP")
     for start in range(0, len(rows), EMBED_BATCH):
         batch = rows[start : start + EMBED_BATCH]
@@ -284,7 +295,7 @@ async def _embed(conn: asyncpg.Connection, embedder: Embedder | None) -> int:
             ],
         )
     await conn.execute(
-        "UPDATE entity e SET embedding = v.embedding::vector FROM load_vector v WHERE e.entity_id = v.entity_id"
+        f"UPDATE entity e SET embedding = v.embedding::{column} FROM load_vector v WHERE e.entity_id = v.entity_id"
     )
     await conn.execute(
         "UPDATE entity SET embedding = NULL WHERE status IS NOT DISTINCT FROM 'merged' AND embedding IS NOT NULL"
@@ -293,6 +304,7 @@ async def _embed(conn: asyncpg.Connection, embedder: Embedder | None) -> int:
         "INSERT INTO bfsql_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         [("embedder", embedder.name), ("embedder_dimension", str(embedder.dimension))],
     )
+    await ensure_vector_index(conn, embedder.dimension)
     return len(rows)
 
 
@@ -306,8 +318,8 @@ async def _load(
 ) -> tuple[dict[str, int], Embedder | None, int]:
     async with conn.transaction():
         await create_schema(conn, vector=vector)
-        has_vectors = await _has_vector_column(conn)
-        if not has_vectors:
+        column = await _vector_column(conn)
+        if column is None:
             if embedder not in (None, "none", AUTO_EMBEDDER):
                 raise PostgresStoreError(
                     "Cannot store entity vectors: entity.embedding is missing or not a pgvector column.",
@@ -330,7 +342,7 @@ async def _load(
             await staging.flush(kind)
         for sql in _MERGE:
             await conn.execute(sql)
-        embedded = await _embed(conn, chosen) if has_vectors else 0
+        embedded = await _embed(conn, chosen, column) if column is not None else 0
         await conn.execute(_ANALYZE)
     if progress is not None and pending:
         progress(pending)
@@ -368,7 +380,7 @@ async def load_postgres(
     ``vector``, no pgvector and no embedding column). ``fmt`` forces one format for every
     source; by default each file's extension decides. ``embedder`` makes the entity
     vectors (see the module docstring). A bad row raises
-    :class:`~bfsql.loading.bundle.BadRow` naming its file and line, and nothing is loaded.
+    :class:`~bfsql.loading.errors.BadRow` naming its file and line, and nothing is loaded.
     """
     paths = [Path(p) for p in sources]
     formats = [fmt or detect_format(p) for p in paths]

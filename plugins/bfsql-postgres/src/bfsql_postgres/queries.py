@@ -15,7 +15,6 @@ from bfsql_postgres.layout import StoreLayout
 __all__ = [
     "ENTITY_COLUMNS",
     "IDENTITY_COLUMNS",
-    "VECTOR_SEARCH",
     "edge_metadata_sql",
     "entities_sql",
     "entity_types_sql",
@@ -25,6 +24,7 @@ __all__ = [
     "provenance_sql",
     "search_sql",
     "synonym_prefilter_safe",
+    "vector_search_sql",
 ]
 
 _MERGED = "{alias}.status::text = 'merged'"
@@ -115,16 +115,38 @@ def predicates_sql(layout: StoreLayout) -> str:
     return f"SELECT DISTINCT r.predicate::text AS value FROM relationship r WHERE TRUE{_touches_no_merged(layout)}"
 
 
-VECTOR_SEARCH = """
+def vector_search_sql(layout: StoreLayout) -> str:
+    """Nearest neighbours of the query vector ``$1`` (cosine), types ``$2``, at most ``$3``, best first.
+
+    With the HNSW index (``bfsql postgres load`` builds it) the ``ORDER BY`` is the index's own
+    expression, ``embedding::halfvec(D) <=> $1::halfvec(D)``, so PostgreSQL walks the index
+    (iterative scans keep a type filter from starving it, see the backend's session settings)
+    and the few rows it returns are sorted exactly. Without it, an exact scan.
+    """
+    visible = f"e.embedding IS NOT NULL{_visible(layout, 'e')}"
+    types = "($2::text[] IS NULL OR e.entity_type::text = ANY($2::text[]))"
+    if layout.vector_index and layout.vector_dimension:
+        cast = f"halfvec({int(layout.vector_dimension)})"
+        return f"""
+WITH nearest AS MATERIALIZED (
+    SELECT e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name,
+           e.embedding::{cast} <=> $1::text::{cast} AS distance
+    FROM entity e
+    WHERE {visible} AND {types}
+    ORDER BY e.embedding::{cast} <=> $1::text::{cast}
+    LIMIT $3
+)
+SELECT entity_id, entity_type, name, (1 - distance)::float8 AS similarity FROM nearest ORDER BY distance, entity_id
+"""
+    kind = layout.vector_type
+    return f"""
 SELECT e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name,
-       (1 - (e.embedding <=> $1::text::vector))::float8 AS similarity
+       (1 - (e.embedding <=> $1::text::{kind}))::float8 AS similarity
 FROM entity e
-WHERE e.embedding IS NOT NULL AND e.status::text IS DISTINCT FROM 'merged'
-  AND ($2::text[] IS NULL OR e.entity_type::text = ANY($2::text[]))
-ORDER BY e.embedding <=> $1::text::vector, e.entity_id
+WHERE {visible} AND {types}
+ORDER BY e.embedding <=> $1::text::{kind}, e.entity_id
 LIMIT $3
 """
-"""Nearest neighbours of the query vector ``$1`` (pgvector cosine distance), types ``$2``, at most ``$3``."""
 
 _ASKED_TRIPLES = """
 FROM unnest($1::text[], $2::text[], $3::text[]) AS w(s, p, o)
@@ -189,7 +211,7 @@ def synonym_prefilter_safe(text: str) -> bool:
     return not any(ch in text for ch in '"\\') and all(ord(ch) >= 0x20 for ch in text)
 
 
-def search_sql(layout: StoreLayout, *, synonym_prefilter: bool) -> str:
+def search_sql(layout: StoreLayout, *, synonym_prefilter: bool, fuzzy: bool = True) -> str:
     """Ranked name/synonym search.
 
     Parameters: ``$1`` query, ``$2`` ILIKE substring pattern of the query, ``$3`` types,
@@ -198,10 +220,10 @@ def search_sql(layout: StoreLayout, *, synonym_prefilter: bool) -> str:
 
     Tiers, lower first (as :func:`bfsql.search_rank.lexical_rank`): exact name 0, exact
     synonym 1, name prefix 2, synonym prefix 3, name substring 4, synonym substring 5; then,
-    with pg_trgm, names similar to the query (tier 6, most similar first). Ties go to the
-    shorter label, then the smaller id.
+    with pg_trgm and ``fuzzy``, names similar to the query (tier 6, most similar first). Ties
+    go to the shorter label, then the smaller id.
     """
-    fuzzy = layout.trigram
+    fuzzy = layout.trigram and fuzzy
     synonyms = "e.synonyms::jsonb"
     matches = ["e.name ILIKE $2::text", f"{synonyms}::text ILIKE $5::text" if synonym_prefilter else "TRUE"]
     if fuzzy:

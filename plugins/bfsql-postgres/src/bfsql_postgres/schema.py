@@ -11,7 +11,7 @@ import asyncpg
 
 from bfsql_postgres.errors import PostgresStoreError
 
-__all__ = ["create_schema", "schema_statements"]
+__all__ = ["HNSW_INDEX_PREFIX", "create_schema", "ensure_vector_index", "schema_statements", "vector_index_name"]
 
 _VECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
 _TRIGRAM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
@@ -72,9 +72,42 @@ _TABLES = (
 )
 
 
+HNSW_INDEX_PREFIX = "entity_embedding_hnsw_"
+"""Name of the HNSW index over ``entity.embedding`` as ``halfvec(D)``, followed by D."""
+
+
+def vector_index_name(dimension: int) -> str:
+    """The HNSW index of vectors of ``dimension``."""
+    return f"{HNSW_INDEX_PREFIX}{int(dimension)}"
+
+
+async def ensure_vector_index(conn: asyncpg.Connection, dimension: int | None) -> None:
+    """The HNSW index (cosine, over ``embedding::halfvec(dimension)``) that vector search uses:
+    created when missing; indexes of another dimension (an earlier embedder) dropped; all
+    dropped when there are no vectors (``dimension`` None)."""
+    keep = vector_index_name(dimension) if dimension else None
+    existing = await conn.fetch(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'entity' "
+        "AND indexname LIKE $1",
+        HNSW_INDEX_PREFIX + "%",
+    )
+    for row in existing:
+        if row["indexname"] != keep:
+            await conn.execute(f'DROP INDEX IF EXISTS "{row["indexname"]}"')
+    if dimension:
+        await conn.execute(
+            f'CREATE INDEX IF NOT EXISTS "{keep}" ON entity '
+            f"USING hnsw ((embedding::halfvec({int(dimension)})) halfvec_cosine_ops)"
+        )
+
+
 def schema_statements(*, vector: bool = True) -> list[str]:
-    """The DDL, in order; without ``vector`` neither pgvector nor ``entity.embedding``."""
-    embedding = "embedding vector," if vector else ""
+    """The DDL, in order; without ``vector`` neither pgvector nor ``entity.embedding``.
+
+    Vectors are stored as ``halfvec`` (2 bytes a component); a database made by other tools
+    may hold ``vector`` (4 bytes), which bfsql reads as well.
+    """
+    embedding = "embedding halfvec," if vector else ""
     statements = [_VECTOR] if vector else []
     statements.append(_TRIGRAM)
     statements += [sql.format(embedding=embedding) for sql in _TABLES]
@@ -82,7 +115,10 @@ def schema_statements(*, vector: bool = True) -> list[str]:
 
 
 async def create_schema(conn: asyncpg.Connection, *, vector: bool = True) -> None:
-    """Create the extensions, tables and indexes that are missing (inside the caller's transaction)."""
+    """Create the extensions, tables and indexes that are missing (inside the caller's transaction).
+
+    With ``vector`` and entity vectors already recorded in ``bfsql_meta``, their HNSW index too.
+    """
     for sql in schema_statements(vector=vector):
         try:
             await conn.execute(sql)
@@ -103,3 +139,7 @@ async def create_schema(conn: asyncpg.Connection, *, vector: bool = True) -> Non
                 f"Not allowed to create the schema: {exc}.",
                 "Run init-schema once as a role that may CREATE EXTENSION and CREATE TABLE (e.g. the database owner).",
             ) from None
+    if vector:
+        dimension = await conn.fetchval("SELECT value FROM bfsql_meta WHERE key = 'embedder_dimension'")
+        if dimension is not None:
+            await ensure_vector_index(conn, int(dimension))
