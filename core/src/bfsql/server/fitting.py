@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,7 +216,7 @@ def _edge_level(owner_level: int, owner_cap: int) -> int:
 _SUBJECT, _OBJECT = operator.itemgetter(0), operator.itemgetter(2)
 
 
-def _owners(answer: Traversal, room: int) -> list[list[int]]:
+def _owners(answer: Traversal, room: int) -> list[Sequence[int]]:
     """For each node an answer of ``room`` characters could hold, the indexes of the edges it owns.
 
     An edge belongs to its later endpoint. Nodes past the point where their bare stubs alone
@@ -252,7 +252,9 @@ def _owners(answer: Traversal, room: int) -> list[list[int]]:
         owner = max(position.get(subject, -1), position.get(obj, -1))
         if owner >= 0:
             owned[owner].append(index)
-    return owned + [[] for _ in range(len(ids) - limit)]
+    # One shared empty tuple for the rest: tens of thousands of new lists would wake the
+    # garbage collector over the whole answer.
+    return [*owned, *itertools.repeat((), len(ids) - limit)]
 
 
 def _paths_size(answer: Traversal) -> dict[str, int]:
@@ -396,7 +398,7 @@ def _envelope(
 
 
 def _build(
-    answer: Traversal, budget: Budget, sizes: _Sizes, owned: list[list[int]], levels: list[int]
+    answer: Traversal, budget: Budget, sizes: _Sizes, owned: list[Sequence[int]], levels: list[int]
 ) -> dict[str, Any]:
     nodes: list[dict[str, Any]] = []
     edge_levels: dict[int, int] = {}
