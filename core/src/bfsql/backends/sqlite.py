@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 
 from bfsql.backend import Capabilities, GraphBackend
 from bfsql.embedders import Embedder, EmbedderMismatch, is_semantic
+from bfsql.engine.pacing import in_light_call
 from bfsql.errors import BfsqlError
 from bfsql.hookspecs import hookimpl
 from bfsql.loading.records import (
@@ -220,10 +221,12 @@ class SqliteBackend(GraphBackend):
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="bfsql-sqlite")
+        self._light_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bfsql-sqlite-light")
         try:
             relationships = self._executor.submit(self._connect).result()
         except BaseException:
             self._executor.shutdown(wait=False)
+            self._light_executor.shutdown(wait=False)
             raise
         if 0 < relationships <= memory_index:
             threading.Thread(target=self._build_index, name="bfsql-sqlite-index", daemon=True).start()
@@ -566,9 +569,11 @@ class SqliteBackend(GraphBackend):
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on one of the backend's reader threads (each with its own connection), so that
-        a cheap query need not wait behind a long one."""
+        a cheap query need not wait behind a long one. Cheap calls have a reader of their own: they
+        never queue behind the metadata queries of traversals."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args))
+        executor = self._light_executor if in_light_call() else self._executor
+        return await loop.run_in_executor(executor, functools.partial(fn, *args))
 
     async def search_entities(
         self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
@@ -656,6 +661,7 @@ class SqliteBackend(GraphBackend):
         if self._conn is not None:
             await self._run(self._close)
         self._executor.shutdown(wait=False)
+        self._light_executor.shutdown(wait=False)
 
 
 def _create(config: SqliteConfig) -> SqliteBackend:

@@ -14,8 +14,9 @@ import asyncio
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
-__all__ = ["SLICE_SECONDS", "WORK_BETWEEN_CHECKS", "Pacer", "light_call"]
+__all__ = ["SLICE_SECONDS", "WORK_BETWEEN_CHECKS", "Pacer", "in_light_call", "light_call"]
 
 SLICE_SECONDS = 0.01
 """How long engine work runs before it lets the event loop serve others."""
@@ -24,6 +25,7 @@ WORK_BETWEEN_CHECKS = 2048
 """Items of work (nodes or rows) between two looks at the clock: a look costs far less than a slice."""
 
 _light_calls = 0
+_in_light_call: ContextVar[bool] = ContextVar("bfsql_in_light_call", default=False)
 
 
 @contextmanager
@@ -31,10 +33,17 @@ def light_call() -> Iterator[None]:
     """Mark a cheap call in flight: heavy work yields whole slices to it until it ends."""
     global _light_calls
     _light_calls += 1
+    token = _in_light_call.set(True)
     try:
         yield
     finally:
+        _in_light_call.reset(token)
         _light_calls -= 1
+
+
+def in_light_call() -> bool:
+    """Whether the running task works for a cheap call (a backend may give it a lane of its own)."""
+    return _in_light_call.get()
 
 
 class Pacer:
