@@ -37,9 +37,16 @@ def strip_vectors(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def _strip(metadata: dict[Any, dict[str, Any]], keys: frozenset[str]) -> None:
+    # Plain loops and one look-up per distinct key name: a 2-hop answer has ~100k metadata dicts.
+    dropped: dict[str, bool] = {}
     for key, value in metadata.items():
-        if any(k.lower() in keys or _is_vector(v) for k, v in value.items()):
-            metadata[key] = {k: v for k, v in value.items() if k.lower() not in keys and not _is_vector(v)}
+        for k, v in value.items():
+            hit = dropped.get(k)
+            if hit is None:
+                hit = dropped[k] = k.lower() in keys
+            if hit or (isinstance(v, list) and len(v) > _MAX_NUMERIC_LIST and _is_vector(v)):
+                metadata[key] = {k: v for k, v in value.items() if k.lower() not in keys and not _is_vector(v)}
+                break
 
 
 @hookimpl

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from bfsql.backend import gather_or_cancel
 from bfsql.engine.answer import Triple
 from bfsql.engine.budget import TraversalBudget
 from bfsql.engine.pacing import WORK_BETWEEN_CHECKS, Pacer
@@ -110,7 +111,13 @@ async def expand(
     """
     result = Expansion()
     distance, types, names, edges = result.distance, result.types, result.names, result.edges
-    known = await graph.get_nodes(seeds)
+    # The seeds' own rows and their first hop in one round trip: hop answers visible ids only,
+    # so the unknown seeds it was asked about add nothing.
+    first_hop: dict[str, list[HopEdge]] | None = None
+    if hops >= 1:
+        known, first_hop = await gather_or_cancel(graph.get_nodes(seeds), graph.hop(list(dict.fromkeys(seeds))))
+    else:
+        known = await graph.get_nodes(seeds)
     result.unknown_seeds = [s for s in seeds if s not in known]
     for seed in seeds:
         if seed in known:
@@ -126,7 +133,7 @@ async def expand(
     for hop in range(1, hops + 1):
         if not frontier:
             break
-        rows_of = await graph.hop(frontier)
+        rows_of = first_hop if hop == 1 and first_hop is not None else await graph.hop(frontier)
         new: dict[str, tuple[str, str | None]] = {}
         pending: list[Triple] = []
         for node_id in frontier:

@@ -76,22 +76,6 @@ def _storable(values: list[str]) -> list[str]:
     return [v for v in values if "\x00" not in v]
 
 
-def _json_list(text: str | None) -> list[Any]:
-    """A JSON array column (as text); anything else reads as ``[]``."""
-    if text is None or text == "[]":
-        return []
-    value = json.loads(text)
-    return value if isinstance(value, list) else []
-
-
-def _json_dict(text: str | None) -> dict[str, Any]:
-    """A JSON object column (as text); anything else reads as ``{}``."""
-    if text is None or text == "{}":
-        return {}
-    value = json.loads(text)
-    return value if isinstance(value, dict) else {}
-
-
 class _EntityColumns(NamedTuple):
     """The fields of an entity row that :func:`bfsql.node_metadata` reads.
 
@@ -127,16 +111,20 @@ def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
     return record.get("document_id") or "", record.get("section") or "", record.get("text_span") or ""
 
 
-def _node_metadata(row: asyncpg.Record) -> dict[str, Any]:
-    """Metadata of an entity row (every column but the embedding), as the memory backend derives it."""
+def _node_metadata(
+    name: str | None, synonyms: Any, properties: Any, status: str | None, confidence: Any, source: str | None,
+    canonical_url: str | None,
+) -> dict[str, Any]:
+    """Metadata of an entity's columns (every one but the embedding, JSON already parsed), as the memory backend
+    derives it."""
     entity = _EntityColumns(
-        properties=_json_dict(row["properties"]),
-        name=row["name"],
-        synonyms=[s for s in _json_list(row["synonyms"]) if isinstance(s, str)],
-        source=row["source"],
-        canonical_url=row["canonical_url"],
-        confidence=row["confidence"],
-        status=row["status"],
+        properties=properties if isinstance(properties, dict) else {},
+        name=name,
+        synonyms=[s for s in synonyms if isinstance(s, str)] if isinstance(synonyms, list) else [],
+        source=source,
+        canonical_url=canonical_url,
+        confidence=confidence if isinstance(confidence, int | float) else None,
+        status=status,
     )
     return node_metadata(cast(EntityRecord, entity))
 
@@ -176,7 +164,7 @@ class PostgresBackend(GraphBackend):
         self._description = description
         self._hop_sql = queries.hop_sql(layout)
         self._get_nodes_sql = queries.entities_sql(layout, queries.IDENTITY_COLUMNS)
-        self._node_metadata_sql = queries.entities_sql(layout, queries.ENTITY_COLUMNS)
+        self._node_metadata_sql = queries.entities_sql(layout, queries.ENTITY_METADATA)
         self._edge_metadata_sql = queries.edge_metadata_sql(layout)
         self._provenance_sql = queries.provenance_sql(layout)
         self._entity_types_sql = queries.entity_types_sql(layout)
@@ -383,8 +371,8 @@ class PostgresBackend(GraphBackend):
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Metadata of each visible entity, in one statement."""
-        rows = await self._fetch(self._node_metadata_sql, _storable(list(dict.fromkeys(entity_ids))))
-        return {row["entity_id"]: _node_metadata(row) for row in rows}
+        ((document,),) = await self._fetch(self._node_metadata_sql, _storable(list(dict.fromkeys(entity_ids))))
+        return {row[0]: _node_metadata(*row[1:]) for row in (json.loads(document) if document else ())}
 
     @override
     async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
@@ -394,13 +382,12 @@ class PostgresBackend(GraphBackend):
         a triple twice (no unique key), the row with the highest confidence wins.
         """
         found: dict[Edge, dict[str, Any]] = {}
-        for subject, predicate, obj, confidence, documents, properties in await self._fetch(
-            self._edge_metadata_sql, *_triples(edges)
-        ):
+        ((document,),) = await self._fetch(self._edge_metadata_sql, *_triples(edges))
+        for subject, predicate, obj, confidence, documents, properties in json.loads(document) if document else ():
             columns = _RelationshipColumns(
-                properties=_json_dict(properties),
-                confidence=confidence,
-                source_documents=[str(d) for d in _json_list(documents)],
+                properties=properties if isinstance(properties, dict) else {},
+                confidence=confidence if isinstance(confidence, int | float) else None,
+                source_documents=[str(d) for d in documents] if isinstance(documents, list) else [],
             )
             found[Edge(subject, predicate, obj)] = edge_metadata(cast(RelationshipRecord, columns), [])
         return found

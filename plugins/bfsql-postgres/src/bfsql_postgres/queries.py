@@ -13,7 +13,7 @@ from __future__ import annotations
 from bfsql_postgres.layout import StoreLayout
 
 __all__ = [
-    "ENTITY_COLUMNS",
+    "ENTITY_METADATA",
     "IDENTITY_COLUMNS",
     "edge_metadata_sql",
     "entities_sql",
@@ -29,12 +29,13 @@ __all__ = [
 
 _MERGED = "{alias}.status::text = 'merged'"
 
-ENTITY_COLUMNS = (
-    "e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name, "
-    "e.synonyms::text AS synonyms, e.properties::text AS properties, e.status::text AS status, "
-    "e.confidence::float8 AS confidence, e.source::text AS source, e.canonical_url::text AS canonical_url"
+ENTITY_METADATA = (
+    "json_agg(json_build_array(e.entity_id::text, e.name::text, e.synonyms::text::json, e.properties::text::json, "
+    "e.status::text, e.confidence::float8, e.source::text, e.canonical_url::text))::text"
 )
-"""Every entity column but the embedding."""
+"""The columns of node metadata for every matched entity as one JSON array of arrays
+(``[id, name, synonyms, properties, status, confidence, source, canonical_url]``; NULL when
+none matched): parsed once, not two JSON columns per row."""
 
 IDENTITY_COLUMNS = "e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name"
 """What get_nodes answers."""
@@ -156,18 +157,26 @@ executions), one primary-key probe per asked triple, whatever their number."""
 
 
 def edge_metadata_sql(layout: StoreLayout) -> str:
-    """Relationship columns of the visible triples ``($1[i], $2[i], $3[i])`` (no evidence).
+    """Relationship columns of the visible triples ``($1[i], $2[i], $3[i])`` (no evidence), as one JSON text.
 
+    The value is an array of ``[subject, predicate, object, confidence, source_documents,
+    properties]`` (NULL when no triple matched): one JSON document parsed once, instead of two
+    JSON columns parsed for every row (a 2-hop traversal asks for tens of thousands of edges).
     Where no unique key makes each triple one row, the row with the highest confidence is kept.
     """
     key = "r.subject_id, r.predicate, r.object_id"
     distinct = "" if layout.unique_keys else f"DISTINCT ON ({key}) "
     order = "" if layout.unique_keys else f"\nORDER BY {key}, r.confidence DESC NULLS LAST"
     return f"""
+SELECT json_agg(json_build_array(
+    q.subject, q.predicate, q.object, q.confidence, q.source_documents, q.properties
+))::text
+FROM (
 SELECT {distinct}r.subject_id::text AS subject, r.predicate::text AS predicate, r.object_id::text AS object,
-       r.confidence::float8 AS confidence, r.source_documents::text AS source_documents,
-       r.properties::text AS properties{_ASKED_TRIPLES}
+       r.confidence::float8 AS confidence, r.source_documents::text::json AS source_documents,
+       r.properties::text::json AS properties{_ASKED_TRIPLES}
 WHERE TRUE{_touches_no_merged(layout)}{order}
+) q
 """
 
 
