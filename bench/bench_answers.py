@@ -32,6 +32,7 @@ from typing import Any
 from bfsql import Graph
 from bfsql.server.fitting import Budget
 from bfsql.server.pipeline import DEFAULT_MAX_TOKENS, ServeSettings, ToolContext, fit_and_serialise
+from bfsql.server.run import tune_garbage_collector
 from bfsql.server.tools import bfs_query, intersect_subgraphs
 
 KNOWN_DISEASES = ["OMIM:154700", "ORPHA:558", "OMIM:219700", "OMIM:134430", "OMIM:100800"]
@@ -205,6 +206,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stores", default="postgres,sqlite", help="comma-separated, from: postgres, sqlite")
     stores = [s.strip() for s in parser.parse_args().stores.split(",") if s.strip()]
+    tune_garbage_collector()  # as bfsql serve does
     return asyncio.run(main_async(stores))
 
 

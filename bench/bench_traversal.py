@@ -83,6 +83,7 @@ from pathlib import Path
 from typing import Any
 
 from bfsql import Graph, TraversalBudget, bfs_query
+from bfsql.server.run import tune_garbage_collector
 
 ROOT = Path(__file__).resolve().parent.parent
 STORES = ("postgres", "sqlite", "falkordb", "oxigraph")
@@ -1157,6 +1158,7 @@ def main() -> int:
     parser.add_argument("--profile", default="", help="stores (comma-separated) whose worst class is profiled")
     args = parser.parse_args()
     args.stores = [s.strip() for s in args.stores.split(",") if s.strip()]
+    tune_garbage_collector()  # as bfsql serve does; both sides run in this process
     args.profile = {s.strip() for s in args.profile.split(",") if s.strip()}
     unknown = (set(args.stores) | args.profile) - set(STORES)
     if unknown or args.repeat < 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -19,7 +20,10 @@ from bfsql.server.app import BfsqlServer, ServedGraph, build_server
 from bfsql.server.http import BearerAuth, HostGuard, HostPolicy, is_loopback
 from bfsql.settings import GraphPlan, ServerSettings
 
-__all__ = ["MCP_PATH", "check_exposure", "open_graph", "open_server", "serve_http", "serve_stdio"]
+__all__ = [
+    "GC_THRESHOLDS", "MCP_PATH", "check_exposure", "open_graph", "open_server", "serve_http", "serve_stdio",
+    "tune_garbage_collector",
+]
 
 logger = logging.getLogger("bfsql.server")
 startup = logging.getLogger("bfsql.startup")
@@ -53,6 +57,22 @@ async def open_graph(spec: BackendSpec, config: BaseModel, **graph_options: Any)
         await graph.aclose()
 
 
+GC_THRESHOLDS = (700, 10, 1000)
+"""The server's garbage-collector thresholds: Python's defaults but full collections 100 times rarer.
+
+A full collection walks every live object: the cache, a store's in-memory index, the answers
+in flight. A full traversal allocates tens of thousands of small dicts and tuples, which with
+the default thresholds (700, 10, 10) set off several full collections per call: a 1-hop full
+``bfs_query`` from an HPO hub on PostgreSQL took 180-210 ms, 77-88 ms with these. Almost all of
+the engine's garbage is freed by reference counting; only cycles wait for the rarer collections.
+"""
+
+
+def tune_garbage_collector() -> None:
+    """Set :data:`GC_THRESHOLDS` (process-wide; ``bfsql serve``, ``query`` and ``explore`` call it)."""
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 @asynccontextmanager
 async def open_server(
     plans: Sequence[GraphPlan], settings: ServerSettings | None = None
@@ -60,8 +80,9 @@ async def open_server(
     """Open every planned graph and build the server over them; close them all after.
 
     With several graphs, one that cannot be opened is logged and served as unavailable;
-    a single graph's failure is raised.
+    a single graph's failure is raised. Sets the server's garbage-collector thresholds.
     """
+    tune_garbage_collector()
     async with AsyncExitStack() as stack:
         served = []
         for plan in plans:
