@@ -138,6 +138,11 @@ class GraphBackend(ABC):
     capabilities: Capabilities = Capabilities(batch_primitives=True)
     """Flags read by the engine, the cache and the conformance suite."""
 
+    vector_embedder: tuple[str, int] | None = None
+    """``(name, dimension)`` of the embedder that made the store's entity vectors, when the store
+    says; with the default embedder setting (``auto``) the server embeds queries with that one
+    when it is installed, instead of the preferred one."""
+
     @abstractmethod
     async def search_entities(
         self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT

@@ -174,7 +174,7 @@ async def _prepare(served: ServedGraph) -> None:
     embedder = served.settings.embedder
     if embedder is not None:
         if isinstance(embedder, str):  # "auto": the store's own embedder, else the preferred one
-            stored = getattr(graph.backend, "vector_embedder", None)
+            stored = graph.backend.vector_embedder
             embedder = create_embedder(resolve_embedder_name(embedder, stored[0] if stored else None))
         graph.set_embedder(embedder)
     await graph.bind_embedder()

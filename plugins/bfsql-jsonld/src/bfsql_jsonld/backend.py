@@ -133,6 +133,7 @@ class JsonLdBackend(GraphBackend):
                 exc.hint or "Check --base-url and that the API is running.",
             ) from None
         self._schema = schema = self._reader.schema(frame)
+        self.vector_embedder = (schema.vector.embedder, schema.vector.dimension) if schema.vector else None
         flags = schema.capabilities or {}
         self.capabilities = Capabilities(
             batch_primitives=self._batch_url("relations") is not None,

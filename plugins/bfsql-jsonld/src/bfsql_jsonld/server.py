@@ -395,9 +395,10 @@ async def batch_relation_metadata(request: web.Request) -> web.Response:
 
 def _edge(item: Any) -> Edge:
     values = [item.get(k) for k in ("subject", "predicate", "object")] if isinstance(item, dict) else []
-    if len(values) != 3 or not all(isinstance(v, str) for v in values):
+    texts = [v for v in values if isinstance(v, str)]
+    if len(texts) != 3:
         raise web.HTTPBadRequest(text="relations must be objects with subject, predicate and object")
-    return Edge(*values)
+    return Edge(*texts)
 
 
 # -- middleware and app -----------------------------------------------------------------

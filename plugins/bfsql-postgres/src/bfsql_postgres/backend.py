@@ -160,6 +160,8 @@ class PostgresBackend(GraphBackend):
         self.pool = pool
         self.where = where
         self.layout = layout
+        if layout.vector_embedder is not None and layout.vector_dimension is not None:
+            self.vector_embedder = (layout.vector_embedder, layout.vector_dimension)
         self.statement_timeout = statement_timeout
         self._description = description
         self._hop_sql = queries.hop_sql(layout)

@@ -138,7 +138,9 @@ def outage_during_traversal(
         call = pool.submit(subject.call, *calls["in_flight"])
         while proxy.sent < sent + 2 and time.perf_counter() - started < 10:
             time.sleep(0.02)  # requests of the traversal are on their way
-        time.sleep(3 * slow_answer)
+        # One answer's hold, not more: the proxy keeps answers the server already gave, so the
+        # server must die while later requests of the traversal are still to be sent.
+        time.sleep(slow_answer)
         assert not call.done(), "the traversal finished before the fault: slow the proxy down"
         in_flight = time.perf_counter() - started
         chunks_sent = proxy.sent - sent
