@@ -91,7 +91,7 @@ def test_then_nodes_become_named_stubs_and_their_edges_bare():
     assert size(fitted) <= 1500
 
 
-def test_named_stubs_become_bare_before_anything_is_cut():
+def test_the_farthest_tenth_become_bare_stubs_before_more_is_cut():
     # 70 nodes and their 69 edges: ~6,500 characters as named stubs, ~5,900 as bare ones; the budget is 6,900
     ids = ["S"] + [f"N{i:02d}" for i in range(69)]
     big = answer(description=10)
@@ -103,11 +103,11 @@ def test_named_stubs_become_bare_before_anything_is_cut():
     big.edge_metadata = {}
     big.node_count, big.edge_count = 70, 69
     fitted = fit_traversal(big, Budget(2300))
-    kinds = shown(fitted)
-    assert len(kinds) == 70, "nothing is cut while bare stubs fit"
-    assert "bare" in kinds.values()
-    assert [k for k in (kinds[i] for i in ids) if k == "bare"] == list(kinds.values())[-list(kinds.values()).count(
-        "bare"):]  # the bare ones are the farthest
+    kinds = list(shown(fitted).values())
+    bare = kinds.count("bare")
+    assert bare <= len(kinds) // 10 + 1, kinds  # nine in ten keep their names
+    assert kinds[len(kinds) - bare:] == ["bare"] * bare  # the bare ones, if any, are the farthest
+    assert len(kinds) < 70, "rather than most becoming ids without names, the farthest are cut"
     assert size(fitted) <= 6900
 
 
@@ -115,7 +115,7 @@ def test_only_then_nodes_are_cut_with_the_offset_to_continue():
     fitted = fit_traversal(answer(offset=40), Budget(220))  # 660 characters
     kept = len(fitted["nodes"])
     assert 0 < kept < 5
-    assert set(shown(fitted).values()) == {"bare"}
+    assert set(shown(fitted).values()) == {"named"}  # fewer nodes with names, rather than more bare ids
     note = next(n for n in fitted["truncated"] if n["reason"] == "max_tokens")
     assert note["next_offset"] == 40 + kept and note["count"] == 5 - kept
     assert size(fitted) <= 660

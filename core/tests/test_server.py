@@ -118,7 +118,9 @@ async def test_every_answer_fits_the_budget_with_a_continuation():
         assert tokens(answer) >= 0.75 * 2000  # the budget is used, not left empty
         assert answer["node_count"] == 401
         notes = {n["reason"]: n for n in answer["truncated"]}
-        assert {"max_tokens", "bare_stubs"} <= set(notes)
+        assert "max_tokens" in notes
+        named = [n for n in answer["nodes"] if n.get("name") or (n.get("metadata") or {}).get("name")]
+        assert len(named) >= 0.9 * len(answer["nodes"])  # nine in ten keep their names
         assert answer["nodes"][0]["id"] == "H"
         seen = {n["id"] for n in answer["nodes"]}
         offset = notes["max_tokens"]["next_offset"]

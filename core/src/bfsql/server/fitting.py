@@ -7,8 +7,9 @@ given up a little at a time, and nearest first is kept longest:
 1. long metadata values are **clipped** (strings shortened, lists cut, each clipped field
    named in the node's ``_clipped`` with its full length), from the farthest node back;
 2. nodes become **named stubs** (``id``, ``entity_type``, ``name``), from the farthest back;
-3. named stubs become **bare stubs** (``id``, ``entity_type``);
-4. only then are nodes **cut** from the end of the page (with the offset to continue from).
+3. named stubs become **bare stubs** (``id``, ``entity_type``), the farthest tenth of the
+   nodes shown at most, so that nine in ten keep their names;
+4. then nodes are **cut** from the end of the page (with the offset to continue from).
 
 Then the room left is filled again, nearest first. Every degradation is named in
 ``truncated`` with how many items it touched and how to get the rest. Sizes are computed
@@ -288,10 +289,18 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
 
     def decide(room: int) -> list[int]:
         sizes.unclip()
-        # Nodes past the point where even bare stubs exceed the room are cut, whatever else happens.
+        # The nodes shown are those that fit as named stubs, then at most a ninth more as bare stubs
+        # (so that nine in ten keep their names: an id alone costs the model a describe call); the
+        # nodes after them are cut, whatever else happens.
         levels: list[int] = []
         used = 0
         for i in range(len(ids)):
+            named = cost(i, min(NAMED, sizes.cap(ids[i])))
+            if used + named > room:
+                break
+            used += named
+            levels.append(sizes.cap(ids[i]))
+        for i in range(len(levels), min(len(ids), len(levels) + len(levels) // 9)):
             used += cost(i, BARE)
             if used > room:
                 break
@@ -331,21 +340,22 @@ def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
             _clip_to_fit(ids[nearest], sizes, cost, nearest, NAMED, spare, grow=True)
         return levels
 
-    # The notes are written once the levels are known: when they take more than was kept for
-    # them, decide again with that much less room.
-    for _ in range(4):
-        levels = decide(room)
-        if ids and levels[0] == CUT:
-            levels[0] = BARE
+    # The notes are written once the levels are known. When the answer still comes out too big (notes
+    # longer than was kept for them), the farthest nodes go, as many as the excess needs, but never
+    # the first, so that paging moves on.
+    levels = decide(room)
+    if ids and levels[0] == CUT:
+        levels[0] = BARE
+    fitted = _build(answer, budget, sizes, owned, levels)
+    over = len(compact_json(fitted)) - budget.chars
+    while over > 0 and sum(level != CUT for level in levels) > 1:
+        saved = 0
+        while saved < over and sum(level != CUT for level in levels) > 1:
+            last = max(i for i, level in enumerate(levels) if level != CUT)
+            saved += cost(last, levels[last])
+            levels[last] = CUT
         fitted = _build(answer, budget, sizes, owned, levels)
         over = len(compact_json(fitted)) - budget.chars
-        if over <= 0:
-            return fitted
-        room -= over + 20
-    # Last resort: cut from the end, but always show the first node, so that paging moves on.
-    while len(compact_json(fitted)) > budget.chars and sum(level != CUT for level in levels) > 1:
-        levels[max(i for i, level in enumerate(levels) if level != CUT)] = CUT
-        fitted = _build(answer, budget, sizes, owned, levels)
     return fitted
 
 
