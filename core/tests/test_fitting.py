@@ -148,3 +148,24 @@ def test_clipping_keeps_types_and_names_each_clipped_field():
     assert clipped["name"] == "x" and clipped["n"] == 5
     assert clipped["text"] == "y" * 300 + "…" and clipped["list"] == list(range(10))
     assert clipped["_clipped"] == {"text": 1000, "list": 50}
+
+
+@pytest.mark.parametrize("room", [60, 200, 10_000])
+async def test_edges_owned_are_the_same_with_the_hops_cross_edge_index(room):
+    from bfsql import Graph
+    from bfsql.backends.memory import MemoryBackend
+    from bfsql.engine import bfs_query
+    from bfsql.server.fitting import _owners
+
+    from conftest import entity, rel
+
+    # S -> A, B, C; A-B and B-C are found at hop 2 between nodes reached at hop 1; C -> D is new at hop 2
+    records = [entity(i, "T", name=i.lower()) for i in "SABCDE"] + [
+        rel("S", "r", "A"), rel("S", "r", "B"), rel("S", "r", "C"), rel("A", "r", "B"), rel("B", "r", "C"),
+        rel("C", "r", "D"), rel("D", "r", "E"), rel("E", "r", "A"),
+    ]
+    answer = await bfs_query(Graph(MemoryBackend(records)), ["S"], 3)
+    assert answer.cross_by is not None and answer.cross_by[1]  # hop 2 found edges among hop-1 nodes
+    with_index = _owners(answer, room)
+    answer.cross_by = None
+    assert [sorted(o) for o in with_index] == [sorted(o) for o in _owners(answer, room)]

@@ -85,6 +85,9 @@ class Traversal:
     found_by: list[int] | None = None
     """When ``triples`` are in the order a bfs_query found them: how many were found by the end of each hop.
     Every edge among nodes at distance ≤ d is then among the first ``found_by[d]`` (fitting reads no further)."""
+    cross_by: list[list[int]] | None = None
+    """With ``found_by``: for each hop, the positions of the edges it found between nodes reached before it.
+    The edges among nodes at distance ≤ d are then the first ``found_by[d - 1]`` and ``cross_by[d]``."""
 
     @property
     def nodes(self) -> list[Node]:

@@ -92,6 +92,7 @@ async def bfs_query(
         warnings=warnings,
         offset=offset,
         found_by=reached.found_by if page is found else None,  # still in the order found
+        cross_by=reached.cross_by if page is found else None,
     )
     await fetch_detail(graph, answer, detail, room, known)
     return graph.process_result(answer, "bfs_query")

@@ -40,6 +40,9 @@ class Expansion:
     """Edges examined whose both endpoints were reached, in the order found."""
     found_by: list[int] = field(default_factory=list)
     """How many edges had been found by the end of each hop."""
+    cross_by: list[list[int]] | None = field(default_factory=list)
+    """For each hop, the positions (in ``edges``) of the edges it found between nodes reached
+    before it; None once max_nodes dropped edges (positions then shift)."""
     predicates: set[str] = field(default_factory=set)
     """Predicates of those edges."""
     unknown_seeds: list[str] = field(default_factory=list)
@@ -136,6 +139,7 @@ async def expand(
         rows_of = first_hop if hop == 1 and first_hop is not None else await graph.hop(frontier)
         new: dict[str, tuple[str, str | None]] = {}
         pending: list[Triple] = []
+        cross: list[int] = []
         for node_id in frontier:
             rows = rows_of.get(node_id)
             if not rows:
@@ -146,7 +150,10 @@ async def expand(
             for subject, predicate, obj, other_type, other_name in capped(node_id, rows, budget, result.capped_nodes):
                 other = obj if subject == node_id else subject
                 if other in distance:
-                    add_edge((subject, predicate, obj))
+                    triple = (subject, predicate, obj)
+                    if triple not in edges:
+                        cross.append(len(edges))
+                        edges[triple] = None
                     add_predicate(predicate)
                 elif other_type is None:
                     result.dangling_edges += 1
@@ -174,6 +181,9 @@ async def expand(
                 if e[0] not in distance or e[2] not in distance:
                     edges.pop(e, None)
             result.predicates = {e[1] for e in edges}
+            result.cross_by = None
+        elif result.cross_by is not None:
+            result.cross_by.append(cross)
         frontier = admitted
         result.found_by.append(len(edges))
         if progress is not None:

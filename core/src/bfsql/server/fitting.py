@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bfsql.engine.answer import Traversal
+from bfsql.engine.answer import Traversal, Triple
 from bfsql.models import Truncation
 
 __all__ = [
@@ -234,20 +234,26 @@ def _owners(answer: Traversal, room: int) -> list[Sequence[int]]:
     position = {node_id: i for i, node_id in enumerate(ids[:limit])}
     owned: list[list[int]] = [[] for _ in range(limit)]
     triples = answer.triples
-    if answer.found_by is not None and limit:  # edges among these nodes were all found by a known hop
+    scan: Sequence[Triple] = triples  # the edges to look at: a prefix of the answer's, and more by position
+    cross: Sequence[int] = ()
+    found_by, cross_by = answer.found_by, answer.cross_by
+    if found_by is not None and limit:  # edges among these nodes were all found by a known hop
         farthest = max(answer.distance[node_id] for node_id in ids[:limit])
-        if farthest < len(answer.found_by):
-            triples = triples[: answer.found_by[farthest]]
+        if cross_by is not None and farthest < len(cross_by):  # the hops up to farthest, and the next one's
+            scan = triples[: found_by[farthest - 1]] if farthest else []  # edges between nodes reached before it
+            cross = [i for i in cross_by[farthest] if triples[i][0] in position and triples[i][2] in position]
+        elif farthest < len(found_by):
+            scan = triples[: found_by[farthest]]
     if answer.offset:  # on a later page, an edge may lead to a node of an earlier page
         page = set(ids)
-        candidates: Iterable[int] = (
-            i for i, (s, _, o) in enumerate(triples)
+        candidates: Iterable[int] = itertools.chain((
+            i for i, (s, _, o) in enumerate(scan)
             if (s in position or s not in page) and (o in position or o not in page)
-        )
+        ), cross)
     else:  # an edge is shown only if both its ends are among the first ``limit`` nodes: test that in C
         known = position.__contains__
-        both = map(operator.and_, map(known, map(_SUBJECT, triples)), map(known, map(_OBJECT, triples)))
-        candidates = itertools.compress(itertools.count(), both)
+        both = map(operator.and_, map(known, map(_SUBJECT, scan)), map(known, map(_OBJECT, scan)))
+        candidates = itertools.chain(itertools.compress(itertools.count(), both), cross)
     for index in candidates:
         subject, _, obj = triples[index]
         owner = max(position.get(subject, -1), position.get(obj, -1))
