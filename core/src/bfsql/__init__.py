@@ -38,6 +38,7 @@ from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEnt
 from bfsql.graph import Graph, then
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.loading.bundle import BadRow, Record, read_bundle
+from bfsql.loading.prefixes import compact_iri
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
 from bfsql.loading.sqlite_loader import load_sqlite
 from bfsql.models import (
@@ -139,6 +140,7 @@ __all__ = [
     "bfs_query",
     "build_server",
     "clip",
+    "compact_iri",
     "cosine",
     "create_embedder",
     "detect_format",

@@ -23,7 +23,7 @@ from bfsql.loading.errors import LoadError
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
 from bfsql.loading.lines import ByteCallback, bounded_lines, decode_line
 
-__all__ = ["BUILTIN_PREFIXES", "PrefixMap", "parse_prefix", "turtle_prefixes"]
+__all__ = ["BUILTIN_PREFIXES", "PrefixMap", "compact_iri", "parse_prefix", "turtle_prefixes"]
 
 BUILTIN_PREFIXES: tuple[tuple[str, str], ...] = (
     ("rdf", "http://www.w3.org/1999/02/22-rdf-syntax-ns#"),
@@ -109,14 +109,24 @@ class PrefixMap:
 
     def compact(self, iri: str) -> str:
         """``NAME:local`` for the longest namespace that ``iri`` starts with, else ``iri`` itself."""
-        best: tuple[str, str] | None = None
-        for name, namespace in self.prefixes:
-            if not iri.startswith(namespace) or (best is not None and len(namespace) <= len(best[1])):
-                continue
-            local = iri[len(namespace) :]
-            if name or (local and ":" not in local):
-                best = (name, namespace)
-        if best is None:
-            return iri
-        local = iri[len(best[1]) :]
-        return f"{best[0]}:{local}" if best[0] else local
+        return compact_iri(iri, self.prefixes)
+
+
+def compact_iri(iri: str, prefixes: Iterable[tuple[str, str]]) -> str:
+    """``NAME:local`` for the longest of ``prefixes`` (name, namespace) that ``iri`` starts with, else ``iri``.
+
+    Under a default namespace (name ``""``) the id is the bare local part, used only when that
+    part is not empty and has no ``:``, so that it reads back as the same IRI. The loader and
+    the sparql backend compact ids by this one rule.
+    """
+    best: tuple[str, str] | None = None
+    for name, namespace in prefixes:
+        if not iri.startswith(namespace) or (best is not None and len(namespace) <= len(best[1])):
+            continue
+        local = iri[len(namespace) :]
+        if name or (local and ":" not in local):
+            best = (name, namespace)
+    if best is None:
+        return iri
+    local = iri[len(best[1]) :]
+    return f"{best[0]}:{local}" if best[0] else local

@@ -452,30 +452,25 @@ def _build(
     return _envelope(answer, nodes, edges, notes, paths)
 
 
+_DEGRADATION_NOTES = (
+    (CLIPPED, "clipped_values", "have long values clipped", " (see their _clipped)",
+     "describe_entity(id) returns a node whole."),
+    (NAMED, "named_stubs", "are named stubs, without metadata", "",
+     "describe_entities(ids) returns their metadata; node_types narrows what gets detail."),
+    (BARE, "bare_stubs", "are bare stubs (id, entity_type)", "",
+     "describe_entities(ids) returns their names and metadata."),
+)
+"""The note of each degradation: level, reason, what befell the nodes, where to look, what to do."""
+
+
 def _notes(answer: Traversal, budget: Budget, counts: dict[int, int], shown: int) -> list[Truncation]:
     tokens = budget.max_tokens
-    notes = []
-    if counts[CLIPPED]:
-        notes.append(Truncation(
-            reason="clipped_values",
-            detail=f"{counts[CLIPPED]} node(s) have long values clipped to fit {tokens} tokens (see their _clipped).",
-            hint="describe_entity(id) returns a node whole.",
-            count=counts[CLIPPED],
-        ))
-    if counts[NAMED]:
-        notes.append(Truncation(
-            reason="named_stubs",
-            detail=f"{counts[NAMED]} node(s) are named stubs, without metadata, to fit {tokens} tokens.",
-            hint="describe_entities(ids) returns their metadata; node_types narrows what gets detail.",
-            count=counts[NAMED],
-        ))
-    if counts[BARE]:
-        notes.append(Truncation(
-            reason="bare_stubs",
-            detail=f"{counts[BARE]} node(s) are bare stubs (id, entity_type) to fit {tokens} tokens.",
-            hint="describe_entities(ids) returns their names and metadata.",
-            count=counts[BARE],
-        ))
+    notes = [
+        Truncation(reason=reason, detail=f"{counts[level]} node(s) {what} to fit {tokens} tokens{see}.", hint=hint,
+                   count=counts[level])
+        for level, reason, what, see, hint in _DEGRADATION_NOTES
+        if counts[level]
+    ]
     if counts[CUT]:
         page = len(answer.node_ids)
         if answer.tool == "bfs_query":

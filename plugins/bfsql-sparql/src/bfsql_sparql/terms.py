@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from bfsql import clip
+from bfsql import clip, compact_iri
 
 __all__ = [
     "BUILTIN_PREFIXES",
@@ -235,21 +235,9 @@ class PrefixMap:
         if known is None:
             if len(self._compacted) >= COMPACTED_KEPT:
                 self._compacted.clear()
-            known = self._compacted[iri] = self._compact(iri)
+            known = self._compacted[iri] = compact_iri(iri, self.prefixes)
         return known
 
-    def _compact(self, iri: str) -> str:
-        best: tuple[str, str] | None = None
-        for name, namespace in self.prefixes:
-            if not iri.startswith(namespace) or (best is not None and len(namespace) <= len(best[1])):
-                continue
-            local = iri[len(namespace) :]
-            if name or (local and ":" not in local):
-                best = (name, namespace)
-        if best is None:
-            return iri
-        local = iri[len(best[1]) :]
-        return f"{best[0]}:{local}" if best[0] else local
 
     @functools.cached_property
     def _namespaces(self) -> dict[str, str]:
