@@ -177,6 +177,7 @@ async def _prepare(served: ServedGraph) -> None:
             stored = graph.backend.vector_embedder
             embedder = create_embedder(resolve_embedder_name(embedder, stored[0] if stored else None))
         graph.set_embedder(embedder)
+        await embedder.embed(["warm-up"])  # load a model now, not under the first search's clock and memory
     await graph.bind_embedder()
     types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
     served.schema = (types, preds)
