@@ -45,7 +45,8 @@ types) and the edge sets of the two sides are asserted equal on every query.
 
 Measurement: classes are seed class (disease, phenotype, hub: the five entities with
 most relationships) x hops (1, 2) x mode (topology, full). Each seed is run once per
-side to warm up, then ``--repeat`` times, bfsql and native interleaved, timed with
+side to warm up, then ``--repeat`` times, bfsql and native interleaved (which side goes first
+alternates), timed with
 ``time.perf_counter`` in one asyncio loop. Per class the table gives the median
 seconds of each side over all runs of all its seeds, their ratio bfsql/native (and the
 range of the per-seed ratios), the median statements per query of each side (and per
@@ -357,10 +358,15 @@ async def measure(store: Store, repeat: int) -> list[Row]:
                     capped.add(seed_class)
                     store.notes.append(f"{seed_class}: a 2-hop query took more than {SLOW:g}s; capped to 1 hop")
                     continue
-                for _ in range(repeat):
+                for repetition in range(repeat):
                     for seed in seeds:
+                        # Which side runs first alternates, so that neither always meets the other's leftovers
+                        # (its garbage, the server's state).
+                        if repetition % 2:
+                            theirs, their_answer = await timed(store.native, store.native_count, seed, hops, topology)
                         ours, our_answer = await timed(store.bfsql, store.bfsql_count, seed, hops, topology)
-                        theirs, their_answer = await timed(store.native, store.native_count, seed, hops, topology)
+                        if not repetition % 2:
+                            theirs, their_answer = await timed(store.native, store.native_count, seed, hops, topology)
                         check_equal(store, seed, hops, topology, our_answer, their_answer)
                         row.bfsql.append(ours)
                         row.native.append(theirs)
@@ -385,7 +391,7 @@ def _statements(runs: list[Run], hops: int) -> str:
 def report(store: Store, rows: list[Row], repeat: int) -> bool | None:
     """Print the store's table and verdict; whether its target is met (None: no target)."""
     say(f"\n== {store.title} | {store.data.describe()} | repeat {repeat} per seed after 1 warm-up, "
-        "bfsql and native interleaved")
+        "bfsql and native interleaved, first side alternating")
     say(f"   statements: {store.counting}")
     say("   seeds: " + "; ".join(f"{name}: {' '.join(seeds)}" for name, seeds in store.seeds.items()))
     header = (f"{'class':<9} {'hops':>4} {'mode':<8} {'seeds':>5} {'nodes':>6} {'edges':>6} | {'bfsql s':>8} "

@@ -39,7 +39,14 @@ from bfsql.graph import Graph, then
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.loading.bundle import BadRow, Record, read_bundle
 from bfsql.loading.prefixes import compact_iri
-from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord, edge_metadata, node_metadata
+from bfsql.loading.records import (
+    EntityRecord,
+    EvidenceRecord,
+    RelationshipRecord,
+    edge_metadata,
+    node_metadata,
+    relationship_metadata,
+)
 from bfsql.loading.sqlite_loader import load_sqlite
 from bfsql.models import (
     BfsResult,
@@ -163,6 +170,7 @@ __all__ = [
     "preferred_embedder",
     "read_bundle",
     "read_records",
+    "relationship_metadata",
     "resolve_config",
     "search_entities",
     "then",

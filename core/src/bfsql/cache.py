@@ -162,7 +162,8 @@ class KeyCache:
             try:
                 answer = await load_many(keys)
                 stamp = time.monotonic()
-                for key in keys:
+                # Only the last maxsize keys could stay: putting the others would evict them again.
+                for key in keys[-self.lru.maxsize :]:
                     if key in answer:
                         self.lru.put(key, answer[key], stamp)
                 return answer

@@ -89,9 +89,8 @@ class _BackendTerminal:
         self.stats.calls[name] = self.stats.calls.get(name, 0) + 1
         start = time.perf_counter()
         try:
-            if self.timeout is None:
+            async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for on 3.11
                 return await awaitable
-            return await asyncio.wait_for(awaitable, self.timeout)
         except TimeoutError:
             raise BackendFailure(
                 f"The backend did not answer {name} within {self.timeout:g}s.",

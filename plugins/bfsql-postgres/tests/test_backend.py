@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Awaitable
 from pathlib import Path
@@ -133,13 +134,27 @@ async def test_metadata_never_carries_embeddings(standard_backend: PostgresBacke
         assert not any(isinstance(v, list) and len(v) > 64 for v in metadata.values())
 
 
-async def test_edges_and_metadata_of_merged_entities_are_invisible(standard_backend: PostgresBackend) -> None:
-    assert standard_backend.layout.merged
-    merged_edge = Edge(MERGED, "INTERACTS_WITH", MDM2)
-    assert await standard_backend.metadata_for_edges([merged_edge]) == {}
-    assert await standard_backend.provenance_for_edges([merged_edge]) == {}
-    assert MERGED not in await standard_backend.get_nodes([MERGED, TP53])
-    hop = await standard_backend.hop([MDM2, MERGED])
+@pytest.mark.parametrize(
+    ("many_merged", "many_triples"),
+    [(False, 10**9), (False, 1), (True, 1)],
+    ids=["merged ids probed", "merged ids hashed", "many merged ids probed"],
+)
+async def test_edges_and_metadata_of_merged_entities_are_invisible(
+    standard_backend: PostgresBackend, many_merged: bool, many_triples: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert standard_backend.layout.merged and not standard_backend.layout.many_merged
+    monkeypatch.setattr(queries, "MANY_TRIPLES", many_triples)
+    backend = PostgresBackend(
+        standard_backend.pool,
+        dataclasses.replace(standard_backend.layout, many_merged=many_merged),
+        statement_timeout=standard_backend.statement_timeout,
+    )
+    merged_edge, kept = Edge(MERGED, "INTERACTS_WITH", MDM2), Edge(TP53, "REGULATES", MDM2)
+    assert list(await backend.metadata_for_edges([merged_edge, kept])) == [kept]
+    assert await backend.provenance_for_edges([merged_edge]) == {}
+    assert await backend.predicates() == await standard_backend.predicates()
+    assert MERGED not in await backend.get_nodes([MERGED, TP53])
+    hop = await backend.hop([MDM2, MERGED])
     assert MERGED not in hop and all(row[:3] != merged_edge for row in hop[MDM2])
 
 

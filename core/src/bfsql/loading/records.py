@@ -15,7 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bfsql.models import Edge
 
-__all__ = ["EntityRecord", "EvidenceRecord", "RelationshipRecord", "edge_metadata", "node_metadata", "provenance"]
+__all__ = [
+    "EntityRecord",
+    "EvidenceRecord",
+    "RelationshipRecord",
+    "edge_metadata",
+    "node_metadata",
+    "provenance",
+    "relationship_metadata",
+]
 
 
 _NOT_IN_IDS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -128,12 +136,24 @@ def node_metadata(entity: EntityRecord) -> dict[str, Any]:
     return metadata
 
 
+def relationship_metadata(
+    properties: dict[str, Any], confidence: float | None, source_documents: list[str]
+) -> dict[str, Any]:
+    """Metadata of a relationship's columns: its properties, then confidence and source_documents (which win).
+
+    What :func:`edge_metadata` answers for a relationship without evidence; for backends that
+    read the columns as plain values rather than as a :class:`RelationshipRecord`.
+    """
+    metadata: dict[str, Any] = dict(properties)
+    if confidence is not None:
+        metadata["confidence"] = confidence
+    metadata["source_documents"] = list(source_documents)
+    return metadata
+
+
 def edge_metadata(rel: RelationshipRecord, evidence: list[EvidenceRecord]) -> dict[str, Any]:
     """Metadata of a relationship: properties, confidence, source_documents, provenance."""
-    metadata: dict[str, Any] = dict(rel.properties)
-    if rel.confidence is not None:
-        metadata["confidence"] = rel.confidence
-    metadata["source_documents"] = list(rel.source_documents)
+    metadata = relationship_metadata(rel.properties, rel.confidence, rel.source_documents)
     if evidence:
         metadata["provenance"] = provenance(evidence)
     return metadata

@@ -50,6 +50,9 @@ BUNDLE_EVIDENCE: tuple[str, ...] = ("relationship_key", "text_span", "confidence
 EVIDENCE_TABLE: tuple[str, ...] = ("relationship_id", "text_span", "confidence", "document_id", "section")
 """Columns of the evidence-table variant ``evidence``, whose ``relationship_id`` references ``relationship.id``."""
 
+FEW_MERGED = 10_000
+"""Merged entities that PostgreSQL hashes once per statement (well within its default ``work_mem``)."""
+
 _SETUP_HINT = "Create the schema with: bfsql postgres init-schema --dsn DSN (then load with: bfsql postgres load)."
 
 
@@ -89,6 +92,9 @@ class StoreLayout:
     merged: bool = True
     """Some entity has ``status = 'merged'`` (as of start-up), so statements must hide them; without
     any, statements carry no status condition."""
+    many_merged: bool = False
+    """More than :data:`FEW_MERGED` entities are merged (as of start-up): relationships are checked
+    against them one index probe per end, rather than against one hashed set of their ids."""
     vector_dimension: int | None = None
     """Dimension of the stored entity vectors; None when no entity has one."""
     vector_embedder: str | None = None
@@ -180,7 +186,9 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         await conn.fetchval(f"SELECT to_regoperator('<=>({vector_type},{vector_type})') IS NOT NULL")
     )
     unique_keys = bool(await conn.fetchval(_UNIQUE_KEYS))
-    merged = bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM entity WHERE status::text = 'merged')"))
+    merged_count = await conn.fetchval(
+        "SELECT count(*) FROM (SELECT 1 FROM entity WHERE status::text = 'merged' LIMIT $1) AS m", FEW_MERGED + 1
+    )
     dimension = None
     embedder = stored_embedder
     if vector:
@@ -218,7 +226,8 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         trigram=trigram,
         vector=vector,
         unique_keys=unique_keys,
-        merged=merged,
+        merged=merged_count > 0,
+        many_merged=merged_count > FEW_MERGED,
         vector_dimension=dimension,
         vector_embedder=embedder if dimension is not None else None,
         vector_type=vector_type if vector else "vector",
