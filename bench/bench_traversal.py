@@ -561,7 +561,8 @@ async def open_postgres(data: HpoData) -> AsyncIterator[Store]:
             pool = await asyncpg.create_pool(  # the backend's pool settings
                 server.dsn(), min_size=1, max_size=config.pool_size, command_timeout=config.statement_timeout + 5,
                 server_settings={"default_transaction_read_only": "on",
-                                 "statement_timeout": str(int(config.statement_timeout * 1000))},
+                                 "statement_timeout": str(int(config.statement_timeout * 1000)),
+                                 "plan_cache_mode": "force_generic_plan"},
                 init=init, reset=keep_session,
             )
             stack.push_async_callback(pool.close)

@@ -44,6 +44,7 @@ from bfsql.loading.records import (
     EvidenceRecord,
     RelationshipRecord,
     edge_metadata,
+    entity_metadata,
     node_metadata,
     relationship_metadata,
 )
@@ -152,6 +153,7 @@ __all__ = [
     "create_embedder",
     "detect_format",
     "edge_metadata",
+    "entity_metadata",
     "gather_bounded",
     "gather_or_cancel",
     "get_backends",

@@ -20,6 +20,7 @@ __all__ = [
     "EvidenceRecord",
     "RelationshipRecord",
     "edge_metadata",
+    "entity_metadata",
     "node_metadata",
     "provenance",
     "relationship_metadata",
@@ -123,16 +124,47 @@ class EvidenceRecord(BaseModel):
         return {k: v for k, v in entry.items() if v is not None}
 
 
-_NODE_FIELDS = ("name", "synonyms", "source", "canonical_url", "confidence", "status")
-
-
 def node_metadata(entity: EntityRecord) -> dict[str, Any]:
     """Metadata of an entity: its properties, then the standard fields (which win)."""
-    metadata: dict[str, Any] = dict(entity.properties)
-    for key in _NODE_FIELDS:
-        value = getattr(entity, key)
-        if value is not None and value != []:
-            metadata[key] = value
+    return entity_metadata(
+        entity.properties,
+        name=entity.name,
+        synonyms=entity.synonyms,
+        source=entity.source,
+        canonical_url=entity.canonical_url,
+        confidence=entity.confidence,
+        status=entity.status,
+    )
+
+
+def entity_metadata(
+    properties: dict[str, Any],
+    *,
+    name: str | None,
+    synonyms: list[str],
+    source: str | None,
+    canonical_url: str | None,
+    confidence: float | None,
+    status: str | None,
+) -> dict[str, Any]:
+    """Metadata of an entity's columns: its properties, then the standard fields that are set (which win).
+
+    What :func:`node_metadata` answers; for backends that read the columns as plain values
+    rather than as an :class:`EntityRecord`.
+    """
+    metadata: dict[str, Any] = dict(properties)
+    if name is not None:
+        metadata["name"] = name
+    if synonyms:
+        metadata["synonyms"] = list(synonyms)
+    if source is not None:
+        metadata["source"] = source
+    if canonical_url is not None:
+        metadata["canonical_url"] = canonical_url
+    if confidence is not None:
+        metadata["confidence"] = confidence
+    if status is not None:
+        metadata["status"] = status
     return metadata
 
 

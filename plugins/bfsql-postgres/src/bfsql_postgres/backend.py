@@ -6,7 +6,7 @@ in both directions with their other ends' type and name. Every pooled connection
 with ``default_transaction_read_only = on`` and a ``statement_timeout``, so each statement
 runs in a read-only transaction that PostgreSQL cancels when it runs too long; the
 start-up checks run in an explicit read-only transaction. Answers equal the memory
-backend's for the same bundle: metadata is derived with :func:`bfsql.node_metadata` and
+backend's for the same bundle: metadata is derived with :func:`bfsql.entity_metadata` and
 :func:`bfsql.relationship_metadata`, merged entities and the edges touching them are invisible,
 and embeddings are never returned.
 """
@@ -17,7 +17,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import asyncpg
 from typing_extensions import override
@@ -29,14 +29,13 @@ from bfsql import (
     Edge,
     Embedder,
     EmbedderMismatch,
-    EntityRecord,
     EntityStub,
     EvidenceRecord,
     GraphBackend,
     HopEdge,
     NodeInfo,
     clip,
-    node_metadata,
+    entity_metadata,
     relationship_metadata,
 )
 from bfsql_postgres import queries
@@ -75,28 +74,7 @@ def _storable(values: list[str]) -> list[str]:
     return [v for v in values if "\x00" not in v]
 
 
-class _EntityColumns(NamedTuple):
-    """The fields of an entity row that :func:`bfsql.node_metadata` reads.
-
-    Built instead of an :class:`~bfsql.EntityRecord`, which costs five times as much to
-    construct: full traversals derive metadata for thousands of rows.
-    """
-
-    properties: dict[str, Any]
-    name: str | None
-    synonyms: list[str]
-    source: str | None
-    canonical_url: str | None
-    confidence: float | None
-    status: str | None
-
-
-def _triples(edges: list[Edge]) -> tuple[list[str], list[str], list[str]]:
-    """The distinct storable edges as three parallel arrays (subjects, predicates, objects)."""
-    asked = list(dict.fromkeys(edges))
-    if any("\x00" in value for e in asked for value in e):
-        asked = [e for e in asked if len(_storable([e[0], e[1], e[2]])) == 3]
-    return [e[0] for e in asked], [e[1] for e in asked], [e[2] for e in asked]
+_UNPARSED: Any = object()
 
 
 def _json_texts() -> Callable[[str | None], Any]:
@@ -107,11 +85,10 @@ def _json_texts() -> Callable[[str | None], Any]:
     parsed: dict[str | None, Any] = {None: None}
 
     def parse(text: str | None) -> Any:
-        try:
-            return parsed[text]
-        except KeyError:
+        value = parsed.get(text, _UNPARSED)
+        if value is _UNPARSED:
             value = parsed[text] = json.loads(cast(str, text))
-            return value
+        return value
 
     return parse
 
@@ -119,24 +96,6 @@ def _json_texts() -> Callable[[str | None], Any]:
 def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
     """Provenance order, as core's: document, section, text."""
     return record.get("document_id") or "", record.get("section") or "", record.get("text_span") or ""
-
-
-def _node_metadata(
-    name: str | None, synonyms: Any, properties: Any, status: str | None, confidence: Any, source: str | None,
-    canonical_url: str | None,
-) -> dict[str, Any]:
-    """Metadata of an entity's columns (every one but the embedding, JSON already parsed), as the memory backend
-    derives it."""
-    entity = _EntityColumns(
-        properties=properties if isinstance(properties, dict) else {},
-        name=name,
-        synonyms=[s for s in synonyms if isinstance(s, str)] if isinstance(synonyms, list) else [],
-        source=source,
-        canonical_url=canonical_url,
-        confidence=confidence if isinstance(confidence, int | float) else None,
-        status=status,
-    )
-    return node_metadata(cast(EntityRecord, entity))
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -177,9 +136,8 @@ class PostgresBackend(GraphBackend):
         self._hop_sql = queries.hop_sql(layout)
         self._get_nodes_sql = queries.entities_sql(layout, queries.IDENTITY_COLUMNS)
         self._node_metadata_sql = queries.entities_sql(layout, queries.ENTITY_METADATA)
-        # Indexed by whether a call asks for MANY_TRIPLES or more.
-        self._edge_metadata_sql = [queries.edge_metadata_sql(layout, many=many) for many in (False, True)]
-        self._provenance_sql = [queries.provenance_sql(layout, many=many) for many in (False, True)]
+        self._edge_metadata_sql = queries.edge_metadata_sql(layout)
+        self._provenance_sql = queries.provenance_sql(layout)
         self._entity_types_sql = queries.entity_types_sql(layout)
         self._predicates_sql = queries.predicates_sql(layout)
         self.capabilities = dataclasses.replace(
@@ -273,6 +231,17 @@ class PostgresBackend(GraphBackend):
                 "Ask for less (fewer hops or seeds, exclude_node_types), or raise --statement-timeout.",
             ) from None
         return rows
+
+    def _triples(self, edges: list[Edge]) -> tuple[list[str], list[str], list[str]]:
+        """The distinct storable edges touching none of the layout's few merged ids, as three parallel
+        arrays (subjects, predicates, objects)."""
+        asked = list(dict.fromkeys(edges))
+        merged = self.layout.merged_ids
+        if merged:
+            asked = [e for e in asked if e[0] not in merged and e[2] not in merged]
+        if any("\x00" in value for e in asked for value in e):
+            asked = [e for e in asked if len(_storable([e[0], e[1], e[2]])) == 3]
+        return [e[0] for e in asked], [e[1] for e in asked], [e[2] for e in asked]
 
     # -- search ------------------------------------------------------------------
 
@@ -388,12 +357,28 @@ class PostgresBackend(GraphBackend):
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Metadata of each visible entity, in one statement."""
-        rows = await self._fetch(self._node_metadata_sql, _storable(list(dict.fromkeys(entity_ids))))
+        found: dict[str, dict[str, Any]] = {}
         parse = _json_texts()
-        return {
-            entity_id: _node_metadata(name, parse(synonyms), parse(properties), status, confidence, source, url)
-            for entity_id, name, synonyms, properties, status, confidence, source, url in rows
-        }
+        synonyms_of: dict[str | None, list[str]] = {}
+        for entity_id, name, synonyms, properties, status, confidence, source, url in await self._fetch(
+            self._node_metadata_sql, _storable(list(dict.fromkeys(entity_ids)))
+        ):
+            listed = synonyms_of.get(synonyms)
+            if listed is None:
+                value = parse(synonyms)
+                listed = [s for s in value if isinstance(s, str)] if isinstance(value, list) else []
+                synonyms_of[synonyms] = listed
+            columns = parse(properties)
+            found[entity_id] = entity_metadata(
+                columns if isinstance(columns, dict) else {},
+                name=name,
+                synonyms=listed,
+                source=source,
+                canonical_url=url,
+                confidence=confidence,
+                status=status,
+            )
+        return found
 
     @override
     async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
@@ -406,7 +391,7 @@ class PostgresBackend(GraphBackend):
         parse = _json_texts()
         documents_of: dict[str | None, list[str]] = {}
         for subject, predicate, obj, confidence, documents, properties in await self._fetch(
-            self._edge_metadata_sql[len(edges) >= queries.MANY_TRIPLES], *_triples(edges)
+            self._edge_metadata_sql, *self._triples(edges)
         ):
             listed = documents_of.get(documents)
             if listed is None:
@@ -425,11 +410,12 @@ class PostgresBackend(GraphBackend):
         Ordered by document, section and text; duplicate records are dropped. Nothing in a
         store without evidence tables.
         """
-        sql = self._provenance_sql[len(edges) >= queries.MANY_TRIPLES]
-        if sql is None:
+        if self._provenance_sql is None:
             return {}
         found: dict[Edge, list[dict[str, Any]]] = {}
-        for subject, predicate, obj, span, confidence, document, section in await self._fetch(sql, *_triples(edges)):
+        for subject, predicate, obj, span, confidence, document, section in await self._fetch(
+            self._provenance_sql, *self._triples(edges)
+        ):
             edge = Edge(subject, predicate, obj)
             record = EvidenceRecord.model_construct(
                 subject=subject,

@@ -51,7 +51,8 @@ EVIDENCE_TABLE: tuple[str, ...] = ("relationship_id", "text_span", "confidence",
 """Columns of the evidence-table variant ``evidence``, whose ``relationship_id`` references ``relationship.id``."""
 
 FEW_MERGED = 10_000
-"""Merged entities that PostgreSQL hashes once per statement (well within its default ``work_mem``)."""
+"""Merged entities whose ids are read at start-up (and that PostgreSQL hashes well within its
+default ``work_mem``)."""
 
 _SETUP_HINT = "Create the schema with: bfsql postgres init-schema --dsn DSN (then load with: bfsql postgres load)."
 
@@ -92,9 +93,10 @@ class StoreLayout:
     merged: bool = True
     """Some entity has ``status = 'merged'`` (as of start-up), so statements must hide them; without
     any, statements carry no status condition."""
-    many_merged: bool = False
-    """More than :data:`FEW_MERGED` entities are merged (as of start-up): relationships are checked
-    against them one index probe per end, rather than against one hashed set of their ids."""
+    merged_ids: frozenset[str] | None = None
+    """The merged entities' ids when there are at most :data:`FEW_MERGED` (as of start-up): the
+    backend leaves out the relationships touching them itself, instead of every statement
+    checking each relationship's ends. None without merged entities or with more."""
     vector_dimension: int | None = None
     """Dimension of the stored entity vectors; None when no entity has one."""
     vector_embedder: str | None = None
@@ -186,9 +188,12 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         await conn.fetchval(f"SELECT to_regoperator('<=>({vector_type},{vector_type})') IS NOT NULL")
     )
     unique_keys = bool(await conn.fetchval(_UNIQUE_KEYS))
-    merged_count = await conn.fetchval(
-        "SELECT count(*) FROM (SELECT 1 FROM entity WHERE status::text = 'merged' LIMIT $1) AS m", FEW_MERGED + 1
-    )
+    merged_ids = [
+        row[0]
+        for row in await conn.fetch(
+            "SELECT entity_id::text FROM entity WHERE status::text = 'merged' LIMIT $1", FEW_MERGED + 1
+        )
+    ]
     dimension = None
     embedder = stored_embedder
     if vector:
@@ -226,8 +231,8 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         trigram=trigram,
         vector=vector,
         unique_keys=unique_keys,
-        merged=merged_count > 0,
-        many_merged=merged_count > FEW_MERGED,
+        merged=bool(merged_ids),
+        merged_ids=frozenset(merged_ids) if 0 < len(merged_ids) <= FEW_MERGED else None,
         vector_dimension=dimension,
         vector_embedder=embedder if dimension is not None else None,
         vector_type=vector_type if vector else "vector",

@@ -15,7 +15,6 @@ from bfsql_postgres.layout import StoreLayout
 __all__ = [
     "ENTITY_METADATA",
     "IDENTITY_COLUMNS",
-    "MANY_TRIPLES",
     "edge_metadata_sql",
     "entities_sql",
     "entity_types_sql",
@@ -46,28 +45,28 @@ def _visible(layout: StoreLayout, alias: str) -> str:
     return f" AND {alias}.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
 
 
-MANY_TRIPLES = 1_000
-"""Asked triples from which merged ids are hashed once rather than probed twice per row."""
-
-
-def _touches_no_merged(layout: StoreLayout, *, many: bool) -> str:
+def _touches_no_merged(layout: StoreLayout) -> str:
     """`` AND`` the relationship ``r`` touches no merged entity, or nothing in a store without any.
 
-    For a few rows, one ``NOT EXISTS`` per end: an index probe each. For ``many`` rows, the
-    (usually few) merged ids are read once and hashed (``NOT IN`` a subquery; entity ids are
-    never NULL, so both forms mean the same): a 90k-triple statement takes a fifth less. A
-    store with more than :data:`~bfsql_postgres.layout.FEW_MERGED` merged entities is always
-    probed, so that the set never outgrows PostgreSQL's hash memory.
+    A few merged ids (:attr:`~bfsql_postgres.layout.StoreLayout.merged_ids`) are read once per
+    statement and hashed (``NOT IN`` a subquery; entity ids are never NULL); more are probed,
+    one ``NOT EXISTS`` per end, so that the set never outgrows PostgreSQL's hash memory.
     """
     if not layout.merged:
         return ""
-    if many and not layout.many_merged:
+    if layout.merged_ids is not None:
         merged = f"SELECT m.entity_id FROM entity m WHERE {_MERGED.format(alias='m')}"
         return f" AND r.subject_id NOT IN ({merged}) AND r.object_id NOT IN ({merged})"
     return "".join(
         f" AND NOT EXISTS (SELECT 1 FROM entity m WHERE m.entity_id = r.{end} AND {_MERGED.format(alias='m')})"
         for end in ("subject_id", "object_id")
     )
+
+
+def _asked_not_merged(layout: StoreLayout) -> str:
+    """The merged-end check of statements over asked triples: none where the backend leaves out
+    the triples touching the few merged ids before asking."""
+    return _touches_no_merged(layout) if layout.merged_ids is None else ""
 
 
 def hop_sql(layout: StoreLayout) -> str:
@@ -123,10 +122,7 @@ def entity_types_sql(layout: StoreLayout) -> str:
 
 def predicates_sql(layout: StoreLayout) -> str:
     """Predicates of the visible relationships (those touching no merged entity)."""
-    return (
-        "SELECT DISTINCT r.predicate::text AS value FROM relationship r "
-        f"WHERE TRUE{_touches_no_merged(layout, many=True)}"
-    )
+    return f"SELECT DISTINCT r.predicate::text AS value FROM relationship r WHERE TRUE{_touches_no_merged(layout)}"
 
 
 def vector_search_sql(layout: StoreLayout) -> str:
@@ -169,10 +165,8 @@ JOIN relationship r ON r.subject_id = w.s AND r.predicate = w.p AND r.object_id 
 executions), one primary-key probe per asked triple, whatever their number."""
 
 
-def edge_metadata_sql(layout: StoreLayout, *, many: bool) -> str:
+def edge_metadata_sql(layout: StoreLayout) -> str:
     """Relationship columns of the visible triples ``($1[i], $2[i], $3[i])`` (no evidence).
-
-    ``many``: written for :data:`MANY_TRIPLES` or more.
 
     Rows ``(subject, predicate, object, confidence, source_documents, properties)``, the JSON
     columns as their text (see :data:`ENTITY_METADATA`). Where no unique key makes each
@@ -184,15 +178,12 @@ def edge_metadata_sql(layout: StoreLayout, *, many: bool) -> str:
     return f"""
 SELECT {distinct}r.subject_id::text, r.predicate::text, r.object_id::text, r.confidence::float8,
        r.source_documents::text, r.properties::text{_ASKED_TRIPLES}
-WHERE TRUE{_touches_no_merged(layout, many=many)}{order}
+WHERE TRUE{_asked_not_merged(layout)}{order}
 """
 
 
-def provenance_sql(layout: StoreLayout, *, many: bool) -> str | None:
-    """De-duplicated evidence rows of the visible triples ``($1[i], $2[i], $3[i])``; None without evidence tables.
-
-    ``many``: written for :data:`MANY_TRIPLES` or more.
-    """
+def provenance_sql(layout: StoreLayout) -> str | None:
+    """De-duplicated evidence rows of the visible triples ``($1[i], $2[i], $3[i])``; None without evidence tables."""
     sources = []
     if layout.bundle_evidence:
         sources.append(
@@ -212,7 +203,7 @@ def provenance_sql(layout: StoreLayout, *, many: bool) -> str | None:
 SELECT DISTINCT r.subject_id::text AS subject, r.predicate::text AS predicate, r.object_id::text AS object,
        x.text_span, x.confidence, x.document_id, x.section{_ASKED_TRIPLES}
 CROSS JOIN LATERAL ({" UNION ".join(sources)}) AS x(text_span, confidence, document_id, section)
-WHERE TRUE{_touches_no_merged(layout, many=many)}
+WHERE TRUE{_asked_not_merged(layout)}
 """
 
 
