@@ -104,18 +104,45 @@ async def test_each_primitive_is_one_statement(standard_dsn: str) -> None:
         await backend.aclose()
 
 
-async def test_a_traversal_sends_get_nodes_then_one_statement_per_hop(standard_dsn: str) -> None:
+async def test_a_traversal_sends_one_statement_per_hop(standard_dsn: str) -> None:
     log = StatementLog()
     backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
     try:
         for hops in (1, 2, 3):
             topology = await log.after(bfs_query(Graph(backend, cache=None), [TP53], hops, topology_only=True))
-            assert len(topology) == 1 + hops, f"get_nodes of the seeds, then one hop statement per hop: {topology}"
+            assert len(topology) == hops, f"one hop statement per hop, the seeds' own rows with the first: {topology}"
             full = await log.after(bfs_query(Graph(backend, cache=None), [TP53], hops))
-            assert len(full) == 1 + hops + 2, f"and in full mode node and edge metadata, once each: {full}"
+            assert len(full) == hops + 2, f"and in full mode node and edge metadata, once each: {full}"
             assert not any("evidence" in sql for sql in full), "a traversal never reads provenance"
         result = await bfs_query(Graph(backend, cache=None), [TP53], 2, topology_only=True)
         assert result.node_count == 9  # all but the isolated GENE:ORPHAN
+    finally:
+        await backend.aclose()
+
+
+async def test_get_nodes_is_answered_by_a_hop_in_flight_that_asked_for_its_ids(standard_dsn: str) -> None:
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    try:
+        ids = [TP53, MDM2, MERGED, "NOPE:unknown"]
+        alone = await backend.get_nodes(ids)
+        assert set(alone) == {TP53, MDM2}
+        answers: list[object] = []
+
+        async def together(hop_ids: list[str], node_ids: list[str]) -> None:
+            answers[:] = await asyncio.gather(backend.hop(hop_ids), backend.get_nodes(node_ids))
+
+        assert len(await log.after(together(ids, ids[1:]))) == 1
+        assert answers[1] == {MDM2: alone[MDM2]}
+        assert len(await log.after(together([TP53], [TP53, MDM2]))) == 2, "ids the hop was not asked for"
+        assert answers[1] == alone
+
+        hop = asyncio.ensure_future(backend.hop(ids))
+        nodes = asyncio.ensure_future(backend.get_nodes(ids))
+        await asyncio.sleep(0)  # both under way, get_nodes waiting for the hop
+        hop.cancel()
+        assert await nodes == alone, "a hop that ends without an answer leaves get_nodes to ask for itself"
+        assert (await asyncio.gather(hop, return_exceptions=True)) and hop.cancelled()
     finally:
         await backend.aclose()
 

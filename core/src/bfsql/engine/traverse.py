@@ -115,10 +115,11 @@ async def expand(
     result = Expansion()
     distance, types, names, edges = result.distance, result.types, result.names, result.edges
     # The seeds' own rows and their first hop in one round trip: hop answers visible ids only,
-    # so the unknown seeds it was asked about add nothing.
+    # so the unknown seeds it was asked about add nothing. The hop is asked first, so that a
+    # backend whose hop also reads the asked entities can answer get_nodes from it.
     first_hop: dict[str, list[HopEdge]] | None = None
     if hops >= 1:
-        known, first_hop = await gather_or_cancel(graph.get_nodes(seeds), graph.hop(list(dict.fromkeys(seeds))))
+        first_hop, known = await gather_or_cancel(graph.hop(list(dict.fromkeys(seeds))), graph.get_nodes(seeds))
     else:
         known = await graph.get_nodes(seeds)
     result.unknown_seeds = [s for s in seeds if s not in known]

@@ -13,6 +13,7 @@ and embeddings are never returned.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import math
@@ -98,6 +99,10 @@ def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
     return record.get("document_id") or "", record.get("section") or "", record.get("text_span") or ""
 
 
+_Identities = asyncio.Future[dict[str, tuple[str, str | None]] | None]
+"""Type and name of the visible entities a hop in flight saw (its asked ids among them); None if it failed."""
+
+
 async def _keep_session(conn: asyncpg.Connection) -> None:
     """Pool reset that sends nothing: the backend never changes session state (no SET, LISTEN,
     cursors or advisory locks), so asyncpg's default reset query would be a wasted round trip
@@ -133,6 +138,7 @@ class PostgresBackend(GraphBackend):
             self.vector_embedder = (layout.vector_embedder, layout.vector_dimension)
         self.statement_timeout = statement_timeout
         self._description = description
+        self._hops_in_flight: list[tuple[set[str], _Identities]] = []
         self._hop_sql = queries.hop_sql(layout)
         self._get_nodes_sql = queries.entities_sql(layout, queries.IDENTITY_COLUMNS)
         self._node_metadata_sql = queries.entities_sql(layout, queries.ENTITY_METADATA)
@@ -333,25 +339,62 @@ class PostgresBackend(GraphBackend):
 
         Rows are plain tuples. Unknown and merged ids answer nothing, edges to merged
         entities are left out, and an edge whose other end is no entity has a None type.
+        The statement also answers the asked entities' own type and name: a :meth:`get_nodes`
+        of some of these ids made while it runs (a traversal's seeds) waits for them instead of
+        sending a statement of its own.
         """
-        found: dict[str, list[Any]] = {}
-        visible: set[str] = set()
-        for row in await self._fetch(self._hop_sql, _storable(list(dict.fromkeys(entity_ids)))):
-            asked = row[0]
-            if asked is None:  # an asked id that is a visible entity
-                visible.add(row[1])
+        asked_ids = _storable(list(dict.fromkeys(entity_ids)))
+        identities: _Identities = asyncio.get_running_loop().create_future()
+        in_flight = (set(asked_ids), identities)
+        self._hops_in_flight.append(in_flight)
+        edges_of: dict[str, list[Any]] = {}
+        ends: dict[str, tuple[str, str | None]] = {}
+        merged: set[str] = set()
+        try:
+            for row in await self._fetch(self._hop_sql, asked_ids):
+                asked = row[0]
+                if asked is None:  # an entity at an end
+                    if row[4] == "merged":
+                        merged.add(row[1])
+                    else:
+                        ends[row[1]] = (row[2], row[3])
+                    continue
+                edges = edges_of.get(asked)
+                if edges is None:
+                    edges_of[asked] = [row]
+                else:
+                    edges.append(row)
+            identities.set_result(ends)
+        finally:
+            self._hops_in_flight.remove(in_flight)
+            if not identities.done():
+                identities.set_result(None)  # failed or cancelled: waiting get_nodes calls ask for themselves
+        found: dict[str, list[HopEdge]] = {}
+        dangling = (None, None)
+        for asked, edges in edges_of.items():
+            if asked not in ends:  # not an entity, or a merged one
                 continue
-            rows = found.get(asked)
-            if rows is None:
-                found[asked] = [row[1:]]
-            else:
-                rows.append(row[1:])
-        return {entity_id: rows for entity_id, rows in found.items() if entity_id in visible}
+            kept = found[asked] = []
+            for _, subject, predicate, obj, _ in edges:
+                other = obj if subject == asked else subject
+                if other in merged:
+                    continue
+                other_type, other_name = ends.get(other, dangling)
+                kept.append((subject, predicate, obj, other_type, other_name))
+        return found
 
     @override
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
-        """Type and name of each visible entity, in one statement."""
-        rows = await self._fetch(self._get_nodes_sql, _storable(list(dict.fromkeys(entity_ids))))
+        """Type and name of each visible entity, in one statement, or from a :meth:`hop` in flight that asked for
+        all of these ids."""
+        wanted = _storable(list(dict.fromkeys(entity_ids)))
+        for asked, identities in self._hops_in_flight:
+            if asked.issuperset(wanted):
+                known = await asyncio.shield(identities)
+                if known is not None:
+                    return {entity_id: NodeInfo(*known[entity_id]) for entity_id in wanted if entity_id in known}
+                break
+        rows = await self._fetch(self._get_nodes_sql, wanted)
         return {entity_id: NodeInfo(entity_type, name) for entity_id, entity_type, name in rows}
 
     @override

@@ -70,42 +70,38 @@ def _asked_not_merged(layout: StoreLayout) -> str:
 
 
 def hop_sql(layout: StoreLayout) -> str:
-    """Every edge of the ids ``$1`` in both directions, with its other end's type and name.
+    """Every edge of the ids ``$1`` in both directions, and the entities at their ends.
 
-    Rows ``(asked, subject, predicate, object, other_type, other_name)``: ``asked`` is the
-    id of ``$1`` the edge belongs to (the subject of an outgoing edge, the object of an
-    incoming one; a self-loop comes once, as outgoing), ``other_type`` is NULL when the
-    other end is no entity (a dangling edge). Then one row ``(NULL, id, NULL …)`` per
-    visible entity of ``$1``: the caller keeps only the edges of those, so unknown and
-    merged ids answer nothing.
+    Edge rows ``(asked, subject, predicate, object, NULL)``: ``asked`` is the id of ``$1``
+    the edge belongs to (the subject of an outgoing edge, the object of an incoming one; a
+    self-loop comes once, as outgoing). Then one row ``(NULL, id, type, name, status)`` per
+    entity among the asked ids and the edges' other ends (``status`` only in a store with
+    merged entities): the backend joins them to the edges, drops what touches a merged
+    entity, and keeps the edges of the asked ids that are entities.
 
-    The plan is the same for a frontier of one id or of thousands, so a cached generic
-    plan serves all: each direction is one index scan (the primary key for outgoing
-    edges, the covering ``(object_id) INCLUDE (subject_id, predicate)`` index for incoming
-    ones: once VACUUM has run, the relationship rows are read from the indexes alone);
-    the other ends are looked up once each, by primary key, not once per edge, and
-    hashed to be joined to the edges. In a store with merged entities, edges whose other
-    end is merged are left out by that join.
+    Each end's type and name is sent once, not once per edge, and is looked up by primary
+    key from one hashed set of the ends (read again from the covering indexes rather than
+    kept in a CTE): a third less time than joining them to the edges here. The plan is the
+    same for a frontier of one id or of thousands, so a generic plan serves all: each
+    direction is one index scan (the primary key for outgoing edges, the covering
+    ``(object_id) INCLUDE (subject_id, predicate)`` index for incoming ones; once VACUUM
+    has run, the relationship rows are read from the indexes alone).
     """
     distinct = "" if layout.unique_keys else "DISTINCT "
-    status = ", e.status" if layout.merged else ""
-    visible_other = " WHERE x.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
+    status = "e.status::text" if layout.merged else "NULL"
     return f"""
-WITH h AS MATERIALIZED (
-    SELECT {distinct}r.subject_id AS asked, r.subject_id, r.predicate, r.object_id, r.object_id AS other
-    FROM relationship r WHERE r.subject_id = ANY($1::text[])
-    UNION ALL
-    SELECT {distinct}r.object_id, r.subject_id, r.predicate, r.object_id, r.subject_id
-    FROM relationship r WHERE r.object_id = ANY($1::text[]) AND r.subject_id <> r.object_id
-)
-SELECT h.asked::text, h.subject_id::text, h.predicate::text, h.object_id::text, x.entity_type::text, x.name::text
-FROM h LEFT JOIN (
-    SELECT e.entity_id, e.entity_type, e.name{status} FROM entity e
-    WHERE e.entity_id = ANY(ARRAY(SELECT DISTINCT h.other FROM h))
-) AS x ON x.entity_id = h.other{visible_other}
+SELECT {distinct}r.subject_id::text, r.subject_id::text, r.predicate::text, r.object_id::text, NULL::text
+FROM relationship r WHERE r.subject_id = ANY($1::text[])
 UNION ALL
-SELECT NULL, e.entity_id::text, NULL, NULL, NULL, NULL
-FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout, "e")}
+SELECT {distinct}r.object_id::text, r.subject_id::text, r.predicate::text, r.object_id::text, NULL
+FROM relationship r WHERE r.object_id = ANY($1::text[]) AND r.subject_id <> r.object_id
+UNION ALL
+SELECT NULL, e.entity_id::text, e.entity_type::text, e.name::text, {status}
+FROM entity e WHERE e.entity_id = ANY(ARRAY(
+    SELECT r.object_id FROM relationship r WHERE r.subject_id = ANY($1::text[])
+    UNION SELECT r.subject_id FROM relationship r WHERE r.object_id = ANY($1::text[])
+    UNION SELECT unnest($1::text[])
+))
 """
 
 
