@@ -34,6 +34,7 @@ from bfsql.testing.standard_graph import (
     write_standard_bundle,
 )
 from bfsql_postgres import PostgresBackend, PostgresConfig, PostgresStoreError, queries
+from bfsql_postgres.backend import SHARED_HOP_IDS
 from bfsql_postgres.loader import load_postgres
 from bfsql_testsupport.services import free_port
 
@@ -135,6 +136,9 @@ async def test_get_nodes_is_answered_by_a_hop_in_flight_that_asked_for_its_ids(s
         assert len(await log.after(together(ids, ids[1:]))) == 1
         assert answers[1] == {MDM2: alone[MDM2]}
         assert len(await log.after(together([TP53], [TP53, MDM2]))) == 2, "ids the hop was not asked for"
+        assert answers[1] == alone
+        frontier = ids + [f"NOPE:{i}" for i in range(SHARED_HOP_IDS)]
+        assert len(await log.after(together(frontier, ids))) == 2, "a frontier, not seeds: nobody waits for it"
         assert answers[1] == alone
 
         hop = asyncio.ensure_future(backend.hop(ids))

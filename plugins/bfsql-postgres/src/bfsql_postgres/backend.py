@@ -44,7 +44,7 @@ from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
 
-__all__ = ["PostgresBackend", "QueryObserver"]
+__all__ = ["SHARED_HOP_IDS", "PostgresBackend", "QueryObserver"]
 
 QueryObserver = Callable[[Any], None]
 """Called by asyncpg with a ``LoggedQuery`` after every statement a pooled connection runs."""
@@ -55,6 +55,9 @@ FUZZY_MAX_CHARS = 64
 """Longest search text also matched by trigram similarity (``%``); longer ones match substrings only."""
 HNSW_EF_SEARCH = 100
 """Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default 40 is tight for limit 20-100)."""
+SHARED_HOP_IDS = 16
+"""Largest hop (ids asked) whose rows answer a get_nodes made while it runs: a traversal's seeds,
+never a big frontier that an unrelated cheap call would have to wait for."""
 _CLIENT_GRACE = 5.0
 """Seconds the client waits beyond the server's statement_timeout before giving up on its own."""
 
@@ -340,13 +343,14 @@ class PostgresBackend(GraphBackend):
         Rows are plain tuples. Unknown and merged ids answer nothing, edges to merged
         entities are left out, and an edge whose other end is no entity has a None type.
         The statement also answers the asked entities' own type and name: a :meth:`get_nodes`
-        of some of these ids made while it runs (a traversal's seeds) waits for them instead of
-        sending a statement of its own.
+        of some of these ids made while a hop of at most :data:`SHARED_HOP_IDS` ids runs (a
+        traversal's seeds) waits for them instead of sending a statement of its own.
         """
         asked_ids = _storable(list(dict.fromkeys(entity_ids)))
         identities: _Identities = asyncio.get_running_loop().create_future()
         in_flight = (set(asked_ids), identities)
-        self._hops_in_flight.append(in_flight)
+        if len(asked_ids) <= SHARED_HOP_IDS:
+            self._hops_in_flight.append(in_flight)
         edges_of: dict[str, list[Any]] = {}
         ends: dict[str, tuple[str, str | None]] = {}
         merged: set[str] = set()
@@ -366,7 +370,8 @@ class PostgresBackend(GraphBackend):
                     edges.append(row)
             identities.set_result(ends)
         finally:
-            self._hops_in_flight.remove(in_flight)
+            if in_flight in self._hops_in_flight:
+                self._hops_in_flight.remove(in_flight)
             if not identities.done():
                 identities.set_result(None)  # failed or cancelled: waiting get_nodes calls ask for themselves
         found: dict[str, list[HopEdge]] = {}
