@@ -347,9 +347,9 @@ class PostgresBackend(GraphBackend):
         traversal's seeds) waits for them instead of sending a statement of its own.
         """
         asked_ids = _storable(list(dict.fromkeys(entity_ids)))
-        identities: _Identities = asyncio.get_running_loop().create_future()
-        in_flight = (set(asked_ids), identities)
+        in_flight: tuple[set[str], _Identities] | None = None
         if len(asked_ids) <= SHARED_HOP_IDS:
+            in_flight = (set(asked_ids), asyncio.get_running_loop().create_future())
             self._hops_in_flight.append(in_flight)
         edges_of: dict[str, list[Any]] = {}
         ends: dict[str, tuple[str, str | None]] = {}
@@ -368,13 +368,14 @@ class PostgresBackend(GraphBackend):
                     edges_of[asked] = [row]
                 else:
                     edges.append(row)
-            identities.set_result(ends)
+            if in_flight is not None:
+                in_flight[1].set_result(ends)
         finally:
-            if in_flight in self._hops_in_flight:
+            if in_flight is not None:
                 self._hops_in_flight.remove(in_flight)
-            if not identities.done():
-                identities.set_result(None)  # failed or cancelled: waiting get_nodes calls ask for themselves
-        found: dict[str, list[HopEdge]] = {}
+                if not in_flight[1].done():
+                    in_flight[1].set_result(None)  # failed or cancelled: waiting get_nodes calls ask for themselves
+        found: dict[str, list[Any]] = {}  # plain tuples of HopEdge's shape
         dangling = (None, None)
         for asked, edges in edges_of.items():
             if asked not in ends:  # not an entity, or a merged one
