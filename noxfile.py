@@ -33,8 +33,11 @@ NO_TESTS_COLLECTED = 5
 
 
 def _pytest(session: nox.Session, *paths: str, success_codes: list[int] | None = None) -> None:
+    """pytest with a demo-store cache of the session's own: sessions install different embedders, and a
+    store one built must not be what another's tests read."""
     session.run("pytest", "-q", "-p", "no:cacheprovider", *paths, *session.posargs,
-                env={"BFSQL_CACHE_DIR": str(ROOT / ".nox" / "bfsql-cache")}, success_codes=success_codes or [0])
+                env={"BFSQL_CACHE_DIR": str(ROOT / ".nox" / "bfsql-cache" / session.name)},
+                success_codes=success_codes or [0])
 
 
 @nox.session(tags=["core"])

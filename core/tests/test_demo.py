@@ -109,3 +109,10 @@ async def test_sqlite_backend_defaults_to_the_demo(demo_db: Path) -> None:
         assert (await backend.get_nodes(["HGNC:BRAF"]))["HGNC:BRAF"].entity_type == "Gene"
     finally:
         await backend.aclose()
+
+
+def test_tests_never_use_the_users_cache():
+    """Issue 23.0: bfsql's pytest plugin gives a run its own cache unless BFSQL_CACHE_DIR says where."""
+    from bfsql.demo import cache_dir
+
+    assert cache_dir() != Path.home() / ".cache" / "bfsql"

@@ -20,6 +20,7 @@ Answers equal the memory backend's for the same bundle: merged entities are invi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import json
@@ -173,6 +174,49 @@ class _VectorIndex:
         ]
 
 
+class _Gate:
+    """Many readers or one switch: a store switch waits for the reads in flight, and new reads wait for it.
+
+    Connections are closed only under the switch's side of the gate, so no thread ever runs a
+    statement on a connection another thread is closing (SQLite does not survive that: issue 23.0).
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._reading = 0
+        self._switching = False
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        """Hold the store open for one call."""
+        with self._changed:
+            while self._switching:
+                self._changed.wait()
+            self._reading += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._reading -= 1
+                self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def switch(self) -> Iterator[None]:
+        """Have the store to oneself: new reads wait, the reads in flight end first."""
+        with self._changed:
+            while self._switching:
+                self._changed.wait()
+            self._switching = True
+            while self._reading:
+                self._changed.wait()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._switching = False
+                self._changed.notify_all()
+
+
 class SqliteBackend(GraphBackend):
     """A read-only view of a SQLite store written by :func:`bfsql.loading.sqlite_loader.load_sqlite`."""
 
@@ -218,6 +262,7 @@ class SqliteBackend(GraphBackend):
                 f"Build it with: bfsql load --db {self.path} bundle.jsonl",
             )
         self._local = threading.local()
+        self._gate = _Gate()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="bfsql-sqlite")
@@ -547,11 +592,16 @@ class SqliteBackend(GraphBackend):
         return index.nearest(vector, node_types, limit)
 
     def _reopen(self, path: Path) -> None:
-        self._close()
-        self.path = path
-        self._connect()
+        with self._gate.switch():
+            self._close_readers()
+            self.path = path
+            self._connect()
 
     def _close(self) -> None:
+        with self._gate.switch():
+            self._close_readers()
+
+    def _close_readers(self) -> None:
         with self._readers_lock:
             readers, self._readers = self._readers, []
         for conn in readers:
@@ -573,7 +623,11 @@ class SqliteBackend(GraphBackend):
         never queue behind the metadata queries of traversals."""
         loop = asyncio.get_running_loop()
         executor = self._light_executor if in_light_call() else self._executor
-        return await loop.run_in_executor(executor, functools.partial(fn, *args))
+        return await loop.run_in_executor(executor, functools.partial(self._read, fn, *args))
+
+    def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        with self._gate.read():
+            return fn(*args)
 
     async def search_entities(
         self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
@@ -603,7 +657,7 @@ class SqliteBackend(GraphBackend):
             target = self.path.with_name(f"{self.path.stem}-{embedder.name}-{embedder.dimension}.sqlite")
             if not target.is_file():
                 await asyncio.to_thread(reembed_store, target, embedder, self.path)
-            await self._run(self._reopen, target)
+            await asyncio.to_thread(self._reopen, target)  # waits for the reads in flight on the old store
             return
         assert self.vector_embedder is not None
         name, dimension = self.vector_embedder
@@ -659,7 +713,7 @@ class SqliteBackend(GraphBackend):
         self._closing.set()
         self._index = self._nodes = None
         if self._conn is not None:
-            await self._run(self._close)
+            await asyncio.to_thread(self._close)
         self._executor.shutdown(wait=False)
         self._light_executor.shutdown(wait=False)
 

@@ -19,7 +19,7 @@ from bfsql.loading import sqlite_loader
 from bfsql.loading.bundle import Record
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 
-__all__ = ["DATA_DIR", "FAMPLEX_VERSION", "cache_dir", "ensure_demo_db", "famplex_description", "famplex_records"]
+__all__ = ["CACHE_DIR_VARIABLE", "DATA_DIR", "FAMPLEX_VERSION", "cache_dir", "ensure_demo_db", "famplex_description", "famplex_records"]
 
 DATA_DIR = Path(__file__).parent / "famplex"
 """The vendored FamPlex CSVs."""
@@ -132,9 +132,13 @@ def famplex_description(records: list[Record]) -> str:
     )
 
 
+CACHE_DIR_VARIABLE = "BFSQL_CACHE_DIR"
+"""The environment variable that moves the cache of built demo stores."""
+
+
 def cache_dir() -> Path:
     """Where built demo stores live: ``$BFSQL_CACHE_DIR``, else ``~/.cache/bfsql``."""
-    configured = os.environ.get("BFSQL_CACHE_DIR")
+    configured = os.environ.get(CACHE_DIR_VARIABLE)
     return Path(configured) if configured else Path.home() / ".cache" / "bfsql"
 
 

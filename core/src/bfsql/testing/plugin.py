@@ -7,6 +7,9 @@ without it. What it adds:
 * Conformance checks that do not apply to a backend (see
   :mod:`bfsql.testing.applicability`) are not collected when the test class declares
   its capabilities, and every check left out is listed at the end of the run.
+* A cache of its own: unless ``BFSQL_CACHE_DIR`` is set, the run builds demo stores in a temporary
+  directory removed at its end, so tests neither read nor change the user's ``~/.cache/bfsql``
+  (a demo store left there by an install with other embedders made results depend on it).
 * The ``slow`` marker, for tests that build environments (deselect with ``-m "not slow"``), and
   the ``reliability`` marker, for fuzzing, injection, fault, hub and load tests (run by the
   ``reliability`` nox session, left out of the others).
@@ -16,12 +19,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bfsql.demo import CACHE_DIR_VARIABLE
 from bfsql.testing.applicability import leave_out, recorded, unmet
 from bfsql.testing.standard_graph import write_standard_bundle
 
@@ -48,10 +54,23 @@ def _save_figures(terminalreporter: Any) -> None:
     target.write_text(json.dumps(FIGURES, indent=2))
 
 
+_OWN_CACHE = pytest.StashKey[str]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``slow`` and ``reliability`` markers."""
+    """Register the ``slow`` and ``reliability`` markers; give the run a cache of its own."""
     config.addinivalue_line("markers", "slow: a long-running test, e.g. one that builds a virtualenv")
     config.addinivalue_line("markers", "reliability: fuzzing, injection, faults, hubs and load (nox -s reliability)")
+    if not os.environ.get(CACHE_DIR_VARIABLE):
+        config.stash[_OWN_CACHE] = os.environ[CACHE_DIR_VARIABLE] = tempfile.mkdtemp(prefix="bfsql-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the run's own cache."""
+    own = config.stash.get(_OWN_CACHE, None)
+    if own is not None:
+        os.environ.pop(CACHE_DIR_VARIABLE, None)
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def _declared_capabilities(item: pytest.Item) -> Any:
