@@ -367,6 +367,21 @@ async def test_max_results_cuts_the_lowest_scores(history):
     assert result.metadata.truncated[0].reason == "max_results"
 
 
+async def test_a_hop_extends_the_best_paths_until_its_work_bound(history, monkeypatch):
+    """Issue 23.1: a hop counts extensions best path first and prunes the rest before building them."""
+    import bfsql.engine.paths as paths
+
+    whole = await path_query(history, "@O:cc -[*]-> -[*]->", max_results=200)
+    assert whole.metadata.truncated is None
+    monkeypatch.setattr(paths, "MAX_EXTENSIONS", 2)
+    cut = await path_query(history, "@O:cc -[*]-> -[*]->", max_results=200)
+    # O:cc reaches P:gw and P:tj (score 1, P:gw first by id); P:gw's three edges fit the bound alone
+    # (the first path is always extended), P:tj's are not counted.
+    assert [e for e, _ in ends(cut)] == ["D:1732", "P:tj", "PL:mv"]
+    notes = {note.reason: note for note in cut.metadata.truncated}
+    assert "1 lower-scoring paths were not extended" in notes["max_extensions"].detail
+
+
 async def test_one_hop_call_per_hop(history):
     await path_query(history, "@O:cc -[member]-> type:Person -[knows]-> type:Person <-[*]-")
     assert history.stats.calls["hop"] == 3

@@ -19,7 +19,13 @@ from mcp.client.stdio import StdioServerParameters
 
 from bfsql.demo import ensure_demo_db
 from bfsql.testing.reliability import SessionThread
-from bfsql.testing.scenarios import cancel_one_of_shared_calls, cheap_calls_alongside_heavy, fuzz, injection_corpus
+from bfsql.testing.scenarios import (
+    cancel_one_of_shared_calls,
+    cheap_call_from_another_session,
+    cheap_calls_alongside_heavy,
+    fuzz,
+    injection_corpus,
+)
 from bfsql_testsupport.faults import rss_kb
 from bfsql_testsupport.hpo import hpo_data_dir, write_hpo_bundle
 from bfsql_testsupport.load import hub_calls, hub_explosions, load_figures, served_over_http
@@ -177,6 +183,29 @@ def test_timeouts_fire_on_time_under_cpu_bound_work(hpo_store, hpo_hubs, figures
     assert any("timed out after 3s" in outcome for outcome in measured["heavy_outcomes"]), measured
     assert measured["heavy_median_s"] < 3 + 2.0, measured
     figures["sqlite.timeouts.hpo"] = measured
+
+
+WILDCARD_CHAIN = "@HP:0000007 <-[*]- -[*]-> <-[*]-"
+"""Issue 23.1: three wildcard hops from the HPO's biggest hub (its fan-out multiplies at every hop)."""
+
+
+def test_a_wildcard_path_query_is_bounded_paced_and_timed_out(hpo_store, hpo_hubs, figures):
+    """Issue 23.1: four wildcard chains from a hub end by the timeout, the server stays under 1 GB, and a
+    cheap call from another session is answered within a second (it passed 3 GB, blocked every client and
+    ignored --timeout)."""
+    db, _ = hpo_store
+    timeout = 5
+    with served_over_http(["--db", str(db), "--timeout", str(timeout)]) as (url, proc):
+        measured = asyncio.run(cheap_call_from_another_session(
+            url, [("path_query", {"query": WILDCARD_CHAIN})] * 4, ("describe_entity", {"id": hpo_hubs[20]})))
+        assert proc.poll() is None, "the server exited"
+        measured["server_peak_rss_mb"] = round(rss_kb(proc.pid, "VmHWM") / 1024, 1)
+    assert measured["cheap_s"] < 1.0, measured
+    assert max(measured["heavy_s"]) < timeout + 2.0, measured
+    for outcome in measured["heavy_outcomes"]:
+        assert outcome == "answer" or "timed out after 5s" in outcome, measured
+    assert measured["server_peak_rss_mb"] < 1024, measured
+    figures["sqlite.wildcard_path.hpo"] = measured
 
 
 def test_a_hundred_seed_intersection_holds_its_memory(hpo_store, hpo_hubs, figures):

@@ -25,6 +25,7 @@ Execution (docs/path-queries.md states it in full):
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from bfsql.engine.path_syntax import (
     TypeFilter,
     parse_path_query,
 )
+from bfsql.engine.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.engine.search import SEARCH_LIMIT, labels_of, search_entities
 from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
@@ -66,6 +68,12 @@ DEFAULT_MAX_RESULTS = 20
 MAX_K = 50
 MAX_RESULTS = 200
 AVAILABLE_RELATIONS_SHOWN = 50
+MAX_EXTENSIONS = 500_000
+"""Path extensions one hop considers: paths are extended best first until this many are counted,
+and the rest are pruned (and reported) before anything is built. This bounds a hop's memory and
+time whatever the frontier (a wildcard chain from a hub grows by its fan-out at every hop)."""
+SEMANTIC_CANDIDATES = 2_000
+"""Most entities of one hop a semantic filter scores (the best by path score): each costs an embedding."""
 
 Direction = Literal["outgoing", "incoming"]
 
@@ -87,7 +95,7 @@ def _check_parameters(k: int, threshold: float, max_results: int) -> None:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Path:
     nodes: tuple[str, ...]
     edges: tuple[tuple[str, Direction, float], ...] = ()
@@ -124,8 +132,14 @@ class _Run:
     explored: int = 0
     capped: dict[str, int] = field(default_factory=dict)
     cut: int = 0
+    unextended: int = 0
+    """Paths not extended because the hop had counted MAX_EXTENSIONS extensions already."""
+    unscored: int = 0
+    """Entities a semantic filter did not score (beyond SEMANTIC_CANDIDATES)."""
     dangling: int = 0
     warnings: list[str] = field(default_factory=list)
+    pacer: Pacer = field(default_factory=Pacer)
+    """Yields the event loop during long hops (so timeouts fire and other calls are served)."""
 
 
 # -- scoring ----------------------------------------------------------------------
@@ -239,24 +253,33 @@ def _other_direction_hint(rows_of: dict[str, list[HopEdge]], frontier: list[str]
 
 
 async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: str | None) -> list[_Path] | _Stop:
+    pacer = run.pacer
     frontier = sorted({p.nodes[-1] for p in paths})
     rows_of = await run.graph.hop(frontier)
-    edge_lists = {
-        node: capped(node, _directed(rows_of, node, hop.direction), run.budget, run.capped) for node in frontier
-    }
+    edge_lists: dict[str, list[HopEdge]] = {}
+    for node in frontier:
+        edge_lists[node] = capped(node, _directed(rows_of, node, hop.direction), run.budget, run.capped)
+        pacer.work += len(edge_lists[node]) + 16
+        if pacer.work > WORK_BETWEEN_CHECKS:
+            await pacer.pause()
     local = sorted({row[1] for rows in edge_lists.values() for row in rows})
     scores = await relation_scores(run.graph, hop.relation, local)
 
-    followed: dict[str, dict[str, float]] = {}
+    # Per frontier entity, the edges the hop follows: (predicate, relation score, other end, its type).
+    options_of: dict[str, list[tuple[str, float, str, str | None]]] = {}
+    end = 2 if hop.direction == "outgoing" else 0
     for node, edges in edge_lists.items():
-        preds = sorted({row[1] for row in edges if scores[row[1]] >= run.threshold},
-                       key=lambda p: (-scores[p], p))
+        preds = sorted({row[1] for row in edges if scores[row[1]] >= run.threshold}, key=lambda p: (-scores[p], p))
         if not hop.relation.wildcard:
             preds = preds[: run.k]
         if preds:
-            followed[node] = {p: scores[p] for p in preds}
+            matched = {p: scores[p] for p in preds}
+            options_of[node] = [(row[1], matched[row[1]], row[end], row[3]) for row in edges if row[1] in matched]
+            pacer.work += len(edges)
+            if pacer.work > WORK_BETWEEN_CHECKS:
+                await pacer.pause()
     word = hop.direction
-    if not followed:
+    if not options_of:
         ranked = sorted(local, key=lambda p: (-scores[p], p))
         terms = "*" if hop.relation.wildcard else ", ".join(hop.relation.terms)
         near = [f"{p} ({scores[p]:.2f})" for p in ranked[:3] if scores[p] > 0]
@@ -273,27 +296,33 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
         )
         return _Stop(number, "no_matching_relations", hint, ranked[:AVAILABLE_RELATIONS_SHOWN])
 
-    extensions: list[tuple[_Path, str, float, str]] = []
+    # Paths come best first: they are extended in that order until MAX_EXTENSIONS extensions are
+    # counted, so the work of a hop is bounded before anything is built.
+    extensions: list[tuple[int, str, float, str]] = []
     cycles = 0
     ends: dict[str, str | None] = {}
-    for path in paths:
-        node = path.nodes[-1]
-        matched = followed.get(node)
-        if not matched:
+    best: dict[str, float] = {}
+    for index, path in enumerate(paths):
+        options = options_of.get(path.nodes[-1])
+        if not options:
             continue
-        for subject, predicate, obj, other_type, _ in edge_lists.get(node, []):
-            if predicate not in matched:
-                continue
-            other = obj if hop.direction == "outgoing" else subject
-            if other in path.nodes:
+        if extensions and len(extensions) + len(options) > MAX_EXTENSIONS:
+            run.unextended += sum(1 for p in paths[index:] if p.nodes[-1] in options_of)
+            break
+        pacer.work += len(options)
+        if pacer.work > WORK_BETWEEN_CHECKS:
+            await pacer.pause()
+        on_path = path.nodes
+        for predicate, score, other, other_type in options:
+            if other in on_path:
                 cycles += 1
                 continue
             ends[other] = other_type
-            extensions.append((path, predicate, matched[predicate], other))
+            extensions.append((index, predicate, score, other))
+            reach = path.score * score
+            if reach > best.get(other, -1.0):
+                best[other] = reach
 
-    best: dict[str, float] = {}
-    for path, _, score, other in extensions:
-        best[other] = max(best.get(other, 0.0), path.score * score)
     candidates = sorted(best, key=lambda i: (-best[i], i))
     if len(candidates) > run.budget.max_nodes:
         run.cut += len(candidates) - run.budget.max_nodes
@@ -319,19 +348,34 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
     elif isinstance(flt, ExactEntity):
         match = {c: None for c in reached if c == flt.id}
     else:
-        similarity = await semantic_scores(run.graph, flt.text, reached)
+        scored = reached[:SEMANTIC_CANDIDATES]  # the best by path score: each costs an embedding
+        run.unscored += len(reached) - len(scored)
+        similarity = await semantic_scores(run.graph, flt.text, scored)
         ranked = sorted(similarity, key=lambda i: (-similarity[i], i))
         match = {i: similarity[i] for i in ranked if similarity[i] >= run.threshold}
         match = dict(list(match.items())[: run.k])
     if not match:
         return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
 
-    extended = [path.extend(other, pred, hop.direction, score, match[other])
-                for path, pred, score, other in extensions if other in match]
-    extended.sort(key=_Path.order)
-    if len(extended) > run.budget.max_nodes:
-        run.cut += len(extended) - run.budget.max_nodes
-        extended = extended[: run.budget.max_nodes]
+    # Only the paths kept are built: the others are ranked on (score, nodes) keys, which is the order of _Path.
+    keyed: list[tuple[float, tuple[str, ...], int]] = []
+    for position, (index, _, score, other) in enumerate(extensions):
+        if other in match:
+            m = match[other]
+            keyed.append((-(paths[index].score * score * (1.0 if m is None else m)), (*paths[index].nodes, other),
+                          position))
+            pacer.work += 1
+            if pacer.work > WORK_BETWEEN_CHECKS:
+                await pacer.pause()
+    if len(keyed) > run.budget.max_nodes:
+        run.cut += len(keyed) - run.budget.max_nodes
+        keyed = heapq.nsmallest(run.budget.max_nodes, keyed)
+    else:
+        keyed.sort()
+    extended = []
+    for _, _, position in keyed:
+        index, predicate, score, other = extensions[position]
+        extended.append(paths[index].extend(other, predicate, hop.direction, score, match[other]))
     return extended
 
 
@@ -454,6 +498,20 @@ async def path_query(
                 detail=f"{run.cut} lower-scoring candidates or paths were pruned to stay within "
                 f"{budget.max_nodes} per hop.",
                 hint="Add type: filters or name relations instead of [*].",
+            ))
+        if run.unextended:
+            notes.append(Truncation(
+                reason="max_extensions",
+                detail=f"{run.unextended} lower-scoring paths were not extended: a hop considers at most "
+                f"{MAX_EXTENSIONS} extensions.",
+                hint="Name the relations instead of [*], add type: filters, or start from a more specific entity.",
+            ))
+        if run.unscored:
+            notes.append(Truncation(
+                reason="semantic_candidates",
+                detail=f"A semantic filter scored the {SEMANTIC_CANDIDATES} best-reached entities; "
+                f"{run.unscored} more were not scored.",
+                hint="Narrow the hop with a named relation or a type: filter before the semantic filter.",
             ))
         meta.truncated = notes or None
         if run.dangling:

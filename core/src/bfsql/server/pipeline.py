@@ -349,7 +349,7 @@ async def run_tool(
         outcome = "timed out"
         return error_result(
             f"{spec.name} timed out after {settings.timeout:g}s. "
-            "Narrow the query (fewer hops or seeds, exclude_node_types) or try again."
+            "Narrow the query (fewer hops or seeds, exclude_node_types, named relations instead of [*]) or try again."
         )
     except asyncio.CancelledError:
         task = asyncio.current_task()

@@ -29,6 +29,7 @@ from bfsql.testing.reliability import (
 __all__ = [
     "AfterCall",
     "cancel_one_of_shared_calls",
+    "cheap_call_from_another_session",
     "cheap_calls_alongside_heavy",
     "fuzz",
     "injection_corpus",
@@ -282,3 +283,51 @@ async def cheap_calls_alongside_heavy(
         "heavy_median_s": round(statistics.median(heavy_seconds), 2),
         "heavy_outcomes": sorted({outcome.split(".")[0] for outcome in heavy_outcomes}),
     }
+
+
+async def cheap_call_from_another_session(
+    target: Any,
+    heavy: Sequence[tuple[str, dict[str, Any]]],
+    cheap: tuple[str, dict[str, Any]],
+    after: float = 2.0,
+) -> dict[str, Any]:
+    """Start every ``heavy`` call from one client session and, ``after`` seconds, one cheap call from another.
+
+    Returns how long the cheap call took, each heavy call's seconds and outcome (an answer or the
+    start of a tool error), for the caller to hold against the server's promises: a cheap call is
+    answered within a second whatever other sessions run, and heavy calls end by the timeout.
+    """
+    import anyio
+    from mcp import Client
+
+    heavy_seconds: list[float] = []
+    heavy_outcomes: list[str] = []
+    cheap_seconds: list[float] = []
+
+    async def heavy_session() -> None:
+        async with Client(target) as client:
+
+            async def one(tool: str, arguments: dict[str, Any]) -> None:
+                started = time.perf_counter()
+                result = await client.call_tool(tool, arguments)
+                text = "".join(getattr(block, "text", "") for block in result.content)
+                assert "Traceback" not in text, text[:500]
+                heavy_seconds.append(round(time.perf_counter() - started, 2))
+                heavy_outcomes.append("error: " + text[:120] if result.is_error else "answer")
+
+            async with anyio.create_task_group() as group:
+                for tool, arguments in heavy:
+                    group.start_soon(one, tool, arguments)
+
+    async def cheap_session() -> None:
+        async with Client(target) as client:
+            await anyio.sleep(after)
+            started = time.perf_counter()
+            result = await client.call_tool(*cheap)
+            cheap_seconds.append(round(time.perf_counter() - started, 3))
+            assert not result.is_error, result.content
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(heavy_session)
+        group.start_soon(cheap_session)
+    return {"cheap_s": cheap_seconds[0], "heavy_s": heavy_seconds, "heavy_outcomes": heavy_outcomes}
