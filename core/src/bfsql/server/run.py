@@ -18,6 +18,7 @@ from bfsql.graph import Graph
 from bfsql.plugins import BackendSpec
 from bfsql.server.app import BfsqlServer, ServedGraph, build_server
 from bfsql.server.http import BearerAuth, HostGuard, HostPolicy, is_loopback
+from bfsql.server.sessions import SessionQuota
 from bfsql.settings import GraphPlan, ServerSettings
 
 __all__ = [
@@ -123,6 +124,8 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
             session_idle_timeout=settings.session_idle_timeout,
             max_sessions=settings.max_sessions,
         )
+        app = SessionQuota(app, server.session_manager, MCP_PATH, settings.max_sessions_per_client,
+                           settings.max_sessions)
         if settings.auth_token:
             app = BearerAuth(app, settings.auth_token)
         app = HostGuard(app, policy)
