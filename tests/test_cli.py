@@ -105,3 +105,24 @@ def test_the_readme_quick_start_lines_work_as_written(args: list[str]):
     done = run(*args)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and done.stdout.strip()
+
+
+@pytest.mark.parametrize("command", ["serve", "explore"])
+@pytest.mark.parametrize("token", [" ", "short-token", "aaaaaaaaaaaaaaaaaaaaaa", "has a space in it 1234"])
+def test_blank_and_weak_tokens_are_refused_without_being_echoed(command, token):
+    """Issue 23.3: a whitespace token started serve and explore on 0.0.0.0."""
+    extra = ["--transport", "http"] if command == "serve" else []
+    done = run(command, *extra, "--host", "0.0.0.0", "--port", "0", env={"BFSQL_AUTH_TOKEN": token})
+    assert done.returncode == 2, done.stderr
+    assert "openssl rand -hex 32" in done.stderr and "BFSQL_AUTH_TOKEN" in done.stderr
+    if token.strip():
+        assert token not in done.stderr, "the token must not be printed"
+
+
+def test_a_value_from_the_environment_is_never_printed(tmp_path):
+    """Issue 23.8: timeout={env="SECRET"} printed the variable's value in the error."""
+    config = tmp_path / "graphs.toml"
+    config.write_text('[server]\ntimeout = { env = "BFSQL_TEST_SECRET" }\n[graphs.demo]\nbackend = "sqlite"\n')
+    done = run("serve", "--config", str(config), env={"BFSQL_TEST_SECRET": "hunter2-secret-value"})
+    assert done.returncode != 0
+    assert "hunter2" not in done.stderr and "BFSQL_TEST_SECRET" in done.stderr, done.stderr

@@ -124,7 +124,7 @@ def _resolve(options: dict[str, Any]) -> tuple[Any, list[Any]]:
 
     from bfsql.backend_options import resolve_config
     from bfsql.plugins import get_backends, get_embedders
-    from bfsql.settings import GraphPlan, ServerSettings, flag, given_settings, problem, read_config
+    from bfsql.settings import GraphPlan, ServerSettings, flag, given_settings, problem, read_config, shown_value
 
     _report_plugin_errors()
     specs = get_backends()
@@ -144,7 +144,8 @@ def _resolve(options: dict[str, Any]) -> tuple[Any, list[Any]]:
         err = exc.errors(include_url=False)[0]
         name = str(err["loc"][0])
         source = f"{flag(name)} (or BFSQL_{name.upper()})" if name in given else f"{config_path}: [server] {name}"
-        raise click.BadParameter(problem(err, err.get("input")), param_hint=source) from None
+        raise click.BadParameter(problem(err, err.get("input"), shown_value(name, err.get("input"))),
+                                 param_hint=source) from None
     per_graph = {k: v for k, v in given.items() if k in ServerSettings.per_graph_fields()}
     if file is None:
         if backend not in specs:

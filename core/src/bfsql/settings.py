@@ -39,14 +39,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import click
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
-from bfsql.errors import BfsqlError
+from bfsql.errors import BfsqlError, clip
 
 __all__ = [
     "DEFAULT_MAX_HEAVY_CALLS",
     "GRAPH_COMMANDS",
+    "MAKE_TOKEN",
+    "MIN_TOKEN_LENGTH",
+    "MIN_TOKEN_SYMBOLS",
+    "SECRET_SETTINGS",
     "ConfigError",
     "ConfigFile",
     "ConfiguredGraph",
@@ -59,6 +63,8 @@ __all__ = [
     "problem",
     "read_config",
     "settings_options",
+    "shown_value",
+    "weak_token",
 ]
 
 GRAPH_COMMANDS = ("serve", "query", "path", "explore")
@@ -69,6 +75,25 @@ DEFAULT_MAX_HEAVY_CALLS = 4
 
 _SERVE = ("serve",)
 _WEB = ("serve", "explore")
+
+
+MIN_TOKEN_LENGTH = 16
+"""Shortest accepted auth token (with at least :data:`MIN_TOKEN_SYMBOLS` different characters)."""
+MIN_TOKEN_SYMBOLS = 8
+MAKE_TOKEN = "openssl rand -hex 32"
+"""How the docs and errors say to make a token."""
+
+
+def weak_token(token: str) -> str | None:
+    """Why ``token`` may not guard a server (blank, spaces, short or repetitive), or None when it may."""
+    if not token.strip():
+        return f"the auth token is blank. Make one with: {MAKE_TOKEN}"
+    if any(c.isspace() or not c.isprintable() for c in token):
+        return f"the auth token contains spaces or control characters. Make one with: {MAKE_TOKEN}"
+    if len(token) < MIN_TOKEN_LENGTH or len(set(token)) < MIN_TOKEN_SYMBOLS:
+        return (f"the auth token is too weak: use at least {MIN_TOKEN_LENGTH} characters, "
+                f"{MIN_TOKEN_SYMBOLS} of them different. Make one with: {MAKE_TOKEN}")
+    return None
 
 
 def _setting(default: Any, help: str, *, commands: tuple[str, ...] = GRAPH_COMMANDS, per_graph: bool = False,
@@ -109,10 +134,21 @@ class ServerSettings(BaseModel):
                                       commands=_WEB)
     session_idle_timeout: float = _setting(600.0, "Seconds an idle HTTP session is kept before it is closed (a "
                                            "client then opens a new one).", commands=_SERVE, gt=0)
-    max_sessions: int = _setting(1000, "Most HTTP sessions open at once; a new one beyond gets 503 until one ends or "
-                                 "expires.", commands=_SERVE, ge=1)
+    max_sessions: int = _setting(1000, "Most HTTP sessions open at once; beyond it the idle-longest session of the "
+                                 "client holding most is closed for a newcomer (503 only when all are busy).",
+                                 commands=_SERVE, ge=1)
+    max_sessions_per_client: int = _setting(64, "Most HTTP sessions one client address holds; beyond it the "
+                                            "client's own idle-longest session is closed (behind a reverse proxy, "
+                                            "whose clients share its address, raise it).", commands=_SERVE, ge=1)
     allowed_hosts: tuple[str, ...] = _setting((), "Extra Host header value accepted over HTTP (e.g. a reverse "
                                               "proxy's name); repeat for several.", commands=_WEB)
+
+    @field_validator("auth_token")
+    @classmethod
+    def _strong_token(cls, token: str | None) -> str | None:
+        if token is not None and (problem := weak_token(token)):
+            raise ValueError(problem)
+        return token
 
     @classmethod
     def per_graph_fields(cls) -> list[str]:
@@ -271,14 +307,31 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
     return lines
 
 
-def problem(error: Any, value: Any) -> str:
-    """A validation error in plain words: what the value must be, and what it was."""
+def problem(error: Any, value: Any, shown: str | None = None) -> str:
+    """A validation error in plain words: what the value must be, and what it was.
+
+    ``shown`` replaces the value where it must not be printed (a secret, or a value read from an
+    environment variable); values are clipped to a line.
+    """
+    got = shown if shown is not None else clip(repr(value), 80)
     kind = str(error["type"]).split("_")[0]
     expected = {"int": "an integer", "float": "a number", "bool": "true or false", "string": "a string",
                 "tuple": "a list", "list": "a list"}.get(kind)
     if expected and (error["type"].endswith("_type") or error["type"].endswith("_parsing")):
-        return f"must be {expected}; got {value!r}."
-    return str(error["msg"]).replace("Input should be", "must be").replace("Value error, ", "") + f"; got {value!r}."
+        return f"must be {expected}; got {got}."
+    message = str(error["msg"]).replace("Input should be", "must be").replace("Value error, ", "")
+    return message if error["type"] == "value_error" else f"{message}; got {got}."
+
+
+SECRET_SETTINGS = frozenset({"auth_token"})
+"""Settings whose values errors never print."""
+
+
+def shown_value(name: str, value: Any, env: str | None = None) -> str | None:
+    """How an error names a setting's value: None to print it, else words that do not reveal it."""
+    if env is not None:
+        return f"the value of environment variable {env} (not shown)"
+    return "(not shown)" if name in SECRET_SETTINGS else None
 
 
 class _Reader:
@@ -319,7 +372,8 @@ class _Reader:
             try:
                 ServerSettings.model_validate({key: value})
             except ValidationError as exc:
-                raise self.error((*table, key), problem(exc.errors(include_url=False)[0], value)) from None
+                shown = shown_value(key, value, raw["env"] if value is not raw else None)
+                raise self.error((*table, key), problem(exc.errors(include_url=False)[0], value, shown)) from None
             if key == "embedder" and value != "auto" and value not in self.embedders:
                 from bfsql.plugins import FIRST_PARTY, install_hint
 
@@ -347,7 +401,9 @@ class _Reader:
             key = str(err["loc"][0]) if err["loc"] else ""
             if not key:
                 raise self.error(table, f"{err['msg']}.", table=True) from None
-            raise self.error((*table, key), problem(err, resolved.get(key))) from None
+            raw = values.get(key)
+            shown = shown_value(key, resolved.get(key), raw["env"] if isinstance(raw, dict) and "env" in raw else None)
+            raise self.error((*table, key), problem(err, resolved.get(key), shown)) from None
 
 
 def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[str]) -> ConfigFile:
