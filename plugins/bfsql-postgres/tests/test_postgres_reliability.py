@@ -27,7 +27,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from bfsql.testing.reliability import SessionThread, standard_ids
-from bfsql.testing.scenarios import fuzz, injection_corpus
+from bfsql.testing.scenarios import cheap_call_from_another_session, fuzz, injection_corpus
 from bfsql.testing.standard_graph import MDM2, TP53, write_standard_bundle
 from bfsql_postgres.loader import load_postgres
 from bfsql_testsupport.faults import rss_kb
@@ -321,6 +321,34 @@ def test_one_graph_down_leaves_the_other_answering(cluster, tmp_path, figures):
         back = held.call("bfs_query", {"seeds": [MDM2], "max_hops": 1, "graph": "standard"})
         assert not back.is_error, back.text
     figures["postgres.several_graphs.outage"] = {"error_while_down": down.text[:160], "restart_s": round(seconds, 2)}
+
+
+def test_a_hung_graph_holds_only_its_own_heavy_call_slots(cluster, tmp_path, figures):
+    """Issue 23.4: with PostgreSQL's relationship table locked, four traversals of that graph wait; a traversal
+    of the other graph must not wait for their slots (it waited 19.2 s when the slots were shared)."""
+    config = tmp_path / "graphs.toml"
+    config.write_text(
+        '[server]\ntimeout = 12\n\n[graphs.famplex]\nbackend = "sqlite"\n\n'
+        f'[graphs.standard]\nbackend = "postgres"\ndsn = "{cluster.dsn("standard", READER)}"\n'
+        "statement_timeout = 10\n"
+    )
+    heavy = [("bfs_query", {"seeds": [seed], "max_hops": 2, "graph": "standard"}) for seed in ENTITY_IDS[:4]]
+
+    async def scenario(url: str) -> dict[str, Any]:
+        admin = await asyncpg.connect(cluster.dsn("standard"))
+        try:
+            async with admin.transaction():
+                await admin.execute("LOCK TABLE relationship IN ACCESS EXCLUSIVE MODE")
+                return await cheap_call_from_another_session(
+                    url, heavy, ("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": 1, "graph": "famplex"}))
+        finally:
+            await admin.close()
+
+    with served_over_http(["--config", str(config), "--max-heavy-calls", "4"], clean_env()) as (url, proc):
+        measured = asyncio.run(scenario(url))
+        assert proc.poll() is None
+    assert measured["cheap_s"] < 2.0, measured
+    figures["postgres.several_graphs.hung_graph"] = measured
 
 
 def test_server_crashed_during_a_traversal_then_restarted(cluster, session, figures):

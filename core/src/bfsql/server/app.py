@@ -75,8 +75,9 @@ class BfsqlServer(MCPServer):
         self.graphs = {served.name: served for served in graphs}
         self.default = graphs[0]
         self.tools = {spec.name: spec for spec in tools}
-        self.slots = asyncio.Semaphore(max_heavy_calls)
-        """Heavy calls (traversals) in flight at once, over all graphs; more wait their turn."""
+        self.slots = {name: asyncio.Semaphore(max_heavy_calls) for name in self.graphs}
+        """Each graph's heavy calls (traversals) in flight at once; more wait their turn. Per graph, so that a
+        graph whose store stops answering holds only its own slots, never another graph's."""
 
     @property
     def graph(self) -> Graph | None:
@@ -121,7 +122,7 @@ class BfsqlServer(MCPServer):
         report = context.report_progress if context is not None else None
         if len(self.graphs) == 1:
             return await run_tool(spec, arguments, self.default.graph, self.default.settings,  # type: ignore[arg-type]
-                                  report, slots=self.slots)
+                                  report, slots=self.slots[self.default.name])
         arguments = dict(arguments) if isinstance(arguments, dict) else arguments
         chosen = arguments.pop("graph", None) if isinstance(arguments, dict) else None
         if chosen is not None and (not isinstance(chosen, str) or chosen not in self.graphs):
@@ -135,7 +136,7 @@ class BfsqlServer(MCPServer):
             )
         listing = None if chosen is not None else [g.listing(g is self.default) for g in self.graphs.values()]
         result = await run_tool(spec, arguments, served.graph, served.settings, report, graphs=listing,
-                                slots=self.slots)
+                                slots=self.slots[served.name])
         if result.is_error:
             text = "".join(getattr(block, "text", "") for block in result.content)
             result.content = [TextContent(type="text", text=f"[graph {served.name}] {text}")]
