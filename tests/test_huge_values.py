@@ -68,3 +68,30 @@ async def test_every_answer_stays_within_its_budget(store: Path, tool: str, argu
         assert not result.is_error, text
         assert len(text) <= LIMIT, f"{tool} answered {len(text)} characters"
         assert (await client.call_tool("describe_entity", {"id": "SMALL"})).is_error is False
+
+
+HUGE = "A" * 200_000
+ECHOES = [
+    ("bfs_query", {"seeds": ["SMALL"], "max_hops": 1, "node_types": [HUGE], "max_tokens": 1000}),
+    ("bfs_query", {"seeds": ["SMALL", HUGE], "max_hops": 1, "max_tokens": 1000}),
+    ("intersect_subgraphs", {"seeds": ["BIG", "SMALL"], "k": 1, "predicates": [HUGE] * 5, "max_tokens": 1000}),
+    ("describe_entity", {"id": HUGE, "max_tokens": 1000}),
+    ("path_query", {"query": HUGE, "max_tokens": 1000}),
+    ("search_entities", {"query": HUGE, "node_types": [HUGE]}),
+    (HUGE, {}),
+    ("describe_edges", {"edges": [[HUGE, HUGE, HUGE]], "max_tokens": 1000}),
+]
+
+
+async def test_echoed_input_counts_against_the_budget(store: Path):
+    """Issue 23.5: a 200,000-character type name came back whole in a warning (200,765 characters for a budget
+    of 1,000 tokens); every text of an answer or an error counts against the budget."""
+    params = StdioServerParameters(command=sys.executable, env=dict(os.environ), args=[
+        "-m", "bfsql", "serve", "--db", str(store), "--max-tokens", str(MAX_TOKENS)])
+    async with Client(params) as client:
+        for tool, arguments in ECHOES:
+            result = await client.call_tool(tool, arguments)
+            text = result.content[0].text
+            limit = 1000 * 3 if "max_tokens" in arguments else LIMIT
+            assert len(text) <= limit, f"{tool[:40]} answered {len(text)} characters: {text[:200]}"
+            assert "Traceback" not in text

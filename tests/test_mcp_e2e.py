@@ -159,6 +159,8 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors_and_the_server_keep
             ("bfs_query", {"max_hops": 1}, "Missing argument 'seeds'. Example: seeds=[\"FPLX:RAF\"]."),
             ("search_entities", {"query": "?!%"}, "has no letter or digit"),
             ("no_such_tool", {}, "Unknown tool 'no_such_tool'"),
+            ("search_entities", {"query": "kinase", "offset": 2**62}, "offset must be an integer from 0 to 1000"),
+            ("search_entities", {"query": "kinase", "offset": 1001}, "narrow the query"),
         ]
         for tool, arguments, fragment in cases:
             text = error_text(await client.call_tool(tool, arguments))

@@ -232,13 +232,15 @@ def given_settings(ctx: click.Context) -> dict[str, Any]:
 
 def nearest(word: str, choices: list[str]) -> str:
     """`` Did you mean 'x'?`` for the closest of ``choices``, or an empty string."""
+    if len(word) > 200:  # no name is that long; comparing it would cost seconds
+        return ""
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def graph_name_error(name: str, served: list[str]) -> str:
     """The message for a tool call naming a graph this server does not serve."""
-    return f"Unknown graph {name!r}.{nearest(name, served)} This server's graphs: {', '.join(served)}."
+    return f"Unknown graph {clip(name)!r}.{nearest(name, served)} This server's graphs: {', '.join(served)}."
 
 
 class ConfigError(BfsqlError):

@@ -25,7 +25,7 @@ from mcp_types import CallToolResult, TextContent, Tool
 from bfsql import __version__
 from bfsql.backend import gather_or_cancel
 from bfsql.embedders import create_embedder, resolve_embedder_name
-from bfsql.errors import BfsqlError
+from bfsql.errors import BfsqlError, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing
 from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection, schema_injection
@@ -118,7 +118,7 @@ class BfsqlServer(MCPServer):
         """Run one call through the pipeline on the graph it names; errors name the tools or graphs."""
         spec = self.tools.get(name)
         if spec is None:
-            return error_result(f"Unknown tool {name!r}. This server's tools: {', '.join(self.tools)}.")
+            return error_result(f"Unknown tool {clip(name)!r}. This server's tools: {', '.join(self.tools)}.")
         report = context.report_progress if context is not None else None
         if len(self.graphs) == 1:
             return await run_tool(spec, arguments, self.default.graph, self.default.settings,  # type: ignore[arg-type]

@@ -39,6 +39,7 @@ __all__ = [
     "fit_record",
     "fit_schema",
     "fit_traversal",
+    "hold_texts",
 ]
 
 CHARS_PER_TOKEN = 3
@@ -596,6 +597,27 @@ def _clip_strings(value: Any, max_chars: int) -> Any:
     if isinstance(value, dict):
         return {k: _clip_strings(v, max_chars) for k, v in value.items()}
     return value
+
+
+ECHO_CLIPS = (1000, 200, 60)
+"""String lengths tried, longest first, when an answer's own texts (echoed arguments, warnings) overflow."""
+
+
+def hold_texts(data: Any, budget: Budget) -> tuple[Any, str]:
+    """``data`` (a fitted answer) and its wire text, with long strings clipped until it fits ``budget``.
+
+    The fitting of each answer kind grades what the store returned; this is the net under it for
+    what the caller sent and the answer echoes (a 200,000-character type name in a warning, a huge
+    unknown seed id): every text counts against the budget. Ids of real entities are far shorter
+    than the clips, so only echoes and prose are cut.
+    """
+    text = compact_json(data)
+    for max_chars in ECHO_CLIPS:
+        if len(text) <= budget.chars:
+            break
+        data = _clip_strings(data, max_chars)
+        text = compact_json(data)
+    return data, text
 
 
 def fit_paths(answer: dict[str, Any], budget: Budget) -> dict[str, Any]:

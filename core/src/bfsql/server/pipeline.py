@@ -35,7 +35,17 @@ from bfsql.engine.pacing import light_call
 from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
-from bfsql.server.fitting import Budget, compact_json, fit_list, fit_paths, fit_record, fit_schema, fit_traversal
+from bfsql.server.fitting import (
+    Budget,
+    answer_limit,
+    compact_json,
+    fit_list,
+    fit_paths,
+    fit_record,
+    fit_schema,
+    fit_traversal,
+    hold_texts,
+)
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -273,9 +283,13 @@ def result_of(data: Any, text: str | None = None) -> CallToolResult:
     )
 
 
-def error_result(text: str) -> CallToolResult:
-    """A tool error the model reads."""
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+ERROR_CHARS = 2000
+"""Longest error text: an error says what to do in a few sentences, whatever the arguments echoed."""
+
+
+def error_result(text: str, max_chars: int = ERROR_CHARS) -> CallToolResult:
+    """A tool error the model reads, clipped to ``max_chars`` (echoed input counts against the budget)."""
+    return CallToolResult(content=[TextContent(type="text", text=clip(text, max_chars))], is_error=True)
 
 
 # -- the pipeline ----------------------------------------------------------------------
@@ -309,6 +323,7 @@ async def run_tool(
     started = time.perf_counter()
     outcome = "error"
     waiting = slots is not None and spec.heavy
+    most = min(ERROR_CHARS, answer_limit(settings.max_tokens))
 
     async def answer(call: dict[str, Any], budget: Budget) -> tuple[Any, str]:
         nonlocal waiting
@@ -336,9 +351,9 @@ async def run_tool(
         return result_of(fitted, text)
     except BfsqlError as exc:
         outcome = f"error: {clip(exc.message, 200)}"
-        return error_result(str(exc))
+        return error_result(str(exc), most)
     except KeyError as exc:
-        return error_result(str(UnknownEntity([str(exc.args[0]) if exc.args else "?"])))
+        return error_result(str(UnknownEntity([str(exc.args[0]) if exc.args else "?"])), most)
     except TimeoutError:
         if waiting:
             outcome = "timed out waiting for a heavy-call slot"
@@ -375,8 +390,7 @@ async def run_tool(
 
 def fit_and_serialise(answer: Any, budget: Budget) -> tuple[Any, str]:
     """The answer fitted to ``budget`` and its wire text (stage 5, as the pipeline runs it)."""
-    fitted = fit(answer, budget)
-    return fitted, compact_json(fitted)
+    return hold_texts(fit(answer, budget), budget)
 
 
 def _was_cut(data: Any) -> bool:

@@ -19,7 +19,7 @@ from bfsql.engine import search as hybrid
 from bfsql.engine.answer import Traversal
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD
 from bfsql.engine.paths import path_query as run_path_query
-from bfsql.errors import InvalidArgument, UnknownEntity
+from bfsql.errors import InvalidArgument, UnknownEntity, clip
 from bfsql.hookspecs import hookimpl
 from bfsql.models import (
     BfsResult,
@@ -71,6 +71,8 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
 
 SEARCH_MAX = 100
 """Most results one search call returns."""
+SEARCH_MAX_OFFSET = 1000
+"""Deepest page start: search pages through the best matches, not the whole graph."""
 
 
 async def search_entities(
@@ -90,7 +92,9 @@ async def search_entities(
               examples=[0.5]),
     ] = hybrid.DEFAULT_ALPHA,
     limit: Annotated[int, Field(description=f"Most results (1-{SEARCH_MAX}).", examples=[20])] = hybrid.SEARCH_LIMIT,
-    offset: Annotated[int, Field(description="Skip the first N results (paging).", examples=[20])] = 0,
+    offset: Annotated[
+        int, Field(description=f"Skip the first N results (paging; 0-{SEARCH_MAX_OFFSET}).", examples=[20])
+    ] = 0,
     min_similarity: Annotated[
         float | None,
         Field(description="Least cosine similarity (0-1) of a vector hit; default: the embedder's measured one.",
@@ -100,8 +104,12 @@ async def search_entities(
     """Resolve a name to canonical ids; [] when nothing relevant matches."""
     if not isinstance(limit, int) or not 1 <= limit <= SEARCH_MAX:
         raise InvalidArgument(f"limit must be an integer from 1 to {SEARCH_MAX}; got {limit!r}.", "Example: limit=20.")
-    if offset < 0:
-        raise InvalidArgument(f"offset must be an integer >= 0; got {offset!r}.", "Use offset=0 for the first page.")
+    if not isinstance(offset, int) or not 0 <= offset <= SEARCH_MAX_OFFSET:
+        raise InvalidArgument(
+            f"offset must be an integer from 0 to {SEARCH_MAX_OFFSET}; got {clip(str(offset))}.",
+            f"Search pages through the best {SEARCH_MAX_OFFSET + SEARCH_MAX} matches at most: to reach others, "
+            "narrow the query (more words, node_types).",
+        )
     hits = await hybrid.search_entities(
         ctx.graph, query, node_types, mode=mode, alpha=alpha, limit=offset + limit + 1, min_similarity=min_similarity
     )
@@ -126,7 +134,7 @@ async def _filter_warnings(ctx: ToolContext, answer: Traversal, arguments: dict[
         unknown = [v for v in values or [] if v not in valid]
         if unknown:
             answer.warnings.append(
-                f"{name}: {', '.join(repr(v) for v in unknown[:10])} {'is' if len(unknown) == 1 else 'are'} not "
+                f"{name}: {', '.join(repr(clip(v)) for v in unknown[:10])} {'is' if len(unknown) == 1 else 'are'} not "
                 f"among this graph's {'predicates' if name == 'predicates' else 'entity types'} "
                 f"({', '.join(valid[:30]) + (' …' if len(valid) > 30 else '')}); matching is exact and case-sensitive."
             )
