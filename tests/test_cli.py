@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 BFSQL = [sys.executable, "-m", "bfsql"]
@@ -126,3 +127,58 @@ def test_a_value_from_the_environment_is_never_printed(tmp_path):
     done = run("serve", "--config", str(config), env={"BFSQL_TEST_SECRET": "hunter2-secret-value"})
     assert done.returncode != 0
     assert "hunter2" not in done.stderr and "BFSQL_TEST_SECRET" in done.stderr, done.stderr
+
+
+def _fifo(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    return fifo
+
+
+@pytest.mark.parametrize(("db", "says"), [
+    (lambda tmp: "/tmp", "is a directory, not a SQLite store"),
+    (lambda tmp: "/dev/null", "is not a regular file"),
+    (_fifo, "is not a regular file"),
+    (lambda tmp: "/proc/self/mem", "cannot be opened as a SQLite store"),
+    (lambda tmp: "x" * 5000, "cannot be reached"),
+])
+def test_a_store_path_that_is_no_store_says_what_it_is(tmp_path, db, says):
+    """Issue 23.8: directories, devices and pipes were 'does not exist'; /proc/self/mem and a 5,000-character
+    name were tracebacks."""
+    config = tmp_path / "graphs.toml"
+    config.write_text(f'[graphs.a]\nbackend = "sqlite"\ndb = "{db(tmp_path)}"\n')
+    done = run("query", "describe_schema", "--config", str(config))
+    assert done.returncode != 0 and says in done.stderr, done.stderr[-500:]
+    assert "Traceback" not in done.stderr and len(done.stderr) < 1000
+
+
+def test_configuration_files_nested_too_deeply_or_with_too_many_graphs_are_plain_errors(tmp_path):
+    """Issue 23.8: 5,000 nested inline tables were a RecursionError; 1,000 graphs a MemoryError after 30 s."""
+    nested = tmp_path / "nested.toml"
+    nested.write_text("[server]\nx = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n")
+    done = run("query", "describe_schema", "--config", str(nested))
+    assert done.returncode != 0 and "nested too deeply" in done.stderr and "Traceback" not in done.stderr
+    many = tmp_path / "many.toml"
+    many.write_text("".join(f'[graphs.g{i}]\nbackend = "sqlite"\n' for i in range(1000)))
+    done = run("query", "describe_schema", "--config", str(many))
+    assert done.returncode != 0 and "1000 graphs; one server serves at most 64" in done.stderr, done.stderr
+
+
+def test_port_zero_announces_the_port_bound(tmp_path):
+    """Issue 23.8: --port 0 printed port 0 instead of the one the system chose."""
+    import time
+
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen([*BFSQL, "serve", "--transport", "http", "--port", "0"], stdout=subprocess.DEVNULL,
+                                stderr=sink)
+    try:
+        deadline = time.monotonic() + 60
+        while "accepting Host" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/mcp", log.read_text()).group(1))
+        assert port != 0
+        assert httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=5).status_code in (400, 405, 406)
+    finally:
+        proc.terminate()
+        proc.wait(30)

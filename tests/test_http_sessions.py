@@ -71,8 +71,8 @@ def test_a_client_whose_sessions_are_all_busy_is_told_to_wait():
                     await client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
                                       headers={**HEADERS, "mcp-session-id": session,
                                                "mcp-protocol-version": "2025-11-25"})
-                    stream = client.stream("GET", url, headers={"accept": "text/event-stream", "mcp-session-id": session,
-                                                                "mcp-protocol-version": "2025-11-25"})
+                    stream = client.stream("GET", url, headers={
+                        "accept": "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"})
                     await stream.__aenter__()
                     streams.append(stream)
                 refused = await client.post(url, json=INITIALIZE, headers=HEADERS)

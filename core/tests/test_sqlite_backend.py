@@ -439,7 +439,7 @@ async def test_a_store_switch_waits_for_the_calls_in_flight(tmp_path: Path) -> N
         store = SqliteBackend(db, demo=True)
         stop = asyncio.Event()
 
-        async def search() -> int:
+        async def search(store: SqliteBackend = store, stop: asyncio.Event = stop) -> int:
             done = 0
             while not stop.is_set():
                 assert [h.id for h in await store.search_entities("kin")][:2] == ["e:kin", "e:other"]

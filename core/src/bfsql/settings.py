@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_MAX_HEAVY_CALLS",
     "GRAPH_COMMANDS",
     "MAKE_TOKEN",
+    "MAX_GRAPHS",
     "MIN_TOKEN_LENGTH",
     "MIN_TOKEN_SYMBOLS",
     "SECRET_SETTINGS",
@@ -69,6 +70,9 @@ __all__ = [
 
 GRAPH_COMMANDS = ("serve", "query", "path", "explore")
 """The commands that open graphs and take the graph-level settings."""
+
+MAX_GRAPHS = 64
+"""Most graphs one configuration file may serve: each costs a backend, a cache and its store's indexes."""
 
 DEFAULT_MAX_HEAVY_CALLS = 4
 """Traversals computed at once by default: enough to keep a database busy, few enough that cheap calls stay fast."""
@@ -113,6 +117,9 @@ class ServerSettings(BaseModel):
     timeout: float = _setting(60.0, "Seconds a tool call may take.", per_graph=True, gt=0)
     primitive_timeout: float = _setting(30.0, "Seconds one backend call may take; the error names the primitive.",
                                         per_graph=True, gt=0)
+    start_timeout: float = _setting(15.0, "Seconds each graph of a configuration file may take to open at start-up "
+                                    "(the graphs open at once); one that takes longer is served as unavailable.",
+                                    per_graph=True, gt=0)
     max_nodes: int = _setting(DEFAULT_BUDGET.max_nodes, "Traversal budget: nodes one traversal may visit.",
                               per_graph=True, ge=1)
     max_edges_per_node: int = _setting(DEFAULT_BUDGET.max_edges_per_node,
@@ -164,6 +171,7 @@ class ServerSettings(BaseModel):
             max_tokens=merged.max_tokens,
             timeout=merged.timeout,
             primitive_timeout=merged.primitive_timeout,
+            start_timeout=merged.start_timeout,
             budget=TraversalBudget(max_nodes=merged.max_nodes, max_edges_per_node=merged.max_edges_per_node),
             embedder=merged.embedder,
             named_stubs=not merged.bare_stubs,
@@ -416,6 +424,9 @@ def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[s
         raise ConfigError(path, None, "", f"cannot read the configuration file ({exc}).") from None
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(path, None, "", "tables or arrays nested too deeply to read.",
+                          "A configuration file needs two levels: [server] and [graphs.NAME].") from None
     except tomllib.TOMLDecodeError as exc:
         where = re.search(r"\s*\(at line (\d+), column \d+\)", str(exc))
         problem = str(exc)[: where.start()] if where else str(exc)
@@ -433,6 +444,10 @@ def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[s
     if not isinstance(graphs_table, dict) or not graphs_table:
         raise reader.error(("graphs",) if "graphs" in data else (), "no graphs: add at least one [graphs.NAME] "
                            "table with a backend.", 'Example: [graphs.demo] then backend = "sqlite".', table=True)
+    if len(graphs_table) > MAX_GRAPHS:
+        raise reader.error(("graphs",), f"{len(graphs_table)} graphs; one server serves at most {MAX_GRAPHS}.",
+                           "Split them over several servers (each keeps every graph's indexes in memory).",
+                           table=True)
     graphs = []
     defaults = []
     for name, section in graphs_table.items():

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import json
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +37,7 @@ from pydantic import BaseModel, Field
 from bfsql.backend import Capabilities, GraphBackend
 from bfsql.embedders import Embedder, EmbedderMismatch, is_semantic
 from bfsql.engine.pacing import in_light_call
-from bfsql.errors import BfsqlError
+from bfsql.errors import BfsqlError, clip
 from bfsql.hookspecs import hookimpl
 from bfsql.loading.records import (
     EntityRecord,
@@ -174,6 +175,25 @@ class _VectorIndex:
         ]
 
 
+def _check_store_path(path: Path) -> None:
+    """:class:`SqliteStoreError` unless ``path`` names a regular file that can be read, saying what it is instead."""
+    shown = clip(str(path), 200)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise SqliteStoreError(f"SQLite store {shown} does not exist.",
+                               f"Build it with: bfsql load --db {shown} bundle.jsonl") from None
+    except OSError as exc:
+        raise SqliteStoreError(f"SQLite store {shown} cannot be reached: {exc.strerror or exc}.",
+                               "Check the path given as db.") from None
+    if stat.S_ISDIR(mode):
+        raise SqliteStoreError(f"{shown} is a directory, not a SQLite store.",
+                               "Give the store file itself (bfsql load --db FILE writes one).")
+    if not stat.S_ISREG(mode):
+        raise SqliteStoreError(f"{shown} is not a regular file (a device, a pipe or a socket), not a SQLite store.",
+                               "Give a store file written by bfsql load --db FILE.")
+
+
 class _Gate:
     """Many readers or one switch: a store switch waits for the reads in flight, and new reads wait for it.
 
@@ -256,11 +276,7 @@ class SqliteBackend(GraphBackend):
         self._has_trigram = False
         self._stored_description: str | None = None
         self._schema_cache: dict[str, list[str]] = {}
-        if not self.path.is_file():
-            raise SqliteStoreError(
-                f"SQLite store {self.path} does not exist.",
-                f"Build it with: bfsql load --db {self.path} bundle.jsonl",
-            )
+        _check_store_path(self.path)
         self._local = threading.local()
         self._gate = _Gate()
         self._readers: list[sqlite3.Connection] = []
@@ -293,7 +309,13 @@ class SqliteBackend(GraphBackend):
 
     def _connect(self) -> int:
         """Open and check the store; its number of relationships."""
-        conn = self._open()
+        try:
+            conn = self._open()
+        except sqlite3.Error as exc:
+            raise SqliteStoreError(
+                f"{clip(str(self.path), 200)} cannot be opened as a SQLite store ({exc}).",
+                "Give a store file written by bfsql load --db FILE.",
+            ) from None
         try:
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             missing = REQUIRED_TABLES - tables

@@ -19,7 +19,10 @@ from bfsql.loading import sqlite_loader
 from bfsql.loading.bundle import Record
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 
-__all__ = ["CACHE_DIR_VARIABLE", "DATA_DIR", "FAMPLEX_VERSION", "cache_dir", "ensure_demo_db", "famplex_description", "famplex_records"]
+__all__ = [
+    "CACHE_DIR_VARIABLE", "DATA_DIR", "FAMPLEX_VERSION", "cache_dir", "ensure_demo_db", "famplex_description",
+    "famplex_records",
+]
 
 DATA_DIR = Path(__file__).parent / "famplex"
 """The vendored FamPlex CSVs."""

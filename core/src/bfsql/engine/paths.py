@@ -34,6 +34,7 @@ from typing import Literal
 from bfsql.backend import gather_or_cancel
 from bfsql.embedders import dot, split_identifier
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
+from bfsql.engine.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.engine.path_syntax import (
     ExactEntity,
     Hop,
@@ -43,7 +44,6 @@ from bfsql.engine.path_syntax import (
     TypeFilter,
     parse_path_query,
 )
-from bfsql.engine.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.engine.search import SEARCH_LIMIT, labels_of, search_entities
 from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
@@ -267,14 +267,15 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
 
     # Per frontier entity, the edges the hop follows: (predicate, relation score, other end, its type).
     options_of: dict[str, list[tuple[str, float, str, str | None]]] = {}
-    end = 2 if hop.direction == "outgoing" else 0
+    outgoing = hop.direction == "outgoing"
     for node, edges in edge_lists.items():
         preds = sorted({row[1] for row in edges if scores[row[1]] >= run.threshold}, key=lambda p: (-scores[p], p))
         if not hop.relation.wildcard:
             preds = preds[: run.k]
         if preds:
             matched = {p: scores[p] for p in preds}
-            options_of[node] = [(row[1], matched[row[1]], row[end], row[3]) for row in edges if row[1] in matched]
+            options_of[node] = [(row[1], matched[row[1]], row[2] if outgoing else row[0], row[3])
+                                for row in edges if row[1] in matched]
             pacer.work += len(edges)
             if pacer.work > WORK_BETWEEN_CHECKS:
                 await pacer.pause()

@@ -32,7 +32,7 @@ from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection, sch
 from bfsql.server.pipeline import READ_ONLY, ServeSettings, ToolSpec, error_result, run_tool, tool_spec
 from bfsql.settings import DEFAULT_MAX_HEAVY_CALLS, graph_name_error
 
-__all__ = ["BfsqlServer", "ServeSettings", "ServedGraph", "build_server", "collect_tools"]
+__all__ = ["BfsqlServer", "ServeSettings", "ServedGraph", "build_server", "collect_tools", "start_failure"]
 
 logger = logging.getLogger("bfsql.server")
 
@@ -184,6 +184,23 @@ async def _prepare(served: ServedGraph) -> None:
     served.schema = (types, preds)
 
 
+def start_failure(exc: BaseException, start_timeout: float) -> str:
+    """Why one of several graphs is unavailable, in the words describe_schema and its tool errors use."""
+    if isinstance(exc, TimeoutError):
+        return f"it did not start within {start_timeout:g} s (start_timeout)"
+    return str(exc) or type(exc).__name__
+
+
+async def _prepare_or_fail(served: ServedGraph) -> None:
+    """Prepare one of several graphs within its start timeout; on failure it is served as unavailable."""
+    try:
+        await asyncio.wait_for(_prepare(served), served.settings.start_timeout)
+    except Exception as exc:
+        served.failure = start_failure(exc, served.settings.start_timeout)
+        logger.error("graph %s could not start: %s", served.name, served.failure)
+        served.graph = None
+
+
 async def build_server(
     graph: Graph | Sequence[ServedGraph],
     settings: ServeSettings | None = None,
@@ -201,16 +218,10 @@ async def build_server(
         served: list[ServedGraph] = [ServedGraph(graph.name, graph, settings or ServeSettings())]
     else:
         served = list(graph)
-    for entry in served:
-        if entry.graph is None:
-            continue
-        try:
-            await _prepare(entry)
-        except Exception as exc:
-            if len(served) == 1:
-                raise
-            logger.error("graph %s could not start: %s", entry.name, exc)
-            entry.graph, entry.failure = None, str(exc)
+    if len(served) == 1 and served[0].graph is not None:
+        await _prepare(served[0])
+    else:
+        await asyncio.gather(*(_prepare_or_fail(entry) for entry in served if entry.graph is not None))
     if all(entry.graph is None for entry in served):
         raise BfsqlError("No graph could be opened: " + "; ".join(f"{e.name}: {e.failure}" for e in served) + ".",
                          "Check each graph's backend options; the log says more.")

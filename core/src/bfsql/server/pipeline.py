@@ -76,6 +76,8 @@ class ServeSettings:
     """Seconds a tool call may take before it fails with a timeout error."""
     primitive_timeout: float | None = 30.0
     """Seconds one backend call may take; the error names the primitive (used by the graph's opener)."""
+    start_timeout: float = 15.0
+    """Seconds the graph may take to open and read its schema when it is one of several."""
     budget: TraversalBudget = field(default_factory=TraversalBudget)
     name: str = "bfsql"
     embedder: Any = None

@@ -16,14 +16,14 @@ from bfsql.backend import GraphBackend
 from bfsql.errors import BfsqlError
 from bfsql.graph import Graph
 from bfsql.plugins import BackendSpec
-from bfsql.server.app import BfsqlServer, ServedGraph, build_server
+from bfsql.server.app import BfsqlServer, ServedGraph, build_server, start_failure
 from bfsql.server.http import BearerAuth, HostGuard, HostPolicy, is_loopback
 from bfsql.server.sessions import SessionQuota
 from bfsql.settings import GraphPlan, ServerSettings
 
 __all__ = [
-    "GC_THRESHOLDS", "MCP_PATH", "check_exposure", "open_graph", "open_server", "serve_http", "serve_stdio",
-    "tune_garbage_collector",
+    "GC_THRESHOLDS", "MCP_PATH", "bound_port", "check_exposure", "open_graph", "open_server", "serve_http",
+    "serve_stdio", "tune_garbage_collector",
 ]
 
 logger = logging.getLogger("bfsql.server")
@@ -80,24 +80,28 @@ async def open_server(
 ) -> AsyncIterator[BfsqlServer]:
     """Open every planned graph and build the server over them; close them all after.
 
-    With several graphs, one that cannot be opened is logged and served as unavailable;
-    a single graph's failure is raised. Sets the server's garbage-collector thresholds.
+    With several graphs, they open at once, and one that cannot be opened within its
+    ``start_timeout`` is logged and served as unavailable; a single graph's failure is raised.
+    Sets the server's garbage-collector thresholds.
     """
     tune_garbage_collector()
     async with AsyncExitStack() as stack:
-        served = []
-        for plan in plans:
+
+        async def open_one(plan: GraphPlan) -> ServedGraph:
             entry = ServedGraph(plan.name, None, plan.settings, plan.description, plan.spec.name)
-            try:
-                opening = open_graph(plan.spec, plan.config, name=plan.name,
-                                     primitive_timeout=plan.settings.primitive_timeout)
+            opening = open_graph(plan.spec, plan.config, name=plan.name,
+                                 primitive_timeout=plan.settings.primitive_timeout)
+            if len(plans) == 1:
                 entry.graph = await stack.enter_async_context(opening)
+                return entry
+            try:
+                entry.graph = await asyncio.wait_for(stack.enter_async_context(opening), plan.settings.start_timeout)
             except Exception as exc:
-                if len(plans) == 1:
-                    raise
-                logger.error("graph %s (%s) could not be opened: %s", plan.name, plan.spec.name, exc)
-                entry.failure = str(exc) or type(exc).__name__
-            served.append(entry)
+                entry.failure = start_failure(exc, plan.settings.start_timeout)
+                logger.error("graph %s (%s) could not be opened: %s", plan.name, plan.spec.name, entry.failure)
+            return entry
+
+        served = list(await asyncio.gather(*(open_one(plan) for plan in plans)))
         yield await build_server(served, max_heavy_calls=(settings or ServerSettings()).max_heavy_calls)
 
 
@@ -132,11 +136,20 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
         config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_config=None,
                                 access_log=verbose, log_level="info" if verbose else "warning")
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host
-        await serve_announced(uvicorn.Server(config), lambda: startup.info(
+        web = uvicorn.Server(config)
+        await serve_announced(web, lambda: startup.info(
             "serving %s at http://%s:%s%s (%s); accepting Host: %s",
-            ", ".join(server.graphs), shown, settings.port, MCP_PATH,
+            ", ".join(server.graphs), shown, bound_port(web, settings.port), MCP_PATH,
             "token required" if settings.auth_token else "no token: loopback only", policy.summary(),
         ))
+
+
+def bound_port(web: Any, asked: int) -> int:
+    """The port a started uvicorn server listens on (the one the system chose for ``--port 0``)."""
+    for listening in getattr(web, "servers", None) or []:
+        for sock in listening.sockets:
+            return int(sock.getsockname()[1])
+    return asked
 
 
 async def serve_announced(web: Any, announce: Callable[[], object]) -> None:
