@@ -38,9 +38,9 @@ from typing import Any
 
 from bfsql import Graph
 from bfsql.backends.sqlite import SqliteBackend
-from bfsql.embedders import create_embedder
 from bfsql.engine import search as engine_search
 from bfsql.loading.sqlite_loader import load_sqlite
+from bfsql.plugins import create_embedder
 
 WORDNET = Path("/usr/share/wordnet")
 WORDNET_TYPES = {"n": "Noun", "v": "Verb", "a": "Adjective", "s": "Adjective", "r": "Adverb"}

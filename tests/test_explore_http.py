@@ -97,7 +97,7 @@ def test_foreign_hosts_origins_and_form_posts_are_refused(explorer):
 
 
 def test_a_token_guards_every_request_and_a_first_visit_sets_a_cookie():
-    token = "s3cret-token"
+    token = "s3cret-token-for-the-tests"
     with running_explorer("--auth-token", token) as base, httpx.Client() as http:
         assert http.get(base).status_code == 401
         assert http.get(base + "static/explorer.js").status_code == 401
@@ -137,8 +137,8 @@ def test_open_shows_the_page_with_its_token_in_the_users_browser(tmp_path, monke
     browser = tmp_path / "browser.py"
     browser.write_text(f"import sys, pathlib; pathlib.Path({str(opened)!r}).write_text(sys.argv[1])\n")
     monkeypatch.setenv("BROWSER", f"{sys.executable} {browser} %s")  # webbrowser runs this "browser"
-    with running_explorer("--open", "--auth-token", "t0ken") as base:
+    with running_explorer("--open", "--auth-token", "t0ken-for-the-explorer") as base:
         deadline = time.monotonic() + 60
         while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
             time.sleep(0.1)  # the "browser" may not have written the address yet
-        assert opened.read_text() == base + "?token=t0ken"
+        assert opened.read_text() == base + "?token=t0ken-for-the-explorer"

@@ -58,7 +58,7 @@ def free_port() -> int:
 @pytest.fixture
 def http_server() -> Iterator[tuple[str, str]]:
     """A `bfsql serve --transport http` subprocess with a token; yields (url, token)."""
-    port, token = free_port(), "s3cret-token"
+    port, token = free_port(), "s3cret-token-for-the-tests"
     proc = subprocess.Popen([*SERVE, "--transport", "http", "--port", str(port), "--auth-token", token],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60

@@ -14,11 +14,11 @@ from bfsql.embedders import (
     Embedder,
     HashingEmbedder,
     cosine,
-    create_embedder,
     split_identifier,
     sync_embedding,
 )
 from bfsql.errors import InvalidArgument
+from bfsql.plugins import create_embedder
 
 from conftest import small_records
 

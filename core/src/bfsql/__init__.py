@@ -7,7 +7,6 @@ The rest of the package is internal and may change between releases.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from bfsql import postprocess
@@ -28,8 +27,6 @@ from bfsql.embedders import (
     EmbedderMismatch,
     HashingEmbedder,
     cosine,
-    create_embedder,
-    preferred_embedder,
 )
 from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
 from bfsql.engine.paths import path_query
@@ -61,9 +58,11 @@ from bfsql.models import (
     Truncation,
     to_output,
 )
+from bfsql.plugins import create_embedder, preferred_embedder
 from bfsql.primitives import SEARCH_LIMIT, Primitives
 from bfsql.rows import Edge, HopEdge, NodeInfo
 from bfsql.search_rank import lexical_rank
+from bfsql.version import __version__
 
 if TYPE_CHECKING:
     from bfsql.backend_options import backend_click_options, resolve_config
@@ -73,10 +72,6 @@ if TYPE_CHECKING:
     from bfsql.server.http import HostPolicy, is_loopback
     from bfsql.server.run import open_graph
 
-try:
-    __version__ = version("bfsql")
-except PackageNotFoundError:  # running from a source tree without installing
-    __version__ = "0.0.0"
 
 _LAZY = {
     # Imported on first use: they pull in click, the MCP SDK and the plugin registry, which a backend's

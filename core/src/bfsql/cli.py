@@ -17,8 +17,8 @@ from typing import Any
 
 import click
 
-from bfsql import __version__
 from bfsql.errors import BfsqlError
+from bfsql.version import __version__
 
 __all__ = ["build_cli", "main"]
 

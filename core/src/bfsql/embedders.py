@@ -38,13 +38,10 @@ __all__ = [
     "EmbedderMismatch",
     "HashingEmbedder",
     "cosine",
-    "create_embedder",
     "dot",
     "is_semantic",
     "min_similarity",
     "normalise",
-    "preferred_embedder",
-    "resolve_embedder_name",
     "split_identifier",
     "sync_embedding",
 ]
@@ -91,26 +88,6 @@ def is_semantic(embedder: Embedder) -> bool:
     """Whether the embedder captures meaning (its ``semantic`` attribute; ``hashing`` does not)."""
     inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
     return bool(getattr(inner, "semantic", False))
-
-
-def preferred_embedder() -> str | None:
-    """The first installed embedder of :data:`PREFERRED_EMBEDDERS`, or None."""
-    from bfsql.plugins import get_embedders
-
-    installed = get_embedders()
-    return next((name for name in PREFERRED_EMBEDDERS if name in installed), None)
-
-
-def resolve_embedder_name(choice: str, stored: str | None = None) -> str:
-    """The embedder name for ``choice``; :data:`AUTO` is ``stored`` (the store's vectors' embedder)
-    when installed, else the preferred semantic embedder, else ``hashing``."""
-    if choice != AUTO:
-        return choice
-    from bfsql.plugins import get_embedders
-
-    if stored is not None and stored in get_embedders():
-        return stored
-    return preferred_embedder() or DEFAULT_EMBEDDER
 
 
 class EmbedderMismatch(InvalidArgument):
@@ -304,24 +281,6 @@ def _embed_in_thread(embedder: Embedder, texts: list[str]) -> list[list[float]]:
     if error:
         raise error[0]
     return result[0]
-
-
-def create_embedder(name: str) -> Embedder:
-    """Build the registered embedder ``name``; :class:`InvalidArgument` naming the installed ones."""
-    from bfsql.plugins import get_embedders
-
-    specs = get_embedders()
-    spec = specs.get(name)
-    if spec is None:
-        raise InvalidArgument(
-            f"Unknown embedder {name!r}; installed: {', '.join(sorted(specs)) or '(none)'}.",
-            "Install a plugin that registers it (e.g. 'pip install bfsql-embed-minilm' for 'minilm-int8') "
-            "and check 'bfsql plugins'.",
-        )
-    embedder = spec.factory()
-    if not isinstance(embedder, Embedder):
-        raise TypeError(f"embedder factory {name!r} returned {type(embedder).__name__}, not an Embedder")
-    return embedder
 
 
 @hookimpl

@@ -25,6 +25,7 @@ from bfsql.cache import CacheConfig, CachePlugin
 from bfsql.embedders import CachedEmbedder, Embedder, HashingEmbedder, split_identifier
 from bfsql.errors import BackendFailure, BfsqlError, clip
 from bfsql.models import Node
+from bfsql.plugins import get_plugin_manager, new_plugin_manager
 from bfsql.primitives import PRIMITIVES, CachePolicy, Primitives, PrimitiveSpec, implementation
 from bfsql.rows import Edge
 
@@ -150,8 +151,6 @@ class Graph(Primitives):
         embedder: Embedder | None = None,
         primitive_timeout: float | None = DEFAULT_PRIMITIVE_TIMEOUT,
     ) -> None:
-        from bfsql.plugins import get_plugin_manager, new_plugin_manager
-
         self.backend = backend
         self.name = name
         self.stats = BackendCallStats()

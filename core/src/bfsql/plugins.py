@@ -21,26 +21,34 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pluggy
 from importlib_metadata import entry_points
 from pydantic import BaseModel
 
 from bfsql import hookspecs
+from bfsql.embedders import AUTO, DEFAULT_EMBEDDER, PREFERRED_EMBEDDERS, Embedder
+from bfsql.errors import InvalidArgument
+from bfsql.primitives import PrimitiveHookspecs
+from bfsql.version import __version__
 
 __all__ = [
     "FIRST_PARTY",
     "BackendSpec",
     "EmbedderSpec",
     "PluginLoadError",
+    "collect",
+    "create_embedder",
     "get_backends",
     "get_embedders",
     "get_plugin_manager",
     "install_hint",
     "list_plugins",
     "load_errors",
+    "preferred_embedder",
     "reset",
+    "resolve_embedder_name",
 ]
 
 logger = logging.getLogger(__name__)
@@ -52,9 +60,9 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "bfsql.backends.sqlite",
     "bfsql.embedders",
     "bfsql.postprocess",
-    "bfsql.server.tools",
 )
-"""Modules registered on every plugin manager, exactly like external plugins."""
+"""Modules registered on every plugin manager, exactly like external plugins. (The server registers its
+built-in tools itself, ahead of the plugins': see :func:`bfsql.server.app.collect_tools`.)"""
 
 
 FIRST_PARTY = {
@@ -139,8 +147,6 @@ def _record(name: str, exc: BaseException) -> None:
 
 def new_plugin_manager() -> pluggy.PluginManager:
     """A plugin manager with every bfsql hookspec (the primitive table's included) and nothing registered."""
-    from bfsql.primitives import PrimitiveHookspecs
-
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     pm.add_hookspecs(PrimitiveHookspecs)
@@ -202,7 +208,6 @@ def load_errors() -> list[dict[str, str]]:
 def list_plugins() -> list[dict[str, Any]]:
     """Every plugin with its name, version, hooks; broken ones with their error."""
     pm = get_plugin_manager()
-    from bfsql import __version__
 
     listing: list[dict[str, Any]] = []
     for name, plugin in sorted(pm.list_name_plugin(), key=lambda item: item[0] or ""):
@@ -221,60 +226,95 @@ def list_plugins() -> list[dict[str, Any]]:
     return listing
 
 
-_backends_cache: dict[str, BackendSpec] = {}
+class _Registered(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def plugin(self) -> str: ...
 
 
-def get_backends() -> dict[str, BackendSpec]:
-    """Every registered backend by name. A plugin whose registration fails is recorded."""
-    if _backends_cache:
-        return dict(_backends_cache)
-    pm = get_plugin_manager()
-    found: dict[str, BackendSpec] = {}
-    for impl in pm.hook.register_backends.get_hookimpls():
-        plugin_name = impl.plugin_name
+S = TypeVar("S", bound=_Registered)
 
-        def register(
-            name: str,
-            factory: Callable[[Any], Any],
-            config_model: type[BaseModel],
-            description: str,
-            env_aliases: dict[str, tuple[str, ...]] | None = None,
-            _plugin: str = plugin_name,
-        ) -> None:
-            if name in found:
-                raise ValueError(f"backend {name!r} is already registered by plugin {found[name].plugin!r}")
-            found[name] = BackendSpec(name, factory, config_model, description, _plugin, env_aliases)
+
+def collect(hook: str, make: Callable[..., S], kind: str) -> dict[str, S]:
+    """Call every implementation of the registration hook ``hook`` with a ``register`` callback.
+
+    ``register(*args, **kwargs)`` builds a spec with ``make(*args, plugin=NAME, **kwargs)``,
+    NAME being the registering plugin's; a name registered twice is an error of the second
+    plugin. A plugin whose registration fails is recorded (see :func:`load_errors`) and the
+    others are kept.
+    """
+    found: dict[str, S] = {}
+    for impl in getattr(get_plugin_manager().hook, hook).get_hookimpls():
+
+        def register(*args: Any, _plugin: str = impl.plugin_name, **kwargs: Any) -> None:
+            spec = make(*args, plugin=_plugin, **kwargs)
+            if spec.name in found:
+                raise ValueError(f"{kind} {spec.name!r} is already registered by plugin {found[spec.name].plugin!r}")
+            found[spec.name] = spec
 
         try:
             impl.function(register=register)
         except Exception as exc:
-            _record(plugin_name, exc)
-    _backends_cache.update(found)
-    return dict(found)
+            _record(impl.plugin_name, exc)
+    return found
 
 
+def _backend(name: str, factory: Callable[[Any], Any], config_model: type[BaseModel], description: str,
+             env_aliases: dict[str, tuple[str, ...]] | None = None, *, plugin: str) -> BackendSpec:
+    return BackendSpec(name, factory, config_model, description, plugin, env_aliases)
+
+
+def _embedder(name: str, factory: Callable[[], Any], description: str = "", *, plugin: str) -> EmbedderSpec:
+    return EmbedderSpec(name, factory, description, plugin)
+
+
+_backends_cache: dict[str, BackendSpec] = {}
 _embedders_cache: dict[str, EmbedderSpec] = {}
 
 
+def get_backends() -> dict[str, BackendSpec]:
+    """Every registered backend by name: ``register(name, factory, config_model, description, env_aliases=None)``."""
+    if not _backends_cache:
+        _backends_cache.update(collect("register_backends", _backend, "backend"))
+    return dict(_backends_cache)
+
+
 def get_embedders() -> dict[str, EmbedderSpec]:
-    """Every registered embedder by name. A plugin whose registration fails is recorded."""
-    if _embedders_cache:
-        return dict(_embedders_cache)
-    pm = get_plugin_manager()
-    found: dict[str, EmbedderSpec] = {}
-    for impl in pm.hook.register_embedders.get_hookimpls():
-        plugin_name = impl.plugin_name
+    """Every registered embedder by name: ``register(name, factory, description="")``."""
+    if not _embedders_cache:
+        _embedders_cache.update(collect("register_embedders", _embedder, "embedder"))
+    return dict(_embedders_cache)
 
-        def register(
-            name: str, factory: Callable[[], Any], description: str = "", _plugin: str = plugin_name
-        ) -> None:
-            if name in found:
-                raise ValueError(f"embedder {name!r} is already registered by plugin {found[name].plugin!r}")
-            found[name] = EmbedderSpec(name, factory, description, _plugin)
 
-        try:
-            impl.function(register=register)
-        except Exception as exc:
-            _record(plugin_name, exc)
-    _embedders_cache.update(found)
-    return dict(found)
+def create_embedder(name: str) -> Embedder:
+    """Build the registered embedder ``name``; :class:`InvalidArgument` naming the installed ones."""
+    specs = get_embedders()
+    spec = specs.get(name)
+    if spec is None:
+        raise InvalidArgument(
+            f"Unknown embedder {name!r}; installed: {', '.join(sorted(specs)) or '(none)'}.",
+            "Install a plugin that registers it (e.g. 'pip install bfsql-embed-minilm' for 'minilm-int8') "
+            "and check 'bfsql plugins'.",
+        )
+    embedder = spec.factory()
+    if not isinstance(embedder, Embedder):
+        raise TypeError(f"embedder factory {name!r} returned {type(embedder).__name__}, not an Embedder")
+    return embedder
+
+
+def preferred_embedder() -> str | None:
+    """The first installed embedder of :data:`~bfsql.embedders.PREFERRED_EMBEDDERS`, or None."""
+    installed = get_embedders()
+    return next((name for name in PREFERRED_EMBEDDERS if name in installed), None)
+
+
+def resolve_embedder_name(choice: str, stored: str | None = None) -> str:
+    """The embedder name for ``choice``; ``auto`` is ``stored`` (the store's vectors' embedder)
+    when installed, else the preferred semantic embedder, else ``hashing``."""
+    if choice != AUTO:
+        return choice
+    if stored is not None and stored in get_embedders():
+        return stored
+    return preferred_embedder() or DEFAULT_EMBEDDER

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.errors import BfsqlError, clip
+from bfsql.plugins import FIRST_PARTY, install_hint
 
 __all__ = [
     "DEFAULT_MAX_HEAVY_CALLS",
@@ -153,6 +154,8 @@ class ServerSettings(BaseModel):
     @field_validator("auth_token")
     @classmethod
     def _strong_token(cls, token: str | None) -> str | None:
+        if token == "":  # an empty variable is an unset one
+            return None
         if token is not None and (problem := weak_token(token)):
             raise ValueError(problem)
         return token
@@ -385,8 +388,6 @@ class _Reader:
                 shown = shown_value(key, value, raw["env"] if value is not raw else None)
                 raise self.error((*table, key), problem(exc.errors(include_url=False)[0], value, shown)) from None
             if key == "embedder" and value != "auto" and value not in self.embedders:
-                from bfsql.plugins import FIRST_PARTY, install_hint
-
                 hint = install_hint(value) or nearest(value, sorted({*self.embedders, *FIRST_PARTY}))
                 raise self.error((*table, key), f"embedder {value!r} is not installed.",
                                  f"{hint.strip()} Installed: {', '.join(self.embedders)}; see 'bfsql plugins'.".strip())
@@ -461,8 +462,6 @@ def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[s
             raise reader.error(table, "no backend.", f'Add backend = "NAME"; installed: {installed}.', table=True)
         backend = section["backend"]
         if not isinstance(backend, str) or backend not in backends:
-            from bfsql.plugins import FIRST_PARTY, install_hint
-
             hint = install_hint(str(backend)) or nearest(str(backend), sorted({*backends, *FIRST_PARTY}))
             raise reader.error((*table, "backend"), f"backend {backend!r} is not installed.",
                                f"{hint.strip()} Installed: {', '.join(sorted(backends))}; see 'bfsql plugins'.".strip())

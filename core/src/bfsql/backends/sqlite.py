@@ -36,7 +36,6 @@ from pydantic import BaseModel, Field
 
 from bfsql.backend import Capabilities, GraphBackend
 from bfsql.embedders import Embedder, EmbedderMismatch, is_semantic
-from bfsql.engine.pacing import in_light_call
 from bfsql.errors import BfsqlError, clip
 from bfsql.hookspecs import hookimpl
 from bfsql.loading.records import (
@@ -49,6 +48,7 @@ from bfsql.loading.records import (
 )
 from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION, decode_vectors
 from bfsql.models import EntityStub
+from bfsql.pacing import in_light_call
 from bfsql.primitives import SEARCH_LIMIT
 from bfsql.rows import Edge, HopEdge, NodeInfo
 from bfsql.search_rank import lexical_rank

@@ -18,6 +18,7 @@ from pathlib import Path
 from bfsql.loading import sqlite_loader
 from bfsql.loading.bundle import Record
 from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.version import __version__
 
 __all__ = [
     "CACHE_DIR_VARIABLE", "DATA_DIR", "FAMPLEX_VERSION", "cache_dir", "ensure_demo_db", "famplex_description",
@@ -163,7 +164,6 @@ def ensure_demo_db() -> Path:
     and renames it into place, so a reader never sees a half-built store and two
     processes building at once both end with a complete one.
     """
-    from bfsql import __version__
 
     path = cache_dir() / f"famplex-{FAMPLEX_VERSION}-bfsql-{__version__}-{_content_hash()}.sqlite"
     if not path.is_file():

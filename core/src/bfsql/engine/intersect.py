@@ -15,11 +15,11 @@ from bfsql.engine.answer import AnswerRoom, Detail, Traversal
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds, type_set
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, schema_summary
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
-from bfsql.engine.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.models import ConnectionPath, Truncation
+from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 
 __all__ = ["PATHS_MAX", "PATHS_NODES", "connections", "intersect_subgraphs", "reach_all"]
 

@@ -34,7 +34,6 @@ from typing import Literal
 from bfsql.backend import gather_or_cancel
 from bfsql.embedders import dot, split_identifier
 from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
-from bfsql.engine.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.engine.path_syntax import (
     ExactEntity,
     Hop,
@@ -49,6 +48,7 @@ from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
 from bfsql.models import PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
+from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge
 
 __all__ = [

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from bfsql.backend import gather_or_cancel
 from bfsql.engine.answer import Triple
 from bfsql.engine.budget import TraversalBudget
-from bfsql.engine.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.graph import Graph
 from bfsql.models import Truncation
+from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge
 
 __all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand"]

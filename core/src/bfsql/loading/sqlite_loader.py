@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bfsql.embedders import Embedder, create_embedder, preferred_embedder, sync_embedding
+from bfsql.embedders import Embedder, sync_embedding
 from bfsql.loading.bundle import Record
 from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
@@ -64,6 +64,7 @@ from bfsql.loading.prefixes import PrefixMap, parse_prefix, turtle_prefixes
 from bfsql.loading.progress import LoadProgress
 from bfsql.loading.readers import FORMATS, ImpliedEntity, check_format, detect_format, read_records, require_rdflib
 from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.plugins import create_embedder, preferred_embedder
 
 __all__ = [
     "AUTO_EMBEDDER",

@@ -22,15 +22,16 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, Tool
 
-from bfsql import __version__
 from bfsql.backend import gather_or_cancel
-from bfsql.embedders import create_embedder, resolve_embedder_name
 from bfsql.errors import BfsqlError, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing
+from bfsql.plugins import collect, create_embedder, resolve_embedder_name
 from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection, schema_injection
 from bfsql.server.pipeline import READ_ONLY, ServeSettings, ToolSpec, error_result, run_tool, tool_spec
+from bfsql.server.tools import register_builtin_tools
 from bfsql.settings import DEFAULT_MAX_HEAVY_CALLS, graph_name_error
+from bfsql.version import __version__
 
 __all__ = ["BfsqlServer", "ServeSettings", "ServedGraph", "build_server", "collect_tools", "start_failure"]
 
@@ -144,28 +145,25 @@ class BfsqlServer(MCPServer):
 
 
 def collect_tools() -> list[ToolSpec]:
-    """Every tool of the ``register_tools`` hook: the built-in ones first, then the plugins', by name."""
-    from bfsql.plugins import get_plugin_manager
+    """Every tool: the built-in ones, registered here by the server, then the plugins' (``register_tools`` hook).
 
-    specs: dict[str, ToolSpec] = {}
+    A plugin's tool whose name is taken is an error of that plugin (see ``bfsql plugins``).
+    """
+    builtin: dict[str, ToolSpec] = {}
 
-    def register(
-        fn: Callable[..., Any],
-        name: str | None = None,
-        description: str | None = None,
-        output: Any = None,
-        injects_schema: bool = False,
-        heavy: bool = False,
-    ) -> None:
-        spec = tool_spec(fn, name=name, description=description, output=output, injects_schema=injects_schema,
-                         heavy=heavy)
-        if spec.name in specs:
-            raise ValueError(f"a tool named {spec.name!r} is already registered")
-        specs[spec.name] = spec
+    def register(fn: Callable[..., Any], **options: Any) -> None:
+        spec = tool_spec(fn, plugin="bfsql", **options)
+        builtin[spec.name] = spec
 
-    get_plugin_manager().hook.register_tools(register=register)
-    builtin = [s for s in specs.values() if s.fn.__module__ == "bfsql.server.tools"]
-    return builtin + [s for s in specs.values() if s.fn.__module__ != "bfsql.server.tools"]
+    register_builtin_tools(register)
+
+    def plugin_tool(fn: Callable[..., Any], *, plugin: str, **options: Any) -> ToolSpec:
+        spec = tool_spec(fn, plugin=plugin, **options)
+        if spec.name in builtin:
+            raise ValueError(f"tool {spec.name!r} is one of bfsql's own")
+        return spec
+
+    return [*builtin.values(), *collect("register_tools", plugin_tool, "tool").values()]
 
 
 async def _prepare(served: ServedGraph) -> None:

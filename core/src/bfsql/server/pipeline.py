@@ -31,10 +31,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from bfsql.engine.answer import Traversal
 from bfsql.engine.budget import TraversalBudget
-from bfsql.engine.pacing import light_call
 from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
+from bfsql.pacing import light_call
 from bfsql.server.fitting import (
     Budget,
     answer_limit,
@@ -121,6 +121,8 @@ class ToolSpec:
     """A traversal that may compute for seconds: it waits for one of the server's heavy-call slots."""
     graph_param: str | None = None
     context_param: str | None = None
+    plugin: str = "bfsql"
+    """Who registered it: ``bfsql`` for the built-in tools, else the plugin's name."""
 
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments."""
@@ -148,6 +150,7 @@ def tool_spec(
     output: Any = None,
     injects_schema: bool = False,
     heavy: bool = False,
+    plugin: str = "bfsql",
 ) -> ToolSpec:
     """A :class:`ToolSpec` from a function: its parameters become the arguments' model.
 
@@ -185,6 +188,7 @@ def tool_spec(
         heavy=heavy,
         graph_param=graph_param,
         context_param=context_param,
+        plugin=plugin,
     )
 
 

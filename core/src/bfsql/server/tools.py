@@ -1,9 +1,10 @@
 """The built-in tools: the six of BFS-QL, path_query and describe_edges.
 
-They are registered through the ``register_tools`` hook, like any plugin's tools, and pass
-the same pipeline (:mod:`bfsql.server.pipeline`). Each is a function whose parameters are
-the tool's arguments (types, descriptions and examples make its input schema) and whose
-answer is typed; the pipeline fits the answer to the budget.
+The server registers them itself (:func:`register_builtin_tools`), with the callback plugins
+get from the ``register_tools`` hook, ahead of the plugins' tools; all pass the same pipeline
+(:mod:`bfsql.server.pipeline`). Each is a function whose parameters are the tool's arguments
+(types, descriptions and examples make its input schema) and whose answer is typed; the
+pipeline fits the answer to the budget.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from bfsql.engine.answer import Traversal
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD
 from bfsql.engine.paths import path_query as run_path_query
 from bfsql.errors import InvalidArgument, UnknownEntity, clip
-from bfsql.hookspecs import hookimpl
 from bfsql.models import (
     BfsResult,
     EntityStub,
@@ -36,7 +36,7 @@ from bfsql.rows import Edge
 from bfsql.server.instructions import DEFAULT_NEXT_STEPS, TOOL_DESCRIPTIONS, TOOL_USAGE_NOTES
 from bfsql.server.pipeline import ToolContext
 
-__all__ = ["BUILTIN_TOOLS", "register_tools"]
+__all__ = ["BUILTIN_TOOLS", "register_builtin_tools"]
 
 MaxTokens = Annotated[
     int | None,
@@ -309,9 +309,8 @@ BUILTIN_TOOLS: tuple[tuple[Any, Any, bool], ...] = (
 description lists the schema, and it waits for one of the server's heavy-call slots."""
 
 
-@hookimpl
-def register_tools(register: Any) -> None:
-    """Register the built-in tools, as a plugin registers its own."""
+def register_builtin_tools(register: Any) -> None:
+    """Register the built-in tools with the server's ``register`` (the callback plugins get from ``register_tools``)."""
     for fn, output, traverses in BUILTIN_TOOLS:
         register(fn, description=TOOL_DESCRIPTIONS[fn.__name__], output=output, injects_schema=traverses,
                  heavy=traverses)
