@@ -58,6 +58,7 @@ from bfsql.models import (
     Truncation,
     to_output,
 )
+from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer, in_light_call, light_call
 from bfsql.plugins import create_embedder, preferred_embedder
 from bfsql.primitives import SEARCH_LIMIT, Primitives
 from bfsql.rows import Edge, HopEdge, NodeInfo
@@ -103,6 +104,7 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "PROVENANCE_KEYS",
     "SEARCH_LIMIT",
+    "WORK_BETWEEN_CHECKS",
     "BackendFailure",
     "BadRow",
     "BfsResult",
@@ -126,6 +128,7 @@ __all__ = [
     "MemoryBackend",
     "Node",
     "NodeInfo",
+    "Pacer",
     "PathQueryResult",
     "Primitives",
     "Record",
@@ -156,9 +159,11 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "hop_edges",
+    "in_light_call",
     "intersect_subgraphs",
     "is_loopback",
     "lexical_rank",
+    "light_call",
     "load_sqlite",
     "node_metadata",
     "open_graph",

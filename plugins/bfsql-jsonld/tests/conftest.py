@@ -1,8 +1,9 @@
 """Fixtures: the reference server over the standard graph, and small scripted API servers.
 
 * ``reference_url``: one ``bfsql jsonld-serve --backend memory`` subprocess for the whole
-  session, publishing the standard graph with pages of 2 relations and batches of 3 ids
-  (so paging and batch chunking are exercised by every conformance check).
+  session, publishing the standard graph with pages of 2 relations, batches of 3 ids and
+  batch answers of 3 relations (so paging, batch chunking and batch continuations are
+  exercised by every conformance check).
 * ``scripted``: a real aiohttp server on a free loopback port whose answers a test
   scripts path by path, recording every request it receives.
 """
@@ -24,6 +25,7 @@ from jsonld_scripted import ScriptedApi
 
 REFERENCE_PAGE_SIZE = 2
 REFERENCE_MAX_BATCH = 3
+REFERENCE_BATCH_ROWS = 3
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +53,8 @@ def reference_url(standard_bundle_file: Path, tmp_path_factory: pytest.TempPathF
         str(REFERENCE_PAGE_SIZE),
         "--max-batch",
         str(REFERENCE_MAX_BATCH),
+        "--batch-rows",
+        str(REFERENCE_BATCH_ROWS),
     ]
     with open(log, "wb") as output:
         proc = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=dict(os.environ))

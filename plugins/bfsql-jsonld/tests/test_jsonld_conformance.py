@@ -1,11 +1,11 @@
 """The conformance suite through the reference server, over real HTTP on loopback.
 
 The server is a ``bfsql jsonld-serve --backend memory`` subprocess over the standard
-graph, with pages of 2 relations and batches of 3 ids. Four ways of reading it must
-all conform: with its batch endpoints; without them, one request per id and hop
-(``--edges-url`` lists both directions); without them, one request per id and direction
-(the default templates); and with a client @context that expands and re-compacts every
-type, predicate and key.
+graph, with pages of 2 relations, batches of 3 ids and batch answers of 3 relations. Four
+ways of reading it must all conform: with its batch endpoints (their answers continued
+over next links); without them, one request per id and hop (``--edges-url`` lists both
+directions); without them, one request per id and direction (the default templates); and
+with a client @context that expands and re-compacts every type, predicate and key.
 """
 
 from __future__ import annotations

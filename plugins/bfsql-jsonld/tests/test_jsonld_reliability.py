@@ -43,7 +43,7 @@ from bfsql_testsupport.faults import BackgroundLoop, MarkedProcess, new_mark
 from bfsql_testsupport.outages import outage_between_calls, outage_during_traversal, standard_reference_calls
 from bfsql_testsupport.services import free_port, wait_for_port
 
-from conftest import REFERENCE_MAX_BATCH, REFERENCE_PAGE_SIZE
+from conftest import REFERENCE_BATCH_ROWS, REFERENCE_MAX_BATCH, REFERENCE_PAGE_SIZE
 from jsonld_scripted import Reply, ScriptedApi
 
 pytestmark = pytest.mark.reliability
@@ -123,6 +123,7 @@ class ReferenceInstance:
         self.command = [
             sys.executable, "-m", "bfsql", "jsonld-serve", "--backend", "memory", "--bundle", str(bundle),
             "--port", str(self.port), "--page-size", str(REFERENCE_PAGE_SIZE), "--max-batch", str(REFERENCE_MAX_BATCH),
+            "--batch-rows", str(REFERENCE_BATCH_ROWS),
         ]  # fmt: skip
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0

@@ -4,7 +4,8 @@ The API answers one entity per request: each id of a batch is one request (plus 
 to a URL built from a configurable template, at most ``--max-connections`` in flight.
 The schema document is read once at start-up: it checks that the API answers, gives
 the vocabulary, and may advertise batch endpoints, which the primitives then use (one
-POST per chunk of ids instead of one GET per id).
+POST per chunk of ids instead of one GET per id). A batch answer may be paged like a list:
+its next link is POSTed the same body until none remains, so answers stay whole.
 
 A hop reads each entity's relations (one request with ``--edges-url``, else one per
 direction) and takes the other ends' types and names from the same documents, where
@@ -153,8 +154,11 @@ class JsonLdBackend(GraphBackend):
     async def _frame(self, response: Response) -> Frame:
         return await self._reader.document(response.data, response.url, response.links.get(JSONLD_CONTEXT_REL))
 
-    async def _pages(self, url: str, limit: int | None = None) -> list[Frame]:
-        """The members of a list document and of every following page (hydra:next, Link: rel=next)."""
+    async def _pages(self, url: str, limit: int | None = None, body: Any = None) -> list[Frame]:
+        """The members of a list document and of every following page (hydra:next, Link: rel=next).
+
+        With a ``body``, every page is asked for by POSTing it (a batch answer and its continuations).
+        """
         members: list[Frame] = []
         seen: set[str] = set()
         next_url: str | None = url
@@ -169,7 +173,7 @@ class JsonLdBackend(GraphBackend):
                     "Raise --max-pages, or ask the API for larger pages.",
                 )
             seen.add(next_url)
-            response = await self._client.get(next_url)
+            response = await (self._client.get(next_url) if body is None else self._client.post(next_url, body))
             frame = await self._frame(response)
             members.extend(self._reader.members(frame))
             if limit is not None and len(members) >= limit:
@@ -343,7 +347,8 @@ class JsonLdBackend(GraphBackend):
         for member in await self._batched(url, ids, lambda chunk: {"ids": list(chunk), "direction": direction}):
             _, _, raw_id = self._reader.required(member, ID, "batch relations entry")
             relations = [self._reader.relation(m) for m in self._reader.members(member)]
-            found[self._reader.node_id(member, raw_id)] = relations
+            # an entity whose relations span two pages is listed in both
+            found.setdefault(self._reader.node_id(member, raw_id), []).extend(relations)
         return found
 
     # -- edges ---------------------------------------------------------------------
@@ -407,9 +412,9 @@ class JsonLdBackend(GraphBackend):
         size = self._schema.max_batch
         chunks = [items[i : i + size] for i in range(0, len(items), size)]
 
-        async def one(i: int) -> Frame:
+        async def one(i: int) -> list[Frame]:
             try:
-                return await self._fetch(url, body(chunks[i]), post=True)
+                return await self._pages(url, body=body(chunks[i]))
             except NotFound:
                 raise ApiError(
                     f"The batch endpoint {shown(url)} advertised by the schema answered 404.",
@@ -417,7 +422,7 @@ class JsonLdBackend(GraphBackend):
                 ) from None
 
         answers = await gather_bounded(range(len(chunks)), one, self._concurrency)
-        return [member for i in range(len(chunks)) for member in self._reader.members(answers[i])]
+        return [member for i in range(len(chunks)) for member in answers[i]]
 
 
 def _distinct(entity_ids: list[str]) -> list[str]:

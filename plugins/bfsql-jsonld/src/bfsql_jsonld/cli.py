@@ -32,6 +32,27 @@ def jsonld_serve_command() -> click.Command:
         "--max-batch", type=click.IntRange(1, 100_000), default=500, show_default=True, help="Ids per batch request."
     )
     @click.option(
+        "--batch-rows",
+        type=click.IntRange(1, 1_000_000),
+        default=ServerOptions.batch_rows,
+        show_default=True,
+        help="Relations per batch answer; the rest follows its next link.",
+    )
+    @click.option(
+        "--batch-kb",
+        type=click.IntRange(1, 1_048_576),
+        default=ServerOptions.batch_bytes // 1024,
+        show_default=True,
+        help="KiB of relations per batch answer (about); the rest follows its next link.",
+    )
+    @click.option(
+        "--max-heavy-requests",
+        type=click.IntRange(1, 1024),
+        default=ServerOptions.max_heavy_requests,
+        show_default=True,
+        help="Batch requests computed at once; the others wait their turn. Other requests never wait.",
+    )
+    @click.option(
         "--vocab", default=DEFAULT_VOCAB, show_default=True, help="@vocab IRI of types, predicates and metadata keys."
     )
     @click.option(
@@ -59,6 +80,9 @@ def jsonld_serve_command() -> click.Command:
         port: int,
         page_size: int,
         max_batch: int,
+        batch_rows: int,
+        batch_kb: int,
+        max_heavy_requests: int,
         vocab: str,
         embedder: str,
         serve_token: str | None,
@@ -84,8 +108,16 @@ def jsonld_serve_command() -> click.Command:
                 f"Refusing to publish the graph on {host} without authentication: "
                 "set --serve-token (or BFSQL_JSONLD_SERVE_TOKEN), or bind 127.0.0.1."
             )
-        options = ServerOptions(page_size=page_size, max_batch=max_batch, vocab=vocab, auth_token=serve_token,
-                                allowed_hosts=allowed_hosts)
+        options = ServerOptions(
+            page_size=page_size,
+            max_batch=max_batch,
+            batch_rows=batch_rows,
+            batch_bytes=batch_kb * 1024,
+            max_heavy_requests=max_heavy_requests,
+            vocab=vocab,
+            auth_token=serve_token,
+            allowed_hosts=allowed_hosts,
+        )
 
         async def main() -> None:
             config = resolve_config(specs[backend], backend_options)

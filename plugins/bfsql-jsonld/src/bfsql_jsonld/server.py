@@ -10,7 +10,7 @@ Routes (every id is one percent-encoded path segment or query value)::
     GET  /entities?q=TEXT[&types=T&types=U][&limit=N]
     GET  /relations?subject=S&predicate=P&object=O
     POST /batch/entities           {"ids": [...]}
-    POST /batch/relations          {"ids": [...], "direction": "out"|"in"}
+    POST /batch/relations[?cursor=C]  {"ids": [...], "direction": "out"|"in"}
     POST /batch/relation-metadata  {"relations": [{"subject", "predicate", "object"}, ...]}
     POST /vector-search            {"vector": [...], "types": [...] | null, "limit": N}  (if the graph has one)
 
@@ -19,8 +19,16 @@ header). In a relation list, the end of each relation other than the listed enti
 written as a node object with its type and name (``"object": {"@id": …, "@type": …,
 "name": …}``), so a reader learns a whole hop from it; an end that is no entity (a
 dangling edge) stays a plain id. The lists come from the graph's ``hop`` primitive.
+A batch answer of relations is bounded too (:mod:`bfsql_jsonld.relation_pages`): an
+unfinished one ends with a next link, to which the client POSTs the same body again.
 The POST routes only read: they take id lists too long for a URL. The server only ever
 calls the graph's read primitives, so it cannot change the graph.
+
+Scheduling, as in ``bfsql serve``: the batch routes are heavy, and at most
+``max_heavy_requests`` of them are computed at once (the others wait their turn, in order of
+arrival); every other request is cheap and never waits for a slot. Heavy work yields the event
+loop every slice, and whole slices while cheap requests are in flight
+(:mod:`bfsql.pacing`).
 """
 
 from __future__ import annotations
@@ -37,7 +45,16 @@ from typing import Any
 
 from aiohttp import web
 
-from bfsql import BfsqlError, Edge, EntityStub, Graph, HopEdge, HostPolicy, NodeInfo, gather_or_cancel
+from bfsql import BfsqlError, Edge, EntityStub, Graph, HostPolicy, NodeInfo, gather_or_cancel, light_call
+from bfsql_jsonld.relation_pages import (
+    PageLimits,
+    decode_cursor,
+    encode_cursor,
+    hop_relation,
+    listed_relations,
+    relation_page,
+    request_digest,
+)
 
 __all__ = ["DEFAULT_VOCAB", "ServerOptions", "build_app", "run_server", "server_context"]
 
@@ -51,8 +68,6 @@ SEARCH_LIMIT = 20
 """Search hits answered when the request gives no ``limit``."""
 MAX_LIMIT = 200
 """The most hits a search or a vector search may ask for."""
-DIRECTIONS = {"out": (0,), "in": (2,), "both": (0, 2)}
-"""Which position of an edge (subject 0, object 2) holds the listed entity, by ``direction``."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,12 @@ class ServerOptions:
     """Relations per page (a client may ask for fewer with ``page_size``)."""
     max_batch: int = 500
     """Ids (or relations) one batch request may hold."""
+    batch_rows: int = 5000
+    """Relations one batch answer may hold; the rest follows its next link."""
+    batch_bytes: int = 2**20
+    """Bytes one batch answer's relations may take (about: the envelope adds its context)."""
+    max_heavy_requests: int = 4
+    """Batch requests computed at once; the others wait their turn."""
     vocab: str = DEFAULT_VOCAB
     """The ``@vocab`` IRI that types, predicates and metadata keys are relative to."""
     auth_token: str | None = None
@@ -123,18 +144,6 @@ def _relation(edge: Edge) -> dict[str, Any]:
     return {"subject": edge.subject, "predicate": edge.predicate, "object": edge.object}
 
 
-def _hop_relation(entity_id: str, row: HopEdge) -> dict[str, Any]:
-    """A relation of ``entity_id`` whose other end, when it is an entity, is a node object with its type and name."""
-    subject, predicate, obj, other_type, other_name = row
-    relation: dict[str, Any] = {"subject": subject, "predicate": predicate, "object": obj}
-    if other_type is not None:
-        other = "object" if subject == entity_id else "subject"
-        relation[other] = {"@id": relation[other], "@type": other_type}
-        if other_name is not None:
-            relation[other]["name"] = other_name
-    return relation
-
-
 def _direction(value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise web.HTTPBadRequest(text=f"direction must be {' or '.join(map(repr, allowed))}, got {value!r}")
@@ -145,21 +154,6 @@ async def _entities(graph: Graph, ids: list[str]) -> dict[str, dict[str, Any]]:
     """The entity documents of the known ids among ``ids``, in their order."""
     nodes, metadata = await gather_or_cancel(graph.get_nodes(ids), graph.metadata_for_nodes(ids))
     return {i: _entity(i, nodes[i], metadata.get(i, {})) for i in dict.fromkeys(ids) if i in nodes}
-
-
-async def _relations(graph: Graph, ids: list[str], direction: str) -> dict[str, list[dict[str, Any]]]:
-    """The relations of each known id in ``direction``, sorted by edge; unknown ids left out."""
-    rows, known = await gather_or_cancel(graph.hop(ids), graph.get_nodes(ids))
-    ends = DIRECTIONS[direction]
-    return {
-        i: [
-            _hop_relation(i, row)
-            for row in sorted(rows.get(i, []), key=lambda r: r[:3])
-            if any(row[end] == i for end in ends)
-        ]
-        for i in dict.fromkeys(ids)
-        if i in known
-    }
 
 
 async def _relation_documents(graph: Graph, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
@@ -273,6 +267,8 @@ async def schema(request: web.Request) -> web.Response:
                 "relations": "/batch/relations",
                 "relation_metadata": "/batch/relation-metadata",
                 "max_ids": options.max_batch,
+                "max_relations": options.batch_rows,
+                "max_bytes": options.batch_bytes,
             },
             "vector_search": vector,
         },
@@ -294,16 +290,16 @@ async def relations(request: web.Request) -> web.Response:
     direction = _direction(request.query.get("direction", "out"), ("out", "in", "both"))
     page = _int_param(request, "page", 1, 1, 10**9)
     size = _int_param(request, "page_size", options.page_size, 1, options.page_size)
-    found = await _relations(graph, [entity_id], direction)
-    if entity_id not in found:
+    rows, known = await gather_or_cancel(graph.hop([entity_id]), graph.get_nodes([entity_id]))
+    if entity_id not in known:
         raise web.HTTPNotFound(text=f"no entity {entity_id!r}")
-    listed = found[entity_id]
+    listed = listed_relations(entity_id, rows.get(entity_id, []), direction)
     start = (page - 1) * size
     body: dict[str, Any] = {
         "@id": str(request.rel_url),
         "@type": "Collection",
         "totalItems": len(listed),
-        "relations": listed[start : start + size],
+        "relations": [hop_relation(entity_id, row) for row in listed[start : start + size]],
     }
     headers = {}
     if start + size < len(listed):
@@ -373,14 +369,32 @@ async def batch_entities(request: web.Request) -> web.Response:
 
 
 async def batch_relations(request: web.Request) -> web.Response:
-    """The relations of many entities in one direction; unknown ids are left out."""
+    """The relations of many entities in one direction, one bounded page; unknown ids are left out."""
     graph, options = request.app[GRAPH_KEY], request.app[OPTIONS_KEY]
     body = await _json_body(request)
-    ids = _strings(_id_list(body, "ids", options.max_batch), "ids")
+    ids = list(dict.fromkeys(_strings(_id_list(body, "ids", options.max_batch), "ids")))
     direction = _direction(body.get("direction", "out"), ("out", "in"))
-    found = await _relations(graph, ids, direction)
-    items = [{"@id": i, "relations": relations} for i, relations in found.items()]
-    return _answer(request, {"@type": "Collection", "entities": items})
+    digest = request_digest(ids, direction)
+    try:
+        start = decode_cursor(request.query.get("cursor"), digest)
+    except ValueError as exc:
+        raise web.HTTPBadRequest(text=str(exc)) from None
+    limits = PageLimits(options.batch_rows, options.batch_bytes)
+    page = await relation_page(graph, ids, direction, start, limits)
+    parts = [b'{"@context":', _json_bytes(request.app[CONTEXT_KEY]), b',"@type":"Collection","entities":']
+    parts.append(page.entities)  # written as text by the page: no 23 MB document of dicts first
+    headers = {}
+    if page.next is not None:
+        next_url = str(request.rel_url.update_query(cursor=encode_cursor(page.next, digest)))
+        view = {"@id": str(request.rel_url), "@type": "PartialCollectionView", "next": next_url}
+        parts.append(b',"view":' + _json_bytes(view))
+        headers["Link"] = f'<{next_url}>; rel="next"'
+    parts.append(b"}")
+    return web.Response(body=b"".join(parts), content_type=CONTENT_TYPE, charset="utf-8", headers=headers)
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode()
 
 
 async def batch_relation_metadata(request: web.Request) -> web.Response:
@@ -456,6 +470,44 @@ def _auth(token: str) -> Any:
     return check
 
 
+ROUTES: list[tuple[str, str, Handler, bool]] = [
+    ("GET", "/", index, False),
+    ("GET", "/context.jsonld", context, False),
+    ("GET", "/schema", schema, False),
+    ("GET", "/entities", search, False),
+    ("GET", "/entities/{id}", entity, False),
+    ("GET", "/entities/{id}/relations", relations, False),
+    ("GET", "/relations", relation, False),
+    ("POST", "/batch/entities", batch_entities, True),
+    ("POST", "/batch/relations", batch_relations, True),
+    ("POST", "/batch/relation-metadata", batch_relation_metadata, True),
+    ("POST", "/vector-search", vector_search, False),
+]
+"""Every route: method, path, handler, and whether it is heavy (waits for a slot) or cheap."""
+
+
+def _heavy(handler: Handler, slots: asyncio.Semaphore) -> Handler:
+    """``handler`` run in one of the heavy-request slots, waited for in order of arrival."""
+
+    @functools.wraps(handler)
+    async def in_slot(request: web.Request) -> web.StreamResponse:
+        async with slots:
+            return await handler(request)
+
+    return in_slot
+
+
+def _cheap(handler: Handler) -> Handler:
+    """``handler`` marked cheap: heavy work in flight yields whole slices of the event loop to it."""
+
+    @functools.wraps(handler)
+    async def cheap(request: web.Request) -> web.StreamResponse:
+        with light_call():
+            return await handler(request)
+
+    return cheap
+
+
 def build_app(graph: Graph, options: ServerOptions | None = None) -> web.Application:
     """The aiohttp application publishing ``graph``; the caller owns the graph's lifecycle."""
     options = options or ServerOptions()
@@ -465,17 +517,10 @@ def build_app(graph: Graph, options: ServerOptions | None = None) -> web.Applica
     app[GRAPH_KEY] = graph
     app[OPTIONS_KEY] = options
     app[CONTEXT_KEY] = server_context(options.vocab)
-    app.router.add_get("/", index)
-    app.router.add_get("/context.jsonld", context)
-    app.router.add_get("/schema", schema)
-    app.router.add_get("/entities", search)
-    app.router.add_get("/entities/{id}", entity)
-    app.router.add_get("/entities/{id}/relations", relations)
-    app.router.add_get("/relations", relation)
-    app.router.add_post("/batch/entities", batch_entities)
-    app.router.add_post("/batch/relations", batch_relations)
-    app.router.add_post("/batch/relation-metadata", batch_relation_metadata)
-    app.router.add_post("/vector-search", vector_search)
+    slots = asyncio.Semaphore(options.max_heavy_requests)
+    for method, path, handler, heavy in ROUTES:
+        add = app.router.add_get if method == "GET" else app.router.add_post  # a GET answers HEAD too
+        add(path, _heavy(handler, slots) if heavy else _cheap(handler))
     return app
 
 
