@@ -30,10 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from bfsql import Graph
-from bfsql.server.fitting import Budget
-from bfsql.server.pipeline import DEFAULT_MAX_TOKENS, ServeSettings, ToolContext, fit_and_serialise
+from bfsql.budgets import DEFAULT_MAX_TOKENS
+from bfsql.server.fitting import AnswerBudget
+from bfsql.server.pipeline import fit_and_serialise, postprocess
 from bfsql.server.run import tune_garbage_collector
+from bfsql.server.tool_spec import ToolContext
 from bfsql.server.tools import bfs_query, intersect_subgraphs
+from bfsql.settings import ServerSettings
 
 KNOWN_DISEASES = ["OMIM:154700", "ORPHA:558", "OMIM:219700", "OMIM:134430", "OMIM:100800"]
 """Marfan syndrome (the issue's example) and the traversal benchmark's disease seeds."""
@@ -70,12 +73,13 @@ def pick_diseases(bundle: Path) -> list[str]:
 
 async def measure(graph: Graph, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     """One call of a built-in tool function, then the pipeline's fitting: times and what the answer holds."""
-    budget = Budget(DEFAULT_MAX_TOKENS)
+    budget = AnswerBudget(DEFAULT_MAX_TOKENS)
     engine, fitting = [], []
     for _ in range(REPEAT):
-        ctx = ToolContext(graph, ServeSettings(), budget)
+        ctx = ToolContext(graph, ServerSettings(), budget)
         started = time.perf_counter()
         answer = await tool(ctx, **arguments)
+        postprocess(graph, answer, tool.__name__)
         engine.append(time.perf_counter() - started)
         started = time.perf_counter()
         fitted, text = fit_and_serialise(answer, budget)
@@ -99,7 +103,7 @@ async def measure(graph: Graph, tool: Any, arguments: dict[str, Any]) -> dict[st
 async def bench_diseases(graph: Graph, diseases: list[str]) -> bool:
     """The 20 diseases' 1-hop full answers and five 2-hop ones: table and verdict."""
     say(f"\n20 diseases, 1-hop full bfs_query (and 2 hops from {len(KNOWN_DISEASES)}), default budget "
-        f"({DEFAULT_MAX_TOKENS} tokens = {Budget(DEFAULT_MAX_TOKENS).chars} chars), median of {REPEAT}")
+        f"({DEFAULT_MAX_TOKENS} tokens = {AnswerBudget(DEFAULT_MAX_TOKENS).chars} chars), median of {REPEAT}")
     say(f"{'seed':<16}{'hops':>4}{'nodes':>12}{'chars':>8}{'used':>7}{'named':>7}{'full':>7}{'engine ms':>11}"
         f"{'fit ms':>8}{'fit/eng':>8}")
     rows = []

@@ -11,7 +11,7 @@ PostgreSQL and SQLite; FalkorDB and Oxigraph get the part the neo4j HPO test use
 relationships), which loads in seconds.
 
 Both sides answer the same question: an undirected BFS from one seed up to ``hops``,
-without cuts (``TraversalBudget(max_nodes=1_000_000, max_edges_per_node=1_000_000)``),
+without cuts (``TraversalLimits(max_nodes=1_000_000, max_edges_per_node=1_000_000)``),
 with the semantics of ``bfsql.engine.traverse.expand``: hop h expands the nodes at
 distance h-1 through their edges in both directions; the answer's nodes are every
 reached entity, its edges every edge examined whose both ends were reached (so an
@@ -83,12 +83,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bfsql import Graph, TraversalBudget, bfs_query
+from bfsql import Graph, TraversalLimits, bfs_query
 from bfsql.server.run import tune_garbage_collector
 
 ROOT = Path(__file__).resolve().parent.parent
 STORES = ("postgres", "sqlite", "falkordb", "oxigraph")
-NO_CUT = TraversalBudget(max_nodes=1_000_000, max_edges_per_node=1_000_000)
+NO_CUT = TraversalLimits(max_nodes=1_000_000, max_edges_per_node=1_000_000)
 """A budget that never cuts: the answer is the whole neighbourhood."""
 SLOW = 60.0
 """Seconds a warm-up query may take at 2 hops before its class is capped to 1 hop."""
@@ -252,7 +252,7 @@ def bfsql_side(backend: Any, translate: Callable[[str], str] = str) -> Side:
     async def side(seed: str, hops: int, topology: bool) -> tuple[float, Answer]:
         graph = Graph(backend)
         started = time.perf_counter()
-        result = await bfs_query(graph, [translate(seed)], hops, topology_only=topology, budget=NO_CUT)
+        result = await bfs_query(graph, [translate(seed)], hops, topology_only=topology, limits=NO_CUT)
         seconds = time.perf_counter() - started
         assert result.node_count == len(result.nodes) and result.edge_count == len(result.edges)
         if not topology:

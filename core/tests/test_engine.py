@@ -11,7 +11,7 @@ import pytest
 
 from bfsql import Graph, postprocess
 from bfsql.backends.memory import MemoryBackend
-from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
+from bfsql.engine import TraversalLimits, bfs_query, intersect_subgraphs
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.models import Truncation, to_output
 
@@ -182,7 +182,7 @@ def hub_graph(leaves: int) -> Graph:
 
 
 async def test_hub_edges_are_capped_and_reported():
-    result = await bfs_query(hub_graph(10), ["H"], 1, budget=TraversalBudget(max_edges_per_node=4))
+    result = await bfs_query(hub_graph(10), ["H"], 1, limits=TraversalLimits(max_edges_per_node=4))
     assert ids(result) == ["H", "L00", "L01", "L02", "L03"]
     (cut,) = result.truncated
     assert cut.reason == "max_edges_per_node" and cut.capped_nodes == ["H"]
@@ -190,7 +190,7 @@ async def test_hub_edges_are_capped_and_reported():
 
 
 async def test_node_budget_stops_the_traversal_and_says_so():
-    result = await bfs_query(hub_graph(10), ["H"], 3, budget=TraversalBudget(max_nodes=4))
+    result = await bfs_query(hub_graph(10), ["H"], 3, limits=TraversalLimits(max_nodes=4))
     assert result.node_count == 4
     (cut,) = result.truncated
     assert cut.reason == "max_nodes" and "7 further neighbour(s)" in cut.detail
@@ -233,9 +233,9 @@ class CountingBackend(MemoryBackend):
 
 @pytest.mark.parametrize("max_tokens", [200, 300, 100_000])
 async def test_metadata_no_answer_could_hold_is_not_fetched_and_the_fitted_answer_is_the_same(max_tokens):
-    from bfsql.server.fitting import Budget, fit_traversal
+    from bfsql.server.fitting import AnswerBudget, fit_traversal
 
-    budget = Budget(max_tokens)
+    budget = AnswerBudget(max_tokens)
     answers, asked = [], []
     for room in (None, budget):
         backend = CountingBackend(small_records())
@@ -249,11 +249,11 @@ async def test_metadata_no_answer_could_hold_is_not_fetched_and_the_fitted_answe
 
 
 async def test_metadata_of_nodes_past_the_room_is_not_fetched():
-    from bfsql.server.fitting import Budget, fit_traversal
+    from bfsql.server.fitting import AnswerBudget, fit_traversal
 
     records = [entity("H", "Hub")] + [entity(f"L{i:03d}", "Leaf") for i in range(300)]
     records += [rel("H", "has", f"L{i:03d}") for i in range(300)]
-    budget = Budget(300)  # 900 characters: room for some twenty named stubs
+    budget = AnswerBudget(300)  # 900 characters: room for some twenty named stubs
     backend = CountingBackend(records)
     answer = await bfs_query(Graph(backend, plugins=[], cache=None), ["H"], 1, room=budget)
     assert 0 < len(answer.node_metadata) < 40 and backend.asked < 80

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import pytest
 
+from bfsql.budgets import CHARS_PER_TOKEN
 from bfsql.engine.answer import Detail, Traversal
 from bfsql.models import SchemaSummary
-from bfsql.server.fitting import CHARS_PER_TOKEN, Budget, clip_metadata, compact_json, fit_traversal
+from bfsql.server.fitting import AnswerBudget, clip_metadata, compact_json, fit_traversal
 
 IDS = ["S", "N1", "N2", "N3", "N4"]
 
@@ -58,7 +59,7 @@ def size(fitted: dict) -> int:
 
 
 def test_a_small_answer_is_whole():
-    fitted = fit_traversal(answer(description=10), Budget(2000))
+    fitted = fit_traversal(answer(description=10), AnswerBudget(2000))
     assert set(shown(fitted).values()) == {"full"}
     assert "truncated" not in fitted
     assert len(fitted["edges"]) == 4 and all("metadata" in e for e in fitted["edges"])
@@ -66,7 +67,7 @@ def test_a_small_answer_is_whole():
 
 def test_long_values_are_clipped_from_the_farthest_node_back():
     # five full nodes of ~2,100 characters do not fit 3,000 tokens (9,000 characters); clipped ones (~400) do
-    fitted = fit_traversal(answer(), Budget(3000))
+    fitted = fit_traversal(answer(), AnswerBudget(3000))
     kinds = shown(fitted)
     assert kinds["S"] == "full"  # the seed keeps its whole metadata longest
     assert list(kinds.values()).count("clipped") >= 1 and "named" not in kinds.values()
@@ -81,7 +82,7 @@ def test_long_values_are_clipped_from_the_farthest_node_back():
 
 def test_then_nodes_become_named_stubs_and_their_edges_bare():
     # about 1,500 characters: no room for five clipped descriptions, room for named stubs and one clipped seed
-    fitted = fit_traversal(answer(), Budget(500))
+    fitted = fit_traversal(answer(), AnswerBudget(500))
     kinds = shown(fitted)
     assert kinds["S"] in ("full", "clipped")
     assert {kinds[i] for i in IDS[1:]} <= {"clipped", "named"} and "named" in kinds.values()
@@ -102,7 +103,7 @@ def test_the_farthest_tenth_become_bare_stubs_before_more_is_cut():
     big.node_metadata = {i: {"name": big.names[i]} for i in ids}
     big.edge_metadata = {}
     big.node_count, big.edge_count = 70, 69
-    fitted = fit_traversal(big, Budget(2300))
+    fitted = fit_traversal(big, AnswerBudget(2300))
     kinds = list(shown(fitted).values())
     bare = kinds.count("bare")
     assert bare <= len(kinds) // 10 + 1, kinds  # nine in ten keep their names
@@ -112,7 +113,7 @@ def test_the_farthest_tenth_become_bare_stubs_before_more_is_cut():
 
 
 def test_only_then_nodes_are_cut_with_the_offset_to_continue():
-    fitted = fit_traversal(answer(offset=40), Budget(220))  # 660 characters
+    fitted = fit_traversal(answer(offset=40), AnswerBudget(220))  # 660 characters
     kept = len(fitted["nodes"])
     assert 0 < kept < 5
     assert set(shown(fitted).values()) == {"named"}  # fewer nodes with names, rather than more bare ids
@@ -122,7 +123,7 @@ def test_only_then_nodes_are_cut_with_the_offset_to_continue():
 
 
 def test_named_stubs_can_be_switched_off():
-    fitted = fit_traversal(answer(), Budget(500, named_stubs=False))
+    fitted = fit_traversal(answer(), AnswerBudget(500, named_stubs=False))
     assert all("name" not in n for n in fitted["nodes"])
 
 
@@ -138,7 +139,7 @@ def test_a_cut_answer_uses_at_least_three_quarters_of_its_budget(tokens):
                          for i in ids}
     big.edge_metadata = {t: {"confidence": 0.5} for t in big.triples}
     big.node_count, big.edge_count = 301, 300
-    fitted = fit_traversal(big, Budget(tokens))
+    fitted = fit_traversal(big, AnswerBudget(tokens))
     chars = tokens * CHARS_PER_TOKEN
     assert 0.75 * chars <= size(fitted) <= chars
 

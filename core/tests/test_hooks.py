@@ -96,17 +96,63 @@ async def test_single_id_calls_are_not_hooks():
     assert not hasattr(graph.pm.hook, "edges_from")
 
 
-async def test_post_processing_hooks_edit_results():
-    class Redact:
-        @hookimpl
-        def process_nodes(self, metadata, tool):
-            for value in metadata.values():
-                value.pop("name", None)
-                value["seen_by"] = tool
+class Counting:
+    """Counts every post-processing hook call, by tool, and redacts names."""
 
-    graph = Graph(MemoryBackend(small_records()), plugins=[Redact()])
-    result = await bfs_query(graph, ["S"], 1)
-    assert result.nodes[0].metadata == {"seen_by": "bfs_query"}
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    @hookimpl
+    def process_nodes(self, metadata, tool):
+        self.calls.append(("process_nodes", tool))
+        for value in metadata.values():
+            value.pop("name", None)
+            value["seen_by"] = tool
+
+    @hookimpl
+    def process_edges(self, metadata, tool):
+        self.calls.append(("process_edges", tool))
+
+    @hookimpl
+    def process_result(self, result, tool):
+        self.calls.append(("process_result", tool))
+
+
+CALLS = [
+    ("describe_schema", {}, {"process_result"}),
+    ("search_entities", {"query": "s"}, {"process_result"}),
+    ("bfs_query", {"seeds": ["S"], "max_hops": 1}, {"process_nodes", "process_edges", "process_result"}),
+    ("bfs_query", {"seeds": ["S"], "max_hops": 1, "topology_only": True}, {"process_result"}),
+    ("intersect_subgraphs", {"seeds": ["S", "B"], "k": 1}, {"process_nodes", "process_edges", "process_result"}),
+    ("describe_entity", {"id": "S"}, {"process_nodes", "process_result"}),
+    ("describe_entities", {"ids": ["S", "A"]}, {"process_nodes", "process_result"}),
+    ("describe_edges", {"edges": [["S", "assoc", "A"]]}, {"process_edges", "process_result"}),
+    ("path_query", {"query": "@S -[assoc]->"}, {"process_nodes", "process_result"}),
+]
+
+
+async def test_post_processing_hooks_run_once_per_answer_in_the_pipeline():
+    """Issue 24.1: process_result ran twice for bfs_query, intersect_subgraphs and path_query (engine and pipeline)."""
+    from mcp import Client
+
+    from bfsql.server import build_server
+
+    counting = Counting()
+    graph = Graph(MemoryBackend(small_records()), plugins=[bfsql.postprocess, counting])
+    async with Client(await build_server(graph)) as client:
+        for tool, arguments, hooks in CALLS:
+            counting.calls.clear()
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error, (tool, result.content)
+            assert sorted(counting.calls) == sorted((hook, tool) for hook in hooks), tool
+        answer = await client.call_tool("describe_entity", {"id": "S"})
+        assert answer.structured_content == {"seen_by": "describe_entity", "id": "S", "entity_type": "Gene"}
+
+
+async def test_the_engine_runs_no_post_processing():
+    counting = Counting()
+    result = await bfs_query(Graph(MemoryBackend(small_records()), plugins=[counting]), ["S"], 1)
+    assert counting.calls == [] and result.nodes[0].metadata["name"] == "s"
 
 
 def test_every_hookspec_is_documented():

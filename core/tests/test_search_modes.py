@@ -29,7 +29,8 @@ from bfsql.engine.search import (
 from bfsql.errors import InvalidArgument
 from bfsql.loading.sqlite_loader import load_sqlite, reembed_store
 from bfsql.models import EntityStub
-from bfsql.server import ServeSettings, build_server
+from bfsql.server import build_server
+from bfsql.settings import ServerSettings
 
 from conftest import entity, rel
 
@@ -305,7 +306,7 @@ async def test_mismatched_embedder_is_refused_and_reembedding_switches_safely(tm
         assert "'hashing' (512 dimensions)" in info.value.message and "'hashing-64' (64" in info.value.message
         assert "--embedder hashing" in info.value.hint and "bfsql load --db" in info.value.hint
         with pytest.raises(EmbedderMismatch):  # at server start-up, not at the first query
-            await build_server(Graph(backend, embedder=small), ServeSettings())
+            await build_server(Graph(backend, embedder=small), ServerSettings())
     finally:
         await backend.aclose()
     assert reembed_store(db, small).embedded == 3
@@ -374,7 +375,7 @@ async def test_the_demo_store_takes_vectors_of_a_semantic_embedder(tmp_path, mon
 
 async def test_search_entities_tool_takes_mode_and_alpha():
     graph = Graph(Fixed(RECORDS), plugins=[postprocess])
-    async with Client(await build_server(graph, ServeSettings())) as client:
+    async with Client(await build_server(graph, ServerSettings())) as client:
         tool = next(t for t in (await client.list_tools()).tools if t.name == "search_entities")
         assert {"query", "node_types", "mode", "alpha", "limit", "offset", "min_similarity"} == set(
             tool.input_schema["properties"])
@@ -387,6 +388,6 @@ async def test_search_entities_tool_takes_mode_and_alpha():
         result = await client.call_tool("search_entities", {"query": "q", "mode": "hybrid", "alpha": 7})
         assert result.is_error and "alpha must be a number from 0 to 1" in result.content[0].text
     plain = Graph(LexicalOnly(RECORDS), plugins=[postprocess])
-    async with Client(await build_server(plain, ServeSettings())) as client:
+    async with Client(await build_server(plain, ServerSettings())) as client:
         result = await client.call_tool("search_entities", {"query": "alpha", "mode": "vector"})
         assert result.is_error and "Available modes: exact, lexical" in result.content[0].text

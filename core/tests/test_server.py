@@ -10,9 +10,11 @@ from mcp import Client
 
 from bfsql import Graph, HopEdge, hookimpl, postprocess
 from bfsql.backends.memory import MemoryBackend
+from bfsql.budgets import CHARS_PER_TOKEN
 from bfsql.plugins import get_plugin_manager
-from bfsql.server import ServeSettings, build_server
-from bfsql.server.fitting import CHARS_PER_TOKEN, Budget, compact_json, fit_list, fit_record
+from bfsql.server import build_server
+from bfsql.server.fitting import AnswerBudget, compact_json, fit_list, fit_record
+from bfsql.settings import ServerSettings
 
 from conftest import entity, rel, small_records
 
@@ -39,7 +41,7 @@ def payload(result):
 
 async def client_for(backend, primitive_timeout: float | None = 30.0, **settings) -> Client:
     graph = Graph(backend, plugins=[postprocess], primitive_timeout=primitive_timeout)
-    return Client(await build_server(graph, ServeSettings(**settings)))
+    return Client(await build_server(graph, ServerSettings(**settings)))
 
 
 async def test_backend_failure_is_a_clear_error_and_the_server_recovers(caplog):
@@ -145,7 +147,7 @@ async def test_a_call_may_ask_for_a_smaller_budget_never_a_larger_one():
 
 
 def test_fit_functions_leave_small_answers_alone():
-    budget = Budget(1000)
+    budget = AnswerBudget(1000)
     assert fit_record({"id": "a"}, budget) == {"id": "a"}
     assert fit_list([{"id": "a"}], budget, what="x") == [{"id": "a"}]
     long = fit_record({"id": "a", "entity_type": "T", "text": "z" * 100_000}, budget)

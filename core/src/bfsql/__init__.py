@@ -28,7 +28,7 @@ from bfsql.embedders import (
     HashingEmbedder,
     cosine,
 )
-from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
+from bfsql.engine import TraversalLimits, bfs_query, intersect_subgraphs
 from bfsql.engine.paths import path_query
 from bfsql.engine.search import search_entities
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
@@ -69,15 +69,16 @@ if TYPE_CHECKING:
     from bfsql.backend_options import backend_click_options, resolve_config
     from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
     from bfsql.plugins import get_backends, get_embedders
-    from bfsql.server import ServeSettings, build_server
+    from bfsql.server import build_server
     from bfsql.server.http import HostPolicy, is_loopback
     from bfsql.server.run import open_graph
+    from bfsql.settings import ServerSettings
 
 
 _LAZY = {
     # Imported on first use: they pull in click, the MCP SDK and the plugin registry, which a backend's
     # import needs not.
-    "ServeSettings": "bfsql.server",
+    "ServerSettings": "bfsql.settings",
     "build_server": "bfsql.server",
     "open_graph": "bfsql.server.run",
     "is_loopback": "bfsql.server.http",
@@ -136,9 +137,9 @@ __all__ = [
     "ResultEdge",
     "SchemaDescription",
     "SchemaSummary",
-    "ServeSettings",
+    "ServerSettings",
     "SqliteBackend",
-    "TraversalBudget",
+    "TraversalLimits",
     "Truncation",
     "UnknownEntity",
     "__version__",

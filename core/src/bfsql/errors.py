@@ -6,12 +6,41 @@ The MCP server turns a :class:`BfsqlError` into a tool error whose text is
 
 from __future__ import annotations
 
-__all__ = ["BackendFailure", "BfsqlError", "InvalidArgument", "UnknownEntity", "clip"]
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["BackendFailure", "BfsqlError", "InvalidArgument", "UnknownEntity", "clip", "plain_problem"]
 
 
 def clip(text: str, limit: int = 80) -> str:
     """Text shortened for an error message, so a hostile 100 kB id does not come back whole."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+_EXPECTED = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "a string",
+    "str": "a string",
+    "list": "a list",
+    "tuple": "a list",
+    "dict": "an object",
+}
+
+
+def plain_problem(error: Mapping[str, Any], got: str) -> str:
+    """One pydantic validation error in plain words: what the value must be, and what it was (``got``).
+
+    The one translation of validation errors, for tool arguments, settings and backend options:
+    no library jargon, no documentation links.
+    """
+    kind = str(error["type"])
+    expected = _EXPECTED.get(kind.split("_")[0])
+    if expected and kind.endswith(("_type", "_parsing")):
+        return f"must be {expected}; got {got}."
+    message = str(error["msg"]).replace("Input should be", "must be").replace("Value error, ", "").rstrip(".")
+    return f"{message}." if kind == "value_error" else f"{message}; got {got}."
 
 
 class BfsqlError(Exception):

@@ -117,9 +117,6 @@ for _spec in PRIMITIVES.values():
     setattr(_BackendTerminal, _spec.name, _terminal(_spec))
 
 
-DEFAULT_PRIMITIVE_TIMEOUT = 30.0
-"""Seconds one backend call may take."""
-
 DEFAULT_CACHE = CacheConfig()
 """The cache bounds used when none are given."""
 
@@ -138,7 +135,7 @@ class Graph(Primitives):
     embedder) makes query vectors for vector search and scores fuzzy matches in path
     queries; its answers are cached (LRU). ``primitive_timeout`` bounds every backend call;
     one that takes longer fails with a :class:`~bfsql.errors.BackendFailure` naming the
-    primitive (None: no bound).
+    primitive (None, the default: no bound; a server passes its ``primitive_timeout`` setting).
     """
 
     def __init__(
@@ -149,7 +146,7 @@ class Graph(Primitives):
         cache: CacheConfig | None = DEFAULT_CACHE,
         name: str = "graph",
         embedder: Embedder | None = None,
-        primitive_timeout: float | None = DEFAULT_PRIMITIVE_TIMEOUT,
+        primitive_timeout: float | None = None,
     ) -> None:
         self.backend = backend
         self.name = name
@@ -173,6 +170,8 @@ class Graph(Primitives):
             self.cache = CachePlugin(self.pm, cache, policies)
             self.pm.register(self.cache, name="cache")
         self._embedder = CachedEmbedder(embedder or HashingEmbedder())
+        self.embedder_chosen = embedder is not None
+        """Whether the graph was built with its embedder (a server then keeps it, whatever its embedder setting)."""
         self._embedder_bound = False
         self._bind_lock = asyncio.Lock()
         self._predicate_vectors: dict[str, list[float]] = {}
@@ -197,6 +196,7 @@ class Graph(Primitives):
     def set_embedder(self, embedder: Embedder) -> None:
         """Use another embedder (before the graph serves; forgets cached vectors)."""
         self._embedder = CachedEmbedder(embedder)
+        self.embedder_chosen = True
         self._embedder_bound = False
         self._predicate_vectors.clear()
         if self.cache is not None:

@@ -41,7 +41,7 @@ from typing import Any, Literal
 import click
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
+from bfsql.budgets import DEFAULT_LIMITS, DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS, TraversalLimits
 from bfsql.errors import BfsqlError, clip
 from bfsql.plugins import FIRST_PARTY, install_hint
 
@@ -113,17 +113,17 @@ class ServerSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_tokens: int = _setting(20_000, "Size budget of every tool answer, in estimated tokens.", per_graph=True,
-                               ge=500)
+    max_tokens: int = _setting(DEFAULT_MAX_TOKENS, "Size budget of every tool answer, in estimated tokens.",
+                               per_graph=True, ge=MIN_MAX_TOKENS)
     timeout: float = _setting(60.0, "Seconds a tool call may take.", per_graph=True, gt=0)
     primitive_timeout: float = _setting(30.0, "Seconds one backend call may take; the error names the primitive.",
                                         per_graph=True, gt=0)
     start_timeout: float = _setting(15.0, "Seconds each graph of a configuration file may take to open at start-up "
                                     "(the graphs open at once); one that takes longer is served as unavailable.",
                                     per_graph=True, gt=0)
-    max_nodes: int = _setting(DEFAULT_BUDGET.max_nodes, "Traversal budget: nodes one traversal may visit.",
+    max_nodes: int = _setting(DEFAULT_LIMITS.max_nodes, "Traversal budget: nodes one traversal may visit.",
                               per_graph=True, ge=1)
-    max_edges_per_node: int = _setting(DEFAULT_BUDGET.max_edges_per_node,
+    max_edges_per_node: int = _setting(DEFAULT_LIMITS.max_edges_per_node,
                                        "Traversal budget: edges followed from one (hub) node.", per_graph=True, ge=1)
     bare_stubs: bool = _setting(False, "Stubs without names: exactly Appendix A's {id, entity_type}.",
                                 per_graph=True)
@@ -165,20 +165,19 @@ class ServerSettings(BaseModel):
         """The settings a graph of a configuration file may set for itself."""
         return [name for name, field in cls.model_fields.items() if _extra(field)["per_graph"]]
 
-    def for_graph(self, overrides: Mapping[str, Any]) -> Any:
-        """The :class:`~bfsql.server.pipeline.ServeSettings` of one graph: these settings and its overrides."""
-        from bfsql.server.pipeline import ServeSettings
+    def for_graph(self, overrides: Mapping[str, Any]) -> ServerSettings:
+        """The settings of one graph: these, with the graph's own values of the per-graph settings."""
+        return self.model_copy(update=dict(overrides)) if overrides else self
 
-        merged = self.model_copy(update=dict(overrides))
-        return ServeSettings(
-            max_tokens=merged.max_tokens,
-            timeout=merged.timeout,
-            primitive_timeout=merged.primitive_timeout,
-            start_timeout=merged.start_timeout,
-            budget=TraversalBudget(max_nodes=merged.max_nodes, max_edges_per_node=merged.max_edges_per_node),
-            embedder=merged.embedder,
-            named_stubs=not merged.bare_stubs,
-        )
+    @property
+    def limits(self) -> TraversalLimits:
+        """The traversal limits: ``max_nodes`` and ``max_edges_per_node``."""
+        return TraversalLimits(max_nodes=self.max_nodes, max_edges_per_node=self.max_edges_per_node)
+
+    @property
+    def named_stubs(self) -> bool:
+        """Whether stubs carry the entity's name (not ``bare_stubs``)."""
+        return not self.bare_stubs
 
 
 def _extra(field: Any) -> dict[str, Any]:
@@ -272,8 +271,8 @@ class GraphPlan:
     spec: Any
     """The :class:`~bfsql.plugins.BackendSpec` of its backend."""
     config: BaseModel
-    settings: Any
-    """Its :class:`~bfsql.server.pipeline.ServeSettings`."""
+    settings: ServerSettings
+    """Its settings (the server's, with its own per-graph values)."""
     description: str | None = None
 
 

@@ -19,7 +19,7 @@ from bfsql import (
     Graph,
     HashingEmbedder,
     NodeInfo,
-    TraversalBudget,
+    TraversalLimits,
     bfs_query,
     search_entities,
 )
@@ -482,6 +482,6 @@ async def test_a_hop_reads_relationships_from_the_indexes_the_schema_creates(sta
 
 async def test_budget_cut_traversal_on_postgres(standard_backend: PostgresBackend) -> None:
     result = await bfs_query(
-        Graph(standard_backend), [TP53], 2, budget=TraversalBudget(max_edges_per_node=2), topology_only=True
+        Graph(standard_backend), [TP53], 2, limits=TraversalLimits(max_edges_per_node=2), topology_only=True
     )
     assert result.truncated and result.truncated[0].reason == "max_edges_per_node"

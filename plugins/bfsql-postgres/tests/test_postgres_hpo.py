@@ -15,7 +15,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bfsql import Edge, Graph, TraversalBudget, bfs_query, intersect_subgraphs
+from bfsql import Edge, Graph, TraversalLimits, bfs_query, intersect_subgraphs
 from bfsql_postgres import PostgresBackend, PostgresConfig
 from bfsql_postgres.loader import load_postgres
 
@@ -27,7 +27,7 @@ ARACHNODACTYLY = "HP:0001166"
 OBSOLETE = "HP:0000057"
 """An obsolete term replaced by HP:0008665: loaded with status "merged", so invisible."""
 
-UNLIMITED = TraversalBudget(max_nodes=10**7, max_edges_per_node=10**7)
+UNLIMITED = TraversalLimits(max_nodes=10**7, max_edges_per_node=10**7)
 
 NEIGHBOURHOOD = """
 WITH RECURSIVE undirected AS (
@@ -116,7 +116,7 @@ async def test_schema_of_the_ontology(hpo_backend: PostgresBackend) -> None:
 async def test_bfs_topology_matches_sql(
     hpo_backend: PostgresBackend, sql: asyncpg.Connection, seed: str, hops: int
 ) -> None:
-    result = await bfs_query(Graph(hpo_backend), [seed], hops, topology_only=True, budget=UNLIMITED)
+    result = await bfs_query(Graph(hpo_backend), [seed], hops, topology_only=True, limits=UNLIMITED)
     reached = await sql.fetch(NEIGHBOURHOOD, [seed], hops)
     expected_order = [r["id"] for r in sorted(reached, key=lambda r: (r["d"], r["id"]))]
     assert [n.id for n in result.nodes] == expected_order
@@ -127,7 +127,7 @@ async def test_bfs_topology_matches_sql(
 
 
 async def test_full_bfs_metadata_matches_sql(hpo_backend: PostgresBackend, sql: asyncpg.Connection) -> None:
-    result = await bfs_query(Graph(hpo_backend), [FBN1], 2, budget=UNLIMITED)
+    result = await bfs_query(Graph(hpo_backend), [FBN1], 2, limits=UNLIMITED)
     names = dict(await sql.fetch("SELECT entity_id, name FROM entity WHERE entity_id = ANY($1::text[])",
                                  [n.id for n in result.nodes]))
     assert {n.id: (n.metadata or {}).get("name") for n in result.nodes} == names
@@ -160,7 +160,7 @@ async def test_provenance_matches_sql(hpo_backend: PostgresBackend, sql: asyncpg
 @pytest.mark.parametrize("k", [1, 2])
 async def test_intersection_matches_sql(hpo_backend: PostgresBackend, sql: asyncpg.Connection, k: int) -> None:
     result = await intersect_subgraphs(
-        Graph(hpo_backend), [MARFAN_OMIM, MARFAN_ORPHA], k, topology_only=True, budget=UNLIMITED
+        Graph(hpo_backend), [MARFAN_OMIM, MARFAN_ORPHA], k, topology_only=True, limits=UNLIMITED
     )
     left = {r["id"]: r["d"] for r in await sql.fetch(NEIGHBOURHOOD, [MARFAN_OMIM], k)}
     right = {r["id"]: r["d"] for r in await sql.fetch(NEIGHBOURHOOD, [MARFAN_ORPHA], k)}
@@ -182,7 +182,7 @@ async def test_a_hop_is_one_statement_on_a_big_frontier(hpo: tuple[str, object])
     )
     try:
         statements.clear()
-        result = await bfs_query(Graph(backend, cache=None), [MARFAN_OMIM], 2, topology_only=True, budget=UNLIMITED)
+        result = await bfs_query(Graph(backend, cache=None), [MARFAN_OMIM], 2, topology_only=True, limits=UNLIMITED)
         await asyncio.sleep(0.05)
         assert result.node_count > 1000
         assert len(statements) == 2, "one hop statement per hop (the seed's own row comes with the first)"

@@ -27,8 +27,8 @@ from sparql_servers import (
 from bfsql import (
     Graph,
     InvalidArgument,
-    ServeSettings,
-    TraversalBudget,
+    ServerSettings,
+    TraversalLimits,
     bfs_query,
     build_server,
     get_backends,
@@ -80,7 +80,7 @@ async def test_edge_limit_cuts_in_order_and_is_reported(
     assert f"{DEPARTMENT} has {total} incoming statements; only 100 were read" in caplog.text
 
     # The engine's answer says so: the backend reports its cuts through GraphBackend.truncations.
-    result = await bfs_query(Graph(lubm), [DEPARTMENT], 1, topology_only=True, budget=TraversalBudget(max_nodes=10_000))
+    result = await bfs_query(Graph(lubm), [DEPARTMENT], 1, topology_only=True, limits=TraversalLimits(max_nodes=10_000))
     notes = [t for t in result.truncated or [] if t.reason == REASON]
     assert notes and notes[0].capped_nodes == [DEPARTMENT] and f"100 of {total} incoming" in notes[0].detail
 
@@ -179,7 +179,7 @@ async def test_probe_mode_reads_only_around_the_seeds(server: SparqlServer) -> N
         types, predicates = await backend.entity_types(), await backend.predicates()
         assert {"ub:FullProfessor", "ub:Department", "ub:Course"} <= set(types)
         assert "ub:worksFor" in predicates and "ub:subOrganizationOf" not in predicates
-        async with Client(await build_server(Graph(backend), ServeSettings())) as client:
+        async with Client(await build_server(Graph(backend), ServerSettings())) as client:
             schema = await client.call_tool("describe_schema", {})
             assert '"comprehensive":false' in schema.content[0].text.replace(" ", "")
     finally:

@@ -16,7 +16,7 @@ from mcp import Client
 from sparql_injection_data import HOSTILE_LABELS, INVALID_IDS, ODD_IDS, PREFIX, UNKNOWN_IDS, odd_iri
 from sparql_servers import INJECTION_GRAPH, LUBM_GRAPH, STANDARD_GRAPH, SparqlServer, sparql_json
 
-from bfsql import Edge, Graph, InvalidArgument, ServeSettings, build_server, lexical_rank
+from bfsql import Edge, Graph, InvalidArgument, ServerSettings, build_server, lexical_rank
 from bfsql_sparql import InvalidEntityId, SparqlBackend, SparqlConfig
 from bfsql_sparql.search import BIF_WILDCARD_MIN
 
@@ -143,7 +143,7 @@ async def test_hostile_edges_have_no_metadata(backend: SparqlBackend) -> None:
 
 async def test_hostile_ids_through_the_mcp_tools(backend: SparqlBackend) -> None:
     """The tools answer each hostile id as unknown, pointing to search_entities, and keep answering."""
-    async with Client(await build_server(Graph(backend), ServeSettings())) as client:
+    async with Client(await build_server(Graph(backend), ServerSettings())) as client:
         for entity_id in INVALID_IDS[:12]:
             calls = (("describe_entity", {"id": entity_id}), ("bfs_query", {"seeds": [entity_id], "max_hops": 1}))
             for tool, arguments in calls:

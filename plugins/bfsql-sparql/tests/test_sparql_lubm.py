@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator
 import pytest
 from sparql_servers import LUBM_GRAPH, RDF_TYPE, UB, SparqlServer, lubm_config, sparql_json
 
-from bfsql import Graph, TraversalBudget, bfs_query, intersect_subgraphs
+from bfsql import Graph, TraversalLimits, bfs_query, intersect_subgraphs
 from bfsql_sparql import SparqlBackend
 
 PROFESSOR = "http://www.Department0.University0.edu/FullProfessor1"
 STUDENT = "http://www.Department3.University0.edu/GraduateStudent12"
-BIG = TraversalBudget(max_nodes=100_000, max_edges_per_node=100_000)
+BIG = TraversalLimits(max_nodes=100_000, max_edges_per_node=100_000)
 CHUNK = 200
 
 
@@ -73,7 +73,7 @@ async def test_multi_hop_bfs_equals_direct_sparql(
     graph = Graph(lubm, cache=None)
     sent = lubm.client.requests
     started = time.perf_counter()
-    result = await bfs_query(graph, [seed], hops, topology_only=True, budget=BIG)
+    result = await bfs_query(graph, [seed], hops, topology_only=True, limits=BIG)
     elapsed = time.perf_counter() - started
     requests = lubm.client.requests - sent
 
@@ -116,7 +116,7 @@ async def test_intersection_equals_direct_sparql(server: SparqlServer, lubm: Spa
     other = "http://www.Department0.University0.edu/AssociateProfessor2"
     near_a, _ = direct_bfs(server, PROFESSOR, 2)
     near_b, _ = direct_bfs(server, other, 2)
-    result = await intersect_subgraphs(Graph(lubm, cache=None), [PROFESSOR, other], 2, topology_only=True, budget=BIG)
+    result = await intersect_subgraphs(Graph(lubm, cache=None), [PROFESSOR, other], 2, topology_only=True, limits=BIG)
     assert {node.id for node in result.nodes} == set(near_a) & set(near_b)
     assert result.node_count > 10
 

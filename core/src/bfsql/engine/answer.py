@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from bfsql.models import BfsResult, ConnectionPath, IntersectionResult, Node, ResultEdge, SchemaSummary, Truncation
 
-__all__ = ["AnswerRoom", "Detail", "Traversal", "Triple"]
+__all__ = ["AnswerRoom", "Detail", "EdgeRecords", "EntityRecords", "Traversal", "Triple"]
 
 Triple = tuple[str, str, str]
 """An edge as (subject, predicate, object): sorted, it is the canonical edge order."""
@@ -123,3 +123,28 @@ class Traversal:
         if self.tool == "bfs_query":
             return BfsResult(max_hops=self.hops, **common)
         return IntersectionResult(k=self.hops, paths=self.paths or None, **common)
+
+
+@dataclass
+class EntityRecords:
+    """The answer of describe_entity (``single``: one flat record) and describe_entities: records in the order asked."""
+
+    ids: list[str]
+    """The entities found, in the order asked."""
+    types: dict[str, str]
+    metadata: dict[str, dict[str, Any]]
+    """Each found entity's metadata (post-processing edits it in place)."""
+    missing: list[str] = field(default_factory=list)
+    """Asked ids the graph does not know."""
+    single: bool = False
+
+
+@dataclass
+class EdgeRecords:
+    """The answer of describe_edges: each known edge's metadata (with its provenance), in the order asked."""
+
+    edges: list[Triple]
+    metadata: dict[Triple, dict[str, Any]]
+    """Each found edge's metadata (post-processing edits it in place)."""
+    missing: list[Triple] = field(default_factory=list)
+    """Asked edges the graph does not know."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bfsql.engine.budget import MAX_HOPS, MAX_SEEDS
+from bfsql.budgets import MAX_HOPS, MAX_SEEDS
 from bfsql.errors import InvalidArgument
 
 __all__ = ["check_hops", "check_min_mentions", "check_page", "check_seeds", "type_set"]

@@ -74,8 +74,8 @@ async def fetch_detail(
 
     Nodes pass ``detail``'s type filter and lie within the ``room`` the answer has (none
     beyond it could be more than a stub); edges pass the predicate filter and belong to such
-    a node. ``known`` is metadata fetched earlier (min_mentions). The post-processing hooks
-    run once over what was fetched.
+    a node. ``known`` is metadata fetched earlier (min_mentions). (The tool pipeline runs the
+    post-processing hooks over it, once.)
     """
     answer.detail = detail
     if detail.topology_only:
@@ -93,7 +93,5 @@ async def fetch_detail(
     )
     node_metadata = {i: dict(known[i]) if i in known else dict(fetched.get(i, {})) for i in wanted}
     edge_metadata: dict[Triple, dict[str, Any]] = {e: dict(fetched_edges.get(e) or {}) for e in edges}
-    graph.process_nodes(node_metadata, answer.tool)
-    graph.process_edges(edge_metadata, answer.tool)
     answer.node_metadata = node_metadata
     answer.edge_metadata = edge_metadata

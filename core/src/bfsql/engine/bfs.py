@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.engine.answer import AnswerRoom, Detail, Traversal
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds, type_set
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges, schema_summary
-from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.traverse import ProgressFn, expand
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
@@ -26,7 +26,7 @@ async def bfs_query(
     min_mentions: int = 1,
     limit: int | None = None,
     offset: int = 0,
-    budget: TraversalBudget = DEFAULT_BUDGET,
+    limits: TraversalLimits = DEFAULT_LIMITS,
     room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
 ) -> Traversal:
@@ -42,7 +42,7 @@ async def bfs_query(
     detail = Detail(type_set(node_types, "node_types"), type_set(predicates, "predicates"), bool(topology_only))
     excluded = type_set(exclude_node_types, "exclude_node_types") or frozenset()
 
-    reached = await expand(graph, seeds, max_hops, budget=budget, exclude_types=excluded, progress=progress)
+    reached = await expand(graph, seeds, max_hops, limits=limits, exclude_types=excluded, progress=progress)
     if not reached.distance:
         raise UnknownEntity(reached.unknown_seeds)
 
@@ -57,7 +57,7 @@ async def bfs_query(
 
     total = len(order)
     stop = total if limit is None else min(total, offset + limit)
-    truncated = [*reached.truncations(budget), *graph.backend.truncations(set(distance))]
+    truncated = [*reached.truncations(limits), *graph.backend.truncations(set(distance))]
     if stop < total:
         truncated.append(
             Truncation(
@@ -95,4 +95,4 @@ async def bfs_query(
         cross_by=reached.cross_by if page is found else None,
     )
     await fetch_detail(graph, answer, detail, room, known)
-    return graph.process_result(answer, "bfs_query")
+    return answer

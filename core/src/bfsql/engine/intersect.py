@@ -3,7 +3,7 @@
 All seeds are walked at once (multi-source BFS with bit sets): every visited node carries
 one bit per seed that has reached it, and each level expands only the nodes that gained
 bits, passing those bits on. A node's edges are fetched once per level it gains bits in (the
-cache answers the repeats), the whole call shares one traversal budget, and memory is one
+cache answers the repeats), the whole call shares one set of traversal limits, and memory is one
 integer per visited node, however many seeds there are.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.engine.answer import AnswerRoom, Detail, Traversal
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds, type_set
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, schema_summary
-from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
@@ -52,13 +52,13 @@ async def reach_all(
     seeds: list[str],
     k: int,
     *,
-    budget: TraversalBudget,
+    limits: TraversalLimits,
     exclude_types: frozenset[str] = frozenset(),
     progress: ProgressFn | None = None,
 ) -> Reach:
     """Walk ``k`` undirected hops from all ``seeds`` (known ids) at once; the nodes every seed reaches.
 
-    ``budget.max_nodes`` bounds the nodes visited by the whole walk; when a level would pass
+    ``limits.max_nodes`` bounds the nodes visited by the whole walk; when a level would pass
     it, the new nodes kept are the first by id. Neighbours of an excluded type are not visited.
     """
     reach = Reach()
@@ -88,7 +88,7 @@ async def reach_all(
             if pacer.work > WORK_BETWEEN_CHECKS:
                 await pacer.pause()
             for subject, predicate, obj, other_type, other_name in capped(
-                node_id, rows, budget, reach.cuts.capped_nodes
+                node_id, rows, limits, reach.cuts.capped_nodes
             ):
                 other = obj if subject == node_id else subject
                 before = mask.get(other)
@@ -105,7 +105,7 @@ async def reach_all(
                     mask[other] = before | bits
                     now[other] = now.get(other, 0) | (bits & ~before)
         admitted = list(fresh)
-        room = budget.max_nodes - len(mask)
+        room = limits.max_nodes - len(mask)
         if len(admitted) > room:
             reach.cuts.nodes_cut += len(admitted) - room
             admitted = sorted(admitted)[: max(0, room)]
@@ -129,7 +129,7 @@ def _distance(reach: Reach, node_id: str, bit: int) -> int | None:
 
 
 async def connections(
-    graph: Graph, reach: Reach, seeds: list[str], shared: list[str], budget: TraversalBudget, most: int
+    graph: Graph, reach: Reach, seeds: list[str], shared: list[str], limits: TraversalLimits, most: int
 ) -> tuple[list[ConnectionPath], int]:
     """A shortest path from every seed to each shared node, nearest nodes first, at most ``most`` paths.
 
@@ -152,7 +152,7 @@ async def connections(
             distance = _distance(reach, here, 1 << bit)
             choices = sorted(
                 ((row[2] if row[0] == here else row[0]), (row[0], row[1], row[2]))
-                for row in capped(here, rows_of.get(here, []), budget, {})
+                for row in capped(here, rows_of.get(here, []), limits, {})
                 if _distance(reach, row[2] if row[0] == here else row[0], 1 << bit) == (distance or 0) - 1
             )
             if not choices:  # the walk went through a hub edge past the cap: no path to show
@@ -196,7 +196,7 @@ async def intersect_subgraphs(
     topology_only: bool = False,
     exclude_node_types: list[str] | None = None,
     min_mentions: int = 1,
-    budget: TraversalBudget = DEFAULT_BUDGET,
+    limits: TraversalLimits = DEFAULT_LIMITS,
     room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
 ) -> Traversal:
@@ -216,7 +216,7 @@ async def intersect_subgraphs(
     if unknown:
         raise UnknownEntity(unknown)
 
-    reach = await reach_all(graph, seeds, k, budget=budget, exclude_types=excluded, progress=progress)
+    reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress)
     common = set(reach.common)
     edges = await _induced_edges(graph, common)
 
@@ -224,8 +224,8 @@ async def intersect_subgraphs(
     summary = schema_summary({reach.types[n] for n in common}, {e[1] for e in edges})
     order, triples, metadata = await drop_low_mentions(graph, order, list(edges), min_mentions, set(seeds))
 
-    truncated = [*reach.cuts.truncations(budget), *graph.backend.truncations(reach.visited)]
-    paths, left_out = await connections(graph, reach, seeds, order[:PATHS_NODES], budget, PATHS_MAX)
+    truncated = [*reach.cuts.truncations(limits), *graph.backend.truncations(reach.visited)]
+    paths, left_out = await connections(graph, reach, seeds, order[:PATHS_NODES], limits, PATHS_MAX)
     left_out += max(0, len(order) - PATHS_NODES) * len(seeds)
     if left_out:
         truncated.append(Truncation(
@@ -253,4 +253,4 @@ async def intersect_subgraphs(
         paths=paths,
     )
     await fetch_detail(graph, answer, detail, room, metadata)
-    return graph.process_result(answer, "intersect_subgraphs")
+    return answer

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bfsql.backend import gather_or_cancel
+from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.embedders import dot, split_identifier
-from bfsql.engine.budget import DEFAULT_BUDGET, TraversalBudget
 from bfsql.engine.path_syntax import (
     ExactEntity,
     Hop,
@@ -127,7 +127,7 @@ class _Run:
     graph: Graph
     k: int
     threshold: float
-    budget: TraversalBudget
+    limits: TraversalLimits
     types: dict[str, str] = field(default_factory=dict)
     explored: int = 0
     capped: dict[str, int] = field(default_factory=dict)
@@ -258,7 +258,7 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
     rows_of = await run.graph.hop(frontier)
     edge_lists: dict[str, list[HopEdge]] = {}
     for node in frontier:
-        edge_lists[node] = capped(node, _directed(rows_of, node, hop.direction), run.budget, run.capped)
+        edge_lists[node] = capped(node, _directed(rows_of, node, hop.direction), run.limits, run.capped)
         pacer.work += len(edge_lists[node]) + 16
         if pacer.work > WORK_BETWEEN_CHECKS:
             await pacer.pause()
@@ -325,9 +325,9 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
                 best[other] = reach
 
     candidates = sorted(best, key=lambda i: (-best[i], i))
-    if len(candidates) > run.budget.max_nodes:
-        run.cut += len(candidates) - run.budget.max_nodes
-        candidates = candidates[: run.budget.max_nodes]
+    if len(candidates) > run.limits.max_nodes:
+        run.cut += len(candidates) - run.limits.max_nodes
+        candidates = candidates[: run.limits.max_nodes]
     run.explored += len(candidates)
     reached = [c for c in candidates if ends[c] is not None]
     run.dangling += len(candidates) - len(reached)
@@ -368,9 +368,9 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
             pacer.work += 1
             if pacer.work > WORK_BETWEEN_CHECKS:
                 await pacer.pause()
-    if len(keyed) > run.budget.max_nodes:
-        run.cut += len(keyed) - run.budget.max_nodes
-        keyed = heapq.nsmallest(run.budget.max_nodes, keyed)
+    if len(keyed) > run.limits.max_nodes:
+        run.cut += len(keyed) - run.limits.max_nodes
+        keyed = heapq.nsmallest(run.limits.max_nodes, keyed)
     else:
         keyed.sort()
     extended = []
@@ -467,14 +467,14 @@ async def path_query(
     k: int = DEFAULT_K,
     threshold: float = DEFAULT_THRESHOLD,
     max_results: int = DEFAULT_MAX_RESULTS,
-    budget: TraversalBudget = DEFAULT_BUDGET,
+    limits: TraversalLimits = DEFAULT_LIMITS,
 ) -> PathQueryResult:
     """Run a path query; syntax and argument errors raise, empty outcomes are explained in ``metadata``."""
     started = time.perf_counter()
     _check_parameters(k, threshold, max_results)
     parsed = parse_path_query(query)
     threshold = float(threshold)
-    run = _Run(graph, k, threshold, budget)
+    run = _Run(graph, k, threshold, limits)
     type_names, _ = await gather_or_cancel(
         _resolve_types(graph, parsed, run.warnings), _check_filter_ids(graph, parsed)
     )
@@ -485,10 +485,10 @@ async def path_query(
         meta.execution_time_ms = round((time.perf_counter() - started) * 1000, 1)
         notes: list[Truncation] = list(meta.truncated or [])
         if run.capped:
-            skipped = sum(n - budget.max_edges_per_node for n in run.capped.values())
+            skipped = sum(n - limits.max_edges_per_node for n in run.capped.values())
             notes.append(Truncation(
                 reason="max_edges_per_node",
-                detail=f"{len(run.capped)} hub(s) have more than {budget.max_edges_per_node} edges; "
+                detail=f"{len(run.capped)} hub(s) have more than {limits.max_edges_per_node} edges; "
                 f"{skipped} of their edges were not followed.",
                 hint="Name the relation instead of [*], or start from a more specific entity.",
                 capped_nodes=sorted(run.capped)[:20],
@@ -497,7 +497,7 @@ async def path_query(
             notes.append(Truncation(
                 reason="max_nodes",
                 detail=f"{run.cut} lower-scoring candidates or paths were pruned to stay within "
-                f"{budget.max_nodes} per hop.",
+                f"{limits.max_nodes} per hop.",
                 hint="Add type: filters or name relations instead of [*].",
             ))
         if run.unextended:
@@ -518,7 +518,7 @@ async def path_query(
         if run.dangling:
             run.warnings.append(f"{run.dangling} edge end(s) point to entities missing from the graph; left out.")
         meta.warnings = run.warnings or None
-        return graph.process_result(PathQueryResult(results=results, metadata=meta), "path_query")
+        return PathQueryResult(results=results, metadata=meta)
 
     paths, message, hint = await _entry(run, parsed.entry)
     if not paths:
@@ -553,7 +553,7 @@ async def path_query(
         )]
         ordered = ordered[:max_results]
     names, metadata = await _names(graph, [n for p in ordered for n in p.nodes])
-    ends = graph.process_nodes({p.nodes[-1]: dict(metadata.get(p.nodes[-1], {})) for p in ordered}, "path_query")
+    ends = {p.nodes[-1]: dict(metadata.get(p.nodes[-1], {})) for p in ordered}
     results = []
     for path in ordered:
         end = path.nodes[-1]

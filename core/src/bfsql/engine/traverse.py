@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bfsql.backend import gather_or_cancel
+from bfsql.budgets import TraversalLimits
 from bfsql.engine.answer import Triple
-from bfsql.engine.budget import TraversalBudget
 from bfsql.graph import Graph
 from bfsql.models import Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
@@ -60,16 +60,16 @@ class Expansion:
         """Every reached node, nearest first, then by id: the order of answers and pages."""
         return [node_id for level in self.levels for node_id in sorted(level)]
 
-    def truncations(self, budget: TraversalBudget) -> list[Truncation]:
-        """Report every cut made because of the budget."""
+    def truncations(self, limits: TraversalLimits) -> list[Truncation]:
+        """Report every cut made because of the limits."""
         cuts: list[Truncation] = []
         if self.capped_nodes:
-            skipped = sum(total - budget.max_edges_per_node for total in self.capped_nodes.values())
+            skipped = sum(total - limits.max_edges_per_node for total in self.capped_nodes.values())
             cuts.append(
                 Truncation(
                     reason="max_edges_per_node",
                     detail=(
-                        f"{len(self.capped_nodes)} hub node(s) have more than {budget.max_edges_per_node} edges; "
+                        f"{len(self.capped_nodes)} hub node(s) have more than {limits.max_edges_per_node} edges; "
                         f"{skipped} of their edges were not followed."
                     ),
                     hint="Seed a bfs_query at a hub with exclude_node_types to skip high-volume neighbours, "
@@ -81,7 +81,7 @@ class Expansion:
             cuts.append(
                 Truncation(
                     reason="max_nodes",
-                    detail=f"The traversal reached its limit of {budget.max_nodes} nodes; "
+                    detail=f"The traversal reached its limit of {limits.max_nodes} nodes; "
                     f"{self.nodes_cut} further neighbour(s) were not visited.",
                     hint="Lower max_hops, add exclude_node_types, or start from a more specific seed.",
                 )
@@ -89,12 +89,12 @@ class Expansion:
         return cuts
 
 
-def capped(node_id: str, rows: list[HopEdge], budget: TraversalBudget, hubs: dict[str, int]) -> list[HopEdge]:
+def capped(node_id: str, rows: list[HopEdge], limits: TraversalLimits, hubs: dict[str, int]) -> list[HopEdge]:
     """``rows`` within the hub cap: the first ``max_edges_per_node`` in edge order; a cut hub is noted in ``hubs``."""
-    if len(rows) <= budget.max_edges_per_node:
+    if len(rows) <= limits.max_edges_per_node:
         return rows
     hubs[node_id] = len(rows)
-    return sorted(rows)[: budget.max_edges_per_node]
+    return sorted(rows)[: limits.max_edges_per_node]
 
 
 async def expand(
@@ -102,11 +102,11 @@ async def expand(
     seeds: list[str],
     hops: int,
     *,
-    budget: TraversalBudget,
+    limits: TraversalLimits,
     exclude_types: frozenset[str] = frozenset(),
     progress: ProgressFn | None = None,
 ) -> Expansion:
-    """Visit every node within ``hops`` undirected hops of any seed, within ``budget``.
+    """Visit every node within ``hops`` undirected hops of any seed, within ``limits``.
 
     Seeds are always kept, whatever their type; neighbours of an excluded type are
     neither kept nor expanded, and the edges touching them are dropped. When a hop would
@@ -148,7 +148,7 @@ async def expand(
             pacer.work += len(rows) + 64
             if pacer.work > WORK_BETWEEN_CHECKS:
                 await pacer.pause()
-            for subject, predicate, obj, other_type, other_name in capped(node_id, rows, budget, result.capped_nodes):
+            for subject, predicate, obj, other_type, other_name in capped(node_id, rows, limits, result.capped_nodes):
                 other = obj if subject == node_id else subject
                 if other in distance:
                     triple = (subject, predicate, obj)
@@ -169,7 +169,7 @@ async def expand(
                     add_predicate(predicate)
                     pending.append(triple)
         admitted = list(new)
-        room = budget.max_nodes - len(distance)
+        room = limits.max_nodes - len(distance)
         if len(admitted) > room:
             result.nodes_cut += len(admitted) - room
             admitted = sorted(admitted)[:room]

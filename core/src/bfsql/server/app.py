@@ -28,14 +28,18 @@ from bfsql.graph import Graph
 from bfsql.models import GraphListing
 from bfsql.plugins import collect, create_embedder, resolve_embedder_name
 from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection, schema_injection
-from bfsql.server.pipeline import READ_ONLY, ServeSettings, ToolSpec, error_result, run_tool, tool_spec
+from bfsql.server.pipeline import READ_ONLY, error_result, run_tool
+from bfsql.server.tool_spec import ToolSpec, tool_spec
 from bfsql.server.tools import register_builtin_tools
-from bfsql.settings import DEFAULT_MAX_HEAVY_CALLS, graph_name_error
+from bfsql.settings import DEFAULT_MAX_HEAVY_CALLS, ServerSettings, graph_name_error
 from bfsql.version import __version__
 
-__all__ = ["BfsqlServer", "ServeSettings", "ServedGraph", "build_server", "collect_tools", "start_failure"]
+__all__ = ["SERVER_NAME", "BfsqlServer", "ServedGraph", "build_server", "collect_tools", "start_failure"]
 
 logger = logging.getLogger("bfsql.server")
+
+SERVER_NAME = "bfsql"
+"""The name the server gives MCP clients."""
 
 
 @dataclass
@@ -45,7 +49,7 @@ class ServedGraph:
     name: str
     graph: Graph | None
     """None when it could not be opened (``failure`` says why)."""
-    settings: ServeSettings
+    settings: ServerSettings
     description: str | None = None
     backend: str = ""
     failure: str | None = None
@@ -71,7 +75,7 @@ class BfsqlServer(MCPServer):
         if not graphs:
             raise ValueError("a server needs at least one graph")
         instructions = SERVER_INSTRUCTIONS + (graphs_injection(graphs) if len(graphs) > 1 else "")
-        super().__init__(graphs[0].settings.name, instructions=instructions, version=__version__,
+        super().__init__(SERVER_NAME, instructions=instructions, version=__version__,
                          log_level="WARNING")
         self.graphs = {served.name: served for served in graphs}
         self.default = graphs[0]
@@ -84,11 +88,6 @@ class BfsqlServer(MCPServer):
     def graph(self) -> Graph | None:
         """The default graph."""
         return self.default.graph
-
-    @property
-    def serve_settings(self) -> ServeSettings:
-        """The default graph's settings (MCPServer keeps its own ``settings``)."""
-        return self.default.settings
 
     def _input_schema(self, spec: ToolSpec) -> dict[str, Any]:
         schema = spec.input_schema()
@@ -170,11 +169,9 @@ async def _prepare(served: ServedGraph) -> None:
     """Bind the graph's embedder and read its schema (a store whose vectors come from another embedder fails here)."""
     graph = served.graph
     assert graph is not None
-    embedder = served.settings.embedder
-    if embedder is not None:
-        if isinstance(embedder, str):  # "auto": the store's own embedder, else the preferred one
-            stored = graph.backend.vector_embedder
-            embedder = create_embedder(resolve_embedder_name(embedder, stored[0] if stored else None))
+    if not graph.embedder_chosen:  # a graph built with an embedder keeps it; else the setting ("auto": the store's own)
+        stored = graph.backend.vector_embedder
+        embedder = create_embedder(resolve_embedder_name(served.settings.embedder, stored[0] if stored else None))
         graph.set_embedder(embedder)
         await embedder.embed(["warm-up"])  # load a model now, not under the first search's clock and memory
     await graph.bind_embedder()
@@ -201,7 +198,7 @@ async def _prepare_or_fail(served: ServedGraph) -> None:
 
 async def build_server(
     graph: Graph | Sequence[ServedGraph],
-    settings: ServeSettings | None = None,
+    settings: ServerSettings | None = None,
     max_heavy_calls: int = DEFAULT_MAX_HEAVY_CALLS,
 ) -> BfsqlServer:
     """An MCP server exposing the BFS-QL tools (and plugin tools) over an open graph, or several.
@@ -213,7 +210,7 @@ async def build_server(
     answered as unavailable; with one, its failure is raised.
     """
     if isinstance(graph, Graph):
-        served: list[ServedGraph] = [ServedGraph(graph.name, graph, settings or ServeSettings())]
+        served: list[ServedGraph] = [ServedGraph(graph.name, graph, settings or ServerSettings())]
     else:
         served = list(graph)
     if len(served) == 1 and served[0].graph is not None:

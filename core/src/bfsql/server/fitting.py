@@ -25,12 +25,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bfsql.budgets import CHARS_PER_TOKEN, MIN_MAX_TOKENS
 from bfsql.engine.answer import Traversal, Triple
 from bfsql.models import Truncation
 
 __all__ = [
-    "CHARS_PER_TOKEN",
-    "Budget",
+    "AnswerBudget",
     "answer_limit",
     "clip_metadata",
     "compact_json",
@@ -41,9 +41,6 @@ __all__ = [
     "fit_traversal",
     "hold_texts",
 ]
-
-CHARS_PER_TOKEN = 3
-"""A deliberately low estimate: JSON full of ids tokenises worse than prose."""
 
 NOTES_RESERVE = 700
 """Characters kept for the ``truncated`` notes that fitting adds (more are cut for, if needed)."""
@@ -65,7 +62,7 @@ def compact_json(obj: Any) -> str:
 
 def answer_limit(max_tokens: int) -> int:
     """The characters of compact JSON an answer of ``max_tokens`` may use."""
-    return max(max_tokens * CHARS_PER_TOKEN, 600)
+    return max(max_tokens, MIN_MAX_TOKENS) * CHARS_PER_TOKEN
 
 
 def _jlen(text: str) -> int:
@@ -82,8 +79,8 @@ _BARE_EDGE = len(compact_json({"subject": "", "predicate": "", "object": ""})) -
 
 
 @dataclass(frozen=True)
-class Budget:
-    """One answer's budget, and the :class:`~bfsql.engine.answer.AnswerRoom` the engine asks."""
+class AnswerBudget:
+    """One answer's budget (``max_tokens``), and the :class:`~bfsql.engine.answer.AnswerRoom` the engine asks."""
 
     max_tokens: int
     named_stubs: bool = True
@@ -136,7 +133,7 @@ def clip_metadata(metadata: dict[str, Any], max_chars: int = CLIP_CHARS, max_ite
 class _Sizes:
     """Per-item sizes of a traversal answer at each detail level, computed once each, when first needed."""
 
-    def __init__(self, answer: Traversal, budget: Budget) -> None:
+    def __init__(self, answer: Traversal, budget: AnswerBudget) -> None:
         self.answer = answer
         self.names = answer.names if budget.named_stubs else {}
         self.clip_chars = CLIP_CHARS
@@ -272,7 +269,7 @@ def _paths_size(answer: Traversal) -> dict[str, int]:
     return sizes
 
 
-def fit_traversal(answer: Traversal, budget: Budget) -> dict[str, Any]:
+def fit_traversal(answer: Traversal, budget: AnswerBudget) -> dict[str, Any]:
     """The answer of bfs_query or intersect_subgraphs within ``budget``, graded as the module says."""
     ids = answer.node_ids
     sizes = _Sizes(answer, budget)
@@ -415,7 +412,7 @@ def _envelope(
 
 
 def _build(
-    answer: Traversal, budget: Budget, sizes: _Sizes, owned: list[Sequence[int]], levels: list[int]
+    answer: Traversal, budget: AnswerBudget, sizes: _Sizes, owned: list[Sequence[int]], levels: list[int]
 ) -> dict[str, Any]:
     nodes: list[dict[str, Any]] = []
     edge_levels: dict[int, int] = {}
@@ -464,7 +461,7 @@ _DEGRADATION_NOTES = (
 """The note of each degradation: level, reason, what befell the nodes, where to look, what to do."""
 
 
-def _notes(answer: Traversal, budget: Budget, counts: dict[int, int], shown: int) -> list[Truncation]:
+def _notes(answer: Traversal, budget: AnswerBudget, counts: dict[int, int], shown: int) -> list[Truncation]:
     tokens = budget.max_tokens
     notes = [
         Truncation(reason=reason, detail=f"{counts[level]} node(s) {what} to fit {tokens} tokens{see}.", hint=hint,
@@ -493,11 +490,11 @@ def _notes(answer: Traversal, budget: Budget, counts: dict[int, int], shown: int
     return notes
 
 
-def _fits(obj: Any, budget: Budget) -> bool:
+def _fits(obj: Any, budget: AnswerBudget) -> bool:
     return len(compact_json(obj)) <= budget.chars
 
 
-def fit_record(record: dict[str, Any], budget: Budget) -> dict[str, Any]:
+def fit_record(record: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
     """One flat record (describe_entity) within the budget: long values clipped, as little as needed."""
     if _fits(record, budget):
         return record
@@ -513,7 +510,7 @@ def fit_record(record: dict[str, Any], budget: Budget) -> dict[str, Any]:
 
 def fit_list(
     items: list[Any],
-    budget: Budget,
+    budget: AnswerBudget,
     *,
     what: str,
     id_key: str = "id",
@@ -566,7 +563,7 @@ def fit_list(
     return with_marker(low)
 
 
-def fit_schema(schema: dict[str, Any], budget: Budget) -> dict[str, Any]:
+def fit_schema(schema: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
     """describe_schema within the budget: its type and predicate lists sampled (marked not comprehensive)."""
     if _fits(schema, budget):
         return schema
@@ -603,7 +600,7 @@ ECHO_CLIPS = (1000, 200, 60)
 """String lengths tried, longest first, when an answer's own texts (echoed arguments, warnings) overflow."""
 
 
-def hold_texts(data: Any, budget: Budget) -> tuple[Any, str]:
+def hold_texts(data: Any, budget: AnswerBudget) -> tuple[Any, str]:
     """``data`` (a fitted answer) and its wire text, with long strings clipped until it fits ``budget``.
 
     The fitting of each answer kind grades what the store returned; this is the net under it for
@@ -620,7 +617,7 @@ def hold_texts(data: Any, budget: Budget) -> tuple[Any, str]:
     return data, text
 
 
-def fit_paths(answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
+def fit_paths(answer: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
     """A path_query answer within the budget: long values clipped (everywhere: metadata, labels of entry points
     and steps), then entity metadata dropped, then results cut; labels clipped harder if even that is too long."""
 
@@ -635,7 +632,7 @@ def fit_paths(answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
     if _fits(answer, budget):
         return answer
     answer = _clip_strings(answer, CLIP_CHARS)
-    clipped = {**answer, "results": entities(answer["results"], lambda e: fit_record(e, Budget(200)))}
+    clipped = {**answer, "results": entities(answer["results"], lambda e: fit_record(e, AnswerBudget(200)))}
     clipped = with_note(clipped, {
         "reason": "clipped_values",
         "detail": "Long values of the result entities and long labels were clipped.",

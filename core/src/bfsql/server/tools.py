@@ -9,6 +9,7 @@ pipeline fits the answer to the budget.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -17,7 +18,7 @@ from bfsql.backend import gather_or_cancel
 from bfsql.engine import bfs_query as traverse
 from bfsql.engine import intersect_subgraphs as intersect
 from bfsql.engine import search as hybrid
-from bfsql.engine.answer import Traversal
+from bfsql.engine.answer import EdgeRecords, EntityRecords, Traversal
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD
 from bfsql.engine.paths import path_query as run_path_query
 from bfsql.errors import InvalidArgument, UnknownEntity, clip
@@ -34,14 +35,10 @@ from bfsql.models import (
 )
 from bfsql.rows import Edge
 from bfsql.server.instructions import DEFAULT_NEXT_STEPS, TOOL_DESCRIPTIONS, TOOL_USAGE_NOTES
-from bfsql.server.pipeline import ToolContext
+from bfsql.server.tool_spec import ToolContext
 
 __all__ = ["BUILTIN_TOOLS", "register_builtin_tools"]
 
-MaxTokens = Annotated[
-    int | None,
-    Field(description="Answer budget for this call, in tokens (default and most: the server's).", examples=[8000]),
-]
 Ids = Annotated[list[str], Field(description="Canonical entity ids.", examples=[["HGNC:BRAF", "HGNC:RAF1"]])]
 Types = Annotated[list[str] | None, Field(description="Entity types that get full metadata.", examples=[["Gene"]])]
 Predicates = Annotated[
@@ -140,6 +137,22 @@ async def _filter_warnings(ctx: ToolContext, answer: Traversal, arguments: dict[
             )
 
 
+async def _traversal(
+    ctx: ToolContext,
+    engine: Callable[..., Awaitable[Traversal]],
+    seeds: list[str],
+    hops: int,
+    filters: dict[str, list[str] | None],
+    **options: Any,
+) -> Traversal:
+    """Run a traversal of the engine (bfs_query, intersect_subgraphs) within the graph's limits and the answer's
+    budget; warn about filter values the graph does not know."""
+    answer = await engine(ctx.graph, seeds, hops, **filters, **options, limits=ctx.settings.limits,
+                          room=ctx.answer_budget, progress=ctx.progress)
+    await _filter_warnings(ctx, answer, filters)
+    return answer
+
+
 async def bfs_query(
     ctx: ToolContext,
     seeds: Annotated[list[str], Field(description="One or more canonical entity ids.", examples=[["FPLX:RAF"]])],
@@ -151,47 +164,29 @@ async def bfs_query(
     min_mentions: MinMentions = 1,
     limit: Annotated[int | None, Field(description="Cap the number of nodes returned.", examples=[50])] = None,
     offset: Annotated[int, Field(description="Skip the first N nodes (paging).", examples=[50])] = 0,
-    max_tokens: MaxTokens = None,
 ) -> Traversal:
     """Traverse from the seeds."""
-    answer = await traverse(
-        ctx.graph,
-        seeds,
-        max_hops,
-        node_types=node_types,
-        predicates=predicates,
-        topology_only=topology_only,
-        exclude_node_types=exclude_node_types,
-        min_mentions=min_mentions,
-        limit=limit,
-        offset=offset,
-        budget=ctx.settings.budget,
-        room=ctx.budget,
-        progress=ctx.progress,
-    )
     filters = {"node_types": node_types, "predicates": predicates, "exclude_node_types": exclude_node_types}
-    await _filter_warnings(ctx, answer, filters)
-    return answer
+    return await _traversal(ctx, traverse, seeds, max_hops, filters, topology_only=topology_only,
+                            min_mentions=min_mentions, limit=limit, offset=offset)
 
 
 async def describe_entity(
     ctx: ToolContext,
     id: Annotated[str, Field(description="Canonical entity id.", examples=["HGNC:BRAF"])],
-    max_tokens: MaxTokens = None,
-) -> dict[str, Any]:
+) -> EntityRecords:
     """One entity's metadata, flat."""
     nodes, metadata = await gather_or_cancel(ctx.graph.get_nodes([id]), ctx.graph.metadata_for_nodes([id]))
     if id not in nodes:
         raise UnknownEntity([id])
-    found = ctx.graph.process_nodes({id: dict(metadata.get(id, {}))}, "describe_entity")[id]
-    return {**found, "id": id, "entity_type": nodes[id].entity_type}
+    return EntityRecords([id], {id: nodes[id].entity_type}, {id: dict(metadata.get(id, {}))}, single=True)
 
 
 DESCRIBE_MAX = 500
 """Most ids one describe_entities call takes."""
 
 
-async def describe_entities(ctx: ToolContext, ids: Ids, max_tokens: MaxTokens = None) -> list[dict[str, Any]]:
+async def describe_entities(ctx: ToolContext, ids: Ids) -> EntityRecords:
     """Several entities' metadata."""
     if len(ids) > DESCRIBE_MAX:
         raise InvalidArgument(
@@ -200,10 +195,11 @@ async def describe_entities(ctx: ToolContext, ids: Ids, max_tokens: MaxTokens = 
         )
     wanted = list(dict.fromkeys(ids))
     nodes, metadata = await gather_or_cancel(ctx.graph.get_nodes(wanted), ctx.graph.metadata_for_nodes(wanted))
-    found = ctx.graph.process_nodes(
-        {i: dict(metadata.get(i, {})) for i in wanted if i in nodes}, "describe_entities"
+    found = [i for i in wanted if i in nodes]
+    return EntityRecords(
+        found, {i: nodes[i].entity_type for i in found}, {i: dict(metadata.get(i, {})) for i in found},
+        missing=[i for i in wanted if i not in nodes],
     )
-    return [{"id": i, "entity_type": nodes[i].entity_type, "metadata": found[i]} for i in wanted if i in nodes]
 
 
 async def intersect_subgraphs(
@@ -217,25 +213,10 @@ async def intersect_subgraphs(
     predicates: Predicates = None,
     min_mentions: MinMentions = 1,
     topology_only: TopologyOnly = False,
-    max_tokens: MaxTokens = None,
 ) -> Traversal:
     """Nodes every seed reaches."""
-    answer = await intersect(
-        ctx.graph,
-        seeds,
-        k,
-        node_types=node_types,
-        predicates=predicates,
-        topology_only=topology_only,
-        exclude_node_types=exclude_node_types,
-        min_mentions=min_mentions,
-        budget=ctx.settings.budget,
-        room=ctx.budget,
-        progress=ctx.progress,
-    )
     filters = {"node_types": node_types, "predicates": predicates, "exclude_node_types": exclude_node_types}
-    await _filter_warnings(ctx, answer, filters)
-    return answer
+    return await _traversal(ctx, intersect, seeds, k, filters, topology_only=topology_only, min_mentions=min_mentions)
 
 
 async def path_query(
@@ -255,11 +236,10 @@ async def path_query(
     max_results: Annotated[
         int, Field(description="Most results returned (1-200).", examples=[20])
     ] = DEFAULT_MAX_RESULTS,
-    max_tokens: MaxTokens = None,
 ) -> PathQueryResult:
     """Follow a chain of relations."""
     return await run_path_query(
-        ctx.graph, query, k=k, threshold=threshold, max_results=max_results, budget=ctx.settings.budget
+        ctx.graph, query, k=k, threshold=threshold, max_results=max_results, limits=ctx.settings.limits
     )
 
 
@@ -274,8 +254,7 @@ async def describe_edges(
         Field(description="Edges as [subject, predicate, object] triples.",
               examples=[[["HGNC:BRAF", "isa", "FPLX:RAF"]]]),
     ],
-    max_tokens: MaxTokens = None,
-) -> list[dict[str, Any]]:
+) -> EdgeRecords:
     """Edges' metadata with their provenance."""
     if len(edges) > EDGES_MAX:
         raise InvalidArgument(
@@ -285,32 +264,29 @@ async def describe_edges(
     metadata, provenance = await gather_or_cancel(
         ctx.graph.metadata_for_edges(wanted), ctx.graph.provenance_for_edges(wanted)
     )
-    found = {e: dict(metadata[e]) for e in wanted if metadata.get(e)}
+    found: dict[tuple[str, str, str], dict[str, Any]] = {e: dict(metadata[e]) for e in wanted if metadata.get(e)}
     for edge, evidence in provenance.items():
         if edge in found and evidence:
             found[edge]["provenance"] = evidence
-    ctx.graph.process_edges(found, "describe_edges")  # type: ignore[arg-type]
-    return [
-        {"subject": e.subject, "predicate": e.predicate, "object": e.object, "metadata": m} for e, m in found.items()
-    ]
+    return EdgeRecords(list(found), found, missing=[e for e in wanted if e not in found])
 
 
-BUILTIN_TOOLS: tuple[tuple[Any, Any, bool], ...] = (
-    (describe_schema, SchemaDescription, False),
-    (search_entities, list[EntityStub | ListCut], False),
-    (bfs_query, BfsResult, True),
-    (describe_entity, dict[str, Any], False),
-    (describe_entities, list[Node | ListCut], False),
-    (intersect_subgraphs, IntersectionResult, True),
-    (path_query, PathQueryResult, True),
-    (describe_edges, list[ResultEdge | ListCut], False),
+BUILTIN_TOOLS: tuple[tuple[Any, Any, bool, bool], ...] = (
+    (describe_schema, SchemaDescription, False, False),
+    (search_entities, list[EntityStub | ListCut], False, False),
+    (bfs_query, BfsResult, True, True),
+    (describe_entity, dict[str, Any], False, True),
+    (describe_entities, list[Node | ListCut], False, True),
+    (intersect_subgraphs, IntersectionResult, True, True),
+    (path_query, PathQueryResult, True, True),
+    (describe_edges, list[ResultEdge | ListCut], False, True),
 )
-"""(function, answer model, whether it traverses), in the order clients see them. A traversal's
-description lists the schema, and it waits for one of the server's heavy-call slots."""
+"""(function, answer model, whether it traverses, whether a call may set its own max_tokens), in the order clients
+see them. A traversal's description lists the schema, and it waits for one of its graph's heavy-call slots."""
 
 
 def register_builtin_tools(register: Any) -> None:
     """Register the built-in tools with the server's ``register`` (the callback plugins get from ``register_tools``)."""
-    for fn, output, traverses in BUILTIN_TOOLS:
+    for fn, output, traverses, budgeted in BUILTIN_TOOLS:
         register(fn, description=TOOL_DESCRIPTIONS[fn.__name__], output=output, injects_schema=traverses,
-                 heavy=traverses)
+                 heavy=traverses, max_tokens=budgeted)

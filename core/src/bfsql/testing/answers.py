@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from bfsql.engine import TraversalBudget, bfs_query, intersect_subgraphs
+from bfsql.engine import TraversalLimits, bfs_query, intersect_subgraphs
 from bfsql.graph import Graph
 from bfsql.models import to_output
 from bfsql.testing.idmap import IdMap
@@ -72,11 +72,11 @@ async def run_traversal(
     graph: Graph, tool: str, arguments: Mapping[str, Any], ids: IdMap, max_edges_per_node: int | None = None
 ) -> dict[str, Any]:
     """Run bfs_query or intersect_subgraphs through the engine; the answer as the tool would serialise it."""
-    budget = TraversalBudget() if max_edges_per_node is None else TraversalBudget(max_edges_per_node=max_edges_per_node)
+    limits = TraversalLimits() if max_edges_per_node is None else TraversalLimits(max_edges_per_node=max_edges_per_node)
     mapped = backend_arguments(arguments, ids)
     if tool == "bfs_query":
-        return to_output((await bfs_query(graph, **mapped, budget=budget)).model())
-    return to_output((await intersect_subgraphs(graph, **mapped, budget=budget)).model())
+        return to_output((await bfs_query(graph, **mapped, limits=limits)).model())
+    return to_output((await intersect_subgraphs(graph, **mapped, limits=limits)).model())
 
 
 def check_traversal(case: TraversalCase, answer: Mapping[str, Any], ids: IdMap) -> None:

@@ -33,7 +33,6 @@ from bfsql import postprocess
 from bfsql.backend import PROVENANCE_KEYS, Capabilities, GraphBackend, GraphDbInterface, has_vector_search
 from bfsql.backends.memory import MemoryBackend
 from bfsql.embedders import Embedder, HashingEmbedder
-from bfsql.engine import TraversalBudget
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.models import EntityStub
@@ -623,11 +622,10 @@ class BackendConformance:
     async def _client(self, backend: GraphBackend, max_edges_per_node: int | None = None) -> Any:
         from mcp import Client
 
-        from bfsql.server import ServeSettings, build_server
+        from bfsql.server import build_server
+        from bfsql.settings import ServerSettings
 
-        settings = ServeSettings()
-        if max_edges_per_node is not None:
-            settings.budget = TraversalBudget(max_edges_per_node=max_edges_per_node)
+        settings = ServerSettings(**({} if max_edges_per_node is None else {"max_edges_per_node": max_edges_per_node}))
         return Client(await build_server(Graph(backend, plugins=[postprocess]), settings))
 
     @pytest.mark.parametrize("case", TRAVERSALS, ids=lambda c: c.name)

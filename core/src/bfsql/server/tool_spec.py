@@ -1,0 +1,182 @@
+"""A tool as the pipeline runs it: its spec, made from a function, and the call's arguments checked against it.
+
+A tool is a function whose parameters are its arguments (their annotations, descriptions and
+examples make the input schema) and whose return annotation is its answer's type. Two
+parameters are not arguments: a first parameter named ``graph`` receives the open
+:class:`~bfsql.graph.Graph`, and one annotated :class:`ToolContext` receives the call's
+context. Whether a call may set its own answer budget (``max_tokens``) is part of the spec,
+not of the function: the pipeline adds that argument and reads it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from bfsql.errors import InvalidArgument, clip, plain_problem
+from bfsql.graph import Graph
+from bfsql.models import GraphListing
+from bfsql.server.fitting import AnswerBudget, compact_json
+from bfsql.settings import ServerSettings
+
+__all__ = ["MAX_TOKENS_ARGUMENT", "ToolContext", "ToolSpec", "argument_error", "tool_spec", "validate"]
+
+MAX_TOKENS_ARGUMENT = "max_tokens"
+"""The argument a tool registered with ``max_tokens=True`` takes: the call's own answer budget."""
+
+_MaxTokens = Annotated[
+    int | None,
+    Field(description="Answer budget for this call, in tokens (default and most: the server's).", examples=[8000]),
+]
+
+
+@dataclass
+class ToolContext:
+    """What a tool function may ask for besides its arguments (a parameter annotated ``ToolContext``)."""
+
+    graph: Graph
+    settings: ServerSettings
+    """The settings of the graph answering (traversal limits in ``settings.limits``)."""
+    answer_budget: AnswerBudget
+    """This answer's budget: the pipeline fits the answer to it; the engine may ask it where detail still fits."""
+    report: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+    graphs: list[GraphListing] | None = None
+    """The server's graphs, when it serves several and the call named none (describe_schema lists them)."""
+
+    async def progress(self, done: float, total: float | None, message: str) -> None:
+        """Tell the client how far a long call is (MCP progress notifications), when it asked."""
+        if self.report is not None:
+            await self.report(done, total, message)
+
+
+@dataclass
+class ToolSpec:
+    """A tool as the pipeline runs it."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    arguments: type[BaseModel]
+    """The arguments' model: the function's parameters (but ``graph`` and the ToolContext), extra forbidden,
+    plus ``max_tokens`` when the tool takes a per-call budget."""
+    output: Any = None
+    """The answer's model, for the tool's output schema (None: no schema)."""
+    injects_schema: bool = False
+    """The description lists the graph's types and predicates when they are few (see instructions.py)."""
+    heavy: bool = False
+    """A traversal that may compute for seconds: it waits for one of its graph's heavy-call slots."""
+    max_tokens: bool = False
+    """A call may ask for a smaller answer budget than the server's (the ``max_tokens`` argument)."""
+    graph_param: str | None = None
+    context_param: str | None = None
+    plugin: str = "bfsql"
+    """Who registered it: ``bfsql`` for the built-in tools, else the plugin's name."""
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments."""
+        return self.arguments.model_json_schema()
+
+    def output_schema(self) -> dict[str, Any] | None:
+        """The JSON schema of the answer (lists are wrapped as ``{"result": [...]}``, as MCP wants objects)."""
+        if self.output is None:
+            return None
+        schema = TypeAdapter(self.output).json_schema()
+        if schema.get("type") != "object":
+            schema = {"type": "object", "properties": {"result": schema}, "required": ["result"], "$defs": schema.pop(
+                "$defs", {})}
+            if not schema["$defs"]:
+                del schema["$defs"]
+        return schema
+
+
+def tool_spec(
+    fn: Callable[..., Any],
+    name: str | None = None,
+    description: str | None = None,
+    output: Any = None,
+    injects_schema: bool = False,
+    heavy: bool = False,
+    max_tokens: bool = False,
+    plugin: str = "bfsql",
+) -> ToolSpec:
+    """A :class:`ToolSpec` from a function: its parameters become the arguments' model (see the module)."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    graph_param = context_param = None
+    for index, param in enumerate(inspect.signature(fn).parameters.values()):
+        if index == 0 and param.name == "graph":
+            graph_param = param.name
+            continue
+        if hints.get(param.name) is ToolContext:
+            context_param = param.name
+            continue
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    if max_tokens:
+        if MAX_TOKENS_ARGUMENT in fields:
+            raise ValueError(f"{fn.__name__} declares max_tokens itself; register it with max_tokens=True instead")
+        fields[MAX_TOKENS_ARGUMENT] = (_MaxTokens, None)
+    tool_name = name or fn.__name__
+    model = create_model(
+        f"{''.join(part.title() for part in tool_name.split('_'))}Arguments",
+        __config__=ConfigDict(extra="forbid"),
+        **fields,
+    )
+    if output is None and "return" in hints and hints["return"] is not Any:
+        output = hints["return"]
+    return ToolSpec(
+        name=tool_name,
+        description=description or inspect.cleandoc(fn.__doc__ or ""),
+        fn=fn,
+        arguments=model,
+        output=output,
+        injects_schema=injects_schema,
+        heavy=heavy,
+        max_tokens=max_tokens,
+        graph_param=graph_param,
+        context_param=context_param,
+        plugin=plugin,
+    )
+
+
+def _example(model: type[BaseModel], name: str) -> str:
+    field = model.model_fields.get(name)
+    examples = field.examples if field is not None else None
+    if examples:
+        return f" Example: {name}={compact_json(examples[0])}."
+    return ""
+
+
+def argument_error(spec: ToolSpec, exc: ValidationError) -> InvalidArgument:
+    """One plain sentence per problem, with an example where the tool gives one; no library links."""
+    accepted = ", ".join(spec.arguments.model_fields) or "no arguments"
+    problems: list[str] = []
+    for error in exc.errors(include_url=False):
+        location = [str(part) for part in error["loc"]]
+        name = location[0] if location else "arguments"
+        if error["type"] == "extra_forbidden":
+            problems.append(f"Unknown argument {clip(name)!r}: {spec.name} takes {accepted}.")
+        elif error["type"] == "missing":
+            problems.append(f"Missing argument {name!r}.{_example(spec.arguments, name)}")
+        else:
+            where = ".".join(location) or "arguments"
+            got = clip(compact_json(error.get("input")), 60)
+            problems.append(f"{where} {plain_problem(error, got)}{_example(spec.arguments, name)}")
+    return InvalidArgument(" ".join(dict.fromkeys(problems)), f"See the {spec.name} tool's input schema.")
+
+
+def validate(spec: ToolSpec, raw: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments, validated; :class:`InvalidArgument` in plain words otherwise."""
+    if not isinstance(raw, dict):
+        raise InvalidArgument(f"{spec.name} takes an object of named arguments.", "Example: {\"seeds\": [\"X\"]}.")
+    try:
+        model = spec.arguments.model_validate(raw)
+    except ValidationError as exc:
+        raise argument_error(spec, exc) from None
+    return {name: getattr(model, name) for name in spec.arguments.model_fields}
