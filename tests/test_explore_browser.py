@@ -152,6 +152,37 @@ def test_a_seed_url_draws_braf_and_its_family_named_and_coloured(visit: Visit):
         assert painted > 200, f"no {entity_type} node painted in the legend's colour {swatch}"
 
 
+def hex_colour(css: str) -> str:
+    return "#" + "".join(f"{channel:02X}" for channel in rgb(css))
+
+
+def test_a_type_has_one_colour_in_every_answer_and_the_exports_colour(visit: Visit, explorer: str):
+    import httpx
+
+    from bfsql.diagrams import diagram
+    from bfsql.type_styles import type_style
+
+    drawn: dict[str, set[tuple[str, str]]] = {}
+    for seed, hops in (("HGNC:BRAF", 2), ("FPLX:AMPK", 1)):  # {Gene, Family}, then {Complex, Family}
+        page = visit.open(f"?seed={seed}&hops={hops}")
+        styles = page.evaluate("""() => window.bfsqlExplorer.cy.nodes().map((n) =>
+            [n.data('type'), n.style('background-color'), n.style('shape')])""")
+        for entity_type, colour, shape in styles:
+            drawn.setdefault(entity_type, set()).add((hex_colour(colour), shape))
+        for entity_type in {t for t, _, _ in styles}:
+            swatch = page.locator(f"#legend li[data-type='{entity_type}'] .swatch")
+            assert hex_colour(swatch.evaluate("(el) => getComputedStyle(el).backgroundColor")) == type_style(
+                entity_type).fill
+        answer = httpx.post(explorer + "api/call/bfs_query", json={"seeds": [seed], "max_hops": hops}).json()
+        for line in diagram("bfs_query", answer, "dot").splitlines():
+            if 'entity_type="' in line:
+                entity_type = line.split('entity_type="')[1].split('"')[0]
+                fill = line.split('fillcolor="')[1].split('"')[0]
+                assert {colour for colour, _ in drawn[entity_type]} == {fill}, (entity_type, drawn, line)
+    assert set(drawn) == {"Gene", "Family", "Complex"}
+    assert drawn == {t: {(type_style(t).fill, type_style(t).shape)} for t in drawn}
+
+
 def test_clicking_a_node_shows_its_metadata(visit: Visit):
     page = visit.open("?seed=HGNC:BRAF")
     expect(page.locator("#node-list li")).to_have_count(2)

@@ -84,6 +84,17 @@ def test_bad_calls_get_one_plain_error(explorer):
     assert call("search_entities", {"query": "BRAF"}).json()[0]["id"] == "HGNC:BRAF"  # still answering
 
 
+def test_the_page_gets_type_styles_from_the_one_mapping_the_exports_use(explorer):
+    from dataclasses import asdict
+
+    from bfsql.type_styles import type_style
+
+    styles = httpx.get(explorer + "api/type-styles", params=[("type", "Gene"), ("type", "?"), ("type", "Odd Type")])
+    assert styles.json() == {name: asdict(type_style(name)) for name in ("Gene", "?", "Odd Type")}
+    too_many = httpx.get(explorer + "api/type-styles", params=[("type", f"T{i}") for i in range(501)])
+    assert too_many.status_code == 400 and "at most 500 types" in too_many.json()["error"]
+
+
 SECURITY_HEADERS = ("content-security-policy", "x-content-type-options", "referrer-policy")
 
 

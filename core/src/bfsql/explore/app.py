@@ -8,11 +8,13 @@ rules of ``bfsql serve``: Host and Origin accepted by its
 :class:`~bfsql.server.http.HostPolicy` (against DNS rebinding), and the bearer token when one
 is set. A browser cannot send a header on navigation, so the token is also taken
 once from ``/?token=...``, which sets a same-site, HTTP-only cookie and drops it from the
-address.
+address. ``GET /api/type-styles?type=T&type=...`` gives each entity type's colour and shape
+from :func:`~bfsql.type_styles.type_style`, the one mapping that the diagram exports use too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import logging
@@ -30,11 +32,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bfsql.diagrams import TYPE_COLOURS
 from bfsql.server.app import BfsqlServer
 from bfsql.server.http import HostPolicy
 from bfsql.server.run import check_exposure, open_server, serve_announced
 from bfsql.settings import GraphPlan, ServerSettings
+from bfsql.type_styles import type_style
 
 __all__ = ["PAGE_TOOLS", "build_app", "page_url", "serve_explorer"]
 
@@ -48,6 +50,9 @@ MAX_BODY = 64 * 1024
 
 MAX_DEPTH = 16
 """Deepest nesting of arrays and objects in a request body; a tool's arguments need 3 (``describe_edges``)."""
+
+MAX_STYLED_TYPES = 500
+"""Most entity types one ``/api/type-styles`` request asks about."""
 
 logger = logging.getLogger("bfsql.explore")
 
@@ -69,8 +74,12 @@ def build_app(
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
 
-    async def palette(request: Request) -> Response:
-        return JSONResponse({"colours": list(TYPE_COLOURS)})
+    async def type_styles(request: Request) -> Response:
+        types = request.query_params.getlist("type")
+        if len(types) > MAX_STYLED_TYPES:
+            return JSONResponse({"error": f"Ask for at most {MAX_STYLED_TYPES} types at a time."}, 400)
+        return JSONResponse({name: dataclasses.asdict(type_style(name)) for name in types},
+                            headers={"cache-control": "max-age=3600"})
 
     async def call(request: Request) -> Response:
         tool = request.path_params["tool"]
@@ -95,7 +104,7 @@ def build_app(
 
     app = Starlette(routes=[
         Route("/", index),
-        Route("/api/palette", palette),
+        Route("/api/type-styles", type_styles),
         Route("/api/call/{tool}", call, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC)),
     ])

@@ -9,8 +9,7 @@ const DETAIL_RANK = { "not shown": 0, stub: 1, "named stub": 2, clipped: 3, full
 const NOT_SHOWN = "?";
 
 const state = {
-  palette: ["#999"],
-  types: [],            // the schema's entity types: their order gives their colours
+  styles: new Map(),    // entity type -> {fill, text, shape}, as the server's type_style() gives them
   view: null,           // what is drawn and searched: seeds, controls, query (mirrors the URL)
   selected: null,
   busy: 0,
@@ -33,16 +32,23 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
-function colourOf(type) {
-  if (type === NOT_SHOWN) return "#ffffff";
-  let index = state.types.indexOf(type);
-  if (index < 0) index = [...type].reduce((h, c) => (h * 31 + c.codePointAt(0)) >>> 0, 7) + state.types.length;
-  return state.palette[index % state.palette.length];
+// The server has the one mapping from types to colours and shapes (the diagram exports use it too).
+async function learnStyles(types) {
+  const missing = [...new Set(types)].filter((type) => !state.styles.has(type));
+  if (!missing.length) return;
+  const query = new URLSearchParams(missing.map((type) => ["type", type]));
+  const response = await fetch(`api/type-styles?${query}`);
+  if (!response.ok) throw new ToolError(`Could not read the types' colours (${response.status}).`);
+  for (const [type, style] of Object.entries(await response.json())) state.styles.set(type, style);
+}
+
+function styleOf(type) {
+  return state.styles.get(type) || { fill: "#dddddd", text: "#000000", shape: "ellipse" }; // until learnt
 }
 
 function swatch(type) {
-  const dot = el("span", { class: "swatch" });
-  dot.style.background = colourOf(type);
+  const dot = el("span", { class: "swatch", dataset: { shape: styleOf(type).shape } });
+  dot.style.background = styleOf(type).fill;
   return dot;
 }
 
@@ -165,7 +171,7 @@ function bfsArguments(view, seeds) {
 
 const STYLE = [
   { selector: "node", style: {
-    "background-color": "data(colour)", "border-width": 1, "border-color": "#555",
+    "background-color": "data(colour)", shape: "data(shape)", "border-width": 1, "border-color": "#555",
     label: "data(label)", "font-size": 11, color: "#222", width: 22, height: 22,
     "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "ellipsis", "text-max-width": 140,
     "text-background-color": "#fff", "text-background-opacity": 0.75, "text-background-padding": 1,
@@ -187,7 +193,8 @@ function nodeData(node) {
   const metadata = node.metadata;
   const name = (metadata && typeof metadata.name === "string" && metadata.name) || node.name || "";
   const detail = metadata == null ? (name ? "named stub" : "stub") : ("_clipped" in metadata ? "clipped" : "full");
-  return { id: node.id, type: node.entity_type, name, label: name || node.id, detail, colour: colourOf(node.entity_type) };
+  const { fill, shape } = styleOf(node.entity_type);
+  return { id: node.id, type: node.entity_type, name, label: name || node.id, detail, colour: fill, shape };
 }
 
 function merge(answer, near) {
@@ -205,7 +212,8 @@ function merge(answer, near) {
   for (const node of answer.nodes) place(nodeData(node));
   for (const edge of answer.edges) {
     for (const end of [edge.subject, edge.object]) {
-      place({ id: end, type: NOT_SHOWN, name: "", label: end, detail: "not shown", colour: colourOf(NOT_SHOWN) });
+      const { fill, shape } = styleOf(NOT_SHOWN);
+      place({ id: end, type: NOT_SHOWN, name: "", label: end, detail: "not shown", colour: fill, shape });
     }
     const id = JSON.stringify([edge.subject, edge.predicate, edge.object]);
     if (cy.getElementById(id).empty()) {
@@ -302,6 +310,7 @@ function addNotes(source, truncated, warnings, more) {
 async function traverse(args, source, near) {
   const drawing = state.drawing;
   const answer = await call("bfs_query", args);
+  await learnStyles(answer.nodes.map((node) => node.entity_type));
   if (drawing !== state.drawing) return 0;
   const added = merge(answer, near);
   refreshPanels(answer);
@@ -367,6 +376,7 @@ async function select(id, fromList) {
   await working(async () => {
     try {
       const entity = await call("describe_entity", { id });
+      await learnStyles([entity.entity_type]);
       if (state.selected !== id) return;
       const { id: _, entity_type: type, _clipped: clipped, ...fields } = entity;
       details.replaceChildren(
@@ -413,7 +423,8 @@ async function selectEdge(edge) {
   });
 }
 
-function renderHits(title, hits) {
+async function renderHits(title, hits) {
+  await learnStyles(hits.filter((hit) => hit.id).map((hit) => hit.entity_type));
   $("#hits-panel").hidden = false;
   $("#hits-panel h2").textContent = title;
   const items = hits.filter((hit) => hit.id).map((hit) => el("li", { dataset: { id: hit.id }, onclick: () => open([hit.id]) },
@@ -433,7 +444,7 @@ async function search(view) {
   try {
     const args = { query: view.q, limit: SEARCH_LIMIT };
     if (view.qtype) args.node_types = [view.qtype];
-    renderHits(`Search hits for “${view.q}”`, await call("search_entities", args));
+    await renderHits(`Search hits for “${view.q}”`, await call("search_entities", args));
   } catch (error) {
     showMessage(`Search failed: ${error.message}`);
     $("#hits-panel").hidden = true;
@@ -444,7 +455,7 @@ async function suggest(seed) {
   const text = seed.split(/[:/#]/).filter(Boolean).pop();
   if (!text) return;
   try {
-    renderHits(`Did you mean (entities matching “${text}”)`, await call("search_entities", { query: text, limit: 10 }));
+    await renderHits(`Did you mean (entities matching “${text}”)`, await call("search_entities", { query: text, limit: 10 }));
   } catch {
     // A suggestion is a courtesy: the error above already says what went wrong.
   }
@@ -526,11 +537,10 @@ function showGraphs(graphs) {
 
 async function readSchema() {
   try {
-    state.palette = (await (await fetch("api/palette")).json()).colours;
     const listing = await call("describe_schema", {}, "");  // the default graph's, and the graphs when several
     if (listing.graphs) showGraphs(listing.graphs);
     const schema = state.graph ? await call("describe_schema", {}) : listing;
-    state.types = schema.entity_types;
+    await learnStyles([...schema.entity_types, NOT_SHOWN]);
     for (const type of schema.entity_types) {
       for (const id of ["#qtype", "#types", "#exclude"]) $(id).append(el("option", { value: type }, type));
     }
