@@ -47,8 +47,10 @@ def test_the_page_and_its_drawing_library_are_served_from_the_package(explorer):
             assert httpx.get(explorer + address).status_code == 200, address
     library = httpx.get(explorer + "static/vendor/cytoscape.min.js")
     assert "javascript" in library.headers["content-type"] and "Cytoscape Consortium" in library.text[:200]
-    licence = httpx.get(explorer + "static/vendor/cytoscape.LICENSE")
-    assert licence.status_code == 200 and "Permission is hereby granted" in licence.text
+    for name in ("cytoscape", "cytoscape-fcose", "cose-base", "layout-base"):  # each library with its licence
+        assert f'src="static/vendor/{name}' in page.text
+        licence = httpx.get(explorer + f"static/vendor/{name}.LICENSE")
+        assert licence.status_code == 200 and "Permission is hereby granted" in licence.text, name
 
 
 async def test_answers_are_the_mcp_servers_answers_with_the_same_budget(explorer):
