@@ -169,24 +169,33 @@ function bfsArguments(view, seeds) {
 
 // -- drawing -------------------------------------------------------------------------
 
+const LABEL_PX = 12;         // node labels on screen, in pixels, at every zoom
+const EDGE_LABEL_PX = 11;    // edge labels (predicates) likewise
+const LABEL_WIDTH = 130;     // node labels wider than this (on screen) wrap onto more lines; none is cut
+const PADDING = 24;          // between the drawing and the canvas's edge, in screen pixels
+const MAX_STRETCH = 4;       // how far a small drawing is spread to fill the canvas, in each direction
+const MAX_DEFAULT_ZOOM = 1.5;
+
 const STYLE = [
   { selector: "node", style: {
     "background-color": "data(colour)", shape: "data(shape)", "border-width": 1, "border-color": "#555",
-    label: "data(label)", "font-size": 11, color: "#222", width: 22, height: 22,
-    "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "ellipsis", "text-max-width": 140,
+    label: "data(label)", "font-size": LABEL_PX, color: "#222", width: 22, height: 22,
+    "text-valign": "bottom", "text-margin-y": 3, "text-wrap": "wrap", "text-max-width": LABEL_WIDTH,
     "text-background-color": "#fff", "text-background-opacity": 0.75, "text-background-padding": 1,
   } },
-  { selector: "node[?seed]", style: { "border-width": 4, "border-color": "#111", width: 28, height: 28 } },
+  { selector: "node[?seed]", style: { "border-width": 4, "border-color": "#111", width: 28, height: 28, "z-index": 5 } },
   { selector: 'node[detail = "stub"], node[detail = "named stub"], node[detail = "not shown"]',
     style: { "border-style": "dashed", "border-width": 2 } },
   { selector: "node:selected", style: { "border-color": "#e6550d", "border-width": 5 } },
   { selector: "edge", style: {
     width: 1.5, "curve-style": "bezier", "line-color": "#9aa", "target-arrow-color": "#9aa",
-    "target-arrow-shape": "triangle", "arrow-scale": 1.1, label: "data(predicate)", "font-size": 9,
-    color: "#445", "text-rotation": "autorotate", "text-background-color": "#fff",
-    "text-background-opacity": 0.85, "min-zoomed-font-size": 7,
+    "target-arrow-shape": "triangle", "arrow-scale": 1.1, label: "data(predicate)", "font-size": EDGE_LABEL_PX,
+    color: "#445", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.85,
   } },
   { selector: "edge:selected", style: { "line-color": "#e6550d", "target-arrow-color": "#e6550d", width: 3 } },
+  // A label that would cover another is hidden until there is room (zoom in) or its element is pointed at.
+  { selector: ".quiet", style: { "text-opacity": 0, "text-background-opacity": 0 } },
+  { selector: ".pointed, :selected", style: { "text-opacity": 1, "text-background-opacity": 0.9, "z-index": 9 } },
 ];
 
 function nodeData(node) {
@@ -229,14 +238,99 @@ function markSeeds() {
   cy.nodes().forEach((node) => node.data("seed", seeds.has(node.id())));
 }
 
+// fCoSE (force-directed, from a spectral start) places the nodes: a fresh drawing from scratch, an
+// expansion from the present positions. Then the drawing is fitted to the canvas and its labels sized.
 function layout(fresh) {
+  if (cy.nodes().empty()) return;
+  sizeLabels(1);  // the layout leaves room for labels as they are at zoom 1
   cy.layout({
-    name: "cose", animate: false, randomize: fresh, fit: true, padding: 40,
-    nodeDimensionsIncludeLabels: true, idealEdgeLength: () => 80, nodeRepulsion: () => 12000,
+    name: "fcose", quality: fresh ? "default" : "proof", randomize: fresh, animate: false, fit: false,
+    nodeDimensionsIncludeLabels: true, packComponents: false, nodeSeparation: 90,
+    idealEdgeLength: () => 70, nodeRepulsion: () => 9000, numIter: 2500,
   }).run();
+  fillCanvas();
+}
+
+// A force-directed drawing is round, and its size follows the graph rather than the canvas. Stretch
+// the node positions to the canvas's proportions, and spread a small drawing out to the canvas's
+// size (each at most MAX_STRETCH), then fit it: the drawing uses the whole canvas, and nodes keep
+// their size rather than being zoomed up or down more than the graph's size requires.
+function fillCanvas() {
+  const nodes = cy.nodes();
+  const box = nodes.boundingBox({ ...FRESH, includeLabels: false });
+  const full = nodes.boundingBox(FRESH);
+  const room = { w: cy.width() - 2 * PADDING - (full.w - box.w), h: cy.height() - 2 * PADDING - (full.h - box.h) };
+  const span = { w: Math.max(box.w - 22, 1), h: Math.max(box.h - 22, 1) };  // between node centres
+  let sx = 1, sy = 1;
+  if (span.w > 1 && span.h > 1) {
+    const wide = (room.w / room.h) / (span.w / span.h);  // > 1: the drawing is narrower than the canvas
+    if (wide > 1) sx = Math.min(MAX_STRETCH, wide);
+    else sy = Math.min(MAX_STRETCH, 1 / wide);
+  }
+  const grow = Math.min(room.w / (span.w * sx), room.h / (span.h * sy), MAX_STRETCH / Math.max(sx, sy));
+  if (grow > 1) {
+    sx *= grow;
+    sy *= grow;
+  }
+  const middle = { x: (box.x1 + box.x2) / 2, y: (box.y1 + box.y2) / 2 };
+  nodes.positions((node) => {
+    const { x, y } = node.position();
+    return { x: middle.x + (x - middle.x) * sx, y: middle.y + (y - middle.y) * sy };
+  });
+  for (let round = 0; round < 2; round += 1) {  // label sizes follow the zoom, and the fit follows the labels
+    cy.fit(undefined, PADDING);
+    if (cy.zoom() > MAX_DEFAULT_ZOOM) {
+      cy.zoom(MAX_DEFAULT_ZOOM);
+      cy.center();
+    }
+    sizeLabels();
+  }
+  declutter();
+}
+
+// Labels keep their size on screen at every zoom (the drawing grows and shrinks under them).
+function sizeLabels(zoom = cy.zoom()) {
+  const scale = 1 / zoom;
+  cy.style()
+    .selector("node").style({ "font-size": LABEL_PX * scale, "text-max-width": LABEL_WIDTH * scale })
+    .selector("edge").style({ "font-size": EDGE_LABEL_PX * scale })
+    .update();
+}
+
+const FRESH = { includeOverlays: false, useCache: false };  // bounding boxes after a style change
+
+function overlaps(a, b) {
+  return a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
+}
+
+// Show the labels that fit, most important first: seeds, then nodes by degree, then edges. A label
+// that would cover a label already shown is hidden (class "quiet") until zooming in makes room; so
+// is one that would cover a node ranked before it (for a leaf or an edge: any other node).
+function declutter() {
+  const nodes = cy.nodes().toArray().sort((a, b) => (b.data("seed") - a.data("seed")) || (b.degree() - a.degree())
+    || a.data("label").localeCompare(b.data("label")));
+  const bodies = nodes.map((node) => node.boundingBox({ ...FRESH, includeLabels: false }));
+  const shown = [];
+  const place = (ele, box, blocking) => {
+    if (shown.some((other) => overlaps(box, other)) || blocking.some((body) => overlaps(box, body))) {
+      ele.addClass("quiet");
+    } else {
+      shown.push(box);
+    }
+  };
+  const labelBox = (ele) => ele.boundingBox({ ...FRESH, includeNodes: false, includeEdges: false });
+  cy.batch(() => {
+    cy.elements().removeClass("quiet");
+    nodes.forEach((node, rank) => {
+      const others = bodies.filter((_, i) => i !== rank && (i < rank || node.degree() <= 2));
+      place(node, labelBox(node), others);
+    });
+    cy.edges().forEach((edge) => place(edge, labelBox(edge), bodies));
+  });
 }
 
 function refreshPanels(answer) {
+  $("#start-hint").hidden = cy.nodes().nonempty();
   renderLegend();
   cy.resize(); // the legend above the picture may have changed its height
   renderNodeList();
@@ -399,7 +493,13 @@ async function select(id, fromList) {
 }
 
 function fieldList(fields) {
-  return el("dl", {}, ...Object.entries(fields).flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, renderValue(value))]));
+  return el("dl", {}, ...Object.entries(fields).flatMap(([key, value]) => [el("dt", {}, ...breakable(key)),
+    el("dd", {}, renderValue(value))]));
+}
+
+// A key may wrap after _ . - / and between camelCase words, never inside a word.
+function breakable(key) {
+  return key.split(/(?<=[_.\-/])|(?<=[a-z])(?=[A-Z])/).flatMap((part, i) => (i ? [el("wbr"), part] : [part]));
 }
 
 async function selectEdge(edge) {
@@ -498,6 +598,14 @@ async function copyNodes() {
 async function start() {
   cy = cytoscape({ container: $("#graph"), style: STYLE, minZoom: 0.1, maxZoom: 2.5 });
   window.bfsqlExplorer = { cy }; // for the browser console (and the browser tests)
+  let relabel = null;
+  cy.on("zoom", () => {
+    clearTimeout(relabel);
+    relabel = setTimeout(() => { sizeLabels(); declutter(); }, 120);
+  });
+  cy.on("mouseover", "node", (event) => event.target.union(event.target.connectedEdges()).addClass("pointed"));
+  cy.on("mouseover", "edge", (event) => event.target.addClass("pointed"));
+  cy.on("mouseout", "node, edge", () => cy.elements(".pointed").removeClass("pointed"));
   cy.on("tap", "node", (event) => select(event.target.id(), false));
   cy.on("dbltap", "node", (event) => expand(event.target.id()));
   cy.on("tap", "edge", (event) => selectEdge(event.target));
@@ -545,6 +653,7 @@ async function readSchema() {
       for (const id of ["#qtype", "#types", "#exclude"]) $(id).append(el("option", { value: type }, type));
     }
     for (const predicate of schema.predicates) $("#predicates").append(el("option", { value: predicate }, predicate));
+    $("#start-types").replaceChildren(`This graph's entity types: ${schema.entity_types.join(", ")}.`);
     return null;
   } catch (error) {
     return `Could not read the graph's schema: ${error.message}`;
