@@ -152,6 +152,134 @@ def test_a_seed_url_draws_braf_and_its_family_named_and_coloured(visit: Visit):
         assert painted > 200, f"no {entity_type} node painted in the legend's colour {swatch}"
 
 
+def hex_colour(css: str) -> str:
+    return "#" + "".join(f"{channel:02X}" for channel in rgb(css))
+
+
+def test_a_type_has_one_colour_in_every_answer_and_the_exports_colour(visit: Visit, explorer: str):
+    import httpx
+
+    from bfsql.diagrams import diagram
+    from bfsql.type_styles import type_style
+
+    drawn: dict[str, set[tuple[str, str]]] = {}
+    for seed, hops in (("HGNC:BRAF", 2), ("FPLX:AMPK", 1)):  # {Gene, Family}, then {Complex, Family}
+        page = visit.open(f"?seed={seed}&hops={hops}")
+        styles = page.evaluate("""() => window.bfsqlExplorer.cy.nodes().map((n) =>
+            [n.data('type'), n.style('background-color'), n.style('shape')])""")
+        for entity_type, colour, shape in styles:
+            drawn.setdefault(entity_type, set()).add((hex_colour(colour), shape))
+        for entity_type in {t for t, _, _ in styles}:
+            swatch = page.locator(f"#legend li[data-type='{entity_type}'] .swatch")
+            assert hex_colour(swatch.evaluate("(el) => getComputedStyle(el).backgroundColor")) == type_style(
+                entity_type).fill
+        answer = httpx.post(explorer + "api/call/bfs_query", json={"seeds": [seed], "max_hops": hops}).json()
+        for line in diagram("bfs_query", answer, "dot").splitlines():
+            if 'entity_type="' in line:
+                entity_type = line.split('entity_type="')[1].split('"')[0]
+                fill = line.split('fillcolor="')[1].split('"')[0]
+                assert {colour for colour, _ in drawn[entity_type]} == {fill}, (entity_type, drawn, line)
+    assert set(drawn) == {"Gene", "Family", "Complex"}
+    assert drawn == {t: {(type_style(t).fill, type_style(t).shape)} for t in drawn}
+
+
+MEASURE = """() => {
+  const cy = window.bfsqlExplorer.cy;
+  const labelled = cy.elements().not('.quiet');
+  const box = (ele) => ele.boundingBox({includeNodes: false, includeEdges: false, includeOverlays: false});
+  const boxes = labelled.map((ele) => box(ele));
+  const overlap = (a, b) => a.x1 < b.x2 - 1 && b.x1 < a.x2 - 1 && a.y1 < b.y2 - 1 && b.y1 < a.y2 - 1;
+  return {
+    nodes: cy.nodes().length,
+    labelled: labelled.nodes().length,
+    fontPx: labelled.map((ele) => ele.numericStyle('font-size') * cy.zoom()),
+    labelOpacity: labelled.map((ele) => ele.numericStyle('text-opacity')),
+    overlapping: boxes.filter((a, i) => boxes.some((b, j) => i !== j && overlap(a, b))).length,
+  };
+}"""
+"""What a reader of the picture gets: how many node labels are shown, their size on screen, and overlaps."""
+
+
+def canvas_use(page: Any) -> tuple[float, float]:
+    """The share of the canvas's width and height that the drawing (anything not white) spans."""
+    from PIL import Image
+
+    shot = Image.open(BytesIO(page.locator("#graph").screenshot())).convert("L")
+    inside = shot.crop((2, 2, shot.width - 2, shot.height - 2))  # not the borders of the panels around it
+    box = inside.point(lambda v: 255 if v < 245 else 0).getbbox()
+    assert box is not None, "nothing is drawn"
+    return (box[2] - box[0]) / inside.width, (box[3] - box[1]) / inside.height
+
+
+@pytest.mark.parametrize(("hops", "count", "labelled"), [(1, 26, 0.9), (2, 200, 0.5)])
+def test_a_real_neighbourhood_uses_the_whole_canvas_with_readable_labels(
+        visit: Visit, hops: int, count: int, labelled: float):
+    # FamPlex's glycosyltransferases: a family of 25 families (26 nodes), and in two hops their
+    # 210 members and subfamilies, drawn 200 at a time (the default limit) in some 20 clusters.
+    page = visit.open(f"?seed=FPLX:Glycosyltransferase&hops={hops}")
+    expect(page.locator("#node-count")).to_have_text(f"({count})")
+    width, height = canvas_use(page)
+    seen = page.evaluate(MEASURE)
+    sizes = f"{min(seen['fontPx']):.1f}-{max(seen['fontPx']):.1f} px"
+    print(f"{count} nodes: drawing spans {width:.0%} x {height:.0%} of the canvas; "
+          f"{seen['labelled']}/{seen['nodes']} node labels shown, {sizes}")
+    assert width >= 0.7 and height >= 0.7, f"the drawing spans only {width:.0%} x {height:.0%} of the canvas"
+    assert min(seen["fontPx"]) >= 10, f"labels are {min(seen['fontPx']):.1f} px on screen"
+    assert seen["labelled"] >= labelled * count, f"only {seen['labelled']} of {count} nodes are labelled"
+    assert set(seen["labelOpacity"]) == {1} and seen["overlapping"] == 0, "shown labels cover each other"
+
+
+def test_a_hidden_label_shows_when_its_node_is_pointed_at_and_when_zoomed_in(visit: Visit):
+    page = visit.open("?seed=FPLX:Glycosyltransferase&hops=2")
+    expect(page.locator("#node-count")).to_have_text("(200)")
+    quiet = page.evaluate("() => window.bfsqlExplorer.cy.nodes('.quiet').map((n) => n.id())")
+    assert quiet, "at 200 nodes some labels wait for room"
+    page.mouse.move(*visit.node_point(quiet[0]))
+    page.wait_for_function("(id) => window.bfsqlExplorer.cy.getElementById(id).numericStyle('text-opacity') === 1",
+                           arg=quiet[0])
+    before = page.evaluate(MEASURE)["labelled"]
+    page.evaluate("() => { const cy = window.bfsqlExplorer.cy; cy.zoom({level: cy.zoom() * 3, "
+                  "renderedPosition: {x: cy.width() / 2, y: cy.height() / 2}}); }")
+    page.wait_for_function(f"() => window.bfsqlExplorer.cy.nodes().not('.quiet').length > {before}")
+    after = page.evaluate(MEASURE)
+    assert min(after["fontPx"]) >= 10 and after["overlapping"] == 0
+
+
+def test_the_details_panel_wraps_keys_between_words_only(visit: Visit):
+    page = visit.open("?seed=FPLX:Glycosyltransferase&hops=1")
+    page.locator("#node-list li[data-id='FPLX:Glycosyltransferase']").click()
+    key = page.locator("#details dt", has_text="description_source")
+    expect(key).to_be_visible()
+    breaks = key.evaluate("""(dt) => {
+      const found = []; let top = null, last = '';
+      const walker = document.createTreeWalker(dt, NodeFilter.SHOW_TEXT);
+      for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+        for (let i = 0; i < text.length; i++) {
+          const range = document.createRange(); range.setStart(text, i); range.setEnd(text, i + 1);
+          const at = range.getBoundingClientRect().top;
+          if (top !== null && at > top + 2) found.push(last + '|' + text.data[i]);
+          top = at; last = text.data[i];
+        }
+      }
+      return found;
+    }""")
+    assert all(pair.startswith("_|") for pair in breaks), f"the key 'description_source' wraps at {breaks}"
+
+
+def test_the_empty_page_says_what_to_do(visit: Visit):
+    page = visit.open("")
+    hint = page.locator("#start-hint")
+    expect(hint).to_be_visible()
+    expect(hint).to_contain_text("Search")
+    expect(hint).to_contain_text("Seeds")
+    expect(hint).to_contain_text("Complex, Family, Gene, Protein")
+    page.locator("#q").fill("BRAF")
+    page.locator("#q").press("Enter")
+    page.locator("#search-hits li[data-id='HGNC:BRAF']").click()
+    expect(page.locator("#node-list li")).to_have_count(2)
+    expect(hint).to_be_hidden()
+
+
 def test_clicking_a_node_shows_its_metadata(visit: Visit):
     page = visit.open("?seed=HGNC:BRAF")
     expect(page.locator("#node-list li")).to_have_count(2)

@@ -47,8 +47,10 @@ def test_the_page_and_its_drawing_library_are_served_from_the_package(explorer):
             assert httpx.get(explorer + address).status_code == 200, address
     library = httpx.get(explorer + "static/vendor/cytoscape.min.js")
     assert "javascript" in library.headers["content-type"] and "Cytoscape Consortium" in library.text[:200]
-    licence = httpx.get(explorer + "static/vendor/cytoscape.LICENSE")
-    assert licence.status_code == 200 and "Permission is hereby granted" in licence.text
+    for name in ("cytoscape", "cytoscape-fcose", "cose-base", "layout-base"):  # each library with its licence
+        assert f'src="static/vendor/{name}' in page.text
+        licence = httpx.get(explorer + f"static/vendor/{name}.LICENSE")
+        assert licence.status_code == 200 and "Permission is hereby granted" in licence.text, name
 
 
 async def test_answers_are_the_mcp_servers_answers_with_the_same_budget(explorer):
@@ -84,6 +86,34 @@ def test_bad_calls_get_one_plain_error(explorer):
     assert call("search_entities", {"query": "BRAF"}).json()[0]["id"] == "HGNC:BRAF"  # still answering
 
 
+def test_the_page_gets_type_styles_from_the_one_mapping_the_exports_use(explorer):
+    from dataclasses import asdict
+
+    from bfsql.type_styles import type_style
+
+    styles = httpx.get(explorer + "api/type-styles", params=[("type", "Gene"), ("type", "?"), ("type", "Odd Type")])
+    assert styles.json() == {name: asdict(type_style(name)) for name in ("Gene", "?", "Odd Type")}
+    too_many = httpx.get(explorer + "api/type-styles", params=[("type", f"T{i}") for i in range(501)])
+    assert too_many.status_code == 400 and "at most 500 types" in too_many.json()["error"]
+
+
+SECURITY_HEADERS = ("content-security-policy", "x-content-type-options", "referrer-policy")
+
+
+def test_a_deeply_nested_body_gets_a_plain_400_and_the_connection_serves_on(explorer):
+    with httpx.Client() as http:
+        for body in (b"[" * 30_000, b'{"seeds": ' + b"[" * 990 + b"]" * 990 + b', "max_hops": 1}'):
+            refused = http.post(explorer + "api/call/bfs_query", content=body,
+                                headers={"content-type": "application/json"})
+            assert refused.status_code == 400, refused.text
+            assert "more than 16 levels deep" in refused.json()["error"]
+            assert all(name in refused.headers for name in SECURITY_HEADERS), refused.headers
+        # Brackets inside strings are text, not nesting: the tool gets the call (and finds no such entity).
+        quoted = http.post(explorer + "api/call/describe_entity", json={"id": "[{" * 1000})
+        assert quoted.status_code == 422 and "Unknown entity id(s)" in quoted.json()["error"]
+        assert http.post(explorer + "api/call/search_entities", json={"query": "BRAF"}).json()[0]["id"] == "HGNC:BRAF"
+
+
 def test_foreign_hosts_origins_and_form_posts_are_refused(explorer):
     assert httpx.get(explorer, headers={"Host": "evil.example:80"}).status_code == 421
     body = {"query": "BRAF"}
@@ -96,24 +126,41 @@ def test_foreign_hosts_origins_and_form_posts_are_refused(explorer):
     assert same.status_code == 200
 
 
-def test_a_token_guards_every_request_and_a_first_visit_sets_a_cookie():
-    token = "s3cret-token-for-the-tests"
-    with running_explorer("--auth-token", token) as base, httpx.Client() as http:
+TOKEN = "s3cret-token-of-the-explorer-tests"
+
+
+@pytest.fixture(scope="module")
+def guarded():
+    with running_explorer("--auth-token", TOKEN) as base:
+        yield base
+
+
+def test_a_token_guards_every_request_and_a_first_visit_sets_a_cookie(guarded):
+    base = guarded
+    with httpx.Client() as http:
         assert http.get(base).status_code == 401
         assert http.get(base + "static/explorer.js").status_code == 401
         assert http.get(base + "?token=wrong").status_code == 401
         assert http.post(base + "api/call/search_entities", json={"query": "BRAF"}).status_code == 401
         bearer = http.post(base + "api/call/search_entities", json={"query": "BRAF"},
-                           headers={"Authorization": f"Bearer {token}"})
+                           headers={"Authorization": f"Bearer {TOKEN}"})
         assert bearer.status_code == 200
 
-        first = http.get(base + f"?seed=HGNC:BRAF&token={token}&hops=2")
+        first = http.get(base + f"?seed=HGNC:BRAF&token={TOKEN}&hops=2")
         assert first.status_code == 303
         assert first.headers["location"] == "/?seed=HGNC%3ABRAF&hops=2"  # the token leaves the address
         cookie = first.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie
         assert http.get(base).status_code == 200  # the cookie now stands for the token
         assert http.post(base + "api/call/search_entities", json={"query": "BRAF"}).status_code == 200
+
+
+def test_the_first_visits_redirect_stays_on_this_server(guarded):
+    targets = {"//evil.example/": "/evil.example/", "/\\evil.example/": "/evil.example/",
+               "/%5C%5Cevil.example/x": "/evil.example/x", "///static/explorer.js": "/static/explorer.js"}
+    for path, location in targets.items():
+        moved = httpx.get(guarded.rstrip("/") + path + f"?token={TOKEN}")
+        assert moved.status_code == 303 and moved.headers["location"] == location, (path, moved.headers)
 
 
 def test_binding_beyond_loopback_requires_a_token():
@@ -142,3 +189,18 @@ def test_open_shows_the_page_with_its_token_in_the_users_browser(tmp_path, monke
         while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
             time.sleep(0.1)  # the "browser" may not have written the address yet
         assert opened.read_text() == base + "?token=t0ken-for-the-explorer"
+
+
+async def test_an_unexpected_failure_is_a_json_500_with_the_security_headers():
+    from bfsql.explore.app import Guard
+    from bfsql.server.http import HostPolicy
+
+    async def failing(scope, receive, send):
+        raise RuntimeError("a fault the explorer did not foresee")
+
+    guard = Guard(failing, HostPolicy.for_bind("127.0.0.1"), None, "cookie")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(guard), base_url="http://127.0.0.1:8765") as http:
+        failed = await http.get("/")
+    assert failed.status_code == 500
+    assert "the server's log says why" in failed.json()["error"]
+    assert all(name in failed.headers for name in SECURITY_HEADERS)

@@ -203,3 +203,54 @@ def test_names_and_predicates_are_escaped_in_every_format():
 def test_only_traversal_answers_can_be_drawn():
     with pytest.raises(ValueError, match="cannot be drawn"):
         diagram("search_entities", {}, "dot")
+
+
+AMPK = ["bfs_query", json.dumps({"seeds": ["FPLX:AMPK"], "max_hops": 1})]
+"""The AMPK complex and its three families of subunits: an answer whose types are Complex and Family."""
+
+
+def mermaid_fills(text: str) -> dict[str, str]:
+    """Fill colour of each entity type's class in a Mermaid diagram."""
+    return dict(re.findall(r"^  classDef type_(\w+) fill:(#\w+),", text, flags=re.MULTILINE))
+
+
+def test_a_type_has_one_colour_in_every_answer_graph_and_format(tmp_path):
+    from bfsql.loading.sqlite_loader import load_sqlite
+    from bfsql.testing.standard_graph import TP53, write_standard_bundle
+    from bfsql.type_styles import PALETTE, type_style
+
+    braf, ampk = answer(*BFS), answer(*AMPK)
+    assert {n["entity_type"] for n in braf["nodes"]} == {"Gene", "Family"}
+    assert {n["entity_type"] for n in ampk["nodes"]} == {"Complex", "Family"}
+    store = tmp_path / "standard.db"
+    load_sqlite(store, [write_standard_bundle(tmp_path)])
+    standard = json.loads(export("--db", str(store), "bfs_query", json.dumps({"seeds": [TP53], "max_hops": 1}),
+                                 "--json"))
+    assert "Gene" in {n["entity_type"] for n in standard["nodes"]}
+
+    seen: dict[str, set[str]] = {}
+    for data in (braf, ampk, standard):
+        nodes, _ = dot_graph(diagram("bfs_query", data, "dot"))
+        for attributes in nodes.values():
+            if attributes["entity_type"] != "?":
+                seen.setdefault(attributes["entity_type"], set()).add(attributes["fillcolor"].upper())
+        for entity_type, fill in mermaid_fills(diagram("bfs_query", data, "mermaid")).items():
+            seen.setdefault(entity_type, set()).add(fill.upper())
+        graph = nx.read_graphml(BytesIO(diagram("bfs_query", data, "graphml").encode()))
+        for _, attributes in graph.nodes(data=True):
+            seen.setdefault(attributes["entity_type"], set()).add(attributes["color"].upper())
+    assert {"Gene", "Family", "Complex"} <= set(seen)
+    assert all(colours == {type_style(t).fill} for t, colours in seen.items()), seen  # one colour per type
+    assert all(type_style(t).fill in PALETTE for t in seen)
+
+
+def test_the_palette_is_tols_muted_scheme_with_readable_text_on_every_fill():
+    from bfsql.type_styles import PALETTE, _luminance, type_style
+
+    def contrast(a: str, b: str) -> float:
+        lighter, darker = sorted((_luminance(a), _luminance(b)), reverse=True)
+        return (lighter + 0.05) / (darker + 0.05)
+
+    styles = [type_style(f"type {i}") for i in range(200)]
+    assert {style.fill for style in styles} == set(PALETTE) and len(PALETTE) == 9  # every colour is used
+    assert all(contrast(style.fill, style.text) >= 4.5 for style in styles)  # WCAG AA for labels on the fill

@@ -3,11 +3,11 @@
 They are drawn from the answers of ``bfs_query`` and ``intersect_subgraphs`` as served (the
 fitted JSON, read into :class:`~bfsql.models.BfsResult` / :class:`~bfsql.models.IntersectionResult`),
 so a diagram shows exactly what a model was shown: nodes labelled by name (or id, for a bare
-stub), coloured by entity type; directed edges labelled by predicate; the seeds outlined.
-An intersection also draws its seeds and the paths that join them to the shared nodes. An
-edge whose other end is not in the answer (an earlier page) still gets that end, by id.
-Every ``truncated`` note and warning of the answer is kept as a comment: a cut answer gives
-a partial diagram, and says so.
+stub), coloured by entity type (:func:`~bfsql.type_styles.type_style`, as in the explorer);
+directed edges labelled by predicate; the seeds outlined. An intersection also draws its
+seeds and the paths that join them to the shared nodes. An edge whose other end is not in
+the answer (an earlier page) still gets that end, by id. Every ``truncated`` note and warning
+of the answer is kept as a comment: a cut answer gives a partial diagram, and says so.
 """
 
 from __future__ import annotations
@@ -20,16 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bfsql.models import BfsResult, IntersectionResult
+from bfsql.type_styles import NOT_SHOWN, type_style
 
-__all__ = ["DIAGRAM_TOOLS", "FORMATS", "TYPE_COLOURS", "Neighbourhood", "diagram", "neighbourhood"]
+__all__ = ["DIAGRAM_TOOLS", "FORMATS", "Neighbourhood", "diagram", "neighbourhood"]
 
-TYPE_COLOURS = (
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
-)
-"""Fill colours of entity types (Tableau 10), in the order of the sorted type names; the explorer uses them too."""
-
-UNKNOWN_TYPE = "?"
+UNKNOWN_TYPE = NOT_SHOWN
 """Entity type of a node that an edge or a path names but the answer does not show."""
 
 DIAGRAM_TOOLS = ("bfs_query", "intersect_subgraphs")
@@ -67,12 +62,6 @@ class Neighbourhood:
     nodes: dict[str, DrawnNode] = field(default_factory=dict)
     edges: list[tuple[str, str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-    def colours(self) -> dict[str, str]:
-        """Each entity type's fill colour."""
-        types = sorted({n.entity_type for n in self.nodes.values()} - {UNKNOWN_TYPE})
-        colours = {t: TYPE_COLOURS[i % len(TYPE_COLOURS)] for i, t in enumerate(types)}
-        return colours | {UNKNOWN_TYPE: "#ffffff"}
 
 
 def _detail(metadata: dict[str, Any] | None, name: str | None) -> str:
@@ -125,7 +114,6 @@ def _dot_string(text: str) -> str:
 
 def to_dot(drawn: Neighbourhood) -> str:
     """A Graphviz ``digraph``: boxes filled by type, labelled name and type; seeds drawn thicker."""
-    colours = drawn.colours()
     lines = [f"// {drawn.title}", *(f"// {_one_line(note)}" for note in drawn.notes)]
     lines += [
         f"digraph {_dot_string(drawn.title)} {{",
@@ -134,10 +122,12 @@ def to_dot(drawn: Neighbourhood) -> str:
         '  edge [fontname="Helvetica", fontsize=10];',
     ]
     for node in drawn.nodes.values():
+        style = type_style(node.entity_type)
         attributes = {
             "label": f"{node.label}\n{node.entity_type}" if node.shown else node.label,
             "entity_type": node.entity_type,
-            "fillcolor": colours[node.entity_type],
+            "fillcolor": style.fill,
+            "fontcolor": style.text,
             "tooltip": node.id,
         }
         extra = (", penwidth=2.5" if node.seed else "") + ("" if node.shown else ', style="rounded,dashed"')
@@ -179,7 +169,6 @@ def _one_line(text: str) -> str:
 
 def to_mermaid(drawn: Neighbourhood) -> str:
     """A Mermaid ``flowchart``: one class (fill colour) per entity type; labels are name and type."""
-    colours = drawn.colours()
     ids = _mermaid_ids(list(drawn.nodes), "n_")
     classes = _mermaid_ids(sorted({n.entity_type for n in drawn.nodes.values()} - {UNKNOWN_TYPE}), "type_")
     classes[UNKNOWN_TYPE] = "not_shown"
@@ -193,8 +182,9 @@ def to_mermaid(drawn: Neighbourhood) -> str:
     for entity_type, name in classes.items():
         members = ",".join(ids[n.id] for n in drawn.nodes.values() if n.entity_type == entity_type)
         if members:
+            style = type_style(entity_type)
             dashes = "" if entity_type != UNKNOWN_TYPE else ",stroke-dasharray:4 3"
-            lines.append(f"  classDef {name} fill:{colours[entity_type]},stroke:#333,color:#000{dashes}")
+            lines.append(f"  classDef {name} fill:{style.fill},stroke:#333,color:{style.text}{dashes}")
             lines.append(f"  class {members} {name}")
     return "\n".join(lines) + "\n"
 
@@ -209,14 +199,15 @@ _GRAPHML_KEYS = (
     ("detail", "node", "detail", "string"),
     ("seed", "node", "seed", "boolean"),
     ("metadata", "node", "metadata", "string"),
+    ("color", "node", "color", "string"),
     ("predicate", "edge", "predicate", "string"),
     ("edge_label", "edge", "label", "string"),
 )
-"""(key id, for, attribute name, type): ``label`` is what Gephi shows on nodes and edges."""
+"""(key id, for, attribute name, type): ``label`` is what Gephi shows on nodes and edges; ``color`` the type's fill."""
 
 
 def to_graphml(drawn: Neighbourhood) -> str:
-    """GraphML (directed) with each node's label, type, detail level, seed flag and metadata (as JSON)."""
+    """GraphML (directed) with each node's label, type, detail level, seed flag, metadata (as JSON) and colour."""
     root = ET.Element("graphml", {"xmlns": GRAPHML_NS})
     for key_id, domain, name, kind in _GRAPHML_KEYS:
         ET.SubElement(root, "key", {"id": key_id, "for": domain, "attr.name": name,
@@ -235,6 +226,7 @@ def to_graphml(drawn: Neighbourhood) -> str:
         data(element, "seed", "true" if node.seed else "false")
         if node.metadata is not None:
             data(element, "metadata", json.dumps(node.metadata, ensure_ascii=False, default=str))
+        data(element, "color", type_style(node.entity_type).fill)
     for index, (subject, predicate, obj) in enumerate(drawn.edges):
         element = ET.SubElement(graph, "edge", {"id": f"e{index}", "source": subject, "target": obj})
         data(element, "predicate", predicate)

@@ -8,17 +8,21 @@ rules of ``bfsql serve``: Host and Origin accepted by its
 :class:`~bfsql.server.http.HostPolicy` (against DNS rebinding), and the bearer token when one
 is set. A browser cannot send a header on navigation, so the token is also taken
 once from ``/?token=...``, which sets a same-site, HTTP-only cookie and drops it from the
-address.
+address. ``GET /api/type-styles?type=T&type=...`` gives each entity type's colour and shape
+from :func:`~bfsql.type_styles.type_style`, the one mapping that the diagram exports use too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
+import logging
+import re
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.applications import Starlette
@@ -28,11 +32,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bfsql.diagrams import TYPE_COLOURS
 from bfsql.server.app import BfsqlServer
 from bfsql.server.http import HostPolicy
 from bfsql.server.run import check_exposure, open_server, serve_announced
 from bfsql.settings import GraphPlan, ServerSettings
+from bfsql.type_styles import type_style
 
 __all__ = ["PAGE_TOOLS", "build_app", "page_url", "serve_explorer"]
 
@@ -43,6 +47,14 @@ STATIC = Path(__file__).parent / "static"
 
 MAX_BODY = 64 * 1024
 """Largest request body (a tool call's arguments), in bytes."""
+
+MAX_DEPTH = 16
+"""Deepest nesting of arrays and objects in a request body; a tool's arguments need 3 (``describe_edges``)."""
+
+MAX_STYLED_TYPES = 500
+"""Most entity types one ``/api/type-styles`` request asks about."""
+
+logger = logging.getLogger("bfsql.explore")
 
 SECURITY_HEADERS = [
     (b"content-security-policy",
@@ -62,15 +74,24 @@ def build_app(
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
 
-    async def palette(request: Request) -> Response:
-        return JSONResponse({"colours": list(TYPE_COLOURS)})
+    async def type_styles(request: Request) -> Response:
+        types = request.query_params.getlist("type")
+        if len(types) > MAX_STYLED_TYPES:
+            return JSONResponse({"error": f"Ask for at most {MAX_STYLED_TYPES} types at a time."}, 400)
+        return JSONResponse({name: dataclasses.asdict(type_style(name)) for name in types},
+                            headers={"cache-control": "max-age=3600"})
 
     async def call(request: Request) -> Response:
         tool = request.path_params["tool"]
         if tool not in PAGE_TOOLS:
             return JSONResponse({"error": f"The explorer calls only {', '.join(PAGE_TOOLS)}; not {tool!r}."}, 404)
+        body = await request.body()
+        if _nesting_depth(body) > MAX_DEPTH:
+            return JSONResponse({"error": f"The request body nests arrays or objects more than {MAX_DEPTH} levels "
+                                          "deep; a tool's arguments are a flat JSON object of strings, numbers "
+                                          "and lists."}, 400)
         try:
-            arguments = json.loads(await request.body() or b"{}")
+            arguments = json.loads(body or b"{}")
         except ValueError:
             arguments = None
         if not isinstance(arguments, dict):
@@ -83,11 +104,41 @@ def build_app(
 
     app = Starlette(routes=[
         Route("/", index),
-        Route("/api/palette", palette),
+        Route("/api/type-styles", type_styles),
         Route("/api/call/{tool}", call, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC)),
     ])
     return Guard(RequestBodyLimitMiddleware(app, MAX_BODY), policy, token, cookie)
+
+
+_JSON_TOKENS = re.compile(rb'\\.|["\[\]{}]', re.DOTALL)
+"""What nesting depth depends on: quotes, brackets, and escapes (whose character never counts)."""
+
+
+def _nesting_depth(body: bytes) -> int:
+    """How deep arrays and objects nest in ``body`` (JSON or not), in one pass without recursion."""
+    depth = deepest = 0
+    in_string = False
+    for token in _JSON_TOKENS.findall(body):
+        if token == b'"':
+            in_string = not in_string
+        elif in_string or len(token) > 1:
+            continue
+        elif token in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def same_origin_path(path: str) -> str:
+    """``path`` as a redirect target that stays on this server.
+
+    Leading slashes collapse to one and the rest is percent-encoded, so that neither
+    ``//evil.example/`` nor ``/\\evil.example/`` can become an address on another host.
+    """
+    return "/" + quote(path.lstrip("/\\"))
 
 
 class Guard:
@@ -123,8 +174,22 @@ class Guard:
 
         if refused is not None:
             await refused(scope, receive, send_with_headers)
-        else:
-            await self.app(scope, receive, send_with_headers)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send_with_headers(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception:
+            # Answered here (with the security headers) rather than by the server, which would drop the connection.
+            logger.exception("the explorer failed on %s %s", request.method, request.url.path)
+            if not started:
+                failed = JSONResponse({"error": "The explorer failed on this request; the server's log says why."}, 500)
+                await failed(scope, receive, send_with_headers)
 
     def _authorise(self, request: Request) -> Response | None:
         token = self.token or ""
@@ -139,7 +204,8 @@ class Guard:
             return None
         if request.method == "GET" and matches(request.query_params.get("token")):
             kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            response = RedirectResponse(request.url.path + ("?" + urlencode(kept) if kept else ""), 303)
+            target = same_origin_path(request.scope["path"]) + ("?" + urlencode(kept) if kept else "")
+            response = RedirectResponse(target, 303)
             response.set_cookie(self.cookie, token, httponly=True, samesite="strict",
                                 secure=request.url.scheme == "https")
             return response

@@ -625,7 +625,9 @@ class BackendConformance:
         from bfsql.server import build_server
         from bfsql.settings import ServerSettings
 
-        settings = ServerSettings(**({} if max_edges_per_node is None else {"max_edges_per_node": max_edges_per_node}))
+        settings = ServerSettings()
+        if max_edges_per_node is not None:
+            settings = settings.for_graph({"max_edges_per_node": max_edges_per_node})
         return Client(await build_server(Graph(backend, plugins=[postprocess]), settings))
 
     @pytest.mark.parametrize("case", TRAVERSALS, ids=lambda c: c.name)

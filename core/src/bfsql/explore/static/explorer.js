@@ -9,8 +9,7 @@ const DETAIL_RANK = { "not shown": 0, stub: 1, "named stub": 2, clipped: 3, full
 const NOT_SHOWN = "?";
 
 const state = {
-  palette: ["#999"],
-  types: [],            // the schema's entity types: their order gives their colours
+  styles: new Map(),    // entity type -> {fill, text, shape}, as the server's type_style() gives them
   view: null,           // what is drawn and searched: seeds, controls, query (mirrors the URL)
   selected: null,
   busy: 0,
@@ -33,16 +32,23 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
-function colourOf(type) {
-  if (type === NOT_SHOWN) return "#ffffff";
-  let index = state.types.indexOf(type);
-  if (index < 0) index = [...type].reduce((h, c) => (h * 31 + c.codePointAt(0)) >>> 0, 7) + state.types.length;
-  return state.palette[index % state.palette.length];
+// The server has the one mapping from types to colours and shapes (the diagram exports use it too).
+async function learnStyles(types) {
+  const missing = [...new Set(types)].filter((type) => !state.styles.has(type));
+  if (!missing.length) return;
+  const query = new URLSearchParams(missing.map((type) => ["type", type]));
+  const response = await fetch(`api/type-styles?${query}`);
+  if (!response.ok) throw new ToolError(`Could not read the types' colours (${response.status}).`);
+  for (const [type, style] of Object.entries(await response.json())) state.styles.set(type, style);
+}
+
+function styleOf(type) {
+  return state.styles.get(type) || { fill: "#dddddd", text: "#000000", shape: "ellipse" }; // until learnt
 }
 
 function swatch(type) {
-  const dot = el("span", { class: "swatch" });
-  dot.style.background = colourOf(type);
+  const dot = el("span", { class: "swatch", dataset: { shape: styleOf(type).shape } });
+  dot.style.background = styleOf(type).fill;
   return dot;
 }
 
@@ -163,31 +169,41 @@ function bfsArguments(view, seeds) {
 
 // -- drawing -------------------------------------------------------------------------
 
+const LABEL_PX = 12;         // node labels on screen, in pixels, at every zoom
+const EDGE_LABEL_PX = 11;    // edge labels (predicates) likewise
+const LABEL_WIDTH = 130;     // node labels wider than this (on screen) wrap onto more lines; none is cut
+const PADDING = 24;          // between the drawing and the canvas's edge, in screen pixels
+const MAX_STRETCH = 4;       // how far a small drawing is spread to fill the canvas, in each direction
+const MAX_DEFAULT_ZOOM = 1.5;
+
 const STYLE = [
   { selector: "node", style: {
-    "background-color": "data(colour)", "border-width": 1, "border-color": "#555",
-    label: "data(label)", "font-size": 11, color: "#222", width: 22, height: 22,
-    "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "ellipsis", "text-max-width": 140,
+    "background-color": "data(colour)", shape: "data(shape)", "border-width": 1, "border-color": "#555",
+    label: "data(label)", "font-size": LABEL_PX, color: "#222", width: 22, height: 22,
+    "text-valign": "bottom", "text-margin-y": 3, "text-wrap": "wrap", "text-max-width": LABEL_WIDTH,
     "text-background-color": "#fff", "text-background-opacity": 0.75, "text-background-padding": 1,
   } },
-  { selector: "node[?seed]", style: { "border-width": 4, "border-color": "#111", width: 28, height: 28 } },
+  { selector: "node[?seed]", style: { "border-width": 4, "border-color": "#111", width: 28, height: 28, "z-index": 5 } },
   { selector: 'node[detail = "stub"], node[detail = "named stub"], node[detail = "not shown"]',
     style: { "border-style": "dashed", "border-width": 2 } },
   { selector: "node:selected", style: { "border-color": "#e6550d", "border-width": 5 } },
   { selector: "edge", style: {
     width: 1.5, "curve-style": "bezier", "line-color": "#9aa", "target-arrow-color": "#9aa",
-    "target-arrow-shape": "triangle", "arrow-scale": 1.1, label: "data(predicate)", "font-size": 9,
-    color: "#445", "text-rotation": "autorotate", "text-background-color": "#fff",
-    "text-background-opacity": 0.85, "min-zoomed-font-size": 7,
+    "target-arrow-shape": "triangle", "arrow-scale": 1.1, label: "data(predicate)", "font-size": EDGE_LABEL_PX,
+    color: "#445", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.85,
   } },
   { selector: "edge:selected", style: { "line-color": "#e6550d", "target-arrow-color": "#e6550d", width: 3 } },
+  // A label that would cover another is hidden until there is room (zoom in) or its element is pointed at.
+  { selector: ".quiet", style: { "text-opacity": 0, "text-background-opacity": 0 } },
+  { selector: ".pointed, :selected", style: { "text-opacity": 1, "text-background-opacity": 0.9, "z-index": 9 } },
 ];
 
 function nodeData(node) {
   const metadata = node.metadata;
   const name = (metadata && typeof metadata.name === "string" && metadata.name) || node.name || "";
   const detail = metadata == null ? (name ? "named stub" : "stub") : ("_clipped" in metadata ? "clipped" : "full");
-  return { id: node.id, type: node.entity_type, name, label: name || node.id, detail, colour: colourOf(node.entity_type) };
+  const { fill, shape } = styleOf(node.entity_type);
+  return { id: node.id, type: node.entity_type, name, label: name || node.id, detail, colour: fill, shape };
 }
 
 function merge(answer, near) {
@@ -205,7 +221,8 @@ function merge(answer, near) {
   for (const node of answer.nodes) place(nodeData(node));
   for (const edge of answer.edges) {
     for (const end of [edge.subject, edge.object]) {
-      place({ id: end, type: NOT_SHOWN, name: "", label: end, detail: "not shown", colour: colourOf(NOT_SHOWN) });
+      const { fill, shape } = styleOf(NOT_SHOWN);
+      place({ id: end, type: NOT_SHOWN, name: "", label: end, detail: "not shown", colour: fill, shape });
     }
     const id = JSON.stringify([edge.subject, edge.predicate, edge.object]);
     if (cy.getElementById(id).empty()) {
@@ -221,14 +238,99 @@ function markSeeds() {
   cy.nodes().forEach((node) => node.data("seed", seeds.has(node.id())));
 }
 
+// fCoSE (force-directed, from a spectral start) places the nodes: a fresh drawing from scratch, an
+// expansion from the present positions. Then the drawing is fitted to the canvas and its labels sized.
 function layout(fresh) {
+  if (cy.nodes().empty()) return;
+  sizeLabels(1);  // the layout leaves room for labels as they are at zoom 1
   cy.layout({
-    name: "cose", animate: false, randomize: fresh, fit: true, padding: 40,
-    nodeDimensionsIncludeLabels: true, idealEdgeLength: () => 80, nodeRepulsion: () => 12000,
+    name: "fcose", quality: fresh ? "default" : "proof", randomize: fresh, animate: false, fit: false,
+    nodeDimensionsIncludeLabels: true, packComponents: false, nodeSeparation: 90,
+    idealEdgeLength: () => 70, nodeRepulsion: () => 9000, numIter: 2500,
   }).run();
+  fillCanvas();
+}
+
+// A force-directed drawing is round, and its size follows the graph rather than the canvas. Stretch
+// the node positions to the canvas's proportions, and spread a small drawing out to the canvas's
+// size (each at most MAX_STRETCH), then fit it: the drawing uses the whole canvas, and nodes keep
+// their size rather than being zoomed up or down more than the graph's size requires.
+function fillCanvas() {
+  const nodes = cy.nodes();
+  const box = nodes.boundingBox({ ...FRESH, includeLabels: false });
+  const full = nodes.boundingBox(FRESH);
+  const room = { w: cy.width() - 2 * PADDING - (full.w - box.w), h: cy.height() - 2 * PADDING - (full.h - box.h) };
+  const span = { w: Math.max(box.w - 22, 1), h: Math.max(box.h - 22, 1) };  // between node centres
+  let sx = 1, sy = 1;
+  if (span.w > 1 && span.h > 1) {
+    const wide = (room.w / room.h) / (span.w / span.h);  // > 1: the drawing is narrower than the canvas
+    if (wide > 1) sx = Math.min(MAX_STRETCH, wide);
+    else sy = Math.min(MAX_STRETCH, 1 / wide);
+  }
+  const grow = Math.min(room.w / (span.w * sx), room.h / (span.h * sy), MAX_STRETCH / Math.max(sx, sy));
+  if (grow > 1) {
+    sx *= grow;
+    sy *= grow;
+  }
+  const middle = { x: (box.x1 + box.x2) / 2, y: (box.y1 + box.y2) / 2 };
+  nodes.positions((node) => {
+    const { x, y } = node.position();
+    return { x: middle.x + (x - middle.x) * sx, y: middle.y + (y - middle.y) * sy };
+  });
+  for (let round = 0; round < 2; round += 1) {  // label sizes follow the zoom, and the fit follows the labels
+    cy.fit(undefined, PADDING);
+    if (cy.zoom() > MAX_DEFAULT_ZOOM) {
+      cy.zoom(MAX_DEFAULT_ZOOM);
+      cy.center();
+    }
+    sizeLabels();
+  }
+  declutter();
+}
+
+// Labels keep their size on screen at every zoom (the drawing grows and shrinks under them).
+function sizeLabels(zoom = cy.zoom()) {
+  const scale = 1 / zoom;
+  cy.style()
+    .selector("node").style({ "font-size": LABEL_PX * scale, "text-max-width": LABEL_WIDTH * scale })
+    .selector("edge").style({ "font-size": EDGE_LABEL_PX * scale })
+    .update();
+}
+
+const FRESH = { includeOverlays: false, useCache: false };  // bounding boxes after a style change
+
+function overlaps(a, b) {
+  return a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
+}
+
+// Show the labels that fit, most important first: seeds, then nodes by degree, then edges. A label
+// that would cover a label already shown is hidden (class "quiet") until zooming in makes room; so
+// is one that would cover a node ranked before it (for a leaf or an edge: any other node).
+function declutter() {
+  const nodes = cy.nodes().toArray().sort((a, b) => (b.data("seed") - a.data("seed")) || (b.degree() - a.degree())
+    || a.data("label").localeCompare(b.data("label")));
+  const bodies = nodes.map((node) => node.boundingBox({ ...FRESH, includeLabels: false }));
+  const shown = [];
+  const place = (ele, box, blocking) => {
+    if (shown.some((other) => overlaps(box, other)) || blocking.some((body) => overlaps(box, body))) {
+      ele.addClass("quiet");
+    } else {
+      shown.push(box);
+    }
+  };
+  const labelBox = (ele) => ele.boundingBox({ ...FRESH, includeNodes: false, includeEdges: false });
+  cy.batch(() => {
+    cy.elements().removeClass("quiet");
+    nodes.forEach((node, rank) => {
+      const others = bodies.filter((_, i) => i !== rank && (i < rank || node.degree() <= 2));
+      place(node, labelBox(node), others);
+    });
+    cy.edges().forEach((edge) => place(edge, labelBox(edge), bodies));
+  });
 }
 
 function refreshPanels(answer) {
+  $("#start-hint").hidden = cy.nodes().nonempty();
   renderLegend();
   cy.resize(); // the legend above the picture may have changed its height
   renderNodeList();
@@ -302,6 +404,7 @@ function addNotes(source, truncated, warnings, more) {
 async function traverse(args, source, near) {
   const drawing = state.drawing;
   const answer = await call("bfs_query", args);
+  await learnStyles(answer.nodes.map((node) => node.entity_type));
   if (drawing !== state.drawing) return 0;
   const added = merge(answer, near);
   refreshPanels(answer);
@@ -367,6 +470,7 @@ async function select(id, fromList) {
   await working(async () => {
     try {
       const entity = await call("describe_entity", { id });
+      await learnStyles([entity.entity_type]);
       if (state.selected !== id) return;
       const { id: _, entity_type: type, _clipped: clipped, ...fields } = entity;
       details.replaceChildren(
@@ -389,7 +493,13 @@ async function select(id, fromList) {
 }
 
 function fieldList(fields) {
-  return el("dl", {}, ...Object.entries(fields).flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, renderValue(value))]));
+  return el("dl", {}, ...Object.entries(fields).flatMap(([key, value]) => [el("dt", {}, ...breakable(key)),
+    el("dd", {}, renderValue(value))]));
+}
+
+// A key may wrap after _ . - / and between camelCase words, never inside a word.
+function breakable(key) {
+  return key.split(/(?<=[_.\-/])|(?<=[a-z])(?=[A-Z])/).flatMap((part, i) => (i ? [el("wbr"), part] : [part]));
 }
 
 async function selectEdge(edge) {
@@ -413,7 +523,8 @@ async function selectEdge(edge) {
   });
 }
 
-function renderHits(title, hits) {
+async function renderHits(title, hits) {
+  await learnStyles(hits.filter((hit) => hit.id).map((hit) => hit.entity_type));
   $("#hits-panel").hidden = false;
   $("#hits-panel h2").textContent = title;
   const items = hits.filter((hit) => hit.id).map((hit) => el("li", { dataset: { id: hit.id }, onclick: () => open([hit.id]) },
@@ -433,7 +544,7 @@ async function search(view) {
   try {
     const args = { query: view.q, limit: SEARCH_LIMIT };
     if (view.qtype) args.node_types = [view.qtype];
-    renderHits(`Search hits for “${view.q}”`, await call("search_entities", args));
+    await renderHits(`Search hits for “${view.q}”`, await call("search_entities", args));
   } catch (error) {
     showMessage(`Search failed: ${error.message}`);
     $("#hits-panel").hidden = true;
@@ -444,7 +555,7 @@ async function suggest(seed) {
   const text = seed.split(/[:/#]/).filter(Boolean).pop();
   if (!text) return;
   try {
-    renderHits(`Did you mean (entities matching “${text}”)`, await call("search_entities", { query: text, limit: 10 }));
+    await renderHits(`Did you mean (entities matching “${text}”)`, await call("search_entities", { query: text, limit: 10 }));
   } catch {
     // A suggestion is a courtesy: the error above already says what went wrong.
   }
@@ -487,6 +598,14 @@ async function copyNodes() {
 async function start() {
   cy = cytoscape({ container: $("#graph"), style: STYLE, minZoom: 0.1, maxZoom: 2.5 });
   window.bfsqlExplorer = { cy }; // for the browser console (and the browser tests)
+  let relabel = null;
+  cy.on("zoom", () => {
+    clearTimeout(relabel);
+    relabel = setTimeout(() => { sizeLabels(); declutter(); }, 120);
+  });
+  cy.on("mouseover", "node", (event) => event.target.union(event.target.connectedEdges()).addClass("pointed"));
+  cy.on("mouseover", "edge", (event) => event.target.addClass("pointed"));
+  cy.on("mouseout", "node, edge", () => cy.elements(".pointed").removeClass("pointed"));
   cy.on("tap", "node", (event) => select(event.target.id(), false));
   cy.on("dbltap", "node", (event) => expand(event.target.id()));
   cy.on("tap", "edge", (event) => selectEdge(event.target));
@@ -526,15 +645,15 @@ function showGraphs(graphs) {
 
 async function readSchema() {
   try {
-    state.palette = (await (await fetch("api/palette")).json()).colours;
     const listing = await call("describe_schema", {}, "");  // the default graph's, and the graphs when several
     if (listing.graphs) showGraphs(listing.graphs);
     const schema = state.graph ? await call("describe_schema", {}) : listing;
-    state.types = schema.entity_types;
+    await learnStyles([...schema.entity_types, NOT_SHOWN]);
     for (const type of schema.entity_types) {
       for (const id of ["#qtype", "#types", "#exclude"]) $(id).append(el("option", { value: type }, type));
     }
     for (const predicate of schema.predicates) $("#predicates").append(el("option", { value: predicate }, predicate));
+    $("#start-types").replaceChildren(`This graph's entity types: ${schema.entity_types.join(", ")}.`);
     return null;
   } catch (error) {
     return `Could not read the graph's schema: ${error.message}`;
