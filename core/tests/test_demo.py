@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bfsql import Edge, Graph, Node
-from bfsql.backends.sqlite import SqliteBackend, SqliteConfig
-from bfsql.demo import DATA_DIR, ensure_demo_db, famplex_records
+from bfsql import Edge, Graph, HashingEmbedder, Node, hookimpl, plugins
+from bfsql.backends.sqlite import SqliteBackend, SqliteConfig, SqliteStoreError
+from bfsql.demo import DATA_DIR, demo_store, ensure_demo_db, famplex_records
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 from bfsql.plugins import get_backends
 
@@ -101,14 +101,40 @@ async def test_demo_answers(demo: SqliteBackend) -> None:
     assert "FamPlex" in await demo.graph_description()
 
 
-@pytest.mark.asyncio
-async def test_sqlite_backend_defaults_to_the_demo(demo_db: Path) -> None:
-    backend = get_backends()["sqlite"].factory(SqliteConfig())
+class _Meaningful(HashingEmbedder):
+    """A hashing embedder of 64 dimensions that says it is semantic (so the demo gets a copy with its vectors)."""
+
+    semantic = True
+
+    def __init__(self) -> None:
+        super().__init__(64)
+
+    @property
+    def name(self) -> str:
+        return "meaningful"
+
+
+def test_the_sqlite_backend_needs_a_store_and_the_cli_serves_the_demo_without_one(demo_db: Path) -> None:
+    """The demo is chosen by the command line before it is opened: no served store switches files (23.0, 24.4)."""
+    with pytest.raises(SqliteStoreError, match="--db"):
+        get_backends()["sqlite"].factory(SqliteConfig())
+    assert demo_store("auto") == demo_db
+
+    class Plugin:
+        @hookimpl
+        def register_embedders(self, register):
+            register("meaningful", _Meaningful, "a test embedder")
+
+    plugins.reset()
+    plugins.get_plugin_manager().register(Plugin(), name="meaningful-plugin")
     try:
-        assert backend.path == demo_db
-        assert (await backend.get_nodes(["HGNC:BRAF"]))["HGNC:BRAF"].entity_type == "Gene"
+        copy = demo_store("meaningful")
+        assert copy != demo_db and copy.name.endswith("-meaningful-64.sqlite")
+        assert demo_store("meaningful") == copy  # built once
+        with sqlite3.connect(copy) as conn:
+            assert conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone() == ("meaningful",)
     finally:
-        await backend.aclose()
+        plugins.reset()
 
 
 def test_tests_never_use_the_users_cache():

@@ -155,7 +155,7 @@ def _resolve(options: dict[str, Any]) -> tuple[Any, list[Any]]:
             config = resolve_config(specs[backend], backend_options)
         except BfsqlError as exc:
             raise click.ClickException(str(exc)) from None
-        return server, [GraphPlan(backend, specs[backend], config, server.for_graph({}))]
+        return server, [_with_demo(GraphPlan(backend, specs[backend], config, server.for_graph({})))]
     stray = (["--backend"] if _given_on_command_line("backend") else []) + [
         "--" + k.replace("_", "-") for k, v in backend_options.items() if v not in (None, ()) and
         _given_on_command_line(k)]
@@ -169,9 +169,22 @@ def _resolve(options: dict[str, Any]) -> tuple[Any, list[Any]]:
         _check_embedder(server.embedder, "--embedder")
     for graph in file.graphs:
         overrides = {**graph.overrides, **per_graph}
-        plans.append(GraphPlan(graph.name, specs[graph.backend], graph.config, server.for_graph(overrides),
-                               graph.description))
+        plans.append(_with_demo(GraphPlan(graph.name, specs[graph.backend], graph.config, server.for_graph(overrides),
+                                          graph.description)))
     return server, plans
+
+
+def _with_demo(plan: Any) -> Any:
+    """The plan, serving the bundled demo (the copy for its embedder) when it is a sqlite graph without a db."""
+    if plan.spec.name != DEFAULT_BACKEND or getattr(plan.config, "db", None) is not None:
+        return plan
+    from bfsql.demo import demo_store
+
+    try:
+        db = demo_store(plan.settings.embedder)
+    except BfsqlError as exc:
+        raise click.ClickException(str(exc)) from None
+    return dataclasses.replace(plan, config=plan.config.model_copy(update={"db": db}))
 
 
 def _split_backend_options(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from bfsql.backend import Capabilities, GraphBackend
-from bfsql.embedders import Embedder, EmbedderMismatch, is_semantic
+from bfsql.embedders import Embedder, EmbedderMismatch
 from bfsql.errors import BfsqlError, clip
 from bfsql.hookspecs import hookimpl
 from bfsql.loading.records import (
@@ -195,22 +195,22 @@ def _check_store_path(path: Path) -> None:
 
 
 class _Gate:
-    """Many readers or one switch: a store switch waits for the reads in flight, and new reads wait for it.
+    """Many reads or one close: closing waits for the reads in flight, and reads after it wait, then fail cleanly.
 
-    Connections are closed only under the switch's side of the gate, so no thread ever runs a
+    Connections are closed only on the close's side of the gate, so no thread ever runs a
     statement on a connection another thread is closing (SQLite does not survive that: issue 23.0).
     """
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._reading = 0
-        self._switching = False
+        self._closing = False
 
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:
         """Hold the store open for one call."""
         with self._changed:
-            while self._switching:
+            while self._closing:
                 self._changed.wait()
             self._reading += 1
         try:
@@ -221,19 +221,19 @@ class _Gate:
                 self._changed.notify_all()
 
     @contextlib.contextmanager
-    def switch(self) -> Iterator[None]:
+    def alone(self) -> Iterator[None]:
         """Have the store to oneself: new reads wait, the reads in flight end first."""
         with self._changed:
-            while self._switching:
+            while self._closing:
                 self._changed.wait()
-            self._switching = True
+            self._closing = True
             while self._reading:
                 self._changed.wait()
         try:
             yield
         finally:
             with self._changed:
-                self._switching = False
+                self._closing = False
                 self._changed.notify_all()
 
 
@@ -247,19 +247,16 @@ class SqliteBackend(GraphBackend):
         db: str | Path,
         description: str | None = None,
         *,
-        demo: bool = False,
         memory_index: int = DEFAULT_MEMORY_INDEX,
     ) -> None:
         """Open ``db`` read-only; :class:`SqliteStoreError` if it is missing or not a bfsql store.
 
         Opening is quick (a connection and a schema check) and waits for the worker thread;
         the hop index (for stores of at most ``memory_index`` relationships) is built in the
-        background. ``demo`` marks the bundled demo store: bound to another embedder than
-        the one its vectors were made with, it switches to a copy embedded with that one.
+        background.
         """
         self.path = Path(db)
         self._description = description
-        self._demo = demo
         self._memory_index = memory_index
         self._index: dict[str, list[HopEdge]] | None = None
         """Every visible entity's hop rows (plain tuples), once the background build is done."""
@@ -291,13 +288,6 @@ class SqliteBackend(GraphBackend):
             raise
         if 0 < relationships <= memory_index:
             threading.Thread(target=self._build_index, name="bfsql-sqlite-index", daemon=True).start()
-
-    @classmethod
-    def demo(cls, memory_index: int = DEFAULT_MEMORY_INDEX) -> SqliteBackend:
-        """The bundled FamPlex demo graph (built on first use; see docs/demo-graph.md)."""
-        from bfsql.demo import ensure_demo_db
-
-        return cls(ensure_demo_db(), demo=True, memory_index=memory_index)
 
     # -- worker-thread side ---------------------------------------------------
 
@@ -613,14 +603,8 @@ class SqliteBackend(GraphBackend):
             index = self._vectors
         return index.nearest(vector, node_types, limit)
 
-    def _reopen(self, path: Path) -> None:
-        with self._gate.switch():
-            self._close_readers()
-            self.path = path
-            self._connect()
-
     def _close(self) -> None:
-        with self._gate.switch():
+        with self._gate.alone():
             self._close_readers()
 
     def _close_readers(self) -> None:
@@ -664,24 +648,10 @@ class SqliteBackend(GraphBackend):
         return await self._run(self._vector_search, list(vector), node_types, limit)
 
     async def bind_embedder(self, embedder: Embedder) -> None:
-        """Check the stored vectors come from ``embedder``; :class:`EmbedderMismatch` if not.
-
-        The demo store instead switches to a copy embedded with ``embedder`` (built once) when
-        ``embedder`` is semantic or the demo has vectors of another embedder.
-        """
-        if self.vector_embedder == (embedder.name, embedder.dimension):
+        """Check the stored vectors come from ``embedder``; :class:`EmbedderMismatch` if not (a store without
+        vectors takes any)."""
+        if self.vector_embedder is None or self.vector_embedder == (embedder.name, embedder.dimension):
             return
-        if self.vector_embedder is None and not (self._demo and is_semantic(embedder)):
-            return
-        if self._demo:
-            from bfsql.loading.sqlite_loader import reembed_store
-
-            target = self.path.with_name(f"{self.path.stem}-{embedder.name}-{embedder.dimension}.sqlite")
-            if not target.is_file():
-                await asyncio.to_thread(reembed_store, target, embedder, self.path)
-            await asyncio.to_thread(self._reopen, target)  # waits for the reads in flight on the old store
-            return
-        assert self.vector_embedder is not None
         name, dimension = self.vector_embedder
         raise EmbedderMismatch(
             f"The store {self.path} holds entity vectors made by embedder {name!r} ({dimension} dimensions), "
@@ -741,11 +711,9 @@ class SqliteBackend(GraphBackend):
 
 
 def _create(config: SqliteConfig) -> SqliteBackend:
-    if config.db is not None:
-        return SqliteBackend(config.db, config.description, memory_index=config.memory_index)
-    backend = SqliteBackend.demo(memory_index=config.memory_index)
-    backend._description = config.description
-    return backend
+    if config.db is None:
+        raise SqliteStoreError("No SQLite store given.", "Name one with --db FILE (bfsql serve alone serves the demo).")
+    return SqliteBackend(config.db, config.description, memory_index=config.memory_index)
 
 
 @hookimpl

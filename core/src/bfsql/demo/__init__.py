@@ -12,17 +12,20 @@ import csv
 import functools
 import hashlib
 import os
+import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
+from bfsql.embedders import AUTO, is_semantic
 from bfsql.loading import sqlite_loader
 from bfsql.loading.bundle import Record
 from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.plugins import create_embedder
 from bfsql.version import __version__
 
 __all__ = [
-    "CACHE_DIR_VARIABLE", "DATA_DIR", "FAMPLEX_VERSION", "cache_dir", "ensure_demo_db", "famplex_description",
-    "famplex_records",
+    "CACHE_DIR_VARIABLE", "DATA_DIR", "FAMPLEX_VERSION", "cache_dir", "demo_store", "ensure_demo_db",
+    "famplex_description", "famplex_records",
 ]
 
 DATA_DIR = Path(__file__).parent / "famplex"
@@ -171,3 +174,31 @@ def ensure_demo_db() -> Path:
         records = famplex_records()
         sqlite_loader.load_records(path, records, description=famplex_description(records))
     return path
+
+
+def _stored_embedder(path: Path) -> str | None:
+    with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+    return row[0] if row else None
+
+
+def demo_store(embedder: str = AUTO) -> Path:
+    """The demo store to serve with ``embedder`` (a registered name, or ``auto``), built first if needed.
+
+    The demo is built with the preferred embedder (see :func:`ensure_demo_db`), which ``auto``
+    serves. Another embedder gets a copy of the demo embedded with it, built once and kept beside
+    it, so that vector search and path queries work with whichever embedder the server uses; a
+    store's vectors are never compared with another model's. The store is chosen before it is
+    opened: a served store never switches files.
+    """
+    base = ensure_demo_db()
+    stored = _stored_embedder(base)
+    if embedder in (AUTO, stored):
+        return base
+    chosen = create_embedder(embedder)
+    if stored is None and not is_semantic(chosen):
+        return base  # a lexical demo and a spelling embedder: nothing to compare
+    target = base.with_name(f"{base.stem}-{chosen.name}-{chosen.dimension}.sqlite")
+    if not target.is_file():
+        sqlite_loader.reembed_store(target, chosen, base)
+    return target
