@@ -9,16 +9,14 @@ aliases the backend declares (e.g. ``DATABASE_URL``). Precedence: flag, then
 from __future__ import annotations
 
 import os
-import types
-import typing
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import click
 from pydantic import BaseModel, ValidationError
 
-from bfsql.errors import InvalidArgument
+from bfsql.errors import InvalidArgument, clip, plain_problem
+from bfsql.options import field_option, flag, is_bool, is_list, type_name
 from bfsql.plugins import BackendSpec
 
 __all__ = ["backend_click_options", "backend_help_sections", "env_var", "resolve_config"]
@@ -27,28 +25,6 @@ __all__ = ["backend_click_options", "backend_help_sections", "env_var", "resolve
 def env_var(backend: str, field: str) -> str:
     """The environment variable of one backend field."""
     return f"BFSQL_{backend.upper().replace('-', '_')}_{field.upper()}"
-
-
-def _option_name(field: str) -> str:
-    return "--" + field.replace("_", "-")
-
-
-def _is_list(annotation: Any) -> bool:
-    origin = typing.get_origin(annotation)
-    if origin in (list, tuple, set):
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(_is_list(arg) for arg in typing.get_args(annotation) if arg is not type(None))
-    return False
-
-
-def _is_bool(annotation: Any) -> bool:
-    if annotation is bool:
-        return True
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return args == [bool]
-    return False
 
 
 def backend_click_options(specs: Mapping[str, BackendSpec], hidden: bool = False) -> list[click.Option]:
@@ -65,34 +41,11 @@ def backend_click_options(specs: Mapping[str, BackendSpec], hidden: bool = False
             seen.setdefault(name, []).append(spec.name)
             annotations.setdefault(name, field.annotation)
             helps.setdefault(name, field.description or "")
-    options = []
-    for name in sorted(seen):
-        owners = ", ".join(seen[name])
-        help_text = f"[{owners}] {helps[name]} (env: {', '.join(env_var(b, name) for b in seen[name])})"
-        annotation = annotations[name]
-        if _is_bool(annotation):
-            flag = name.replace("_", "-")
-            options.append(click.Option([f"--{flag}/--no-{flag}", name], default=None, help=help_text,
-                                        hidden=hidden))
-        elif _is_list(annotation):
-            options.append(click.Option([_option_name(name), name], multiple=True, default=(), help=help_text,
-                                        hidden=hidden))
-        else:
-            options.append(click.Option([_option_name(name), name], default=None, help=help_text, hidden=hidden))
-    return options
-
-
-def _type_name(annotation: Any) -> str:
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        annotation = args[0] if len(args) == 1 else annotation
-    if _is_list(annotation):
-        inner = typing.get_args(annotation)
-        return f"{_type_name(inner[0]) if inner else 'TEXT'} (repeatable)"
-    if typing.get_origin(annotation) is typing.Literal:
-        return "|".join(str(a) for a in typing.get_args(annotation))
-    named = {int: "INTEGER", float: "NUMBER", bool: "", Path: "PATH"}
-    return named.get(annotation, "TEXT")
+    return [
+        field_option(name, annotations[name], hidden=hidden, help=f"[{', '.join(seen[name])}] {helps[name]} (env: "
+                     f"{', '.join(env_var(b, name) for b in seen[name])})")
+        for name in sorted(seen)
+    ]
 
 
 def backend_help_sections(specs: Mapping[str, BackendSpec]) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -101,9 +54,9 @@ def backend_help_sections(specs: Mapping[str, BackendSpec]) -> list[tuple[str, l
     for name, spec in sorted(specs.items()):
         rows = []
         for field_name, field in spec.config_model.model_fields.items():
-            flag = field_name.replace("_", "-")
-            kind = _type_name(field.annotation)
-            opt = f"--{flag}/--no-{flag}" if _is_bool(field.annotation) else f"{_option_name(field_name)} {kind}"
+            switch = field_name.replace("_", "-")
+            kind = type_name(field.annotation)
+            opt = f"--{switch}/--no-{switch}" if is_bool(field.annotation) else f"{flag(field_name)} {kind}"
             facts = []
             if field.is_required():
                 facts.append("required")
@@ -117,7 +70,7 @@ def backend_help_sections(specs: Mapping[str, BackendSpec]) -> list[tuple[str, l
 
 
 def _from_env(raw: str, annotation: Any) -> Any:
-    if _is_list(annotation):
+    if is_list(annotation):
         return [part.strip() for part in raw.split(",") if part.strip()]
     return raw
 
@@ -131,10 +84,10 @@ def resolve_config(spec: BackendSpec, given: Mapping[str, Any], env: Mapping[str
     env = os.environ if env is None else env
     fields = spec.config_model.model_fields
     foreign = sorted(
-        _option_name(name) for name, value in given.items() if name not in fields and value not in (None, ())
+        flag(name) for name, value in given.items() if name not in fields and value not in (None, ())
     )
     if foreign:
-        accepted = ", ".join(_option_name(f) for f in fields) or "(none)"
+        accepted = ", ".join(flag(f) for f in fields) or "(none)"
         raise InvalidArgument(
             f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not an option of backend {spec.name!r}.",
             f"Backend {spec.name!r} takes: {accepted}.",
@@ -154,7 +107,9 @@ def resolve_config(spec: BackendSpec, given: Mapping[str, Any], env: Mapping[str
         return spec.config_model.model_validate(values)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{_option_name(str(err['loc'][0])) if err['loc'] else 'config'}: {err['msg']}" for err in exc.errors()
+            f"{flag(str(err['loc'][0])) if err['loc'] else 'config'} "
+            f"{plain_problem(err, clip(repr(err.get('input')), 80))}"
+            for err in exc.errors(include_url=False)
         )
         raise InvalidArgument(
             f"Invalid configuration for backend {spec.name!r}: {problems}.",

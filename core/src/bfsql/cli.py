@@ -123,8 +123,9 @@ def _resolve(options: dict[str, Any]) -> tuple[Any, list[Any]]:
     from pydantic import ValidationError
 
     from bfsql.backend_options import resolve_config
+    from bfsql.options import flag
     from bfsql.plugins import get_backends, get_embedders
-    from bfsql.settings import GraphPlan, ServerSettings, flag, given_settings, problem, read_config, shown_value
+    from bfsql.settings import GraphPlan, ServerSettings, given_settings, problem, read_config, shown_value
 
     _report_plugin_errors()
     specs = get_backends()

@@ -31,8 +31,6 @@ import json
 import os
 import re
 import tomllib
-import types
-import typing
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +40,8 @@ import click
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from bfsql.budgets import DEFAULT_LIMITS, DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS, TraversalLimits
-from bfsql.errors import BfsqlError, clip
+from bfsql.errors import BfsqlError, clip, plain_problem
+from bfsql.options import field_option
 from bfsql.plugins import FIRST_PARTY, install_hint
 
 __all__ = [
@@ -185,26 +184,9 @@ def _extra(field: Any) -> dict[str, Any]:
     return extra
 
 
-_FLAGS = {"allowed_hosts": "--allowed-host"}
-"""Flags not spelled like their field (a repeated option reads better in the singular)."""
-
-
-def flag(name: str) -> str:
-    """The command-line flag of a settings field."""
-    return _FLAGS.get(name, "--" + name.replace("_", "-"))
-
-
 def env_var(name: str) -> str:
     """The environment variable of a settings field."""
     return f"BFSQL_{name.upper()}"
-
-
-def _click_type(annotation: Any) -> Any:
-    if typing.get_origin(annotation) is Literal:
-        return click.Choice([str(a) for a in typing.get_args(annotation)])
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
-    return {int: int, float: float}.get(annotation, str)
 
 
 def settings_options(command: str) -> list[click.Option]:
@@ -213,20 +195,11 @@ def settings_options(command: str) -> list[click.Option]:
     Only values whose source is the command line or the environment override a configuration
     file (see :func:`given_settings`).
     """
-    options = []
-    for name, field in ServerSettings.model_fields.items():
-        if command not in _extra(field)["commands"]:
-            continue
-        common: dict[str, Any] = {"envvar": env_var(name), "help": field.description, "show_envvar": True}
-        if field.annotation is bool:
-            switch = name.replace("_", "-")
-            options.append(click.Option([f"--{switch}/--no-{switch}", name], default=field.default, **common))
-        elif typing.get_origin(field.annotation) is tuple:
-            options.append(click.Option([flag(name), name], multiple=True, **common))
-        else:
-            options.append(click.Option([flag(name), name], type=_click_type(field.annotation), default=field.default,
-                                        show_default=field.default is not None, **common))
-    return options
+    return [
+        field_option(name, field.annotation, help=field.description or "", default=field.default, envvar=env_var(name))
+        for name, field in ServerSettings.model_fields.items()
+        if command in _extra(field)["commands"]
+    ]
 
 
 def given_settings(ctx: click.Context) -> dict[str, Any]:
@@ -320,19 +293,12 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
 
 
 def problem(error: Any, value: Any, shown: str | None = None) -> str:
-    """A validation error in plain words: what the value must be, and what it was.
+    """A validation error of a setting or a backend option in plain words: what the value must be, and what it was.
 
     ``shown`` replaces the value where it must not be printed (a secret, or a value read from an
     environment variable); values are clipped to a line.
     """
-    got = shown if shown is not None else clip(repr(value), 80)
-    kind = str(error["type"]).split("_")[0]
-    expected = {"int": "an integer", "float": "a number", "bool": "true or false", "string": "a string",
-                "tuple": "a list", "list": "a list"}.get(kind)
-    if expected and (error["type"].endswith("_type") or error["type"].endswith("_parsing")):
-        return f"must be {expected}; got {got}."
-    message = str(error["msg"]).replace("Input should be", "must be").replace("Value error, ", "")
-    return message if error["type"] == "value_error" else f"{message}; got {got}."
+    return plain_problem(error, shown if shown is not None else clip(repr(value), 80))
 
 
 SECRET_SETTINGS = frozenset({"auth_token"})
