@@ -1,18 +1,26 @@
-"""Plugins and the template use bfsql's public surface only: ``bfsql`` itself and ``bfsql.testing``.
+"""Plugins and the template use bfsql's public surface only: ``bfsql`` and the namespaces
+``bfsql.loading``, ``bfsql.server`` and ``bfsql.testing``.
 
-Everything a backend or a plugin needs is importable from ``bfsql``; the conformance and
-reliability kit is :mod:`bfsql.testing`. Any other ``bfsql.*`` module is internal and may
-change, so a plugin that reached into one would break on a core release.
+What a backend needs is importable from ``bfsql``, which loads only the contract; loading and
+serving have namespaces of their own; the conformance and reliability kit is :mod:`bfsql.testing`.
+Any other ``bfsql.*`` module is internal and may change, so a plugin that reached into one would
+break on a core release.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import bfsql
+import bfsql.loading
+import bfsql.server
+
+NAMESPACES = {"bfsql": bfsql, "bfsql.loading": bfsql.loading, "bfsql.server": bfsql.server}
 
 ROOT = Path(__file__).parents[1]
 SOURCES = sorted(
@@ -27,16 +35,31 @@ PLAIN_IMPORT = re.compile(r"^\s*import (bfsql\.[\w.]+)", re.MULTILINE)
 
 def _offences(path: Path) -> list[str]:
     text = path.read_text(encoding="utf-8")
-    found = [f"import {module}" for module in PLAIN_IMPORT.findall(text) if not module.startswith("bfsql.testing")]
+    found = [f"import {module}" for module in PLAIN_IMPORT.findall(text)
+             if module not in NAMESPACES and not module.startswith("bfsql.testing")]
     for module, names in FROM_IMPORT.findall(text):
-        if module == "bfsql":
+        if module in NAMESPACES:
             for item in names.split(","):
                 name = item.split(" as ")[0].strip()
-                if name and not hasattr(bfsql, name):
-                    found.append(f"from bfsql import {name} (not public)")
+                if name and not hasattr(NAMESPACES[module], name):
+                    found.append(f"from {module} import {name} (not public)")
         elif module != "bfsql.testing" and not module.startswith("bfsql.testing."):
             found.append(f"from {module} import ...")
     return found
+
+
+def test_import_bfsql_loads_the_contract_only():
+    """Issue 24.4: ``import bfsql`` loaded 37 modules (engine, SQLite store, loaders); a backend needs the contract."""
+    code = "import sys, bfsql; print(len([m for m in sys.modules if m == 'bfsql' or m.startswith('bfsql.')]))"
+    loaded = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    every = len(list((ROOT / "core" / "src" / "bfsql").rglob("*.py")))
+    assert loaded < every / 4, f"import bfsql loads {loaded} of bfsql's {every} modules"
+
+
+def test_every_public_name_resolves():
+    for name, namespace in NAMESPACES.items():
+        for attribute in namespace.__all__:
+            assert getattr(namespace, attribute) is not None, f"{name}.{attribute}"
 
 
 def test_there_are_sources_to_check():

@@ -114,7 +114,7 @@ class _Meaningful(HashingEmbedder):
         return "meaningful"
 
 
-def test_the_sqlite_backend_needs_a_store_and_the_cli_serves_the_demo_without_one(demo_db: Path) -> None:
+async def test_the_sqlite_backend_needs_a_store_and_the_cli_serves_the_demo_without_one(demo_db: Path) -> None:
     """The demo is chosen by the command line before it is opened: no served store switches files (23.0, 24.4)."""
     with pytest.raises(SqliteStoreError, match="--db"):
         get_backends()["sqlite"].factory(SqliteConfig())
@@ -131,8 +131,11 @@ def test_the_sqlite_backend_needs_a_store_and_the_cli_serves_the_demo_without_on
         copy = demo_store("meaningful")
         assert copy != demo_db and copy.name.endswith("-meaningful-64.sqlite")
         assert demo_store("meaningful") == copy  # built once
-        with sqlite3.connect(copy) as conn:
-            assert conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone() == ("meaningful",)
+        async with Graph(SqliteBackend(copy), embedder=_Meaningful()) as graph:
+            await graph.bind_embedder()
+            assert graph.backend.vector_embedder == ("meaningful", 64)
+            (vector,) = await graph.embed(["BRAF"])
+            assert (await graph.vector_search(vector, ["Gene"], 1))[0].id == "HGNC:BRAF"
     finally:
         plugins.reset()
 

@@ -352,24 +352,6 @@ def test_int8_vectors_keep_the_cosine_and_older_float32_rows_still_read():
     assert np.allclose(legacy[0], vectors[1])
 
 
-async def test_the_demo_store_takes_vectors_of_a_semantic_embedder(tmp_path, monkeypatch):
-    monkeypatch.setenv("BFSQL_CACHE_DIR", str(tmp_path))
-    from bfsql.plugins import get_backends
-
-    backend = get_backends()["sqlite"].factory(get_backends()["sqlite"].config_model())
-    try:
-        assert backend.vector_embedder is None  # built without a semantic embedder installed
-        await Graph(backend, embedder=HashingEmbedder(dimension=128)).bind_embedder()
-        assert backend.vector_embedder is None  # spelling vectors are not worth storing
-        graph = Graph(backend, embedder=Meaningful(dimension=128))
-        await graph.bind_embedder()
-        assert backend.vector_embedder == ("meaningful", 128) and backend.path.name.endswith("-meaningful-128.sqlite")
-        (vector,) = await graph.embed(["BRAF"])
-        assert (await graph.vector_search(vector, ["Gene"], 1))[0].id == "HGNC:BRAF"
-    finally:
-        await backend.aclose()
-
-
 # -- the MCP tool ---------------------------------------------------------------------
 
 

@@ -1,15 +1,24 @@
 """bfsql: explore knowledge graphs from language models, safely and cheaply.
 
-This module is the public surface: everything a backend, a plugin or a test of one needs
-is importable from ``bfsql`` itself (the conformance suite lives in :mod:`bfsql.testing`).
-The rest of the package is internal and may change between releases.
+This module is the public surface for backend and plugin authors: the backend contract, the
+models and rows it answers with, the errors, the hook markers and the helpers a backend uses.
+``import bfsql`` loads only those (a few modules). The rest of the public surface lives in
+explicit namespaces, imported when used:
+
+* :mod:`bfsql.loading` — bundle records and how they become metadata, readers, the SQLite loader;
+* :mod:`bfsql.server` — the MCP server: ``build_server``, ``ServerSettings``, the tool context;
+* :mod:`bfsql.testing` — the conformance suite and the reliability kit.
+
+The facade, the engine and the built-in stores (``Graph``, ``bfs_query``, ``MemoryBackend`` …)
+are reachable from here too, loaded on first use. Any other ``bfsql.*`` module is internal and
+may change between releases.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from bfsql import postprocess
 from bfsql.backend import (
     PROVENANCE_KEYS,
     Capabilities,
@@ -19,33 +28,9 @@ from bfsql.backend import (
     gather_or_cancel,
     hop_edges,
 )
-from bfsql.backends.memory import MemoryBackend
-from bfsql.backends.sqlite import SqliteBackend
-from bfsql.embedders import (
-    DEFAULT_EMBEDDER,
-    Embedder,
-    EmbedderMismatch,
-    HashingEmbedder,
-    cosine,
-)
-from bfsql.engine import TraversalLimits, bfs_query, intersect_subgraphs
-from bfsql.engine.paths import path_query
-from bfsql.engine.search import search_entities
+from bfsql.budgets import TraversalLimits
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
-from bfsql.graph import Graph, then
 from bfsql.hookspecs import hookimpl, hookspec
-from bfsql.loading.bundle import BadRow, Record, read_bundle
-from bfsql.loading.prefixes import compact_iri
-from bfsql.loading.records import (
-    EntityRecord,
-    EvidenceRecord,
-    RelationshipRecord,
-    edge_metadata,
-    entity_metadata,
-    node_metadata,
-    relationship_metadata,
-)
-from bfsql.loading.sqlite_loader import load_sqlite
 from bfsql.models import (
     BfsResult,
     EntityStub,
@@ -59,46 +44,90 @@ from bfsql.models import (
     to_output,
 )
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer, in_light_call, light_call
-from bfsql.plugins import create_embedder, preferred_embedder
 from bfsql.primitives import SEARCH_LIMIT, Primitives
 from bfsql.rows import Edge, HopEdge, NodeInfo
 from bfsql.search_rank import lexical_rank
 from bfsql.version import __version__
 
 if TYPE_CHECKING:
-    from bfsql.backend_options import backend_click_options, resolve_config
-    from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
-    from bfsql.plugins import get_backends, get_embedders
-    from bfsql.server import build_server
-    from bfsql.server.http import HostPolicy, is_loopback
-    from bfsql.server.run import open_graph
-    from bfsql.settings import ServerSettings
-
+    from bfsql import postprocess
+    from bfsql.backends.memory import MemoryBackend
+    from bfsql.backends.sqlite import SqliteBackend
+    from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine
+    from bfsql.engine import bfs_query, intersect_subgraphs
+    from bfsql.engine.paths import path_query
+    from bfsql.engine.search import search_entities
+    from bfsql.graph import Graph, then
+    from bfsql.loading import (
+        BadRow,
+        EntityRecord,
+        EvidenceRecord,
+        ImpliedEntity,
+        Record,
+        RelationshipRecord,
+        compact_iri,
+        detect_format,
+        edge_metadata,
+        entity_metadata,
+        load_sqlite,
+        node_metadata,
+        read_bundle,
+        read_records,
+        relationship_metadata,
+    )
+    from bfsql.plugins import create_embedder, get_backends, get_embedders, preferred_embedder
+    from bfsql.server import (
+        HostPolicy,
+        ServerSettings,
+        backend_click_options,
+        build_server,
+        is_loopback,
+        open_graph,
+        resolve_config,
+    )
 
 _LAZY = {
-    # Imported on first use: they pull in click, the MCP SDK and the plugin registry, which a backend's
-    # import needs not.
-    "ServerSettings": "bfsql.settings",
-    "build_server": "bfsql.server",
-    "open_graph": "bfsql.server.run",
-    "is_loopback": "bfsql.server.http",
-    "HostPolicy": "bfsql.server.http",
-    "backend_click_options": "bfsql.backend_options",
-    "resolve_config": "bfsql.backend_options",
+    # Imported on first use: the facade and engine pull in the cache and the plugin registry, the
+    # stores SQLite and numpy, the namespaces click and the MCP SDK; a backend's import needs none.
+    "postprocess": "bfsql",
+    "MemoryBackend": "bfsql.backends.memory",
+    "SqliteBackend": "bfsql.backends.sqlite",
+    "DEFAULT_EMBEDDER": "bfsql.embedders",
+    "Embedder": "bfsql.embedders",
+    "EmbedderMismatch": "bfsql.embedders",
+    "HashingEmbedder": "bfsql.embedders",
+    "cosine": "bfsql.embedders",
+    "bfs_query": "bfsql.engine",
+    "intersect_subgraphs": "bfsql.engine",
+    "path_query": "bfsql.engine.paths",
+    "search_entities": "bfsql.engine.search",
+    "Graph": "bfsql.graph",
+    "then": "bfsql.graph",
+    "create_embedder": "bfsql.plugins",
     "get_backends": "bfsql.plugins",
     "get_embedders": "bfsql.plugins",
-    "ImpliedEntity": "bfsql.loading.readers",
-    "detect_format": "bfsql.loading.readers",
-    "read_records": "bfsql.loading.readers",
+    "preferred_embedder": "bfsql.plugins",
+    **dict.fromkeys(
+        ("BadRow", "EntityRecord", "EvidenceRecord", "ImpliedEntity", "Record", "RelationshipRecord", "compact_iri",
+         "detect_format", "edge_metadata", "entity_metadata", "load_sqlite", "node_metadata", "read_bundle",
+         "read_records", "relationship_metadata"),
+        "bfsql.loading",
+    ),
+    **dict.fromkeys(
+        ("HostPolicy", "ServerSettings", "backend_click_options", "build_server", "is_loopback", "open_graph",
+         "resolve_config"),
+        "bfsql.server",
+    ),
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if module == __name__:
+        return importlib.import_module(f"{__name__}.{name}")
+    return getattr(importlib.import_module(module), name)
 
 
 __all__ = [

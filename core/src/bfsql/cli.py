@@ -1,7 +1,9 @@
 """The ``bfsql`` command line: serve, query, path, explore, load, plugins.
 
 Plugins are loaded when the command runs, not when this module is imported; their
-``register_commands`` hooks add commands to the same group.
+``register_commands`` hooks add commands to the same group. Each command imports what it uses
+inside its function (the CLI is the top layer: no cycle is involved), so that ``bfsql load``
+does not pay for the MCP server nor ``bfsql serve`` for the loaders.
 """
 
 from __future__ import annotations
