@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bfsql.models import EntityStub, Node, Truncation
-from bfsql.primitives import SEARCH_LIMIT
+from bfsql.primitives import Primitives
 from bfsql.rows import Edge, HopEdge, NodeInfo
 
 if TYPE_CHECKING:
@@ -126,13 +126,15 @@ def hop_edges(entity_id: str, edges: Iterable[tuple[str, str, str]], ends: dict[
     return list(rows.values())
 
 
-class GraphBackend(ABC):
-    """A graph store answering the batch primitives (contracts in :class:`bfsql.primitives.Primitives`).
+class GraphBackend(Primitives, ABC):
+    """A graph store answering the batch primitives: the methods of the primitive table.
 
-    Write ``search_entities``, ``entity_types``, ``predicates``, ``get_nodes``, ``hop``,
-    ``metadata_for_nodes`` and ``metadata_for_edges``; the rest is optional. Register a
-    factory with the ``register_backends`` hook. The conformance suite
-    (:class:`bfsql.testing.BackendConformance`) checks every method against the contract.
+    The table, :class:`bfsql.primitives.Primitives`, is the only place a primitive's signature
+    and contract are written; this class inherits them. Write ``search_entities``,
+    ``entity_types``, ``predicates``, ``get_nodes``, ``hop``, ``metadata_for_nodes`` and
+    ``metadata_for_edges`` (abstract here); ``vector_search`` and ``provenance_for_edges`` are
+    optional. Register a factory with the ``register_backends`` hook. The conformance suite
+    (:class:`bfsql.testing.BackendConformance`) checks every method against the table.
     """
 
     capabilities: Capabilities = Capabilities(batch_primitives=True)
@@ -143,51 +145,7 @@ class GraphBackend(ABC):
     says; with the default embedder setting (``auto``) the server embeds queries with that one
     when it is installed, instead of the preferred one."""
 
-    @abstractmethod
-    async def search_entities(
-        self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
-    ) -> list[EntityStub]:
-        """Ranked stubs for a name or alias, at most ``limit`` (``[]`` when nothing matches)."""
-
-    @abstractmethod
-    async def entity_types(self) -> list[str]:
-        """The graph's entity type names, sorted."""
-
-    @abstractmethod
-    async def predicates(self) -> list[str]:
-        """The graph's predicate names, sorted."""
-
-    @abstractmethod
-    async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
-        """Type and name of each visible entity; unknown ids left out."""
-
-    @abstractmethod
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """Edges of each entity in both directions, with their other ends' type and name."""
-
-    @abstractmethod
-    async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """All metadata of each visible entity; unknown ids left out."""
-
-    @abstractmethod
-    async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        """Metadata of each edge, without provenance (``{}`` or absent for an unknown edge)."""
-
-    async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
-        """The evidence records behind each edge. Default: the store keeps none."""
-        return {}
-
-    async def vector_search(
-        self, vector: list[float], node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
-    ) -> list[EntityStub]:
-        """Entities whose stored vectors are nearest to ``vector``, best first (cosine ``score``).
-
-        Only called when ``capabilities.vector_search`` is true and this method is
-        overridden; ``vector`` comes from the embedder passed to :meth:`bind_embedder`.
-        """
-        raise NotImplementedError(f"{type(self).__name__} has no vector search")
-
-    async def bind_embedder(self, embedder: Embedder) -> None:  # noqa: B027 - optional hook
+    async def bind_embedder(self, embedder: Embedder) -> None:
         """Learn the embedder that makes query vectors, once, before the first vector_search.
 
         A backend with stored vectors checks they come from the same embedder (name and
@@ -211,7 +169,7 @@ class GraphBackend(ABC):
         """
         return []
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+    async def aclose(self) -> None:
         """Release connections, pools and files. Called once when the graph closes."""
 
 
@@ -290,6 +248,4 @@ class GraphDbInterface(GraphBackend):
 
 def has_vector_search(backend: GraphBackend) -> bool:
     """Whether core may use ``backend.vector_search`` as a ranker: flagged and overridden."""
-    return bool(backend.capabilities.vector_search) and (
-        type(backend).vector_search is not GraphBackend.vector_search
-    )
+    return bool(backend.capabilities.vector_search) and type(backend).vector_search is not Primitives.vector_search

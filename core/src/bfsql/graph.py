@@ -26,7 +26,7 @@ from bfsql.embedders import CachedEmbedder, Embedder, HashingEmbedder, split_ide
 from bfsql.errors import BackendFailure, BfsqlError, clip
 from bfsql.models import Node
 from bfsql.plugins import get_plugin_manager, new_plugin_manager
-from bfsql.primitives import PRIMITIVES, CachePolicy, Primitives, PrimitiveSpec, implementation
+from bfsql.primitives import PRIMITIVES, CachePolicy, Primitives, PrimitiveSpec, hook_caller, implementation
 from bfsql.rows import Edge
 
 __all__ = ["BackendCallStats", "Graph", "then"]
@@ -152,6 +152,8 @@ class Graph(Primitives):
         self.name = name
         self.stats = BackendCallStats()
         self.pm: pluggy.PluginManager = new_plugin_manager()
+        for spec in PRIMITIVES.values():  # each stub of the table, answered by its hook
+            setattr(self, spec.name, hook_caller(spec, getattr(self.pm.hook, spec.name)))
         self.pm.register(_BackendTerminal(backend, self.stats, primitive_timeout), name="backend")
         if plugins is None:
             global_pm = get_plugin_manager()

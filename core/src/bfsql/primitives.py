@@ -2,17 +2,20 @@
 
 Each primitive is a stub method of :class:`Primitives` marked with :func:`primitive`. The
 stub's name, parameters and return type are the primitive's; its docstring is the contract;
-``cache=`` says how a graph caches it. From this table alone:
+``cache=`` says how a graph caches it; an optional primitive's body is its default. From this
+table alone:
 
+* the backend contract: :class:`bfsql.backend.GraphBackend` subclasses :class:`Primitives`, so
+  a backend implements these very methods (the required ones are abstract there), and the
+  conformance suite checks that every backend method has the table's parameters;
 * every graph's plugin manager gets one ``firstresult`` hookspec per primitive
   (:class:`PrimitiveHookspecs`), so plugins wrap or answer primitives by these names;
 * :mod:`bfsql.graph` builds the terminal implementation that calls the backend's method of
   the same name, and the :class:`~bfsql.graph.Graph` facade (a subclass of
-  :class:`Primitives`) calls the hook when a stub is called on it;
+  :class:`Primitives`) answers each stub by calling its hook;
 * :mod:`bfsql.cache` builds one cached implementation per primitive from its policy.
 
-Adding a primitive is one stub here plus its implementation (or derivation) in
-:class:`bfsql.backend.GraphBackend`.
+Adding a primitive is one stub here (plus an implementation in the backends that answer it).
 
 All primitives are batch-level: they take many ids (or edges) at once. The single-id calls
 of seed 000's contract (``get_node``, ``edges_from`` …) are derived from them by the facade
@@ -25,9 +28,9 @@ from __future__ import annotations
 import enum
 import inspect
 import types
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, TypeVar
 
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.models import EntityStub
@@ -40,12 +43,12 @@ __all__ = [
     "PrimitiveHookspecs",
     "PrimitiveSpec",
     "Primitives",
+    "hook_caller",
     "implementation",
     "primitive",
 ]
 
-P = ParamSpec("P")
-R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 
 SEARCH_LIMIT = 20
 """Candidates a search asks a ranker for, unless told otherwise."""
@@ -79,7 +82,7 @@ class PrimitiveSpec:
     weighed: bool
     """A cached value weighs its length (an edge list), not one entry: the cache bounds their total."""
     optional: bool
-    """Not every backend answers it; the backend's capabilities say whether this one does."""
+    """Not every backend answers it (the stub's body is the default); the backend's capabilities say."""
     doc: str
     hookspec: Callable[..., Any]
     """The function pluggy reads as the hookspec (the stub without defaults); implementations generated
@@ -89,51 +92,38 @@ class PrimitiveSpec:
 PRIMITIVES: dict[str, PrimitiveSpec] = {}
 """Every primitive by name, in the order of the table."""
 
+_MARK = "__bfsql_primitive__"
 
-class Primitive(Generic[P, R]):
-    """A primitive of the table: the hookspec on the class, the hook call on a :class:`~bfsql.graph.Graph`."""
 
-    def __init__(
-        self,
-        stub: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]],
-        cache: CachePolicy,
-        optional: bool,
-        weighed: bool,
-    ) -> None:
-        self.stub = stub
-        self.hookspec = hookspec(firstresult=True)(_without_defaults(stub))
-        self.cache = cache
-        self.optional = optional
-        self.weighed = weighed
+def primitive(*, cache: CachePolicy, optional: bool = False, weighed: bool = False) -> Callable[[F], F]:
+    """Mark a stub method of :class:`Primitives` as a primitive with the given cache policy.
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        params = [p for p in inspect.signature(self.stub).parameters.values() if p.name != "self"]
-        keys = params[0].name if self.cache is CachePolicy.PER_KEY else None
-        self.spec = PrimitiveSpec(
-            name=name,
-            params=tuple(p.name for p in params),
-            defaults={p.name: p.default for p in params if p.default is not inspect.Parameter.empty},
-            cache=self.cache,
-            keys=keys,
-            weighed=self.weighed,
-            optional=self.optional,
-            doc=inspect.cleandoc(self.stub.__doc__ or ""),
-            hookspec=self.hookspec,
-        )
-        PRIMITIVES[name] = self.spec
+    A required primitive's stub is abstract, so that a backend (an ABC) must implement it.
+    """
 
-    @overload
-    def __get__(self, instance: None, owner: type) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]: ...
+    def mark(stub: F) -> F:
+        setattr(stub, _MARK, (cache, optional, weighed))
+        if not optional:
+            stub.__isabstractmethod__ = True  # type: ignore[attr-defined]
+        return stub
 
-    @overload
-    def __get__(self, instance: object, owner: type) -> Callable[P, Awaitable[R]]: ...
+    return mark
 
-    def __get__(self, instance: object | None, owner: type) -> Any:
-        if instance is None:
-            return self.hookspec
-        caller = _hook_caller(self.spec, getattr(instance.pm.hook, self.spec.name))  # type: ignore[attr-defined]
-        instance.__dict__[self.spec.name] = caller  # later lookups skip the descriptor
-        return caller
+
+def _spec(stub: Callable[..., Any]) -> PrimitiveSpec:
+    cache, optional, weighed = getattr(stub, _MARK)
+    params = [p for p in inspect.signature(stub).parameters.values() if p.name != "self"]
+    return PrimitiveSpec(
+        name=stub.__name__,
+        params=tuple(p.name for p in params),
+        defaults={p.name: p.default for p in params if p.default is not inspect.Parameter.empty},
+        cache=cache,
+        keys=params[0].name if cache is CachePolicy.PER_KEY else None,
+        weighed=weighed,
+        optional=optional,
+        doc=inspect.cleandoc(stub.__doc__ or ""),
+        hookspec=hookspec(firstresult=True)(_without_defaults(stub)),
+    )
 
 
 def _without_defaults(stub: Callable[..., Any]) -> Callable[..., Any]:
@@ -147,7 +137,7 @@ def _without_defaults(stub: Callable[..., Any]) -> Callable[..., Any]:
     return copy
 
 
-def _hook_caller(spec: PrimitiveSpec, hook: Any) -> Callable[..., Awaitable[Any]]:
+def hook_caller(spec: PrimitiveSpec, hook: Any) -> Callable[..., Awaitable[Any]]:
     """A coroutine function calling ``hook`` with the stub's arguments (positional or keyword).
 
     An empty batch of keys is answered ``{}`` without calling anyone.
@@ -187,19 +177,8 @@ def implementation(
     return marked
 
 
-def primitive(
-    *, cache: CachePolicy, optional: bool = False, weighed: bool = False
-) -> Callable[[Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]], Primitive[P, R]]:
-    """Mark a stub method of :class:`Primitives` as a primitive with the given cache policy."""
-
-    def mark(stub: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]) -> Primitive[P, R]:
-        return Primitive(stub, cache, optional, weighed)
-
-    return mark
-
-
 class Primitives:
-    """The table. Backends implement these methods (see :class:`bfsql.backend.GraphBackend`);
+    """The table. Backends implement these methods (:class:`bfsql.backend.GraphBackend` is this class);
     plugins wrap or answer the hooks of the same names; :class:`~bfsql.graph.Graph` calls them.
 
     Keys of batch primitives may repeat; answers hold each once. Every answer is complete
@@ -226,10 +205,10 @@ class Primitives:
         """Entities whose stored vectors are nearest to ``vector``, best first, at most ``limit``.
 
         ``score`` is the cosine similarity; ``node_types`` restricts the types. Answered only
-        by backends with entity vectors (``Capabilities.vector_search``); ``vector`` comes
-        from the embedder the graph bound to the backend.
+        by backends with entity vectors (``Capabilities.vector_search``, and this method
+        overridden); ``vector`` comes from the embedder the graph bound to the backend.
         """
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} has no vector search")
 
     @primitive(cache=CachePolicy.SESSION)
     async def entity_types(self) -> list[str]:
@@ -280,13 +259,19 @@ class Primitives:
 
         Edges without evidence are left out or ``[]``. Fetched only by calls that return
         provenance, never by traversals (``Capabilities.provenance`` says whether the store has any).
+        Default: the store keeps none.
         """
-        raise NotImplementedError
+        return {}
+
+
+PRIMITIVES.update(
+    (stub.__name__, _spec(stub)) for stub in vars(Primitives).values() if callable(stub) and hasattr(stub, _MARK)
+)
 
 
 class PrimitiveHookspecs:
-    """The hookspecs of the table, as pluggy reads them (plain functions; see :meth:`Primitive.__get__`)."""
+    """The hookspecs of the table, as pluggy reads them (plain functions, without defaults)."""
 
 
-for _spec in PRIMITIVES.values():
-    setattr(PrimitiveHookspecs, _spec.name, _spec.hookspec)
+for _entry in PRIMITIVES.values():
+    setattr(PrimitiveHookspecs, _entry.name, _entry.hookspec)

@@ -22,6 +22,7 @@ and parity with the memory backend. See docs/writing-a-backend.md.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -36,7 +37,7 @@ from bfsql.embedders import Embedder, HashingEmbedder
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.models import EntityStub
-from bfsql.primitives import PRIMITIVES
+from bfsql.primitives import PRIMITIVES, Primitives
 from bfsql.rows import Edge
 from bfsql.testing.answers import (
     backend_arguments,
@@ -236,6 +237,30 @@ class BackendConformance:
             assert declared == backend.capabilities, (
                 f"{type(self).__name__}.capabilities declares {declared.as_dict()}, but the backend declares "
                 f"{backend.capabilities.as_dict()}; the suite would not test what the backend claims"
+            )
+
+    async def test_methods_take_the_parameters_of_the_primitive_table(self, backend: GraphBackend) -> None:
+        """Every primitive the backend implements takes the table's parameters, in order, with its defaults.
+
+        The table (:class:`bfsql.primitives.Primitives`) is the one place a primitive's signature is
+        written; a backend's method that drifted from it would be called with arguments it does not
+        take. (Seed 000's single-id ``search_entities`` without ``limit`` is the one allowed
+        difference: the graph cuts such a backend's answer itself.)
+        """
+        for spec in PRIMITIVES.values():
+            method = getattr(type(backend), spec.name)
+            if method is getattr(Primitives, spec.name):
+                continue  # an optional primitive left at its default
+            params = [p for p in inspect.signature(method).parameters.values() if p.name != "self"]
+            names = tuple(p.name for p in params)
+            defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+            expected_names, expected_defaults = spec.params, spec.defaults
+            if spec.name == "search_entities" and isinstance(backend, GraphDbInterface) and "limit" not in names:
+                expected_names = tuple(n for n in spec.params if n != "limit")
+                expected_defaults = {k: v for k, v in spec.defaults.items() if k != "limit"}
+            assert (names, defaults) == (expected_names, expected_defaults), (
+                f"{type(backend).__name__}.{spec.name} takes {names} with defaults {defaults}; the primitive table "
+                f"says {expected_names} with defaults {expected_defaults}"
             )
 
     async def test_entity_types_sorted_and_stable(self, graph: Graph) -> None:
