@@ -113,6 +113,65 @@ def test_db_pointing_at_a_jsonl_file(tmp_path: Path) -> None:
     assert stray_files(tmp_path) == []
 
 
+def test_a_sqlite_store_given_as_a_source_is_named_as_a_store(store: Path, tmp_path: Path) -> None:
+    served = tmp_path / "GO.sqlite"
+    served.write_bytes(store.read_bytes())
+    before = digest(store)
+    line = assert_one_plain_error(bfsql("load", "--db", store, served), f"{served} is a bfsql store")
+    assert f"bfsql serve --db {served}" in line and "--format" not in line
+    forced = bfsql("load", "--db", store, "--format", "jsonl", served)  # told the format, it still says what it is
+    assert_one_plain_error(forced, f"{served} is a bfsql store", f"bfsql serve --db {served}")
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    unknown = digest(other)
+    line = assert_one_plain_error(bfsql("load", "--db", store, other), f"{other} is a SQLite database but not a bfsql")
+    assert "JSONL" in line and "--format" not in line
+    assert digest(store) == before and digest(other) == unknown and digest(served) == before
+    assert stray_files(tmp_path) == []
+
+
+MISTAKEN_ROWS = [  # (row, what the error says, what it no longer says)
+    ({"kind": "entity", "id": "B", "type": "Gene", "name": "Beta"},
+     "unknown field 'type'; did you mean 'entity_type'?", "Extra inputs are not permitted"),
+    ({"kind": "entity", "id": "B", "entityType": "Gene"},
+     "unknown field 'entityType'; did you mean 'entity_type'?", "Field required"),
+    ({"kind": "relationship", "source": "A", "target": "B", "predicate": "binds"},
+     "unknown field 'source'; did you mean 'subject'?; unknown field 'target'; did you mean 'object'?",
+     "Field required"),
+    ({"kind": "entity", "id": "B", "entity_type": "Gene", "colour": "red"},
+     "unknown field 'colour'; an entity has id, entity_type, name, synonyms, properties, status, confidence, source, "
+     "canonical_url; put other fields in 'properties'", "Extra inputs"),
+    ({"id": "B", "entity_type": "Gene"},
+     "missing field 'kind': each row says which record it is, one of 'entity', 'relationship', 'evidence'; "
+     "this row looks like an entity: add \"kind\": \"entity\"", "None"),
+    ({"subject": "A", "predicate": "binds", "object": "B"},
+     "missing field 'kind'", "got None"),
+    ({"kind": "edge", "subject": "A", "predicate": "binds", "object": "B"},
+     "unknown kind 'edge'; did you mean 'relationship'? (the kinds are 'entity', 'relationship', 'evidence')", "got"),
+    ({"kind": 5, "subject": "A", "predicate": "binds", "object": "B"},
+     "unknown kind 5; the kinds are 'entity', 'relationship', 'evidence'; this row looks like a relationship: "
+     "write \"kind\": \"relationship\"", "got"),
+]
+
+
+def test_a_mistaken_field_or_kind_says_what_it_probably_means(store: Path, tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "mistakes.jsonl", [ROWS[0], *(row for row, _, _ in MISTAKEN_ROWS)])
+    before = digest(store)
+    result = bfsql("load", "--db", store, source)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    reported = {}  # line number: what is said of it
+    for line in result.stderr.splitlines():
+        place, _, message = line.removeprefix("Error: ").partition(": ")
+        if place.startswith(f"{source}:"):
+            reported[int(place.rsplit(":", 1)[1])] = message
+    for number, (_, says, not_says) in enumerate(MISTAKEN_ROWS, start=2):
+        assert says in reported[number] and not_says not in reported[number], reported[number]
+    assert f"{len(MISTAKEN_ROWS)} bad rows;" in result.stderr
+    assert digest(store) == before
+
+
 def test_every_bad_row_is_reported_with_the_count(store: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     lines = [json.dumps(ROWS[0])]
@@ -143,7 +202,7 @@ def test_without_a_terminal_each_phase_is_one_line_on_stderr(store: Path, tmp_pa
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
     assert [line.split()[0] for line in lines] == ["copy", "read", "index", "embed", "commit"]
-    size = f"{source.stat().st_size / 1e6:.1f} MB"
+    size = f"{source.stat().st_size / 1e3:.1f} kB"
     assert lines[1].startswith(f"read    {size}, 3,000 records in ")
     assert lines[2].startswith("index   3,002 entities in ")
     assert lines[3].startswith("embed   3,002 entities in ")  # the store had no vectors: all are embedded
@@ -151,18 +210,13 @@ def test_without_a_terminal_each_phase_is_one_line_on_stderr(store: Path, tmp_pa
     assert json.loads(result.stdout)["entities"] == 3000
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal (POSIX)")
-def test_on_a_terminal_the_phase_line_is_live(tmp_path: Path) -> None:
+def on_a_terminal(*args: str | Path) -> str:
+    """What ``bfsql ARGS`` writes to stderr when stderr is a (pseudo-)terminal; the command must succeed."""
     import pty
 
-    rows = [{"kind": "entity", "id": f"n{i}", "entity_type": "T", "name": f"node {i}"} for i in range(2000)]
-    source = write_jsonl(tmp_path / "many.jsonl", rows)
     leader, follower = pty.openpty()
     try:
-        process = subprocess.Popen(
-            [*BFSQL, "load", "--db", str(tmp_path / "t.sqlite"), str(source)],
-            stdout=subprocess.DEVNULL, stderr=follower,
-        )
+        process = subprocess.Popen([*BFSQL, *map(str, args)], stdout=subprocess.DEVNULL, stderr=follower)
         os.close(follower)
         seen = b""
         while True:
@@ -179,10 +233,35 @@ def test_on_a_terminal_the_phase_line_is_live(tmp_path: Path) -> None:
         assert process.wait(timeout=60) == 0
     finally:
         os.close(leader)
-    text = seen.decode()
+    return seen.decode()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal (POSIX)")
+def test_on_a_terminal_the_phase_line_is_live(tmp_path: Path) -> None:
+    rows = [{"kind": "entity", "id": f"n{i}", "entity_type": "T", "name": f"node {i}"} for i in range(2000)]
+    source = write_jsonl(tmp_path / "many.jsonl", rows)
+    text = on_a_terminal("load", "--db", tmp_path / "t.sqlite", source)
     assert "\r" in text and "%" in text  # redrawn in place, with the share done
-    assert "read    0.0 of 0.1 MB  0%" in text and "index   0 of 2,000 entities  0%" in text
+    size = f"{source.stat().st_size / 1e3:.1f} kB"
+    assert f"read    0.0 of {size}  0%" in text and "index   0 of 2,000 entities  0%" in text
     assert "commit  done in" in text
+
+
+# -- 28.5: sizes a reader can see ------------------------------------------------------
+
+
+def test_a_tiny_file_shows_its_size_in_bytes(store: Path, tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "tiny.jsonl", ROWS[:1])
+    size = source.stat().st_size
+    assert size < 1000
+    result = bfsql("load", "--db", store, "--embedder", "none", source)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"copy    {store.stat().st_size / 1e3:.1f} kB in "), lines
+    assert lines[1].startswith(f"read    {size} bytes, 1 record in "), lines
+    if sys.platform != "win32":  # and the live line on a terminal: the share in bytes too
+        live = on_a_terminal("load", "--db", tmp_path / "fresh.sqlite", "--embedder", "none", source)
+        assert f"read    0 of {size} bytes  0%" in live, live
 
 
 # -- 16.4: SIGTERM ----------------------------------------------------------------

@@ -83,3 +83,33 @@ def test_a_load_reports_its_phases_in_order(tmp_path: Path) -> None:
     again_without_vectors = ["copy", "read", "index", "commit"]
     reembedded = ["copy", "index", "embed", "commit"]
     assert phases == [*first, *again_without_vectors, *reembedded]
+
+
+@pytest.mark.parametrize(
+    ("size", "shown"),
+    [(1, "1 byte"), (47, "47 bytes"), (999, "999 bytes"), (1000, "1.0 kB"), (77_824, "77.8 kB"),
+     (999_949, "999.9 kB"), (1_000_000, "1.0 MB"), (64_900_000, "64.9 MB"), (2_345_000_000, "2.3 GB")],
+)
+def test_a_size_is_shown_in_the_largest_unit_it_reaches(clock: Clock, size: int, shown: str) -> None:
+    stream = io.StringIO()
+    progress = StderrProgress(stream, live=False)
+    progress.start("read", size, "bytes")
+    progress.advance(size)
+    progress.finish()
+    assert stream.getvalue() == f"read    {shown} in 0.0 s\n"
+
+
+def test_a_share_of_bytes_is_in_the_unit_of_its_total(clock: Clock) -> None:
+    stream = io.StringIO()
+    progress = StderrProgress(stream, live=True)
+    progress.start("read", 47, "bytes")
+    progress.finish()
+    progress.start("copy", 77_824, "bytes")
+    clock.now += 1
+    progress.advance(12_345)
+    assert stream.getvalue().split("\r")[1:] == [
+        "read    0 of 47 bytes  0%  0.0 s\x1b[K",
+        "read    0 of 47 bytes in 0.0 s\x1b[K\n",  # cut short: the share, in bytes
+        "copy    0.0 of 77.8 kB  0%  0.0 s\x1b[K",
+        "copy    12.3 of 77.8 kB  15%  1.0 s  ETA 5.3 s\x1b[K",
+    ]

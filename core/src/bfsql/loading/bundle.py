@@ -14,7 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bfsql.errors import clip
 from bfsql.loading.errors import BadRow, RowErrors, report
+from bfsql.loading.hints import guess_kind, suggest_field, suggest_kind
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, check_row, may_break_limits
 from bfsql.loading.lines import ByteCallback, bounded_lines, decode_line
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
@@ -30,13 +32,62 @@ _KINDS: dict[str, type[Record]] = {
 }
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
+_NOUN = {"entity": "an entity", "relationship": "a relationship", "evidence": "an evidence record"}
+"""Each kind as the errors name it."""
+
+
+def _unknown_fields(names: list[str], model: type[Record], missing: list[str]) -> tuple[list[str], set[str]]:
+    """Messages for a row's unknown fields, and the missing fields they stand for.
+
+    A field that probably means another gets a "did you mean"; the others are named
+    together, with the fields the record has.
+    """
+    kind = next(kind for kind, known in _KINDS.items() if issubclass(model, known))
+    fields = [f for f in model.model_fields if f != "kind"]
+    messages, meant_missing, unexplained = [], set(), []
+    for name in names:
+        meant = suggest_field(name, kind, fields, missing)
+        if meant is None:
+            unexplained.append(name)
+            continue
+        messages.append(f"unknown field {name!r}; did you mean {meant!r}?")
+        if meant in missing:
+            meant_missing.add(meant)
+    if unexplained:
+        extra = "; put other fields in 'properties'" if "properties" in fields else ""
+        listed = ", ".join(repr(n) for n in unexplained)
+        messages.append(f"unknown field{'s' if len(unexplained) > 1 else ''} {listed}; "
+                        f"{_NOUN[kind]} has {', '.join(fields)}{extra}")
+    return messages, meant_missing
+
+
+def _describe(exc: ValidationError, model: type[Record]) -> str:
+    errors = exc.errors()
+    unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
+    missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing" and len(e["loc"]) == 1]
+    parts, explained = _unknown_fields(unknown, model, missing)
+    for err in errors:
         loc = ".".join(str(p) for p in err["loc"]) or "row"
-        message = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {message}")
+        if (err["type"] == "extra_forbidden" and loc in unknown) or (err["type"] == "missing" and loc in explained):
+            continue  # said above; a "did you mean" names the missing field
+        parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
     return "; ".join(parts)
+
+
+def _kind_problem(obj: dict[str, Any]) -> str:
+    """Why a row's ``kind`` names no record, and what to write instead."""
+    kinds = list(_KINDS)
+    listed = ", ".join(repr(k) for k in kinds)
+    given = obj.get("kind")
+    if given is None:
+        problem, verb = f"missing field 'kind': each row says which record it is, one of {listed}", "add"
+    else:
+        meant = suggest_kind(given, kinds) if isinstance(given, str) else None
+        if meant is not None:
+            return f"unknown kind {clip(repr(given), 100)}; did you mean {meant!r}? (the kinds are {listed})"
+        problem, verb = f"unknown kind {clip(repr(given), 100)}; the kinds are {listed}", "write"
+    guess = guess_kind(obj, _KINDS)
+    return problem + (f"; this row looks like {_NOUN[guess]}: {verb} \"kind\": \"{guess}\"" if guess else "")
 
 
 def parse_record(
@@ -57,14 +108,14 @@ def parse_record(
     kind = obj.get("kind")
     model = model or (_KINDS.get(kind) if isinstance(kind, str) else None)
     if model is None:
-        raise BadRow(path, line, f"'kind' must be one of {sorted(_KINDS)}, got {kind!r}")
+        raise BadRow(path, line, _kind_problem(obj))
     problem = check_row(obj, limits) if check else None
     if problem is not None:
         raise BadRow(path, line, problem)
     try:
         return model.model_validate(obj)
     except ValidationError as exc:
-        raise BadRow(path, line, _describe(exc)) from None
+        raise BadRow(path, line, _describe(exc, model)) from None
 
 
 def _no_constant(name: str) -> Any:

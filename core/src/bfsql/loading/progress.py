@@ -46,17 +46,32 @@ def _duration(seconds: float) -> str:
 _SINGULAR = {"entities": "entity", "records": "record"}
 
 
+_BYTE_UNITS = ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
+"""Decimal byte units, largest first: a size is shown in the largest one it reaches, else in bytes."""
+
+
+def _byte_scale(size: float) -> tuple[float, str]:
+    """The divisor and unit that show ``size`` bytes readably (``1.0, "bytes"`` below a kilobyte)."""
+    return next(((factor, unit) for factor, unit in _BYTE_UNITS if size >= factor), (1.0, "bytes"))
+
+
+def _bytes(value: float, factor: float) -> str:
+    return f"{int(value):,}" if factor == 1.0 else f"{value / factor:,.1f}"
+
+
 def _amount(value: float, unit: str) -> str:
     if unit == "bytes":
-        return f"{value / 1e6:,.1f} MB" if value >= 1e5 else f"{value / 1e3:,.1f} kB"
+        factor, name = _byte_scale(value)
+        return f"{_bytes(value, factor)} {'byte' if factor == 1.0 and int(value) == 1 else name}"
     if int(value) == 1:
         unit = _SINGULAR.get(unit, unit)
     return f"{int(value):,} {unit}".rstrip()
 
 
 def _share(done: int, total: int, unit: str) -> str:
-    if unit == "bytes":
-        return f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB"
+    if unit == "bytes":  # both in the total's unit: "0 of 47 bytes", "12.3 of 77.8 kB"
+        factor, name = _byte_scale(total)
+        return f"{_bytes(done, factor)} of {_bytes(total, factor)} {name}"
     return f"{done:,} of {total:,} {unit}"
 
 

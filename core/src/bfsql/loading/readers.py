@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import csv
 import math
+import shlex
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -36,6 +38,7 @@ __all__ = [
     "read_rdf",
     "read_records",
     "read_triple_table",
+    "refuse_sqlite_source",
     "require_rdflib",
 ]
 
@@ -60,12 +63,60 @@ class ImpliedEntity(EntityRecord):
     """An entity known only because a triple mentions it; never replaces a stored entity."""
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _is_bfsql_store(path: Path) -> bool:
+    """Whether the SQLite database ``path`` has a bfsql store's ``meta.schema_version`` (opened read-only)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+
+
+def refuse_sqlite_source(path: str | Path) -> None:
+    """:class:`LoadError` when the source ``path`` is a SQLite database (a store to serve, not a file to load).
+
+    Only regular files are looked at: a pipe's first bytes would be lost.
+    """
+    path = Path(path)
+    try:
+        if not path.is_file():
+            return
+        with open(path, "rb") as handle:
+            if handle.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+                return
+    except OSError:
+        return  # reading it says what is wrong
+    shown = shlex.quote(str(path))
+    if _is_bfsql_store(path):
+        raise LoadError(
+            f"{path} is a bfsql store (a SQLite database), not a file to load: serve it with "
+            f"`bfsql serve --db {shown}`, or load files into it with `bfsql load --db {shown} FILE...`"
+        )
+    raise LoadError(
+        f"{path} is a SQLite database but not a bfsql store, and bfsql load reads only "
+        f"{_FORMAT_NAMES}: export its graph to one of those (see docs/bundle-format.md) and load that"
+    )
+
+
+_FORMAT_NAMES = "JSONL bundles, CSV/TSV triples and N-Triples/Turtle files"
+
+
 def detect_format(path: str | Path) -> str:
-    """The format name of ``path`` from its extension; :class:`LoadError` saying to name it when unknown."""
+    """The format name of ``path`` from its extension; :class:`LoadError` saying to name it when unknown.
+
+    A SQLite database of an unknown extension is refused as such (:func:`refuse_sqlite_source`).
+    """
     suffix = Path(path).suffix.lower()
     try:
         return FORMATS[suffix]
     except KeyError:
+        refuse_sqlite_source(path)
         known = ", ".join(sorted(set(FORMATS.values())))
         hint = " (a file of one JSON object per line is --format jsonl)" if suffix == ".json" else ""
         raise LoadError(
@@ -96,9 +147,11 @@ def read_records(
     (a bad CSV header, an unclosed quote, an RDF syntax error or an over-long line still
     raise: nothing after them can be read). ``prefixes`` compacts RDF ids (see
     :mod:`bfsql.loading.prefixes`; without it they stay full IRIs). ``on_bytes`` hears
-    of the bytes read, for progress.
+    of the bytes read, for progress. A SQLite database is refused whatever ``fmt`` says
+    (:func:`refuse_sqlite_source`).
     """
     fmt = check_format(fmt) if fmt is not None else detect_format(path)
+    refuse_sqlite_source(path)
     if fmt == "jsonl":
         return read_bundle(path, limits=limits, errors=errors, on_bytes=on_bytes)
     if fmt in ("csv", "tsv"):
