@@ -196,19 +196,20 @@ async def test_node_budget_stops_the_traversal_and_says_so():
     assert cut.reason == "max_nodes" and "7 further neighbour(s)" in cut.detail
 
 
-async def test_one_hop_call_per_hop_and_one_identity_call_per_query(small_graph):
+async def test_one_hop_call_per_hop_and_nothing_else(small_graph):
+    """Issue 24.3: hop answers the asked entities too, so a traversal sends one call per hop (was + get_nodes)."""
     await bfs_query(small_graph, ["S"], 2, topology_only=True)
-    assert small_graph.stats.calls == {"get_nodes": 1, "hop": 2}
+    assert small_graph.stats.calls == {"hop": 2}
     await bfs_query(small_graph, ["S"], 2)
-    full = {"get_nodes": 2, "hop": 4, "metadata_for_nodes": 1, "metadata_for_edges": 1}
+    full = {"hop": 4, "metadata_for_nodes": 1, "metadata_for_edges": 1}
     assert small_graph.stats.calls == full  # full mode adds one node and one edge metadata call per query
 
 
 async def test_intersection_walks_every_seed_at_once(small_graph):
     answer = await intersect_subgraphs(small_graph, ["A", "B", "D"], 2, topology_only=True)
-    # the seeds' identities (checked, then walked); one hop call per level, one for the shared nodes' edges,
-    # and one per step of the paths back to the seeds (k at most)
-    assert small_graph.stats.calls == {"get_nodes": 2, "hop": 2 + 1 + 2}
+    # one hop call per level (the first also checks the seeds), one for the shared nodes' edges, and one per step of
+    # the paths back to the seeds (k at most)
+    assert small_graph.stats.calls == {"hop": 2 + 1 + 2}
     assert answer.node_ids == ["S", "A", "B", "D"]  # S one hop from each seed; the seeds two from the others
     assert {(p.seed, tuple(p.edges)) for p in answer.paths if p.node == "S"} == {
         ("A", (("S", "assoc", "A"),)),

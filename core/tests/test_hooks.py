@@ -35,7 +35,8 @@ class HidePredicate:
         inner = yield
 
         async def without_r(found):
-            return {i: [row for row in rows if row[1] != "r"] for i, rows in found.items()}
+            return {i: there._replace(edges=[row for row in there.edges if row[1] != "r"])
+                    for i, there in found.items()}
 
         return bfsql.then(inner, without_r)
 

@@ -217,8 +217,8 @@ async def test_answers_equal_memory_backend(graph: Graph, bundle: Path) -> None:
         got_many = await getattr(graph, name)(keys)
         expected_many = await getattr(memory, name)(keys)
         if name == "hop":
-            got_many = {i: sorted(map(tuple, rows)) for i, rows in got_many.items()}
-            expected_many = {i: sorted(map(tuple, rows)) for i, rows in expected_many.items()}
+            got_many = {i: (there.node, sorted(map(tuple, there.edges))) for i, there in got_many.items()}
+            expected_many = {i: (there.node, sorted(map(tuple, there.edges))) for i, there in expected_many.items()}
         assert got_many == expected_many, name
         assert await getattr(graph, name)([]) == {}
     got_edges = await graph.metadata_for_edges(edges)
@@ -241,7 +241,7 @@ async def test_batches_are_set_based(bundle: Path, tmp_path: Path) -> None:
 
         await asyncio.gather(*(backend._run(trace) for _ in range(READERS)))
         await backend.hop(["A", "B", "C", "D", "nope"])
-        assert len(statements) == 2  # outgoing and incoming
+        assert len(statements) == 3  # outgoing, incoming, and the asked entities
         statements.clear()
         await backend.metadata_for_edges([edge("A", "associated_with", "B"), edge("C", "treats", "B")])
         assert len(statements) == 1

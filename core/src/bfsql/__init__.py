@@ -45,7 +45,7 @@ from bfsql.models import (
 )
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer, in_light_call, light_call
 from bfsql.primitives import SEARCH_LIMIT, Primitives
-from bfsql.rows import Edge, HopEdge, NodeInfo
+from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo
 from bfsql.search_rank import lexical_rank
 from bfsql.version import __version__
 
@@ -156,6 +156,7 @@ __all__ = [
     "IntersectionResult",
     "InvalidArgument",
     "MemoryBackend",
+    "Neighbourhood",
     "Node",
     "NodeInfo",
     "Pacer",

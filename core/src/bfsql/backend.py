@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from bfsql.models import EntityStub, Node, Truncation
 from bfsql.primitives import Primitives
-from bfsql.rows import Edge, HopEdge, NodeInfo
+from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo
 
 if TYPE_CHECKING:
     from bfsql.embedders import Embedder
@@ -220,16 +220,16 @@ class GraphDbInterface(GraphBackend):
         nodes = await gather_bounded(entity_ids, self.get_node, self.batch_concurrency)
         return {i: NodeInfo(node.entity_type) for i, node in nodes.items()}
 
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """``edges_from`` and ``edges_to`` per id, then ``get_nodes`` of the other ends."""
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """``edges_from`` and ``edges_to`` per id, then ``get_nodes`` of the asked ids and the other ends."""
         outgoing, incoming = await gather_or_cancel(
             gather_bounded(entity_ids, self.edges_from, self.batch_concurrency),
             gather_bounded(entity_ids, self.edges_to, self.batch_concurrency),
         )
         edges = {i: [*outgoing[i], *incoming.get(i, [])] for i in outgoing}
         ends = {e.object if e.subject == i else e.subject for i, found in edges.items() for e in found}
-        info = await self.get_nodes(sorted(ends))
-        return {i: hop_edges(i, found, info) for i, found in edges.items()}
+        info = await self.get_nodes(sorted(ends | set(edges)))
+        return {i: Neighbourhood(info[i], hop_edges(i, found, info)) for i, found in edges.items() if i in info}
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """``metadata_for_node`` per id."""

@@ -22,6 +22,7 @@ from typing import Any
 import pluggy
 
 from bfsql.primitives import PRIMITIVES, CachePolicy, PrimitiveSpec, implementation
+from bfsql.rows import Neighbourhood
 
 __all__ = ["CacheConfig", "CachePlugin", "KeyCache", "LruCache"]
 
@@ -216,7 +217,7 @@ def _frozen(value: Any) -> Hashable:
 
 
 def _edge_count(value: Any) -> int:
-    return len(value) if isinstance(value, list) else 1
+    return 1 + len(value.edges) if isinstance(value, Neighbourhood) else 1
 
 
 class CachePlugin:

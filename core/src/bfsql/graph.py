@@ -43,8 +43,9 @@ async def then(inner: Awaitable[T], fn: Callable[[T], R | Awaitable[R]]) -> R:
         @bfsql.hookimpl(wrapper=True)
         def hop(entity_ids):
             inner = yield
-            return bfsql.then(inner, lambda found: {i: [e for e in edges if e.predicate != "secret"]
-                                                    for i, edges in found.items()})
+            return bfsql.then(inner, lambda found: {
+                i: there._replace(edges=[e for e in there.edges if e.predicate != "secret"])
+                for i, there in found.items()})
     """
     value = fn(await inner)
     if inspect.isawaitable(value):
@@ -250,10 +251,10 @@ class Graph(Primitives):
         return Node(id=entity_id, entity_type=found[entity_id].entity_type)
 
     async def _edges(self, entity_id: str, end: int) -> list[Edge]:
-        rows, known = await gather_or_cancel(self.hop([entity_id]), self.get_nodes([entity_id]))
-        if entity_id not in known:
+        found = (await self.hop([entity_id])).get(entity_id)
+        if found is None:
             raise KeyError(entity_id)
-        return sorted(Edge(r[0], r[1], r[2]) for r in rows.get(entity_id, []) if r[end] == entity_id)
+        return sorted(Edge(r[0], r[1], r[2]) for r in found.edges if r[end] == entity_id)
 
     async def edges_from(self, entity_id: str) -> list[Edge]:
         """Outgoing edges, sorted; KeyError for an unknown id."""

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.models import EntityStub
-from bfsql.rows import Edge, HopEdge, NodeInfo
+from bfsql.rows import Edge, Neighbourhood, NodeInfo
 
 __all__ = [
     "PRIMITIVES",
@@ -226,14 +226,15 @@ class Primitives:
         raise NotImplementedError
 
     @primitive(cache=CachePolicy.PER_KEY, weighed=True)
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """One traversal step: every edge of each entity, both directions, with its other end's type and name.
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """One traversal step: each visible entity asked, with its type and name and every edge of it, both ways.
 
         An outgoing edge has the entity as subject, an incoming one as object; a self-loop
-        appears once. An edge to an id that is no entity is kept with ``other_type=None``
-        (the engine reports it as dangling). Ids without edges and unknown ids may be left
-        out (``get_nodes`` tells them apart). This is the call a BFS makes once per hop:
-        one round trip where the store allows.
+        appears once; each edge comes with its other end's type and name. An edge to an id
+        that is no entity is kept with ``other_type=None`` (the engine reports it as
+        dangling). Unknown (and merged) ids are left out, so the answer also says which of
+        the asked ids exist: a traversal asks nothing else about the ids it hops from. This is
+        the call a BFS makes once per hop: one round trip where the store allows.
         """
         raise NotImplementedError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Edge", "HopEdge", "NodeInfo"]
+__all__ = ["Edge", "HopEdge", "Neighbourhood", "NodeInfo"]
 
 
 class Edge(NamedTuple):
@@ -50,3 +50,12 @@ class HopEdge(NamedTuple):
     def edge(self) -> Edge:
         """The bare triple."""
         return Edge(self.subject, self.predicate, self.object)
+
+
+class Neighbourhood(NamedTuple):
+    """What one ``hop`` answers for an entity it was asked about: the entity itself and its edges both ways."""
+
+    node: NodeInfo
+    """The entity's type and name (so a traversal needs no ``get_nodes`` of the ids it hops from)."""
+    edges: list[HopEdge]
+    """Every edge of the entity, outgoing and incoming, with what is known of its other end ([] when none)."""

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bfsql import EntityRecord, Graph, HopEdge, MemoryBackend, RelationshipRecord
+from bfsql import EntityRecord, Graph, HopEdge, MemoryBackend, Neighbourhood, RelationshipRecord
 from bfsql_jsonld import JsonLdBackend, JsonLdConfig, ServerOptions, build_app
 from bfsql_testsupport.services import free_port
 
@@ -90,9 +90,9 @@ async def post_pages(http: aiohttp.ClientSession, url: str, body: Any) -> list[t
     return pages
 
 
-def truth(graph_hop: dict[str, list[HopEdge]], ids: list[str], end: int) -> dict[str, list[HopEdge]]:
+def truth(graph_hop: dict[str, Neighbourhood], ids: list[str], end: int) -> dict[str, list[HopEdge]]:
     """The rows of each known id in one direction (``end``: where the id stands), sorted."""
-    return {i: sorted(row for row in graph_hop[i] if row[end] == i) for i in dict.fromkeys(ids) if i in graph_hop}
+    return {i: sorted(row for row in graph_hop[i].edges if row[end] == i) for i in dict.fromkeys(ids) if i in graph_hop}
 
 
 def hop_rows(hub: str, relation: dict[str, Any]) -> HopEdge:
@@ -138,8 +138,9 @@ async def test_the_backend_reads_paged_batches_whole(hub_server, records):
     try:
         asked = [*HUBS, UNKNOWN, *LEAVES[:50]]
         hops, expected = await backend.hop(asked), await reference.hop(asked)
-        assert {i: sorted(rows) for i, rows in hops.items()} == {i: sorted(rows) for i, rows in expected.items()}
-        assert sum(map(len, hops.values())) == sum(map(len, expected.values())) > 30_900
+        assert {i: (n.node, sorted(n.edges)) for i, n in hops.items()} == {
+            i: (n.node, sorted(n.edges)) for i, n in expected.items()}
+        assert sum(len(n.edges) for n in hops.values()) == sum(len(n.edges) for n in expected.values()) > 30_900
         relation_posts = [line for line in log if line.startswith("POST /batch/relations")]
         assert len(relation_posts) > 2 and any("cursor=" in line for line in relation_posts), relation_posts
         graph = Graph(backend, plugins=[], cache=None)

@@ -260,7 +260,8 @@ async def test_client_context_compacts_full_iris(scripted, open_backend):
     assert await backend.entity_types() == ["Person"] and await backend.predicates() == ["knows"]
     assert await backend.get_nodes(["ann"]) == {"ann": NodeInfo("Person", "Ann")}
     assert await backend.metadata_for_nodes(["ann"]) == {"ann": {"name": "Ann", "age": 41}}
-    assert await backend.hop(["ann"]) == {"ann": [HopEdge("ann", "knows", "bob", "Person", "Bob")]}
+    assert await backend.hop(["ann"]) == {
+        "ann": (NodeInfo("Person", "Ann"), [HopEdge("ann", "knows", "bob", "Person", "Bob")])}
     hits = await backend.search_entities("ann", ["Person"])
     assert [(h.id, h.entity_type, h.name) for h in hits] == [("ann", "Person", "Ann")]
     search = next(s for s in scripted.seen if s.raw_path.startswith("/entities?"))
@@ -288,14 +289,14 @@ async def test_a_hop_takes_the_other_ends_from_the_relation_documents(scripted, 
     scripted.on("/entities/GENE%3ATP53", ENTITY)
     backend = await open_backend(scripted, edges_url="/entities/{id}/all")
     found = await backend.hop(["GENE:TP53", "GENE:MDM2", "GENE:TP53"])
-    assert sorted(found["GENE:TP53"]) == [
+    assert sorted(found["GENE:TP53"].edges) == [
         HopEdge("GENE:MDM4", "REGULATES", "GENE:TP53", "Gene", "MDM4"),
         HopEdge("GENE:TP53", "REGULATES", "GENE:GONE", None, None),
         HopEdge("GENE:TP53", "REGULATES", "GENE:MDM2", "Gene", "MDM2"),
         HopEdge("GENE:TP53", "REGULATES", "GENE:TP53", "Gene", None),
     ]
     # MDM2's list writes TP53 as a plain id, but TP53's own list described it: no look-up.
-    assert found["GENE:MDM2"] == [HopEdge("GENE:MDM2", "REGULATES", "GENE:TP53", "Gene", None)]
+    assert found["GENE:MDM2"].edges == [HopEdge("GENE:MDM2", "REGULATES", "GENE:TP53", "Gene", None)]
     requests = sorted(s.raw_path for s in scripted.seen if s.raw_path != "/schema")
     assert requests == ["/entities/GENE%3AGONE", "/entities/GENE%3AMDM2/all", "/entities/GENE%3ATP53/all"]
 
@@ -347,8 +348,9 @@ async def test_relations_are_collected_across_pages(scripted, open_backend, styl
     scripted.on(base + "&page=2", _page(style, pages[1], f"{scripted.url}{base}&page=3"))
     scripted.on(base + "&page=3", _page(style, pages[2], None))
     scripted.on("/entities/GENE%3ATP53/relations?direction=in", _page(style, [], None))
+    scripted.on("/entities/GENE%3ATP53", ENTITY)  # hop answers the entity itself too
     backend = await open_backend(scripted)
-    got = (await backend.hop(["GENE:TP53"]))["GENE:TP53"]
+    got = (await backend.hop(["GENE:TP53"]))["GENE:TP53"].edges
     assert [row.object for row in got] == [f"GENE:T{i}" for i in range(7)]
     assert [s.raw_path for s in scripted.seen if "direction=out" in s.raw_path] == [
         base,
@@ -443,7 +445,8 @@ async def test_configurable_url_templates_and_dereferenceable_ids(scripted, open
     assert await backend.get_nodes(["FPLX:RAF"]) == {"FPLX:RAF": NodeInfo("Family", "RAF")}
     assert await backend.metadata_for_nodes(["FPLX:RAF"]) == {"FPLX:RAF": {"label": "RAF"}}
     # The relation names its other end by its entity URL only: the end is looked up by id.
-    assert await backend.hop(["FPLX:RAF"]) == {"FPLX:RAF": [HopEdge("HGNC:BRAF", "isa", "FPLX:RAF", "Gene", "BRAF")]}
+    assert (await backend.hop(["FPLX:RAF"]))["FPLX:RAF"].edges == [
+        HopEdge("HGNC:BRAF", "isa", "FPLX:RAF", "Gene", "BRAF")]
     hits = await backend.search_entities("RAF kinase", ["Family", "Gene"])
     assert [(h.id, h.name) for h in hits] == [("FPLX:RAF", "RAF")]
     edge = Edge("a b", "isa", "c/d")

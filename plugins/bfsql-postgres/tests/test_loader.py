@@ -104,7 +104,7 @@ async def test_load_is_idempotent_and_matches_the_memory_backend(scratch_dsn: st
     try:
         ids = list(STANDARD_IDS)
         assert await backend.metadata_for_nodes(ids) == await memory.metadata_for_nodes(ids)
-        edges = sorted({Edge(*row[:3]) for rows in (await memory.hop(ids)).values() for row in rows})
+        edges = sorted({Edge(*row[:3]) for there in (await memory.hop(ids)).values() for row in there.edges})
         assert await backend.metadata_for_edges(edges) == await memory.metadata_for_edges(edges)
         assert await backend.provenance_for_edges(edges) == await memory.provenance_for_edges(edges)
     finally:

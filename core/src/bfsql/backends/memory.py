@@ -31,7 +31,7 @@ from bfsql.loading.records import (
 )
 from bfsql.models import EntityStub
 from bfsql.primitives import SEARCH_LIMIT
-from bfsql.rows import Edge, HopEdge, NodeInfo
+from bfsql.rows import Edge, Neighbourhood, NodeInfo
 from bfsql.search_rank import lexical_rank
 
 __all__ = ["DEFAULT_MAX_BUNDLE_MB", "MemoryBackend", "MemoryBundleError", "MemoryConfig"]
@@ -74,7 +74,7 @@ class MemoryBackend(GraphBackend):
         self._entities: dict[str, EntityRecord] = {}
         self._rels: dict[Edge, RelationshipRecord] = {}
         self._evidence: dict[Edge, list[EvidenceRecord]] = defaultdict(list)
-        self._hops: dict[str, list[HopEdge]] | None = None
+        self._hops: dict[str, Neighbourhood] | None = None
         self._embedder: Embedder | None = None
         self._vectors: dict[str, array[float]] | None = None
         for record in records:
@@ -124,7 +124,7 @@ class MemoryBackend(GraphBackend):
     def _touches_merged(self, edge: Edge) -> bool:
         return any((e := self._entities.get(end)) is not None and e.merged for end in (edge.subject, edge.object))
 
-    def _hop_index(self) -> dict[str, list[HopEdge]]:
+    def _hop_index(self) -> dict[str, Neighbourhood]:
         if self._hops is None:
             edges: dict[str, list[Edge]] = defaultdict(list)
             for edge in sorted(self._rels):
@@ -134,7 +134,7 @@ class MemoryBackend(GraphBackend):
                 if edge.object != edge.subject:
                     edges[edge.object].append(edge)
             ends = {i: NodeInfo(e.entity_type, e.name) for i, e in self._entities.items() if not e.merged}
-            self._hops = {i: hop_edges(i, found, ends) for i, found in edges.items() if i in ends}
+            self._hops = {i: Neighbourhood(info, hop_edges(i, edges.get(i, []), ends)) for i, info in ends.items()}
         return self._hops
 
     @override
@@ -217,7 +217,7 @@ class MemoryBackend(GraphBackend):
         return found
 
     @override
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
         index = self._hop_index()
         return {i: index[i] for i in entity_ids if i in index}
 

@@ -50,7 +50,7 @@ from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION, decode_
 from bfsql.models import EntityStub
 from bfsql.pacing import in_light_call
 from bfsql.primitives import SEARCH_LIMIT
-from bfsql.rows import Edge, HopEdge, NodeInfo
+from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo
 from bfsql.search_rank import lexical_rank
 
 __all__ = ["DEFAULT_MEMORY_INDEX", "SqliteBackend", "SqliteConfig", "SqliteStoreError"]
@@ -409,7 +409,7 @@ class SqliteBackend(GraphBackend):
                 self._readers.append(conn)
         return conn
 
-    def _sql_hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+    def _sql_hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
         found: dict[str, list[HopEdge]] = {}
         if self._has_merged:
             visible = f"JOIN entity f ON f.entity_id = {{key}} AND f.{_VISIBLE} "
@@ -433,7 +433,7 @@ class SqliteBackend(GraphBackend):
                         found[row[own]] = [row]
                     else:
                         edges.append(row)
-        return found
+        return {i: Neighbourhood(info, found.get(i, [])) for i, info in self._get_nodes(entity_ids).items()}
 
     def _entities(self, entity_ids: list[str], columns: str) -> dict[str, tuple[Any, ...]]:
         found: dict[str, tuple[Any, ...]] = {}
@@ -677,11 +677,11 @@ class SqliteBackend(GraphBackend):
             return {i: nodes[i] for i in entity_ids if i in nodes}
         return await self._run(self._get_nodes, list(entity_ids))
 
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """Each entity's edges both ways with their other ends: from the hop index, else two queries per chunk."""
-        index = self._index
-        if index is not None:
-            return {i: index[i] for i in entity_ids if i in index}
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """Each entity with its edges both ways and their other ends: from the hop index, else three queries a chunk."""
+        index, nodes = self._index, self._nodes
+        if index is not None and nodes is not None:
+            return {i: Neighbourhood(nodes[i], index.get(i, [])) for i in entity_ids if i in nodes}
         return await self._run(self._sql_hop, list(entity_ids))
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.models import ConnectionPath, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
+from bfsql.rows import Neighbourhood
 
 __all__ = ["PATHS_MAX", "PATHS_NODES", "connections", "intersect_subgraphs", "reach_all"]
 
@@ -55,14 +56,18 @@ async def reach_all(
     limits: TraversalLimits,
     exclude_types: frozenset[str] = frozenset(),
     progress: ProgressFn | None = None,
+    first_hop: dict[str, Neighbourhood] | None = None,
 ) -> Reach:
     """Walk ``k`` undirected hops from all ``seeds`` (known ids) at once; the nodes every seed reaches.
 
     ``limits.max_nodes`` bounds the nodes visited by the whole walk; when a level would pass
     it, the new nodes kept are the first by id. Neighbours of an excluded type are not visited.
+    ``first_hop`` is the seeds' hop when the caller has it already.
     """
     reach = Reach()
-    known = await graph.get_nodes(seeds)
+    if first_hop is None:
+        first_hop = await graph.hop(seeds)
+    known = {seed: first_hop[seed].node for seed in seeds}
     everyone = (1 << len(seeds)) - 1
     mask: dict[str, int] = {}
     for bit, seed in enumerate(seeds):
@@ -77,11 +82,12 @@ async def reach_all(
     for level in range(1, k + 1):
         if not gained:
             break
-        rows_of = await graph.hop(list(gained))
+        rows_of = first_hop if level == 1 else await graph.hop(list(gained))
         now: dict[str, int] = {}
         fresh: dict[str, int] = {}
         for node_id, bits in gained.items():
-            rows = rows_of.get(node_id)
+            there = rows_of.get(node_id)
+            rows = there.edges if there is not None else None
             if not rows:
                 continue
             pacer.work += len(rows) + 64
@@ -152,7 +158,7 @@ async def connections(
             distance = _distance(reach, here, 1 << bit)
             choices = sorted(
                 ((row[2] if row[0] == here else row[0]), (row[0], row[1], row[2]))
-                for row in capped(here, rows_of.get(here, []), limits, {})
+                for row in capped(here, rows_of[here].edges if here in rows_of else [], limits, {})
                 if _distance(reach, row[2] if row[0] == here else row[0], 1 << bit) == (distance or 0) - 1
             )
             if not choices:  # the walk went through a hub edge past the cap: no path to show
@@ -178,9 +184,9 @@ async def _induced_edges(graph: Graph, nodes: set[str]) -> dict[Triple, None]:
     rows_of = await graph.hop(sorted(nodes))
     edges: dict[Triple, None] = {}
     pacer = Pacer()
-    for rows in rows_of.values():
-        edges.update(((s, p, o), None) for s, p, o, _, _ in rows if s in nodes and o in nodes)
-        pacer.work += len(rows) + 64
+    for there in rows_of.values():
+        edges.update(((s, p, o), None) for s, p, o, _, _ in there.edges if s in nodes and o in nodes)
+        pacer.work += len(there.edges) + 64
         if pacer.work > WORK_BETWEEN_CHECKS:
             await pacer.pause()
     return edges
@@ -211,12 +217,12 @@ async def intersect_subgraphs(
     detail = Detail(type_set(node_types, "node_types"), type_set(predicates, "predicates"), bool(topology_only))
     excluded = type_set(exclude_node_types, "exclude_node_types") or frozenset()
 
-    known = await graph.get_nodes(seeds)
+    known = await graph.hop(seeds)  # the walk's first hop
     unknown = [s for s in seeds if s not in known]
     if unknown:
         raise UnknownEntity(unknown)
 
-    reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress)
+    reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress, first_hop=known)
     common = set(reach.common)
     edges = await _induced_edges(graph, common)
 

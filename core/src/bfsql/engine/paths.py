@@ -49,7 +49,7 @@ from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
 from bfsql.models import PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
-from bfsql.rows import HopEdge
+from bfsql.rows import HopEdge, Neighbourhood
 
 __all__ = [
     "DEFAULT_K",
@@ -237,13 +237,14 @@ async def _entry(run: _Run, entry: SemanticText | ExactEntity) -> tuple[list[_Pa
     return [_Path((i,), (), (scores[i],), scores[i]) for i in kept], None, None
 
 
-def _directed(rows_of: dict[str, list[HopEdge]], node: str, direction: Direction) -> list[HopEdge]:
+def _directed(rows_of: dict[str, Neighbourhood], node: str, direction: Direction) -> list[HopEdge]:
     """The node's edges in one direction (a self-loop is both)."""
     end = 0 if direction == "outgoing" else 2
-    return [row for row in rows_of.get(node, ()) if row[end] == node]
+    there = rows_of.get(node)
+    return [row for row in there.edges if row[end] == node] if there is not None else []
 
 
-def _other_direction_hint(rows_of: dict[str, list[HopEdge]], frontier: list[str], direction: Direction) -> str:
+def _other_direction_hint(rows_of: dict[str, Neighbourhood], frontier: list[str], direction: Direction) -> str:
     other_direction: Direction = "incoming" if direction == "outgoing" else "outgoing"
     preds = sorted({row[1] for node in frontier for row in _directed(rows_of, node, other_direction)})
     if not preds:

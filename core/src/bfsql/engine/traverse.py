@@ -1,8 +1,9 @@
 """Breadth-first expansion over the graph facade: one ``hop`` call per hop.
 
-A hop asks the graph for the frontier's edges in both directions, each with its other
-end's type and name (:meth:`~bfsql.primitives.Primitives.hop`), so the types of the newly
-reached nodes come with the edges: no further call. The loop works on plain tuples; edges
+A hop asks the graph for the frontier's entities and their edges in both directions, each
+with its other end's type and name (:meth:`~bfsql.primitives.Primitives.hop`), so the types
+of the newly reached nodes come with the edges and the first hop says which seeds exist: one
+call per hop, nothing else. The loop works on plain tuples; edges
 are sorted only where a hub cap cuts a node's edge list.
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bfsql.backend import gather_or_cancel
 from bfsql.budgets import TraversalLimits
 from bfsql.engine.answer import Triple
 from bfsql.graph import Graph
@@ -114,19 +114,13 @@ async def expand(
     """
     result = Expansion()
     distance, types, names, edges = result.distance, result.types, result.names, result.edges
-    # The seeds' own rows and their first hop in one round trip: hop answers visible ids only,
-    # so the unknown seeds it was asked about add nothing. The hop is asked first, so that a
-    # backend whose hop also reads the asked entities can answer get_nodes from it.
-    first_hop: dict[str, list[HopEdge]] | None = None
-    if hops >= 1:
-        first_hop, known = await gather_or_cancel(graph.hop(list(dict.fromkeys(seeds))), graph.get_nodes(seeds))
-    else:
-        known = await graph.get_nodes(seeds)
-    result.unknown_seeds = [s for s in seeds if s not in known]
+    # The first hop also says which seeds exist (hop answers the entities asked, unknown ones left out).
+    first_hop = await graph.hop(list(dict.fromkeys(seeds)))
+    result.unknown_seeds = [s for s in seeds if s not in first_hop]
     for seed in seeds:
-        if seed in known:
+        if seed in first_hop:
             distance[seed] = 0
-            types[seed], names[seed] = known[seed]
+            types[seed], names[seed] = first_hop[seed].node
     frontier = list(distance)
     result.levels.append(frontier)
 
@@ -137,12 +131,13 @@ async def expand(
     for hop in range(1, hops + 1):
         if not frontier:
             break
-        rows_of = first_hop if hop == 1 and first_hop is not None else await graph.hop(frontier)
+        rows_of = first_hop if hop == 1 else await graph.hop(frontier)
         new: dict[str, tuple[str, str | None]] = {}
         pending: list[Triple] = []
         cross: list[int] = []
         for node_id in frontier:
-            rows = rows_of.get(node_id)
+            there = rows_of.get(node_id)
+            rows = there.edges if there is not None else None
             if not rows:
                 continue
             pacer.work += len(rows) + 64

@@ -370,9 +370,13 @@ class BackendConformance:
     async def test_hop_gives_both_directions_with_the_other_ends(
         self, graph: Graph, ids: IdMap, entity_id: str
     ) -> None:
-        """Every edge of the entity, out and in, each once, with its other end's type and name (None: dangling)."""
+        """The entity itself (its type and name) and every edge of it, out and in, each once, with its other end's
+        type and name (None: dangling)."""
         backend_id = ids.to_backend(entity_id)
-        rows = (await graph.hop([backend_id])).get(backend_id, [])
+        found = (await graph.hop([backend_id]))[backend_id]
+        assert found.node.entity_type == NODE_TYPES[entity_id], f"hop([{entity_id!r}]).node"
+        assert found.node.name in (None, EXPECTED_NODE_METADATA[entity_id]["name"]), f"hop([{entity_id!r}]).node.name"
+        rows = found.edges
         triples = _triples((Edge(*row[:3]) for row in rows), ids)
         expected = sorted(set(EXPECTED_EDGES_FROM[entity_id]) | set(EXPECTED_EDGES_TO[entity_id]))
         assert triples == expected, f"hop([{entity_id!r}]) edges"
@@ -391,21 +395,22 @@ class BackendConformance:
         asked = [ids.to_backend(i) for i in (*ALL_IDS, TP53)]
         batch = await graph.hop(asked)
         visible = {ids.to_backend(i) for i in STANDARD_IDS}
-        assert set(batch) <= visible, f"hop answered invisible ids: {sorted(set(batch) - visible)}"
+        assert set(batch) == visible, f"hop answers exactly the visible ids asked: {sorted(set(batch) ^ visible)}"
         for backend_id in visible:
-            single = (await graph.hop([backend_id])).get(backend_id, [])
-            assert sorted(batch.get(backend_id, [])) == sorted(single), f"hop[{backend_id!r}]"
+            single = (await graph.hop([backend_id]))[backend_id]
+            assert batch[backend_id].node == single.node, f"hop[{backend_id!r}].node"
+            assert sorted(batch[backend_id].edges) == sorted(single.edges), f"hop[{backend_id!r}].edges"
 
     async def test_hop_hides_merged_ends_and_keeps_self_loops_once(self, graph: Graph, ids: IdMap) -> None:
         """No edge touching a merged entity; a self-loop appears once, its other end the entity itself."""
         mdm2 = ids.to_backend(MDM2)
-        rows = (await graph.hop([mdm2]))[mdm2]
+        rows = (await graph.hop([mdm2]))[mdm2].edges
         triples = [ids.triple(*row[:3]) for row in rows]
         assert MERGED_MDM2 not in triples, "hop shows an edge from a merged entity"
         assert triples.count(MDM2_SELF_LOOP) == 1, f"the self-loop must appear once: {triples}"
         loop = next(row for row in rows if ids.triple(*row[:3]) == MDM2_SELF_LOOP)
         assert loop[3] == NODE_TYPES[MDM2], f"a self-loop's other end is the entity itself: {loop!r}"
-        assert not (await graph.hop([ids.to_backend(MERGED)])).get(ids.to_backend(MERGED)), "hop of a merged entity"
+        assert ids.to_backend(MERGED) not in await graph.hop([ids.to_backend(MERGED)]), "hop of a merged entity"
 
     async def test_get_nodes_names_match_the_metadata(self, graph: Graph, ids: IdMap) -> None:
         """get_nodes gives each visible entity's type and, where it gives a name, the metadata's name."""

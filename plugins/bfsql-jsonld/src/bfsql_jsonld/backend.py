@@ -19,6 +19,7 @@ metadata, and a search that long is refused (``InvalidArgument``).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -33,8 +34,8 @@ from bfsql import (
     EmbedderMismatch,
     EntityStub,
     GraphBackend,
-    HopEdge,
     InvalidArgument,
+    Neighbourhood,
     NodeInfo,
     gather_bounded,
     gather_or_cancel,
@@ -59,6 +60,10 @@ Relation = tuple[Edge, dict[str, NodeInfo]]
 JSONLD_CONTEXT_REL = "http://www.w3.org/ns/json-ld#context"
 
 
+SEEN_ENTITIES = 100_000
+"""Entities whose type and name the backend keeps from the API's answers (about 150 bytes each)."""
+
+
 class JsonLdBackend(GraphBackend):
     """A graph read from a JSON-LD REST API. Build it with :meth:`create` inside the serving loop."""
 
@@ -70,6 +75,9 @@ class JsonLdBackend(GraphBackend):
         self._schema = Schema(entity_types=[], predicates=[], comprehensive=False)
         self._concurrency = config.max_connections
         self.capabilities = Capabilities(batch_primitives=False, comprehensive_schema=False)
+        self._seen: OrderedDict[str, NodeInfo] = OrderedDict()
+        """Type and name of entities the API described lately (as relations' ends or entities): a traversal's
+        frontier was the previous hop's ends, so its hop needs no entity request of its own."""
 
     @classmethod
     async def create(cls, config: JsonLdConfig) -> JsonLdBackend:
@@ -267,7 +275,16 @@ class JsonLdBackend(GraphBackend):
 
     @override
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
-        return {i: info for i, (info, _) in (await self._entities(entity_ids)).items()}
+        found = {i: info for i, (info, _) in (await self._entities(entity_ids)).items()}
+        self._remember(found)
+        return found
+
+    def _remember(self, described: dict[str, NodeInfo]) -> None:
+        for entity_id, info in described.items():
+            self._seen[entity_id] = info
+            self._seen.move_to_end(entity_id)
+        while len(self._seen) > SEEN_ENTITIES:
+            self._seen.popitem(last=False)
 
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -299,7 +316,7 @@ class JsonLdBackend(GraphBackend):
     # -- the hop -------------------------------------------------------------------
 
     @override
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
         relations = await self._relations(_distinct(entity_ids))
         ends: dict[str, NodeInfo] = {}
         for found in relations.values():
@@ -310,9 +327,16 @@ class JsonLdBackend(GraphBackend):
             for entity_id, found in relations.items()
             for edge, _ in found
         } - ends.keys()
+        self._remember(ends)
+        ends.update((i, self._seen[i]) for i in relations.keys() - ends.keys() if i in self._seen)
+        undescribed |= relations.keys() - ends.keys()  # the asked entities no document described lately
         if undescribed:  # ends the documents wrote as plain ids; those the API does not know are dangling
             ends.update(await self.get_nodes(sorted(undescribed)))
-        return {i: hop_edges(i, [edge for edge, _ in found], ends) for i, found in relations.items()}
+        return {
+            i: Neighbourhood(ends[i], hop_edges(i, [edge for edge, _ in found], ends))
+            for i, found in relations.items()
+            if i in ends
+        }
 
     async def _relations(self, ids: list[str]) -> dict[str, list[Relation]]:
         """The relations of the known ids, both directions: two batch POSTs per chunk, else GETs per id."""

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from bfsql import WORK_BETWEEN_CHECKS, Graph, HopEdge, Pacer, gather_or_cancel
+from bfsql import WORK_BETWEEN_CHECKS, Graph, HopEdge, Pacer
 
 __all__ = [
     "DIRECTIONS",
@@ -182,11 +182,11 @@ async def relation_page(
     chunk, hops, hopped = 1, 0, 0  # ids per hop (slow start), and the ids and rows hopped so far
     while position < len(ids):
         asked = ids[position : position + chunk]
-        found, known = await gather_or_cancel(graph.hop(asked), graph.get_nodes(asked))
+        found = await graph.hop(asked)
         for entity_id in asked:
-            rows = found.get(entity_id, [])
+            rows = found[entity_id].edges if entity_id in found else []
             hops, hopped = hops + 1, hopped + len(rows)
-            if entity_id in known:
+            if entity_id in found:
                 if not writer.open(entity_id):
                     return RelationPage(writer.entities(), writer.rows, Cursor(position, offset))
                 listed = listed_relations(entity_id, rows, direction)

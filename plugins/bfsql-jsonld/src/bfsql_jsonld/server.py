@@ -290,10 +290,10 @@ async def relations(request: web.Request) -> web.Response:
     direction = _direction(request.query.get("direction", "out"), ("out", "in", "both"))
     page = _int_param(request, "page", 1, 1, 10**9)
     size = _int_param(request, "page_size", options.page_size, 1, options.page_size)
-    rows, known = await gather_or_cancel(graph.hop([entity_id]), graph.get_nodes([entity_id]))
-    if entity_id not in known:
+    found = (await graph.hop([entity_id])).get(entity_id)
+    if found is None:
         raise web.HTTPNotFound(text=f"no entity {entity_id!r}")
-    listed = listed_relations(entity_id, rows.get(entity_id, []), direction)
+    listed = listed_relations(entity_id, found.edges, direction)
     start = (page - 1) * size
     body: dict[str, Any] = {
         "@id": str(request.rel_url),

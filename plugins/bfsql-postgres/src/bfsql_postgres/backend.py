@@ -13,7 +13,6 @@ and embeddings are never returned.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import math
@@ -33,7 +32,7 @@ from bfsql import (
     EntityStub,
     EvidenceRecord,
     GraphBackend,
-    HopEdge,
+    Neighbourhood,
     NodeInfo,
     clip,
     entity_metadata,
@@ -44,7 +43,7 @@ from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
 
-__all__ = ["SHARED_HOP_IDS", "PostgresBackend", "QueryObserver"]
+__all__ = ["PostgresBackend", "QueryObserver"]
 
 QueryObserver = Callable[[Any], None]
 """Called by asyncpg with a ``LoggedQuery`` after every statement a pooled connection runs."""
@@ -55,9 +54,6 @@ FUZZY_MAX_CHARS = 64
 """Longest search text also matched by trigram similarity (``%``); longer ones match substrings only."""
 HNSW_EF_SEARCH = 100
 """Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default 40 is tight for limit 20-100)."""
-SHARED_HOP_IDS = 16
-"""Largest hop (ids asked) whose rows answer a get_nodes made while it runs: a traversal's seeds,
-never a big frontier that an unrelated cheap call would have to wait for."""
 _CLIENT_GRACE = 5.0
 """Seconds the client waits beyond the server's statement_timeout before giving up on its own."""
 
@@ -102,8 +98,6 @@ def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
     return record.get("document_id") or "", record.get("section") or "", record.get("text_span") or ""
 
 
-_Identities = asyncio.Future[dict[str, tuple[str, str | None]] | None]
-"""Type and name of the visible entities a hop in flight saw (its asked ids among them); None if it failed."""
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -141,7 +135,6 @@ class PostgresBackend(GraphBackend):
             self.vector_embedder = (layout.vector_embedder, layout.vector_dimension)
         self.statement_timeout = statement_timeout
         self._description = description
-        self._hops_in_flight: list[tuple[set[str], _Identities]] = []
         self._hop_sql = queries.hop_sql(layout)
         self._get_nodes_sql = queries.entities_sql(layout, queries.IDENTITY_COLUMNS)
         self._node_metadata_sql = queries.entities_sql(layout, queries.ENTITY_METADATA)
@@ -337,70 +330,48 @@ class PostgresBackend(GraphBackend):
     # -- batch primitives: one statement each -----------------------------------
 
     @override
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """Edges of each visible entity in both directions, with their other ends' type and name: one statement.
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """Each visible entity asked, with its type and name and its edges in both directions: one statement.
 
-        Rows are plain tuples. Unknown and merged ids answer nothing, edges to merged
+        Edge rows are plain tuples. Unknown and merged ids answer nothing, edges to merged
         entities are left out, and an edge whose other end is no entity has a None type.
-        The statement also answers the asked entities' own type and name: a :meth:`get_nodes`
-        of some of these ids made while a hop of at most :data:`SHARED_HOP_IDS` ids runs (a
-        traversal's seeds) waits for them instead of sending a statement of its own.
         """
-        asked_ids = _storable(list(dict.fromkeys(entity_ids)))
-        in_flight: tuple[set[str], _Identities] | None = None
-        if len(asked_ids) <= SHARED_HOP_IDS:
-            in_flight = (set(asked_ids), asyncio.get_running_loop().create_future())
-            self._hops_in_flight.append(in_flight)
         edges_of: dict[str, list[Any]] = {}
         ends: dict[str, tuple[str, str | None]] = {}
         merged: set[str] = set()
-        try:
-            for row in await self._fetch(self._hop_sql, asked_ids):
-                asked = row[0]
-                if asked is None:  # an entity at an end
-                    if row[4] == "merged":
-                        merged.add(row[1])
-                    else:
-                        ends[row[1]] = (row[2], row[3])
-                    continue
-                edges = edges_of.get(asked)
-                if edges is None:
-                    edges_of[asked] = [row]
+        for row in await self._fetch(self._hop_sql, _storable(list(dict.fromkeys(entity_ids)))):
+            asked = row[0]
+            if asked is None:  # an entity at an end, or one asked
+                if row[4] == "merged":
+                    merged.add(row[1])
                 else:
-                    edges.append(row)
-            if in_flight is not None:
-                in_flight[1].set_result(ends)
-        finally:
-            if in_flight is not None:
-                self._hops_in_flight.remove(in_flight)
-                if not in_flight[1].done():
-                    in_flight[1].set_result(None)  # failed or cancelled: waiting get_nodes calls ask for themselves
-        found: dict[str, list[Any]] = {}  # plain tuples of HopEdge's shape
-        dangling = (None, None)
-        for asked, edges in edges_of.items():
-            if asked not in ends:  # not an entity, or a merged one
+                    ends[row[1]] = (row[2], row[3])
                 continue
-            kept = found[asked] = []
-            for _, subject, predicate, obj, _ in edges:
+            edges = edges_of.get(asked)
+            if edges is None:
+                edges_of[asked] = [row]
+            else:
+                edges.append(row)
+        found: dict[str, Neighbourhood] = {}
+        dangling = (None, None)
+        for asked in dict.fromkeys(entity_ids):
+            own = ends.get(asked)
+            if own is None:  # not an entity, or a merged one
+                continue
+            kept: list[Any] = []  # plain tuples of HopEdge's shape
+            for _, subject, predicate, obj, _ in edges_of.get(asked, ()):
                 other = obj if subject == asked else subject
                 if other in merged:
                     continue
                 other_type, other_name = ends.get(other, dangling)
                 kept.append((subject, predicate, obj, other_type, other_name))
+            found[asked] = Neighbourhood(NodeInfo(*own), kept)
         return found
 
     @override
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
-        """Type and name of each visible entity, in one statement, or from a :meth:`hop` in flight that asked for
-        all of these ids."""
-        wanted = _storable(list(dict.fromkeys(entity_ids)))
-        for asked, identities in self._hops_in_flight:
-            if asked.issuperset(wanted):
-                known = await asyncio.shield(identities)
-                if known is not None:
-                    return {entity_id: NodeInfo(*known[entity_id]) for entity_id in wanted if entity_id in known}
-                break
-        rows = await self._fetch(self._get_nodes_sql, wanted)
+        """Type and name of each visible entity, in one statement."""
+        rows = await self._fetch(self._get_nodes_sql, _storable(list(dict.fromkeys(entity_ids))))
         return {entity_id: NodeInfo(entity_type, name) for entity_id, entity_type, name in rows}
 
     @override

@@ -29,6 +29,7 @@ from bfsql import (
     EvidenceRecord,
     GraphBackend,
     HopEdge,
+    Neighbourhood,
     NodeInfo,
     RelationshipRecord,
     read_bundle,
@@ -97,19 +98,21 @@ class {{ cookiecutter.__backend_class }}(GraphBackend):
                 found[entity_id] = NodeInfo(entity.entity_type, entity.name)
         return found
 
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """Every edge of each entity, both directions, with the type and name of its other end.
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """Each visible entity asked, with its type and name and every edge of it, both directions.
 
-        The other end is the object of an outgoing edge and the subject of an incoming one
-        (the entity itself for a self-loop). An end that is no visible entity is dangling:
-        the row is kept with ``other_type`` None. Ids without edges are left out.
+        An edge comes with the type and name of its other end: the object of an outgoing edge
+        and the subject of an incoming one (the entity itself for a self-loop). An end that is
+        no visible entity is dangling: the row is kept with ``other_type`` None. Unknown ids
+        are left out; an entity without edges answers an empty list.
         """
-        found: dict[str, list[HopEdge]] = {}
+        found: dict[str, Neighbourhood] = {}
         for entity_id in dict.fromkeys(entity_ids):
-            if entity_id not in self._entities or entity_id not in self._edges_of:
+            entity = self._entities.get(entity_id)
+            if entity is None:
                 continue
             rows = []
-            for edge in self._edges_of[entity_id]:
+            for edge in self._edges_of.get(entity_id, []):
                 other = self._entities.get(edge.object if edge.subject == entity_id else edge.subject)
                 rows.append(
                     HopEdge(
@@ -120,7 +123,7 @@ class {{ cookiecutter.__backend_class }}(GraphBackend):
                         other.name if other else None,
                     )
                 )
-            found[entity_id] = rows
+            found[entity_id] = Neighbourhood(NodeInfo(entity.entity_type, entity.name), rows)
         return found
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
