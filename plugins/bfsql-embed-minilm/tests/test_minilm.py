@@ -148,9 +148,9 @@ def write_bundle(tmp_path: Path, records: list) -> Path:
 
 @pytest.fixture
 async def washington_store(minilm, tmp_path: Path):
-    """The Washington graph in a sqlite store loaded with the default embedder (minilm-int8 once installed)."""
+    """The Washington graph in a sqlite store embedded with minilm-int8."""
     db = tmp_path / "gw.sqlite"
-    report = load_sqlite(db, [write_bundle(tmp_path, washington())])
+    report = load_sqlite(db, [write_bundle(tmp_path, washington())], embedder="minilm-int8")
     assert (report.embedder, report.embedded) == ("minilm-int8", 6)
     backend = SqliteBackend(db)
     yield Graph(backend, embedder=minilm)
