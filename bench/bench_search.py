@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import inspect
 import json
 import os
@@ -106,7 +107,8 @@ def write_bundles(folder: Path, graph: str, wordnet: bool, go_held_out: dict[str
     """The graph's bundles, written once: the HPO and (when wanted and installed) WordNet; or the
     GO without the held-out synonyms of its labeled queries."""
     if graph == "go":
-        path = folder / "go.jsonl"
+        digest = hashlib.blake2b(json.dumps(sorted(go_held_out.items())).encode(), digest_size=4).hexdigest()
+        path = folder / f"go-{digest}.jsonl"  # named by what it leaves out: another query set, another bundle
         if not path.is_file():
             write_go_bundle(path, leave_out=go_held_out)
         return [path]
