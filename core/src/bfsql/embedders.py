@@ -50,8 +50,10 @@ DEFAULT_EMBEDDER = "hashing"
 """The fallback embedder: always installed, no model (spelling, not meaning)."""
 AUTO = "auto"
 """Embedder choice meaning: the store's own, else the preferred semantic one, else ``hashing``."""
-PREFERRED_EMBEDDERS: tuple[str, ...] = ("minilm-int8",)
-"""Semantic embedders used by default when installed, best first (``bfsql-embed-minilm`` registers the first)."""
+PREFERRED_EMBEDDERS: tuple[str, ...] = ("wordllama-256", "minilm-int8")
+"""Semantic embedders used by default when installed, best first: ``wordllama-256`` (``bfsql-embed-wordllama``,
+static vectors, tens of thousands of names a second), then ``minilm-int8`` (``bfsql-embed-minilm``, a transformer,
+~100-250 names a second on two cores); bench/bench_search.py measures both (docs/search.md)."""
 DEFAULT_MIN_SIMILARITY = 0.5
 """Least cosine a vector hit needs, for an embedder that does not state its own ``min_similarity``."""
 

@@ -71,6 +71,8 @@ FIRST_PARTY = {
     "neo4j": "bfsql-neo4j",
     "jsonld": "bfsql-jsonld",
     "minilm": "bfsql-embed-minilm",
+    "minilm-int8": "bfsql-embed-minilm",
+    "wordllama-256": "bfsql-embed-wordllama",
 }
 """Backends and embedders that come with the plugins of bfsql's own repository, by the distribution providing them."""
 
@@ -295,7 +297,7 @@ def create_embedder(name: str) -> Embedder:
     if spec is None:
         raise InvalidArgument(
             f"Unknown embedder {name!r}; installed: {', '.join(sorted(specs)) or '(none)'}.",
-            "Install a plugin that registers it (e.g. 'pip install bfsql-embed-minilm' for 'minilm-int8') "
+            "Install a plugin that registers it (e.g. 'pip install ./plugins/bfsql-embed-wordllama' for 'wordllama-256') "
             "and check 'bfsql plugins'.",
         )
     embedder = spec.factory()

@@ -27,6 +27,8 @@ from bfsql import (
     path_query,
     search_entities,
 )
+from bfsql.embedders import AUTO, resolve_embedder_name
+from bfsql.plugins import get_embedders
 from bfsql.testing import reset_plugins
 from bfsql_testsupport.services import unavailable
 
@@ -92,11 +94,17 @@ def test_the_install_pulls_no_pytorch_or_cuda_and_stays_small(minilm):
 def test_the_plugin_registers_minilm_int8_without_importing_onnxruntime(minilm):
     code = (
         "import sys, bfsql; specs = bfsql.get_embedders(); "
-        "print(sorted(specs), specs['minilm-int8'].plugin, 'onnxruntime' in sys.modules, 'tokenizers' in sys.modules)"
+        "print(specs['minilm-int8'].plugin, 'onnxruntime' in sys.modules, 'tokenizers' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["['hashing',", "'minilm-int8']", "embed-minilm", "False", "False"]
+    assert done.stdout.split() == ["embed-minilm", "False", "False"]
+
+
+def test_it_is_the_default_unless_wordllama_256_is_installed(minilm):
+    installed = get_embedders()
+    assert resolve_embedder_name(AUTO) == ("wordllama-256" if "wordllama-256" in installed else "minilm-int8")
+    assert resolve_embedder_name(AUTO, stored="minilm-int8") == "minilm-int8"
 
 
 async def test_vectors_are_384_normalised_deterministic_and_offline(minilm, monkeypatch):
@@ -148,9 +156,9 @@ def write_bundle(tmp_path: Path, records: list) -> Path:
 
 @pytest.fixture
 async def washington_store(minilm, tmp_path: Path):
-    """The Washington graph in a sqlite store loaded with the default embedder (minilm-int8 once installed)."""
+    """The Washington graph in a sqlite store embedded with minilm-int8."""
     db = tmp_path / "gw.sqlite"
-    report = load_sqlite(db, [write_bundle(tmp_path, washington())])
+    report = load_sqlite(db, [write_bundle(tmp_path, washington())], embedder="minilm-int8")
     assert (report.embedder, report.embedded) == ("minilm-int8", 6)
     backend = SqliteBackend(db)
     yield Graph(backend, embedder=minilm)
@@ -213,11 +221,11 @@ async def test_a_store_embedded_with_minilm_refuses_hashing(washington_store):
         await Graph(washington_store.backend, embedder=HashingEmbedder()).bind_embedder()
 
 
-def test_cli_load_and_path_use_minilm_by_default(minilm, tmp_path: Path):
+def test_cli_load_with_minilm_then_path_uses_the_stores_embedder(minilm, tmp_path: Path):
     db = tmp_path / "s.sqlite"
     bfsql = [sys.executable, "-m", "bfsql"]
-    loaded = subprocess.run([*bfsql, "load", "--db", str(db), str(write_bundle(tmp_path, washington()))],
-                            capture_output=True, text=True, timeout=600)
+    loaded = subprocess.run([*bfsql, "load", "--db", str(db), "--embedder", "minilm-int8",
+                             str(write_bundle(tmp_path, washington()))], capture_output=True, text=True, timeout=600)
     assert loaded.returncode == 0, loaded.stderr
     assert json.loads(loaded.stdout)["embedder"] == "minilm-int8"
     done = subprocess.run(
