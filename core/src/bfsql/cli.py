@@ -485,8 +485,8 @@ def _load_limit_help() -> str:
 @click.option("--description", default=None, help="Graph description shown by describe_schema.")
 @click.option("--embedder", default=None, envvar="BFSQL_LOAD_EMBEDDER",
               help="Embedder of the entity vectors: a registered name, or 'none' for no vectors "
-              "(default: the store's own, else wordllama-256 or minilm-int8 when installed, else none). Another embedder "
-              "re-embeds every entity.")
+              "(default: the store's own, else wordllama-256 or minilm-int8 when installed, else none). "
+              "Another embedder re-embeds every entity.")
 @click.option("--prefix", "prefixes", multiple=True, metavar="NAME=IRI",
               help="RDF ids under IRI become NAME:local (repeatable; =IRI: bare local names), as the sparql "
               "backend's --prefix.")

@@ -297,8 +297,8 @@ def create_embedder(name: str) -> Embedder:
     if spec is None:
         raise InvalidArgument(
             f"Unknown embedder {name!r}; installed: {', '.join(sorted(specs)) or '(none)'}.",
-            "Install a plugin that registers it (e.g. 'pip install ./plugins/bfsql-embed-wordllama' for 'wordllama-256') "
-            "and check 'bfsql plugins'.",
+            "Install a plugin that registers it (from a checkout of bfsql: pip install ./plugins/bfsql-embed-wordllama "
+            "for 'wordllama-256', ./plugins/bfsql-embed-minilm for 'minilm-int8') and check 'bfsql plugins'.",
         )
     embedder = spec.factory()
     if not isinstance(embedder, Embedder):

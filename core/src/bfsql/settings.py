@@ -127,8 +127,8 @@ class ServerSettings(BaseModel):
     bare_stubs: bool = _setting(False, "Stubs without names: exactly Appendix A's {id, entity_type}.",
                                 per_graph=True)
     embedder: str = _setting("auto", "Embedder for vector search and path queries (must match a store's "
-                             "entity vectors); auto: the store's own, else the preferred one installed (wordllama-256, then minilm-int8), else "
-                             "hashing.", per_graph=True)
+                             "entity vectors); auto: the store's own, else the preferred one installed "
+                             "(wordllama-256, then minilm-int8), else hashing.", per_graph=True)
     max_heavy_calls: int = _setting(DEFAULT_MAX_HEAVY_CALLS, "Traversals (bfs_query, intersect_subgraphs, "
                                     "path_query) computed at once; more wait their turn, cheap calls never wait.",
                                     commands=_WEB, ge=1)

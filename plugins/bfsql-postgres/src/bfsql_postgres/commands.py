@@ -65,7 +65,8 @@ def init_schema(dsn: str | None, vector: bool) -> None:
               help="When creating the schema: with pgvector and the entity.embedding column.")
 @click.option("--embedder", default="auto", show_default=True,
               help="Embedder of the entity vectors: a registered name (see 'bfsql plugins'), 'auto' (the one the "
-              "database records, else wordllama-256 or minilm-int8 when installed, else none) or 'none' (drop the vectors).")
+              "database records, else wordllama-256 or minilm-int8 when installed, else none) or 'none' (drop the "
+              "vectors).")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def load(dsn: str | None, fmt: str | None, vector: bool, embedder: str, sources: tuple[Path, ...]) -> None:
     """Load graph files into PostgreSQL in one transaction (COPY, then upsert).
