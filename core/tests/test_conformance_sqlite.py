@@ -5,18 +5,19 @@ Capabilities are read from the backend at run time.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
 from bfsql.backends.sqlite import SqliteBackend
-from bfsql.loading.sqlite_loader import load_sqlite
+from bfsql.loading.bundle import Record
+from bfsql.loading.sqlite_loader import load_records, load_sqlite
 from bfsql.testing import BackendConformance
 
 
 class TestSqliteBackend(BackendConformance):
-    """Hops from the in-memory hop index (waited for, so every check uses it)."""
+    """Hops and whole walks from the array index saved in the store."""
 
     @pytest.fixture
     async def backend(self, standard_bundle: Path, tmp_path: Path) -> AsyncIterator[SqliteBackend]:
@@ -26,6 +27,17 @@ class TestSqliteBackend(BackendConformance):
         assert await backend.wait_for_index(30)
         yield backend
         await backend.aclose()
+
+    @pytest.fixture
+    def load_records(self, tmp_path: Path) -> Callable[[list[Record]], Awaitable[SqliteBackend]]:
+        async def load(records: list[Record]) -> SqliteBackend:
+            db = tmp_path / f"random-{len(list(tmp_path.iterdir()))}.db"
+            load_records(db, records, embedder="none")
+            backend = SqliteBackend(db)
+            assert await backend.wait_for_index(30)
+            return backend
+
+        return load
 
 
 class TestSqliteBackendWithoutIndex(BackendConformance):

@@ -85,6 +85,7 @@ def test_load_report_and_progress(tmp_path: Path) -> None:
         ["read", size, "bytes", size],
         ["index", 2500, "entities", 2500],
         ["embed", 2500, "entities", 2500],
+        ["graph", None, "", 0],
         ["commit", None, "", 0],
     ]
     assert "2500 entities" in report.summary()

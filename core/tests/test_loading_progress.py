@@ -79,9 +79,9 @@ def test_a_load_reports_its_phases_in_order(tmp_path: Path) -> None:
     load_sqlite(db, [source], progress=StderrProgress(stream, live=False), embedder=None)
     reembed_store(db, "hashing", progress=StderrProgress(stream, live=False))
     phases = [line.split()[0] for line in stream.getvalue().splitlines()]
-    first = ["read", "index", "embed", "commit"]
-    again_without_vectors = ["copy", "read", "index", "commit"]
-    reembedded = ["copy", "index", "embed", "commit"]
+    first = ["read", "index", "embed", "graph", "commit"]
+    again_without_vectors = ["copy", "read", "index", "graph", "commit"]
+    reembedded = ["copy", "index", "embed", "graph", "commit"]
     assert phases == [*first, *again_without_vectors, *reembedded]
 
 

@@ -397,9 +397,9 @@ async def test_output_shape_is_json_ready(history):
 
 async def test_default_embedder_on_the_demo_shapes():
     from bfsql.backends.sqlite import SqliteBackend
-    from bfsql.demo import ensure_demo_db
+    from bfsql.demo import demo_store
 
-    async with Graph(SqliteBackend(ensure_demo_db())) as demo:
+    async with Graph(SqliteBackend(demo_store("hashing"))) as demo:
         result = await path_query(demo, '"BRAF" -[isa]-> type:Family <-[isa]- type:Gene')
         assert ends(result) == [("HGNC:ARAF", 1.0), ("HGNC:RAF1", 1.0)]
         steps = [s.entity or s.edge for s in result.results[0].path]

@@ -63,6 +63,8 @@ class Capabilities:
     """provenance_for_edges returns the evidence records behind edges."""
     in_memory: bool = False
     """Primitives are answered from memory as fast as a cache would: the graph does not cache them."""
+    traversal: bool = False
+    """The backend answers ``traverse``: a whole walk in the store, counted there, one page listed."""
 
     def as_dict(self) -> dict[str, bool]:
         """The flags as a plain dict."""

@@ -238,6 +238,8 @@ class CachePlugin:
         self.policies = policies
         self.caches: dict[str, KeyCache] = {}
         for spec in PRIMITIVES.values():
+            if spec.cache is CachePolicy.NEVER:
+                continue
             if spec.cache is CachePolicy.SESSION:
                 lru = LruCache(4)
             elif spec.cache is CachePolicy.PER_CALL:
@@ -268,7 +270,7 @@ class CachePlugin:
 
     def answer(self, spec: PrimitiveSpec, arguments: dict[str, Any]) -> Awaitable[Any] | None:
         """The cached answer of one primitive call (an awaitable), or None to pass the call on."""
-        if spec.cache not in self.policies:
+        if spec.cache not in self.policies or spec.cache is CachePolicy.NEVER:
             return None
         cache, rest = self.caches[spec.name], self._rest(spec.name)
         if spec.keys is not None:

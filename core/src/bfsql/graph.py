@@ -155,7 +155,8 @@ class Graph(Primitives):
         self.pm: pluggy.PluginManager = new_plugin_manager()
         for spec in PRIMITIVES.values():  # each stub of the table, answered by its hook
             setattr(self, spec.name, hook_caller(spec, getattr(self.pm.hook, spec.name)))
-        self.pm.register(_BackendTerminal(backend, self.stats, primitive_timeout), name="backend")
+        self._terminal = _BackendTerminal(backend, self.stats, primitive_timeout)
+        self.pm.register(self._terminal, name="backend")
         if plugins is None:
             global_pm = get_plugin_manager()
             plugins = [
@@ -188,6 +189,20 @@ class Graph(Primitives):
     def capabilities(self) -> Any:
         """The backend's capability flags."""
         return self.backend.capabilities
+
+    @property
+    def traverses_in_store(self) -> bool:
+        """Whether the engine may ask the backend's ``traverse`` instead of walking hop by hop.
+
+        The backend must implement it and say so (``capabilities.traversal``), and no plugin of this graph may hook
+        ``hop`` or
+        ``get_nodes`` (an access-control wrapper, say): a walk inside the store would pass it by.
+        """
+        if not self.backend.capabilities.traversal or type(self.backend).traverse is Primitives.traverse:
+            return False
+        own = {self._terminal, self.cache}
+        return all(impl.plugin in own for name in ("hop", "get_nodes")
+                   for impl in getattr(self.pm.hook, name).get_hookimpls())
 
     # Embeddings.
 

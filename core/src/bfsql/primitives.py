@@ -32,9 +32,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from bfsql.budgets import TraversalLimits
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.models import EntityStub
-from bfsql.rows import Edge, Neighbourhood, NodeInfo
+from bfsql.rows import Edge, Neighbourhood, NodeInfo, Survey
 
 __all__ = [
     "PRIMITIVES",
@@ -66,6 +67,8 @@ class CachePolicy(enum.Enum):
     """The whole answer, keyed by all the arguments, for the cache's time to live."""
     SESSION = "session"
     """The whole answer, kept for the life of the graph (schema lists)."""
+    NEVER = "never"
+    """Not cached: each answer is a whole traversal's, costly to keep and rarely asked twice."""
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,30 @@ class Primitives:
         the call a BFS makes once per hop: one round trip where the store allows.
         """
         raise NotImplementedError
+
+    @primitive(cache=CachePolicy.NEVER, optional=True)
+    async def traverse(
+        self,
+        seeds: list[str],
+        hops: int,
+        limits: TraversalLimits,
+        exclude_types: list[str],
+        offset: int,
+        count: int,
+    ) -> Survey:
+        """A whole breadth-first traversal run where the data lives: its exact counts and one page of it.
+
+        The answer is what the engine's hop-by-hop walk (:func:`bfsql.engine.traverse.expand`)
+        would reach from ``seeds`` in ``hops`` undirected hops within ``limits``, without
+        neighbours of ``exclude_types``: the same nodes, edges, cuts and schema, but only the
+        nodes at positions ``offset`` to ``offset + count`` of the answer order (nearest first,
+        then by id) and their edges are listed; the rest is counted. A store that can run the
+        traversal itself (an array index, a database's set-based query) answers it at the cost
+        of what it visits, not of moving every edge to bfsql. Optional: the engine walks hop by
+        hop where it is not implemented (or where a plugin wraps ``hop``); the conformance suite
+        checks both give the same answers.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not traverse in the store")
 
     @primitive(cache=CachePolicy.PER_KEY)
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -9,9 +9,10 @@ faster, and code may unpack rows by position.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["Edge", "HopEdge", "Neighbourhood", "NodeInfo"]
+__all__ = ["Edge", "HopEdge", "Neighbourhood", "NodeInfo", "Reached", "Survey"]
 
 
 class Edge(NamedTuple):
@@ -59,3 +60,39 @@ class Neighbourhood(NamedTuple):
     """The entity's type and name (so a traversal needs no ``get_nodes`` of the ids it hops from)."""
     edges: list[HopEdge]
     """Every edge of the entity, outgoing and incoming, with what is known of its other end ([] when none)."""
+
+
+class Reached(NamedTuple):
+    """A node a traversal reached, as an answer lists it."""
+
+    id: str
+    entity_type: str
+    name: str | None
+    distance: int
+    """Hops from the nearest seed."""
+
+
+@dataclass
+class Survey:
+    """What a whole traversal reached, counted where the data lives: the answer of the ``traverse`` primitive.
+
+    Counts, cuts and the schema cover the whole traversal; only one page of it is listed: the
+    nodes at positions ``offset`` to ``offset + count`` of the answer order (nearest first, then
+    by id) and the edges that belong to them (an edge belongs to the later of its ends).
+    """
+
+    node_count: int
+    edge_count: int
+    page: list[Reached]
+    edges: list[Edge]
+    entity_types: list[str]
+    """Types of the nodes reached and of the neighbours left out by ``exclude_types``, sorted."""
+    predicates: list[str]
+    """Predicates of the edges kept and of the edges to excluded neighbours, sorted."""
+    unknown_seeds: list[str]
+    capped: dict[str, int]
+    """Each hub whose edges were cut at ``max_edges_per_node``, with its edge count."""
+    nodes_cut: int
+    """Neighbours not visited because ``max_nodes`` was reached."""
+    dangling_edges: int
+    """Edges examined whose other end is no entity (left out)."""

@@ -4,13 +4,13 @@ The store is opened read-only (``mode=ro`` plus ``PRAGMA query_only``), so the
 server cannot write to it by construction. All SQLite work runs on one dedicated
 worker thread per backend, never on the event loop.
 
-Hops come from an **in-memory hop index** (every entity's edges in both directions with
-their other ends' type and name, as plain tuples), built once by a background thread of
-its own when the store opens, if the store has at most ``memory_index`` relationships.
-Measured on the HPO (306k relationships): the index takes ~0.9 s to build and ~110 MB,
-and a 2-hop traversal then runs within 2x of a plain in-memory BFS, where set-based SQL
-hops (one statement per chunk of ids, used until the index is ready and for bigger
-stores) take 5-7x. Everything else is set-based SQL (``IN (...)`` in chunks).
+Traversals run on the store's **array index** (:mod:`bfsql.csr`: CSR adjacency,
+about 18 bytes an edge), saved in the store by ``bfsql load`` and read when the store opens
+(a store from an older bfsql has it built by a background thread, with set-based SQL hops
+meanwhile); stores of more than ``memory_index`` relationships use SQL only. A whole
+``bfs_query`` walk runs on the arrays (the ``traverse`` primitive): counts where the data
+lies, only the answer's page made into Python objects. Graphs of one process serving the
+same file share its index. Everything else is set-based SQL (``IN (...)`` in chunks).
 
 Answers equal the memory backend's for the same bundle: merged entities are invisible
 (and so are edges touching them), dangling edges are kept, and metadata is derived with
@@ -35,6 +35,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from bfsql.backend import Capabilities, GraphBackend
+from bfsql.budgets import TraversalLimits
+from bfsql.csr import CsrIndex, shared_index, survey
 from bfsql.embedders import Embedder, EmbedderMismatch
 from bfsql.errors import BfsqlError, clip
 from bfsql.hookspecs import hookimpl
@@ -50,7 +52,7 @@ from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION, decode_
 from bfsql.models import EntityStub
 from bfsql.pacing import in_light_call
 from bfsql.primitives import SEARCH_LIMIT
-from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo
+from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Survey
 from bfsql.search_rank import lexical_rank
 
 __all__ = ["DEFAULT_MEMORY_INDEX", "SqliteBackend", "SqliteConfig", "SqliteStoreError"]
@@ -68,8 +70,8 @@ READERS = 3
 """Reader threads, each with its own read-only connection: SQLite answers them in parallel (the GIL is
 released while a statement runs), so a cheap query never queues behind a traversal's long one."""
 
-DEFAULT_MEMORY_INDEX = 1_000_000
-"""Stores with at most this many relationships keep a hop index in memory (~350 bytes a relationship)."""
+DEFAULT_MEMORY_INDEX = 100_000_000
+"""Stores with at most this many relationships keep their array index in memory (about 18 bytes a relationship)."""
 
 _VISIBLE = "status IS NOT 'merged'"
 _VISIBLE_PREDICATES = (
@@ -90,7 +92,8 @@ class SqliteConfig(BaseModel):
     memory_index: int = Field(
         default=DEFAULT_MEMORY_INDEX,
         ge=0,
-        description="keep a hop index in memory for stores with at most this many relationships (0: never)",
+        description="keep the array index in memory for stores with at most this many relationships (0: never, "
+        "SQL only)",
     )
 
 
@@ -258,10 +261,8 @@ class SqliteBackend(GraphBackend):
         self.path = Path(db)
         self._description = description
         self._memory_index = memory_index
-        self._index: dict[str, list[HopEdge]] | None = None
-        """Every visible entity's hop rows (plain tuples), once the background build is done."""
-        self._nodes: dict[str, NodeInfo] | None = None
-        """Every visible entity's type and name, built with the index."""
+        self._csr: CsrIndex | None = None
+        """The array index, once read (or built in the background)."""
         self._has_merged = True
         self._closing = threading.Event()
         self._indexed = threading.Event()
@@ -287,7 +288,10 @@ class SqliteBackend(GraphBackend):
             self._light_executor.shutdown(wait=False)
             raise
         if 0 < relationships <= memory_index:
-            threading.Thread(target=self._build_index, name="bfsql-sqlite-index", daemon=True).start()
+            if self._saved_index:
+                self._use_index()
+            else:
+                threading.Thread(target=self._use_index, name="bfsql-sqlite-index", daemon=True).start()
 
     # -- worker-thread side ---------------------------------------------------
 
@@ -345,6 +349,7 @@ class SqliteBackend(GraphBackend):
         with self._readers_lock:
             self._readers.append(conn)
         self._local.conn = conn
+        self._saved_index = "csr_part" in tables
         self.capabilities = dataclasses.replace(
             type(self).capabilities,
             vector_search=self.vector_embedder is not None,
@@ -352,45 +357,15 @@ class SqliteBackend(GraphBackend):
         )
         return relationships
 
-    def _build_index(self) -> None:
-        """Build the hop index on a connection of its own (a background thread), then publish it."""
+    def _use_index(self) -> None:
+        """Read the array index saved in the store (or build it), then publish it (a thread of its own)."""
         conn = self._open()
         try:
-            nodes = {
-                entity_id: NodeInfo(entity_type, name)
-                for entity_id, entity_type, name in conn.execute(
-                    f"SELECT entity_id, entity_type, name FROM entity WHERE {_VISIBLE}"
-                )
-            }
-            merged = {row[0] for row in conn.execute("SELECT entity_id FROM entity WHERE status = 'merged'")}
-            index: dict[str, list[Any]] = {}
-            unknown = (None, None)
-            get = nodes.get
-            for count, (subject, predicate, obj) in enumerate(
-                conn.execute("SELECT subject_id, predicate, object_id FROM relationship")
-            ):
-                if count % 65536 == 0 and self._closing.is_set():
-                    return
-                if merged and (subject in merged or obj in merged):
-                    continue
-                if subject in nodes:
-                    found = index.get(subject)
-                    row = (subject, predicate, obj, *get(obj, unknown))
-                    if found is None:
-                        index[subject] = [row]
-                    else:
-                        found.append(row)
-                if obj != subject and obj in nodes:
-                    found = index.get(obj)
-                    row = (subject, predicate, obj, *get(subject, unknown))
-                    if found is None:
-                        index[obj] = [row]
-                    else:
-                        found.append(row)
+            index, _ = shared_index(self.path, conn)
             if self._closing.is_set():
                 return
-            self._nodes = nodes
-            self._index = index
+            self._csr = index
+            self.capabilities = dataclasses.replace(self.capabilities, traversal=True)
             self._indexed.set()
         except sqlite3.Error:
             pass  # the store went away (closed, replaced); hops keep using SQL
@@ -618,8 +593,8 @@ class SqliteBackend(GraphBackend):
     # -- event-loop side ------------------------------------------------------
 
     async def wait_for_index(self, timeout: float | None = None) -> bool:
-        """Wait until the hop index is built (False if it is not within ``timeout`` or is never built)."""
-        if self._index is not None:
+        """Wait until the array index is read or built (False if it is not within ``timeout`` or never is)."""
+        if self._csr is not None:
             return True
         return await asyncio.to_thread(self._indexed.wait, timeout)
 
@@ -671,18 +646,39 @@ class SqliteBackend(GraphBackend):
         return list(await self._run(self._distinct, _VISIBLE_PREDICATES))
 
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
-        """Type and name of each visible entity: from memory once the hop index is built, else one query per chunk."""
-        nodes = self._nodes
-        if nodes is not None:
-            return {i: nodes[i] for i in entity_ids if i in nodes}
+        """Type and name of each visible entity: from the array index once read, else one query per chunk."""
+        index = self._csr
+        if index is not None:
+            return index.get_nodes(entity_ids)
         return await self._run(self._get_nodes, list(entity_ids))
 
     async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
-        """Each entity with its edges both ways and their other ends: from the hop index, else three queries a chunk."""
-        index, nodes = self._index, self._nodes
-        if index is not None and nodes is not None:
-            return {i: Neighbourhood(nodes[i], index.get(i, [])) for i in entity_ids if i in nodes}
+        """Each entity with its edges both ways and their other ends: from the array index, else three queries a
+        chunk."""
+        index = self._csr
+        if index is not None:
+            if len(entity_ids) <= 16:  # a seed or two: quicker than a trip to a worker thread
+                return index.hop(entity_ids)
+            return await self._run(index.hop, list(entity_ids))
         return await self._run(self._sql_hop, list(entity_ids))
+
+    async def traverse(
+        self,
+        seeds: list[str],
+        hops: int,
+        limits: TraversalLimits,
+        exclude_types: list[str],
+        offset: int,
+        count: int,
+    ) -> Survey:
+        """The whole walk on the array index, in a worker thread (numpy does the work; see :func:`csr.survey`)."""
+        index = self._csr
+        if index is None:
+            raise RuntimeError("the array index is not read yet (capabilities.traversal is false)")
+        return await self._run(
+            survey, index, list(seeds), hops, limits.max_nodes, limits.max_edges_per_node, list(exclude_types), offset,
+            count,
+        )
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Metadata of each visible entity, one query per chunk of ids."""
@@ -703,7 +699,7 @@ class SqliteBackend(GraphBackend):
     async def aclose(self) -> None:
         """Close the connection, stop the worker thread and any index build (idempotent)."""
         self._closing.set()
-        self._index = self._nodes = None
+        self._csr = None
         if self._conn is not None:
             await asyncio.to_thread(self._close)
         self._executor.shutdown(wait=False)

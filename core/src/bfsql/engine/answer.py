@@ -48,6 +48,10 @@ class AnswerRoom(Protocol):
         """How many of ``node_ids``, from the first, could be shown with more than a stub."""
         ...
 
+    def most_nodes(self) -> int:
+        """More nodes than any answer within the budget can show (a store lists no more of a traversal)."""
+        ...
+
 
 @dataclass
 class Traversal:
@@ -85,6 +89,8 @@ class Traversal:
     found_by: list[int] | None = None
     """When ``triples`` are in the order a bfs_query found them: how many were found by the end of each hop.
     Every edge among nodes at distance ≤ d is then among the first ``found_by[d]`` (fitting reads no further)."""
+    unlisted: int = 0
+    """Nodes of the page after ``node_ids`` that were counted but not listed: no answer could show them."""
     cross_by: list[list[int]] | None = None
     """With ``found_by``: for each hop, the positions of the edges it found between nodes reached before it.
     The edges among nodes at distance ≤ d are then the first ``found_by[d - 1]`` and ``cross_by[d]``."""

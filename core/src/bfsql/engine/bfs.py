@@ -6,10 +6,10 @@ from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.engine.answer import AnswerRoom, Detail, Traversal
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds, type_set
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges, schema_summary
-from bfsql.engine.traverse import ProgressFn, expand
+from bfsql.engine.traverse import Expansion, ProgressFn, expand
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
-from bfsql.models import Truncation
+from bfsql.models import SchemaSummary, Truncation
 
 __all__ = ["bfs_query"]
 
@@ -33,7 +33,9 @@ async def bfs_query(
     """Breadth-first search from every seed at once, up to ``max_hops`` undirected hops.
 
     ``room``, when given, tells how many nodes of the page an answer could show with
-    detail; metadata is fetched for those only.
+    detail; metadata is fetched for those only. Where the backend can run the whole walk itself
+    (the ``traverse`` primitive) and min_mentions does not need every node's metadata, the walk
+    runs there and only what an answer can show comes back; otherwise it runs hop by hop.
     """
     seeds = check_seeds(seeds, 1, "bfs_query")
     check_hops(max_hops, "max_hops")
@@ -41,6 +43,15 @@ async def bfs_query(
     check_min_mentions(min_mentions)
     detail = Detail(type_set(node_types, "node_types"), type_set(predicates, "predicates"), bool(topology_only))
     excluded = type_set(exclude_node_types, "exclude_node_types") or frozenset()
+
+    if graph.traverses_in_store and min_mentions <= 1:
+        if progress is not None:
+            await progress(0, max_hops, f"walking {max_hops} hop(s) in the store")
+        answer = await _surveyed(graph, seeds, max_hops, limits, excluded, limit, offset, room)
+        if progress is not None:
+            await progress(max_hops, max_hops, f"{answer.node_count} nodes, {answer.edge_count} edges")
+        await fetch_detail(graph, answer, detail, room)
+        return answer
 
     reached = await expand(graph, seeds, max_hops, limits=limits, exclude_types=excluded, progress=progress)
     if not reached.distance:
@@ -57,24 +68,6 @@ async def bfs_query(
 
     total = len(order)
     stop = total if limit is None else min(total, offset + limit)
-    truncated = [*reached.truncations(limits), *graph.backend.truncations(set(distance))]
-    if stop < total:
-        truncated.append(
-            Truncation(
-                reason="page",
-                detail=f"Returned nodes {offset}..{stop - 1} of {total}.",
-                hint=f"Repeat the call with offset={stop} for the next page.",
-                next_offset=stop,
-            )
-        )
-    warnings = []
-    if reached.unknown_seeds:
-        warnings.append(
-            f"Unknown seed id(s) ignored: {', '.join(clip(s) for s in reached.unknown_seeds[:10])}. "
-            "Call search_entities to find canonical ids."
-        )
-    if reached.dangling_edges:
-        warnings.append(f"{reached.dangling_edges} edge(s) point to entities missing from the graph; left out.")
     page = page_edges(order, triples, offset, stop)
     answer = Traversal(
         tool="bfs_query",
@@ -88,11 +81,75 @@ async def bfs_query(
         node_count=total,
         edge_count=len(triples),
         schema_summary=summary,
-        truncated=truncated,
-        warnings=warnings,
+        truncated=[*reached.truncations(limits), *graph.backend.truncations(set(distance)),
+                   *_page_note(offset, stop, total)],
+        warnings=_warnings(reached.unknown_seeds, reached.dangling_edges),
         offset=offset,
         found_by=reached.found_by if page is found else None,  # still in the order found
         cross_by=reached.cross_by if page is found else None,
     )
     await fetch_detail(graph, answer, detail, room, known)
     return answer
+
+
+async def _surveyed(
+    graph: Graph,
+    seeds: list[str],
+    max_hops: int,
+    limits: TraversalLimits,
+    excluded: frozenset[str],
+    limit: int | None,
+    offset: int,
+    room: AnswerRoom | None,
+) -> Traversal:
+    """The answer from the store's own walk (the traverse primitive): counted there, one page listed."""
+    page_size = limit if limit is not None else limits.max_nodes
+    count = page_size if room is None else min(page_size, room.most_nodes())
+    survey = await graph.traverse(seeds, max_hops, limits, sorted(excluded), offset, count)
+    if survey.node_count == 0:
+        raise UnknownEntity(survey.unknown_seeds)
+    total = survey.node_count
+    stop = total if limit is None else min(total, offset + limit)
+    expansion = Expansion(capped_nodes=survey.capped, nodes_cut=survey.nodes_cut)
+    listed = [node.id for node in survey.page]
+    return Traversal(
+        tool="bfs_query",
+        seeds=seeds,
+        hops=max_hops,
+        node_ids=listed,
+        types={node.id: node.entity_type for node in survey.page},
+        names={node.id: node.name for node in survey.page},
+        distance={node.id: node.distance for node in survey.page},
+        triples=[tuple(edge) for edge in survey.edges],  # type: ignore[misc]
+        node_count=total,
+        edge_count=survey.edge_count,
+        schema_summary=SchemaSummary(entity_types_found=survey.entity_types, predicates_found=survey.predicates),
+        truncated=[*expansion.truncations(limits), *graph.backend.truncations(set(listed)),
+                   *_page_note(offset, stop, total)],
+        warnings=_warnings(survey.unknown_seeds, survey.dangling_edges),
+        offset=offset,
+        unlisted=max(0, stop - offset - len(listed)),
+    )
+
+
+def _page_note(offset: int, stop: int, total: int) -> list[Truncation]:
+    if stop >= total:
+        return []
+    return [Truncation(
+        reason="page",
+        detail=f"Returned nodes {offset}..{stop - 1} of {total}.",
+        hint=f"Repeat the call with offset={stop} for the next page.",
+        next_offset=stop,
+    )]
+
+
+def _warnings(unknown_seeds: list[str], dangling_edges: int) -> list[str]:
+    warnings = []
+    if unknown_seeds:
+        warnings.append(
+            f"Unknown seed id(s) ignored: {', '.join(clip(s) for s in unknown_seeds[:10])}. "
+            "Call search_entities to find canonical ids."
+        )
+    if dangling_edges:
+        warnings.append(f"{dangling_edges} edge(s) point to entities missing from the graph; left out.")
+    return warnings

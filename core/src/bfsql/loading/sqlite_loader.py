@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bfsql.csr import build_index, save_index
 from bfsql.embedders import Embedder, sync_embedding
 from bfsql.loading.bundle import Record
 from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
@@ -569,6 +570,8 @@ def _fill(
     counts["embedder"] = chosen.name if chosen is not None else None
     if description is not None:
         _set_meta(conn, "description", description)
+    progress.start("graph")
+    save_index(conn, build_index(conn))  # read by the server at start, instead of rebuilt there
     progress.start("commit")
     conn.execute("COMMIT")
     return counts

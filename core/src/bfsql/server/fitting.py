@@ -91,6 +91,10 @@ class AnswerBudget:
         """Characters of compact JSON the answer may use."""
         return answer_limit(self.max_tokens)
 
+    def most_nodes(self) -> int:
+        """More nodes than an answer can show: every node takes at least a bare stub's characters."""
+        return self.chars // _BARE_NODE + 1
+
     def nodes_with_room(self, node_ids: list[str], types: dict[str, str], names: dict[str, str | None]) -> int:
         """How many nodes, from the first, fit as named stubs: none after them can carry detail."""
         room, used = self.chars, 0
@@ -443,6 +447,7 @@ def _build(
         if metadata is not None and edge_levels[e] >= CLIPPED:
             edge["metadata"] = metadata if edge_levels[e] == FULL else clip_metadata(metadata, sizes.clip_chars)
         edges.append(edge)
+    counts[CUT] += answer.unlisted
     paths = [p.model_dump() for p in answer.paths if p.node in kept]
     notes = [*answer.truncated, *_notes(answer, budget, counts, len(nodes))]
     if counts[CUT]:
@@ -470,7 +475,7 @@ def _notes(answer: Traversal, budget: AnswerBudget, counts: dict[int, int], show
         if counts[level]
     ]
     if counts[CUT]:
-        page = len(answer.node_ids)
+        page = len(answer.node_ids) + answer.unlisted
         if answer.tool == "bfs_query":
             next_offset = answer.offset + shown
             notes.append(Truncation(

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import json
-from collections.abc import Callable, Iterable
+import random
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,9 +35,14 @@ import pytest
 from bfsql import postprocess
 from bfsql.backend import PROVENANCE_KEYS, Capabilities, GraphBackend, GraphDbInterface, has_vector_search
 from bfsql.backends.memory import MemoryBackend
+from bfsql.budgets import TraversalLimits
 from bfsql.embedders import Embedder, HashingEmbedder
+from bfsql.engine import bfs_query
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
+from bfsql.hookspecs import hookimpl
+from bfsql.loading.bundle import Record
+from bfsql.loading.records import EntityRecord
 from bfsql.models import EntityStub
 from bfsql.primitives import PRIMITIVES, Primitives
 from bfsql.rows import Edge
@@ -50,6 +57,7 @@ from bfsql.testing.answers import (
 from bfsql.testing.applicability import requires, skip, unmet
 from bfsql.testing.idmap import IdMap, IdMapLike
 from bfsql.testing.parity import assert_parity
+from bfsql.testing.random_graphs import TYPES, random_records
 from bfsql.testing.standard_graph import (
     ALL_EDGES,
     ALL_IDS,
@@ -647,6 +655,42 @@ class BackendConformance:
         reference = Graph(MemoryBackend(standard_records()), plugins=[postprocess], cache=None)
         assert await assert_parity(reference, graph, None, ids) > 0
 
+    # --- the walk in the store (the traverse primitive) --------------------------
+
+    @pytest.fixture
+    def load_records(self) -> Callable[[list[Record]], Awaitable[GraphBackend]] | None:
+        """Optional: builds a backend from records (the suite closes it), for the checks on random graphs."""
+        return None
+
+    @requires(traversal=True)
+    async def test_the_store_walk_answers_as_the_hop_walk(self, backend: GraphBackend, ids: IdMap) -> None:
+        """bfs_query answers the same whether the store walks (traverse) or the engine walks hop by hop.
+
+        Every seed of the standard graph, 1 to 3 hops, tight and default limits, with and without
+        an excluded type, whole and paged: counts, the page's nodes and edges, the schema, the
+        cuts and the warnings.
+        """
+        await _compare_walks(backend, [ids.to_backend(i) for i in (*STANDARD_IDS, MERGED)], [NODE_TYPES[TP53]])
+
+    @requires(traversal=True)
+    async def test_the_store_walk_answers_as_the_hop_walk_on_random_graphs(
+        self, request: pytest.FixtureRequest, load_records: Callable[[list[Record]], Awaitable[GraphBackend]] | None
+    ) -> None:
+        """The same comparison on random graphs (hubs, self-loops, dangling and merged ends), loaded by
+        the ``load_records`` fixture."""
+        if load_records is None:
+            skip(request, "the test class gives no load_records fixture to build a backend from random records")
+            return
+        for number in range(RANDOM_GRAPHS):
+            rng = random.Random(number)
+            records = random_records(rng)
+            backend = await load_records(records)
+            try:
+                ids = [r.id for r in records if isinstance(r, EntityRecord)]
+                await _compare_walks(backend, rng.sample(ids, k=4), list(TYPES[:1]), rng)
+            finally:
+                await backend.aclose()
+
     # --- the MCP tool layer -------------------------------------------------
 
     async def _client(self, backend: GraphBackend, max_edges_per_node: int | None = None) -> Any:
@@ -700,3 +744,49 @@ class BackendConformance:
             for missing in (UNKNOWN, MERGED):
                 result = await client.call_tool("describe_entity", {"id": ids.to_backend(missing)})
                 assert result.is_error, f"describe_entity({missing!r}) must be an error"
+
+
+RANDOM_GRAPHS = 12
+"""Random graphs the store walk is compared on."""
+
+
+class _HopByHop:
+    """A ``hop`` wrapper that changes nothing: a graph with it walks hop by hop (the engine's own walk)."""
+
+    @hookimpl(wrapper=True)
+    def hop(self, entity_ids: list[str]) -> Any:
+        return (yield)
+
+
+def _walked(answer: Any) -> tuple[Any, ...]:
+    return (
+        answer.node_count, answer.edge_count, answer.node_ids, sorted(map(tuple, answer.triples)),
+        answer.schema_summary, [(t.reason, t.detail, t.next_offset, t.capped_nodes) for t in answer.truncated],
+        answer.warnings, {i: answer.distance[i] for i in answer.node_ids},
+    )
+
+
+async def _compare_walks(
+    backend: GraphBackend, seeds: list[str], excluded: list[str], rng: random.Random | None = None
+) -> None:
+    store = Graph(backend, plugins=[], cache=None)
+    hop_by_hop = Graph(backend, plugins=[_HopByHop()], cache=None)
+    assert store.traverses_in_store and not hop_by_hop.traverses_in_store
+    cases = [(seed,) for seed in seeds] + [tuple(seeds[:3])]
+    for chosen in cases:
+        for hops, limits, exclude, limit, offset in itertools.product(
+            (1, 2, 3), (TraversalLimits(), TraversalLimits(max_nodes=4, max_edges_per_node=2)), (None, excluded),
+            (None, 3), (0, 2),
+        ):
+            if rng is not None and rng.random() < 0.5:
+                continue  # random graphs: half the combinations, a different half each
+            arguments: dict[str, Any] = {"topology_only": True, "limits": limits, "exclude_node_types": exclude,
+                                         "limit": limit, "offset": offset}
+            try:
+                walked = await bfs_query(hop_by_hop, list(chosen), hops, **arguments)
+            except UnknownEntity:
+                with pytest.raises(UnknownEntity):
+                    await bfs_query(store, list(chosen), hops, **arguments)
+                continue
+            surveyed = await bfs_query(store, list(chosen), hops, **arguments)
+            assert _walked(surveyed) == _walked(walked), (chosen, hops, limits, exclude, limit, offset)

@@ -1,0 +1,420 @@
+"""The embedded store's graph as arrays: compact, persisted with the store, and traversed where it lies.
+
+Every end of an edge (each visible entity, and each id an edge names that is no entity: a
+dangling end) has an index; indexes follow the ids' code-point order, so sorting indexes sorts
+ids. The adjacency is CSR: the rows of node ``i`` are ``rows[offsets[i]:offsets[i + 1]]``, edge
+numbers in the order of their ``(subject, predicate, object)`` triples (so a hub's first
+``max_edges_per_node`` rows are the ones the engine keeps), and the edges are three arrays
+(subject, predicate code, object). About 18 bytes an edge and 40 a node (ids and names kept as
+UTF-8 blobs), against some 350 bytes an edge for the Python hop index this replaces.
+
+The index is built by ``bfsql load`` and saved in the store (table ``csr_part``), so a server
+opens it in a fraction of a second; a store written by an older bfsql has it built when opened.
+Processes serving the same file from several graphs share one copy (:func:`shared_index`).
+
+:func:`survey` runs a whole breadth-first traversal on the arrays with numpy, with the engine's
+exact rules (hub caps, ``max_nodes``, excluded types, dangling ends), and materialises only the
+page of the answer: the cost of a hub's two-hop survey is that of the edges it visits, with no
+Python object per edge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Reached, Survey
+
+__all__ = ["CSR_VERSION", "CsrIndex", "build_index", "load_index", "save_index", "shared_index", "survey"]
+
+CSR_VERSION = "1"
+"""Format of the saved arrays; a store with another version has its index built when opened."""
+
+PART_BYTES = 128 << 20
+"""Largest blob of one saved array part (SQLite's own limit is 1 GB)."""
+
+_VISIBLE = "status IS NOT 'merged'"
+
+
+class Strings:
+    """Many strings as one UTF-8 blob and their offsets: ``strings[i]`` decodes one."""
+
+    __slots__ = ("blob", "offsets")
+
+    def __init__(self, blob: bytes, offsets: np.ndarray) -> None:
+        self.blob = blob
+        self.offsets = offsets
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> Strings:
+        """The blob of ``texts``."""
+        encoded = [t.encode("utf-8") for t in texts]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return cls(b"".join(encoded), offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> str:
+        return self.blob[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
+
+    def many(self, indexes: Iterable[int]) -> list[str]:
+        """The strings at ``indexes``."""
+        blob, offsets = self.blob, self.offsets.tolist()
+        return [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in indexes]
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+@dataclass
+class CsrIndex:
+    """A store's graph as arrays (see the module)."""
+
+    ids: Strings
+    """Every end's id, by index (code-point order)."""
+    names: Strings
+    """Every entity's name ("" where it has none, or for a dangling end)."""
+    has_name: np.ndarray
+    type_code: np.ndarray
+    """int16: the entity's type (an index into ``types``); -1 for a dangling end."""
+    types: list[str]
+    predicates: list[str]
+    offsets: np.ndarray
+    """int64, one more than the ends: node ``i``'s rows are ``rows[offsets[i]:offsets[i + 1]]``."""
+    rows: np.ndarray
+    """int32 edge numbers, each node's in its edges' triple order."""
+    subjects: np.ndarray
+    """int32, by edge number."""
+    objects: np.ndarray
+    preds: np.ndarray
+    """int32 predicate codes (indexes into ``predicates``), by edge number."""
+    id_hashes: np.ndarray
+    """uint64, sorted: a 64-bit hash of every id, to find an id's index with one search."""
+    hash_index: np.ndarray
+    """int32: the index of the id of each sorted hash."""
+
+    @property
+    def edge_count(self) -> int:
+        """Edges of the index (those touching no merged entity)."""
+        return len(self.subjects)
+
+    def nbytes(self) -> int:
+        """Bytes the arrays and blobs take in memory."""
+        arrays = [getattr(self, f.name) for f in fields(self)]
+        total = len(self.ids.blob) + len(self.names.blob) + self.ids.offsets.nbytes + self.names.offsets.nbytes
+        return total + sum(int(a.nbytes) for a in arrays if isinstance(a, np.ndarray))
+
+    def find(self, ids: Sequence[str]) -> dict[str, int]:
+        """The index of each of ``ids`` that is an end of this graph (unknown ids left out)."""
+        if not ids:
+            return {}
+        wanted = np.fromiter((_hash(i) for i in ids), dtype=np.uint64, count=len(ids))
+        at = np.searchsorted(self.id_hashes, wanted)
+        found: dict[str, int] = {}
+        hashes, size = self.id_hashes, len(self.id_hashes)
+        for entity_id, h, position in zip(ids, wanted.tolist(), at.tolist(), strict=True):
+            while position < size and int(hashes[position]) == h:  # equal hashes: compare the ids themselves
+                index = int(self.hash_index[position])
+                if self.ids[index] == entity_id:
+                    found[entity_id] = index
+                    break
+                position += 1
+        return found
+
+    def node(self, index: int) -> NodeInfo:
+        """The type and name of the entity at ``index``."""
+        return NodeInfo(self.types[self.type_code[index]], self.names[index] if self.has_name[index] else None)
+
+    def get_nodes(self, ids: Sequence[str]) -> dict[str, NodeInfo]:
+        """Type and name of each entity among ``ids`` (dangling ends and unknown ids left out)."""
+        return {i: self.node(x) for i, x in self.find(list(dict.fromkeys(ids))).items() if self.type_code[x] >= 0}
+
+    def hop(self, ids: Sequence[str]) -> dict[str, Neighbourhood]:
+        """Each entity among ``ids`` with every edge of it and its other ends (the hop primitive)."""
+        found: dict[str, Neighbourhood] = {}
+        for entity_id, index in self.find(list(dict.fromkeys(ids))).items():
+            if self.type_code[index] < 0:
+                continue
+            edges = self.rows[self.offsets[index] : self.offsets[index + 1]]
+            found[entity_id] = Neighbourhood(self.node(index), self._hop_rows(index, edges))
+        return found
+
+    def _hop_rows(self, index: int, edges: np.ndarray) -> list[HopEdge]:
+        subjects, objects = self.subjects[edges], self.objects[edges]
+        others = np.where(subjects == index, objects, subjects)
+        ends = np.unique(np.concatenate([subjects, objects]))
+        id_of = dict(zip(ends.tolist(), self.ids.many(ends.tolist()), strict=True))
+        codes, has_name = self.type_code[others].tolist(), self.has_name[others].tolist()
+        names = self.names.many(others.tolist())
+        preds = self.predicates
+        return [
+            HopEdge(id_of[s], preds[p], id_of[o], self.types[c] if c >= 0 else None, n if named else None)
+            for s, p, o, c, n, named in zip(subjects.tolist(), self.preds[edges].tolist(), objects.tolist(), codes,
+                                            names, has_name, strict=True)
+        ]
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+def build_index(conn: sqlite3.Connection) -> CsrIndex:
+    """The index of the store ``conn`` reads (its visible entities and the edges touching no merged one)."""
+    entities: dict[str, tuple[str, str | None]] = {}
+    merged: set[str] = set()
+    for entity_id, entity_type, name, status in conn.execute(
+        "SELECT entity_id, entity_type, name, status FROM entity"
+    ):
+        if status == "merged":
+            merged.add(entity_id)
+        else:
+            entities[entity_id] = (entity_type, name)
+    triples: list[tuple[str, str, str]] = []
+    ends = set(entities)
+    cursor = conn.execute("SELECT subject_id, predicate, object_id FROM relationship")
+    while chunk := cursor.fetchmany(200_000):
+        for subject, predicate, obj in chunk:
+            if merged and (subject in merged or obj in merged):
+                continue
+            triples.append((subject, predicate, obj))
+            ends.add(subject)
+            ends.add(obj)
+    return _arrays(entities, sorted(ends), triples)
+
+
+def _arrays(
+    entities: dict[str, tuple[str, str | None]], ids: list[str], triples: list[tuple[str, str, str]]
+) -> CsrIndex:
+    index_of = {entity_id: i for i, entity_id in enumerate(ids)}
+    types = sorted({t for t, _ in entities.values()})
+    type_index = {t: i for i, t in enumerate(types)}
+    type_code = np.full(len(ids), -1, dtype=np.int16)
+    has_name = np.zeros(len(ids), dtype=bool)
+    names = [""] * len(ids)
+    for entity_id, (entity_type, name) in entities.items():
+        i = index_of[entity_id]
+        type_code[i] = type_index[entity_type]
+        if name is not None:
+            names[i], has_name[i] = name, True
+    predicates = sorted({p for _, p, _ in triples})
+    pred_index = {p: i for i, p in enumerate(predicates)}
+    subjects = np.fromiter((index_of[s] for s, _, _ in triples), dtype=np.int32, count=len(triples))
+    preds = np.fromiter((pred_index[p] for _, p, _ in triples), dtype=np.int32, count=len(triples))
+    objects = np.fromiter((index_of[o] for _, _, o in triples), dtype=np.int32, count=len(triples))
+    del index_of, triples
+    edge_numbers = np.arange(len(subjects), dtype=np.int32)
+    loops = subjects == objects
+    node = np.concatenate([subjects, objects[~loops]])
+    edge = np.concatenate([edge_numbers, edge_numbers[~loops]])
+    # Each node's rows in triple order: the order a hub's cap keeps (subject, then predicate, then object).
+    order = np.lexsort((objects[edge], preds[edge], subjects[edge], node))
+    rows = edge[order].astype(np.int32)
+    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(node, minlength=len(ids)), out=offsets[1:])
+    hashes = np.fromiter((_hash(i) for i in ids), dtype=np.uint64, count=len(ids))
+    by_hash = np.argsort(hashes, kind="stable")
+    return CsrIndex(
+        ids=Strings.of(ids), names=Strings.of(names), has_name=has_name, type_code=type_code, types=types,
+        predicates=predicates, offsets=offsets, rows=rows, subjects=subjects, objects=objects, preds=preds,
+        id_hashes=hashes[by_hash], hash_index=by_hash.astype(np.int32),
+    )
+
+
+# -- saving with the store ------------------------------------------------------------------------
+
+_ARRAYS = ("has_name", "type_code", "offsets", "rows", "subjects", "objects", "preds", "id_hashes", "hash_index")
+_DDL = "CREATE TABLE IF NOT EXISTS csr_part (name TEXT NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, " \
+       "PRIMARY KEY (name, part)) WITHOUT ROWID"
+
+
+def _stamp(conn: sqlite3.Connection) -> str:
+    """What the saved index must match: the store's entity and relationship counts."""
+    entities = conn.execute("SELECT COUNT(*) FROM entity").fetchone()[0]
+    relationships = conn.execute("SELECT COUNT(*) FROM relationship").fetchone()[0]
+    return f"{CSR_VERSION}:{entities}:{relationships}"
+
+
+def save_index(conn: sqlite3.Connection, index: CsrIndex) -> None:
+    """Save ``index`` in the store ``conn`` writes (inside its transaction)."""
+    conn.execute(_DDL)
+    conn.execute("DELETE FROM csr_part")
+    blobs: dict[str, bytes] = {name: getattr(index, name).tobytes() for name in _ARRAYS}
+    blobs |= {"ids": index.ids.blob, "ids_offsets": index.ids.offsets.tobytes(), "names": index.names.blob,
+              "names_offsets": index.names.offsets.tobytes(), "types": "\n".join(index.types).encode("utf-8"),
+              "predicates": "\n".join(index.predicates).encode("utf-8")}
+    for name, blob in blobs.items():
+        parts = [blob[start : start + PART_BYTES] for start in range(0, len(blob), PART_BYTES)] or [b""]
+        conn.executemany("INSERT INTO csr_part (name, part, data) VALUES (?, ?, ?)",
+                         [(name, i, part) for i, part in enumerate(parts)])
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('csr', ?)", (_stamp(conn),))
+
+
+_DTYPES = {"has_name": np.bool_, "type_code": np.int16, "offsets": np.int64, "rows": np.int32, "subjects": np.int32,
+           "objects": np.int32, "preds": np.int32, "id_hashes": np.uint64, "hash_index": np.int32,
+           "ids_offsets": np.int64, "names_offsets": np.int64}
+
+
+def load_index(conn: sqlite3.Connection) -> CsrIndex | None:
+    """The index saved in the store, or None when there is none or it does not match the store."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'csr'").fetchone()
+    if row is None or row[0] != _stamp(conn):
+        return None
+    blobs: dict[str, list[bytes]] = {}
+    for name, data in conn.execute("SELECT name, data FROM csr_part ORDER BY name, part"):
+        blobs.setdefault(name, []).append(data)
+    whole = {name: b"".join(parts) for name, parts in blobs.items()}
+    arrays: dict[str, Any] = {name: np.frombuffer(whole[name], dtype=dtype) for name, dtype in _DTYPES.items()}
+
+    def listed(name: str) -> list[str]:
+        text = whole[name].decode("utf-8")
+        return text.split("\n") if text else []
+
+    return CsrIndex(
+        ids=Strings(whole["ids"], arrays.pop("ids_offsets")),
+        names=Strings(whole["names"], arrays.pop("names_offsets")),
+        types=listed("types"), predicates=listed("predicates"), **arrays,
+    )
+
+
+_shared: weakref.WeakValueDictionary[tuple[Any, ...], CsrIndex] = weakref.WeakValueDictionary()
+_shared_lock = threading.Lock()
+
+
+def shared_index(path: Path, conn: sqlite3.Connection) -> tuple[CsrIndex, bool]:
+    """The index of the store at ``path``, shared by every graph of this process that serves the same file.
+
+    Loaded from the store when it was saved there, else built (a store from an older bfsql).
+    Returns the index and whether it was saved in the store.
+    """
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    with _shared_lock:
+        index = _shared.get(key)
+        if index is not None:
+            return index, True
+        loaded = load_index(conn)
+        index = loaded if loaded is not None else build_index(conn)
+        _shared[key] = index
+        return index, loaded is not None
+
+
+# -- the traversal --------------------------------------------------------------------------------
+
+
+def _gather(index: CsrIndex, frontier: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The first ``cap`` rows of every frontier node: (row's node, edge number), and the degrees and starts."""
+    starts = index.offsets[frontier]
+    degrees = index.offsets[frontier + 1] - starts
+    taken = np.minimum(degrees, cap)
+    total = int(taken.sum())
+    firsts = np.cumsum(taken) - taken
+    positions = np.repeat(starts - firsts, taken) + np.arange(total, dtype=np.int64)
+    return np.repeat(frontier, taken), index.rows[positions], degrees, taken
+
+
+def survey(
+    index: CsrIndex,
+    seeds: Sequence[str],
+    hops: int,
+    max_nodes: int,
+    max_edges_per_node: int,
+    exclude_types: Iterable[str],
+    offset: int,
+    count: int,
+) -> Survey:
+    """A whole traversal on the arrays (the traverse primitive): its counts, cuts, schema, and one listed page.
+
+    The same rules as the hop-by-hop engine (:func:`bfsql.engine.traverse.expand`): every seed
+    at distance 0; each hop expands the last level's nodes, a hub's first ``max_edges_per_node``
+    rows only; an edge to a node reached before is kept, one to a new node keeps it unless
+    its type is excluded (an end that is no entity is dangling); when ``max_nodes`` would be
+    passed, the new nodes kept are the first by id and the walk stops there.
+    """
+    known = index.find(list(dict.fromkeys(seeds)))
+    starts = sorted({i for i in known.values() if index.type_code[i] >= 0})
+    unknown = [s for s in dict.fromkeys(seeds) if s not in known or index.type_code[known[s]] < 0]
+    size = len(index.ids)
+    visited = np.zeros(size, dtype=bool)
+    kept = np.zeros(index.edge_count, dtype=bool)
+    excluded_codes = np.array([index.types.index(t) for t in exclude_types if t in index.types], dtype=np.int16)
+    excluded_types: set[int] = set()
+    excluded_preds: set[int] = set()
+    capped: dict[int, int] = {}
+    dangling = nodes_cut = 0
+    levels = [np.array(starts, dtype=np.int64)]
+    visited[levels[0]] = True
+    reached = len(starts)
+    for _ in range(hops):
+        frontier = levels[-1]
+        if not len(frontier):
+            break
+        node, edges, degrees, taken = _gather(index, frontier, max_edges_per_node)
+        capped.update(zip(frontier[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
+        subjects = index.subjects[edges]
+        others = np.where(subjects == node, index.objects[edges], subjects)
+        seen = visited[others]
+        kept[edges[seen]] = True
+        codes = index.type_code[others]
+        fresh = ~seen & (codes >= 0)
+        dangling += int(np.count_nonzero(~seen & (codes < 0)))
+        if len(excluded_codes):
+            excluded = fresh & np.isin(codes, excluded_codes)
+            excluded_types.update(np.unique(codes[excluded]).tolist())
+            excluded_preds.update(np.unique(index.preds[edges[excluded]]).tolist())
+            fresh &= ~excluded
+        new = np.unique(others[fresh])
+        room = max_nodes - reached
+        if len(new) > room:
+            nodes_cut += len(new) - room
+            new = new[: max(room, 0)]
+        visited[new] = True
+        reached += len(new)
+        candidates = edges[fresh]
+        kept[candidates[visited[others[fresh]]]] = True
+        levels.append(new)
+        if nodes_cut:
+            break
+    order = np.concatenate(levels)
+    kept_edges = np.flatnonzero(kept)
+    types = set(np.unique(index.type_code[order]).tolist()) | excluded_types
+    preds = set(np.unique(index.preds[kept_edges]).tolist()) | excluded_preds
+    listed = order[offset : offset + count]
+    position = np.full(size, -1, dtype=np.int64)
+    position[order] = np.arange(len(order))
+    later = np.maximum(position[index.subjects[kept_edges]], position[index.objects[kept_edges]])
+    page_edges = kept_edges[(later >= offset) & (later < offset + len(listed))]
+    distance = np.concatenate([np.full(len(level), hop) for hop, level in enumerate(levels)])[offset : offset + count]
+    return Survey(
+        node_count=len(order),
+        edge_count=len(kept_edges),
+        page=[
+            Reached(entity_id, info.entity_type, info.name, int(hop))
+            for entity_id, info, hop in zip(index.ids.many(listed.tolist()), (index.node(i) for i in listed.tolist()),
+                                            distance, strict=True)
+        ],
+        edges=_triples(index, page_edges),
+        entity_types=sorted(index.types[c] for c in types),
+        predicates=sorted(index.predicates[p] for p in preds),
+        unknown_seeds=unknown,
+        capped=dict(zip(index.ids.many(list(capped)), capped.values(), strict=True)),
+        nodes_cut=nodes_cut,
+        dangling_edges=dangling,
+    )
+
+
+def _triples(index: CsrIndex, edges: np.ndarray) -> list[Edge]:
+    subjects, objects = index.subjects[edges].tolist(), index.objects[edges].tolist()
+    ends = sorted(set(subjects) | set(objects))
+    id_of = dict(zip(ends, index.ids.many(ends), strict=True))
+    return [Edge(id_of[s], index.predicates[p], id_of[o])
+            for s, p, o in zip(subjects, index.preds[edges].tolist(), objects, strict=True)]
