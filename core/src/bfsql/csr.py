@@ -24,6 +24,7 @@ import hashlib
 import sqlite3
 import threading
 import weakref
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -33,7 +34,10 @@ import numpy as np
 
 from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Reached, Survey
 
-__all__ = ["CSR_VERSION", "CsrIndex", "build_index", "load_index", "save_index", "shared_index", "survey"]
+__all__ = [
+    "CSR_VERSION", "CsrIndex", "Edges", "build_index", "index_of_edges", "load_index", "save_index", "shared_index",
+    "survey",
+]
 
 CSR_VERSION = "1"
 """Format of the saved arrays; a store with another version has its index built when opened."""
@@ -56,7 +60,11 @@ class Strings:
     @classmethod
     def of(cls, texts: Sequence[str]) -> Strings:
         """The blob of ``texts``."""
-        encoded = [t.encode("utf-8") for t in texts]
+        return cls.of_encoded([t.encode("utf-8") for t in texts])
+
+    @classmethod
+    def of_encoded(cls, encoded: Sequence[bytes]) -> Strings:
+        """The blob of strings already encoded as UTF-8."""
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         return cls(b"".join(encoded), offsets)
@@ -168,66 +176,123 @@ class CsrIndex:
 # -- building ---------------------------------------------------------------------------------
 
 
+@dataclass
+class Edges:
+    """A store's relationships as integer codes, in triple order: what :func:`index_of_edges` arrays.
+
+    ``subjects[k]``, ``preds[k]``, ``objects[k]`` are the k-th relationship's codes, the relationships
+    sorted by their ``(subject, predicate, object)`` ids (code-point order); the codes index ``ends``
+    and ``predicates``, which need not be sorted.
+    """
+
+    ends: list[str]
+    predicates: list[str]
+    subjects: np.ndarray
+    preds: np.ndarray
+    objects: np.ndarray
+
+
 def build_index(conn: sqlite3.Connection) -> CsrIndex:
     """The index of the store ``conn`` reads (its visible entities and the edges touching no merged one)."""
-    entities: dict[str, tuple[str, str | None]] = {}
-    merged: set[str] = set()
-    for entity_id, entity_type, name, status in conn.execute(
-        "SELECT entity_id, entity_type, name, status FROM entity"
+    codes: dict[str, int] = {}
+    counts: list[int] = []
+    for subject, count in conn.execute(
+        "SELECT subject_id, count(*) FROM relationship GROUP BY subject_id ORDER BY subject_id"
     ):
-        if status == "merged":
-            merged.add(entity_id)
-        else:
-            entities[entity_id] = (entity_type, name)
-    triples: list[tuple[str, str, str]] = []
-    ends = set(entities)
-    cursor = conn.execute("SELECT subject_id, predicate, object_id FROM relationship")
-    while chunk := cursor.fetchmany(200_000):
-        for subject, predicate, obj in chunk:
-            if merged and (subject in merged or obj in merged):
-                continue
-            triples.append((subject, predicate, obj))
-            ends.add(subject)
-            ends.add(obj)
-    return _arrays(entities, sorted(ends), triples)
+        codes[subject] = len(codes)
+        counts.append(count)
+    subjects = np.repeat(np.arange(len(counts), dtype=np.int32), np.array(counts, dtype=np.int64))
+    predicate_codes: dict[str, int] = {}
+    preds, objects = array("i"), array("i")
+    cursor = conn.execute("SELECT predicate, object_id FROM relationship ORDER BY subject_id, predicate, object_id")
+    while chunk := cursor.fetchmany(100_000):
+        preds.extend([predicate_codes.setdefault(p, len(predicate_codes)) for p, _ in chunk])
+        objects.extend([codes.setdefault(o, len(codes)) for _, o in chunk])
+    edges = Edges(list(codes), list(predicate_codes), subjects, np.frombuffer(preds, dtype=np.int32),
+                  np.frombuffer(objects, dtype=np.int32))
+    return index_of_edges(conn, edges)
 
 
-def _arrays(
-    entities: dict[str, tuple[str, str | None]], ids: list[str], triples: list[tuple[str, str, str]]
-) -> CsrIndex:
+def index_of_edges(conn: sqlite3.Connection, edges: Edges) -> CsrIndex:
+    """The index of the store ``conn`` reads, whose relationship table holds exactly ``edges``.
+
+    What :func:`build_index` gives, without reading the relationships again: the loader
+    passes the edges it has just written in order.
+    """
+    rows = conn.execute(
+        "SELECT entity_id, entity_type, name, status IS 'merged' FROM entity ORDER BY entity_id"
+    ).fetchall()
+    merged = {row[0] for row in rows if row[3]}
+    return _arrays([row for row in rows if not row[3]] if merged else rows, merged, edges)
+
+
+def _arrays(visible: list[tuple[str, str, str | None, int]], merged: set[str], edges: Edges) -> CsrIndex:
+    """The index of ``edges`` and the ``visible`` entities (id, type, name; by id) when ``merged`` ones are hidden."""
+    subjects, preds, objects, ends = edges.subjects, edges.preds, edges.objects, edges.ends
+    if merged:
+        hidden = np.fromiter((end in merged for end in ends), dtype=bool, count=len(ends))
+        keep = ~(hidden[subjects] | hidden[objects])
+        subjects, preds, objects = subjects[keep], preds[keep], objects[keep]
+        used = np.unique(np.concatenate([subjects, objects])).tolist()
+        ends = [ends[code] for code in used]
+    else:  # every end is used
+        used = list(range(len(ends)))
+    visible_ids = [row[0] for row in visible]
+    # Two sorted runs (the visible entities by id, the ends sorted): merged by the sort, duplicates dropped.
+    ids = list(dict.fromkeys(sorted([*visible_ids, *sorted(ends)])))
     index_of = {entity_id: i for i, entity_id in enumerate(ids)}
-    types = sorted({t for t, _ in entities.values()})
+    to_index = np.full(len(edges.ends), -1, dtype=np.int32)
+    to_index[used] = [index_of[end] for end in ends]
+    subjects, objects = to_index[subjects], to_index[objects]
+    used_preds = np.unique(preds).tolist()
+    predicates = sorted(edges.predicates[code] for code in used_preds)
+    pred_index = {p: i for i, p in enumerate(predicates)}
+    to_pred = np.full(len(edges.predicates), -1, dtype=np.int32)
+    to_pred[used_preds] = [pred_index[edges.predicates[code]] for code in used_preds]
+    preds = to_pred[preds]
+    if not _in_triple_order(subjects, preds, objects):  # codes remapped: check rather than trust the caller
+        order = np.lexsort((objects, preds, subjects))
+        subjects, preds, objects = subjects[order], preds[order], objects[order]
+    at = np.array([index_of[i] for i in visible_ids], dtype=np.int64)
+    del index_of
+    types = sorted({row[1] for row in visible})
     type_index = {t: i for i, t in enumerate(types)}
     type_code = np.full(len(ids), -1, dtype=np.int16)
+    type_code[at] = [type_index[row[1]] for row in visible]
     has_name = np.zeros(len(ids), dtype=bool)
-    names = [""] * len(ids)
-    for entity_id, (entity_type, name) in entities.items():
-        i = index_of[entity_id]
-        type_code[i] = type_index[entity_type]
-        if name is not None:
-            names[i], has_name[i] = name, True
-    predicates = sorted({p for _, p, _ in triples})
-    pred_index = {p: i for i, p in enumerate(predicates)}
-    subjects = np.fromiter((index_of[s] for s, _, _ in triples), dtype=np.int32, count=len(triples))
-    preds = np.fromiter((pred_index[p] for _, p, _ in triples), dtype=np.int32, count=len(triples))
-    objects = np.fromiter((index_of[o] for _, _, o in triples), dtype=np.int32, count=len(triples))
-    del index_of, triples
-    edge_numbers = np.arange(len(subjects), dtype=np.int32)
+    has_name[at] = [row[2] is not None for row in visible]
+    names = np.full(len(ids), "", dtype=object)
+    names[at] = [row[2] or "" for row in visible]
+    # Each node's rows in triple order (the order a hub's cap keeps): both ends of every edge, in
+    # edge order, sorted stably by node.
     loops = subjects == objects
-    node = np.concatenate([subjects, objects[~loops]])
-    edge = np.concatenate([edge_numbers, edge_numbers[~loops]])
-    # Each node's rows in triple order: the order a hub's cap keeps (subject, then predicate, then object).
-    order = np.lexsort((objects[edge], preds[edge], subjects[edge], node))
-    rows = edge[order].astype(np.int32)
+    node = np.stack([subjects, objects], axis=1).ravel()
+    edge = np.repeat(np.arange(len(subjects), dtype=np.int32), 2)
+    if loops.any():
+        twice = np.ones(len(node), dtype=bool)
+        twice[1::2] = ~loops
+        node, edge = node[twice], edge[twice]
+    rows = edge[np.argsort(node, kind="stable")]
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum(np.bincount(node, minlength=len(ids)), out=offsets[1:])
-    hashes = np.fromiter((_hash(i) for i in ids), dtype=np.uint64, count=len(ids))
+    encoded = [i.encode("utf-8") for i in ids]
+    hashes = np.frombuffer(b"".join(hashlib.blake2b(e, digest_size=8).digest() for e in encoded), dtype="<u8")
     by_hash = np.argsort(hashes, kind="stable")
     return CsrIndex(
-        ids=Strings.of(ids), names=Strings.of(names), has_name=has_name, type_code=type_code, types=types,
-        predicates=predicates, offsets=offsets, rows=rows, subjects=subjects, objects=objects, preds=preds,
-        id_hashes=hashes[by_hash], hash_index=by_hash.astype(np.int32),
+        ids=Strings.of_encoded(encoded), names=Strings.of(names.tolist()), has_name=has_name, type_code=type_code,
+        types=types, predicates=predicates, offsets=offsets, rows=rows.astype(np.int32, copy=False),
+        subjects=subjects.astype(np.int32, copy=False), objects=objects.astype(np.int32, copy=False),
+        preds=preds.astype(np.int32, copy=False), id_hashes=hashes[by_hash].astype(np.uint64, copy=False),
+        hash_index=by_hash.astype(np.int32),
     )
+
+
+def _in_triple_order(subjects: np.ndarray, preds: np.ndarray, objects: np.ndarray) -> bool:
+    if len(subjects) < 2:
+        return True
+    s0, s1, p0, p1, o0, o1 = subjects[:-1], subjects[1:], preds[:-1], preds[1:], objects[:-1], objects[1:]
+    ahead = (s0 < s1) | ((s0 == s1) & ((p0 < p1) | ((p0 == p1) & (o0 < o1))))
+    return bool(ahead.all())
 
 
 # -- saving with the store ------------------------------------------------------------------------
