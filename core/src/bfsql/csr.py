@@ -272,7 +272,10 @@ def _arrays(visible: list[tuple[str, str, str | None, int]], merged: set[str], e
         twice = np.ones(len(node), dtype=bool)
         twice[1::2] = ~loops
         node, edge = node[twice], edge[twice]
-    rows = edge[np.argsort(node, kind="stable")]
+    key = (node.astype(np.int64) << 32) | edge  # unique, so a plain sort of the packed pairs is stable
+    key.sort()
+    rows = (key & 0xFFFFFFFF).astype(np.int32)
+    del key
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum(np.bincount(node, minlength=len(ids)), out=offsets[1:])
     encoded = [i.encode("utf-8") for i in ids]

@@ -167,12 +167,14 @@ def block_reader(limits: LoadLimits) -> Callable[[bytes], PlainRelationships | N
     with no Python work per line.
     """
     _, _, block = _patterns(limits.id_chars, limits.name_chars)
-    every = block.findall
+    first, every = block.match, block.findall
 
     def plain_block(data: bytes) -> PlainRelationships | None:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
+            return None
+        if first(text) is None:  # most blocks of other rows fail here, before the whole block is searched
             return None
         lines = text.count("\n") + (not text.endswith("\n"))
         found = every(text)

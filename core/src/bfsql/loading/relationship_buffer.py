@@ -101,7 +101,7 @@ class RelationshipBuffer:
         pred_rank = _ranks(predicate_names)
         codes = [np.frombuffer(a, dtype=np.int32) for a in (self._subjects, self._preds, self._objects)]
         subjects, preds, objects = id_rank[codes[0]], pred_rank[codes[1]], id_rank[codes[2]]
-        order = np.lexsort((objects, preds, subjects))  # stable: a triple's rows stay in the order read
+        order = _key_order(subjects, preds, objects, len(names), len(predicate_names))
         subjects, preds, objects = subjects[order], preds[order], objects[order]
         last = np.ones(len(order), dtype=bool)
         last[:-1] = (subjects[1:] != subjects[:-1]) | (preds[1:] != preds[:-1]) | (objects[1:] != objects[:-1])
@@ -138,6 +138,14 @@ def _ranks(texts: list[str]) -> np.ndarray:
     ranks = np.empty(len(texts), dtype=np.int32)
     ranks[order] = np.arange(len(texts), dtype=np.int32)
     return ranks
+
+
+def _key_order(subjects: np.ndarray, preds: np.ndarray, objects: np.ndarray, ids: int, predicates: int) -> np.ndarray:
+    """The rows sorted by (subject, predicate, object) ranks, each triple's rows in the order read (stable)."""
+    if ids * predicates * ids < 1 << 62:  # one packed key sorts faster than three
+        key = (subjects.astype(np.int64) * predicates + preds) * ids + objects
+        return np.argsort(key, kind="stable")
+    return np.lexsort((objects, preds, subjects))
 
 
 def _triples(
