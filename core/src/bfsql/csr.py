@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Reached, Survey
+from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
 
-__all__ = ["CSR_VERSION", "CsrIndex", "build_index", "load_index", "save_index", "shared_index", "survey"]
+__all__ = ["CSR_VERSION", "CsrIndex", "build_index", "load_index", "overlap", "save_index", "shared_index", "survey"]
 
 CSR_VERSION = "1"
 """Format of the saved arrays; a store with another version has its index built when opened."""
@@ -418,3 +418,174 @@ def _triples(index: CsrIndex, edges: np.ndarray) -> list[Edge]:
     id_of = dict(zip(ends, index.ids.many(ends), strict=True))
     return [Edge(id_of[s], index.predicates[p], id_of[o])
             for s, p, o in zip(subjects, index.preds[edges].tolist(), objects, strict=True)]
+
+
+def _or_by_node(nodes: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``nodes`` (sorted) and, for each, the OR of the ``bits`` rows given for it."""
+    if not len(nodes):
+        return nodes, bits
+    order = np.argsort(nodes, kind="stable")
+    nodes, bits = nodes[order], bits[order]
+    starts = np.flatnonzero(np.r_[True, nodes[1:] != nodes[:-1]])
+    return nodes[starts], np.bitwise_or.reduceat(bits, starts, axis=0)
+
+
+class _Arrivals:
+    """When each seed reached each node: per hop, the nodes (sorted) and the seed bits that arrived there."""
+
+    def __init__(self) -> None:
+        self.levels: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def add(self, nodes: np.ndarray, bits: np.ndarray) -> None:
+        order = np.argsort(nodes, kind="stable")
+        self.levels.append((nodes[order], bits[order]))
+
+    def distance(self, nodes: np.ndarray, bit: int) -> np.ndarray:
+        """Hops from the seed of ``bit`` to each of ``nodes`` (-1: never reached by it)."""
+        found = np.full(len(nodes), -1, dtype=np.int64)
+        word, flag = bit // 64, np.uint64(1 << (bit % 64))
+        for hop, (level_nodes, level_bits) in enumerate(self.levels):
+            if not len(level_nodes):
+                continue
+            at = np.minimum(np.searchsorted(level_nodes, nodes), len(level_nodes) - 1)
+            arrived = (level_nodes[at] == nodes) & ((level_bits[at, word] & flag) != 0) & (found < 0)
+            found[arrived] = hop
+        return found
+
+
+def overlap(
+    index: CsrIndex,
+    seeds: Sequence[str],
+    k: int,
+    max_nodes: int,
+    max_edges_per_node: int,
+    exclude_types: Iterable[str],
+    count: int,
+    path_nodes: int,
+    path_limit: int,
+) -> Overlap:
+    """An intersection walk on the arrays (the intersect primitive): every seed walks at once, one bit each.
+
+    The rules of :func:`bfsql.engine.intersect.reach_all`: each hop expands the nodes that
+    gained seed bits, a hub's first ``max_edges_per_node`` rows only, passing those bits on; a
+    new node of an excluded type is not visited, an end that is no entity is dangling; when
+    ``max_nodes`` would be passed, the new nodes kept are the first by id (the walk goes on).
+    A node is shared once every seed's bit has reached it; the edges among shared nodes are all
+    their edges (no cap).
+    """
+    found = index.find(list(seeds))
+    seed_index = np.array([found[s] for s in seeds], dtype=np.int64)
+    words = (len(seeds) + 63) // 64
+    seed_bits = np.zeros((len(seeds), words), dtype=np.uint64)
+    for bit in range(len(seeds)):
+        seed_bits[bit, bit // 64] = np.uint64(1 << (bit % 64))
+    everyone = np.bitwise_or.reduce(seed_bits, axis=0)
+    size = len(index.ids)
+    mask = np.zeros((size, words), dtype=np.uint64)
+    mask[seed_index] = seed_bits
+    shared_at = np.full(size, -1, dtype=np.int64)
+    dangling = np.zeros(index.edge_count, dtype=bool)
+    excluded_codes = np.array([index.types.index(t) for t in exclude_types if t in index.types], dtype=np.int16)
+    arrivals = _Arrivals()
+    arrivals.add(seed_index, seed_bits)
+    capped: dict[int, int] = {}
+    visited, nodes_cut = len(seeds), 0
+    gained, gained_bits = seed_index, seed_bits
+    for hop in range(1, k + 1):
+        if not len(gained):
+            break
+        node, edges, degrees, taken = _gather(index, gained, max_edges_per_node)
+        capped.update(zip(gained[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
+        row_bits = np.repeat(gained_bits, taken, axis=0)
+        subjects = index.subjects[edges]
+        others = np.where(subjects == node, index.objects[edges], subjects)
+        seen = mask[others].any(axis=1)
+        codes = index.type_code[others]
+        dangling[edges[~seen & (codes < 0)]] = True
+        fresh = ~seen & (codes >= 0)
+        if len(excluded_codes):
+            fresh &= ~np.isin(codes, excluded_codes)
+        targets, bits = _or_by_node(others[seen | fresh], row_bits[seen | fresh])
+        before = mask[targets]
+        old = before.any(axis=1)
+        gains = bits & ~before
+        more = old & gains.any(axis=1)
+        newcomers, newcomer_bits = targets[~old], bits[~old]
+        room = max_nodes - visited
+        if len(newcomers) > room:
+            nodes_cut += len(newcomers) - room
+            newcomers, newcomer_bits = newcomers[: max(room, 0)], newcomer_bits[: max(room, 0)]
+        mask[targets[more]] |= gains[more]
+        mask[newcomers] = newcomer_bits
+        visited += len(newcomers)
+        gained = np.concatenate([targets[more], newcomers])
+        gained_bits = np.concatenate([gains[more], newcomer_bits])
+        arrivals.add(gained, gained_bits)
+        complete = (mask[gained] == everyone).all(axis=1) & (shared_at[gained] < 0)
+        shared_at[gained[complete]] = hop
+    shared = np.flatnonzero(shared_at >= 0)
+    order = shared[np.lexsort((shared, shared_at[shared]))]
+    is_shared = shared_at >= 0
+    node, edges, _, _ = _gather(index, order, np.iinfo(np.int64).max)
+    subjects = index.subjects[edges]
+    others = np.where(subjects == node, index.objects[edges], subjects)
+    among = np.unique(edges[is_shared[others]])
+    listed = order[:count]
+    position = np.full(size, -1, dtype=np.int64)
+    position[order] = np.arange(len(order))
+    later = np.maximum(position[index.subjects[among]], position[index.objects[among]])
+    paths, left_out = _seed_paths(index, arrivals, seed_index, list(seeds), order[:path_nodes], path_limit,
+                                  max_edges_per_node)
+    return Overlap(
+        node_count=len(order),
+        edge_count=len(among),
+        page=[
+            Reached(entity_id, info.entity_type, info.name, int(shared_at[i]))
+            for entity_id, info, i in zip(index.ids.many(listed.tolist()), (index.node(i) for i in listed.tolist()),
+                                          listed.tolist(), strict=True)
+        ],
+        edges=_triples(index, among[later < len(listed)]),
+        entity_types=sorted({index.types[c] for c in np.unique(index.type_code[order]).tolist()}),
+        predicates=sorted({index.predicates[p] for p in np.unique(index.preds[among]).tolist()}),
+        paths=paths,
+        paths_left_out=left_out,
+        capped=dict(zip(index.ids.many(list(capped)), capped.values(), strict=True)),
+        nodes_cut=nodes_cut,
+        dangling_edges=int(np.count_nonzero(dangling)),
+    )
+
+
+def _seed_paths(
+    index: CsrIndex,
+    arrivals: _Arrivals,
+    seed_index: np.ndarray,
+    seeds: list[str],
+    traced: np.ndarray,
+    limit: int,
+    max_edges_per_node: int,
+) -> tuple[list[SeedPath], int]:
+    """A shortest path from every seed to each traced node, walked back from the node: at every step to the
+    first neighbour (by id, then edge) that the seed reached one hop sooner (the rule of the engine's
+    :func:`~bfsql.engine.intersect.connections`). Paths through a cut hub's unfollowed edges are not found."""
+    wanted = [(int(node), bit) for node in traced.tolist() for bit in range(len(seeds))]
+    paths: list[SeedPath] = []
+    for node, bit in wanted[:limit]:
+        seed = int(seed_index[bit])
+        if node == seed:
+            continue
+        here, steps = node, []
+        distance = int(arrivals.distance(np.array([here]), bit)[0])
+        while here != seed:
+            _, edges, _, _ = _gather(index, np.array([here]), max_edges_per_node)
+            subjects = index.subjects[edges]
+            others = np.where(subjects == here, index.objects[edges], subjects)
+            closer = np.flatnonzero(arrivals.distance(others, bit) == distance - 1)
+            if not len(closer):
+                break  # the walk went through a hub's edge past the cap: no path to show
+            best = closer[np.argmin(others[closer])]  # the first such row: rows are in triple order
+            steps.append(int(edges[best]))
+            here, distance = int(others[best]), distance - 1
+        if here == seed:
+            triples = _triples(index, np.array(steps[::-1], dtype=np.int64))
+            paths.append(SeedPath(seeds[bit], index.ids[node], triples))
+    return paths, max(0, len(wanted) - limit)

@@ -190,15 +190,16 @@ class Graph(Primitives):
         """The backend's capability flags."""
         return self.backend.capabilities
 
-    @property
-    def traverses_in_store(self) -> bool:
-        """Whether the engine may ask the backend's ``traverse`` instead of walking hop by hop.
+    def walks_in_store(self, primitive: str) -> bool:
+        """Whether the engine may ask the backend's ``traverse`` (or ``intersect``) instead of walking hop by hop.
 
-        The backend must implement it and say so (``capabilities.traversal``), and no plugin of this graph may hook
-        ``hop`` or
-        ``get_nodes`` (an access-control wrapper, say): a walk inside the store would pass it by.
+        The backend must implement it and say so (``capabilities.traversal``), and no plugin of this graph
+        may hook ``hop`` or ``get_nodes`` (an access-control wrapper, say): a walk inside the store would
+        pass it by.
         """
-        if not self.backend.capabilities.traversal or type(self.backend).traverse is Primitives.traverse:
+        if not self.backend.capabilities.traversal or getattr(type(self.backend), primitive) is getattr(
+            Primitives, primitive
+        ):
             return False
         own = {self._terminal, self.cache}
         return all(impl.plugin in own for name in ("hop", "get_nodes")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["Edge", "HopEdge", "Neighbourhood", "NodeInfo", "Reached", "Survey"]
+__all__ = ["Edge", "HopEdge", "Neighbourhood", "NodeInfo", "Overlap", "Reached", "SeedPath", "Survey"]
 
 
 class Edge(NamedTuple):
@@ -96,3 +96,38 @@ class Survey:
     """Neighbours not visited because ``max_nodes`` was reached."""
     dangling_edges: int
     """Edges examined whose other end is no entity (left out)."""
+
+
+class SeedPath(NamedTuple):
+    """How a shared node of an intersection reaches one seed: a shortest path's edges, seed first."""
+
+    seed: str
+    node: str
+    edges: list[Edge]
+
+
+@dataclass
+class Overlap:
+    """What every seed of an intersection reaches, counted where the data lives: the answer of ``intersect``.
+
+    The shared nodes are counted and the first ``count`` of them listed (nearest first: by the
+    hop at which the last seed reached them, then by id), with the edges among the listed ones;
+    the edges among all shared nodes are counted.
+    """
+
+    node_count: int
+    edge_count: int
+    page: list[Reached]
+    """The listed shared nodes; ``distance`` is the hop at which the last seed reached each."""
+    edges: list[Edge]
+    entity_types: list[str]
+    """Types of the shared nodes, sorted."""
+    predicates: list[str]
+    """Predicates of the edges among the shared nodes, sorted."""
+    paths: list[SeedPath]
+    paths_left_out: int
+    """Seed-to-node paths of the traced nodes that were not traced (past the limit, or through a cut hub)."""
+    capped: dict[str, int]
+    nodes_cut: int
+    dangling_edges: int
+    """Distinct edges met whose other end is no entity."""

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from bfsql.backend import Capabilities, GraphBackend
 from bfsql.budgets import TraversalLimits
-from bfsql.csr import CsrIndex, shared_index, survey
+from bfsql.csr import CsrIndex, overlap, shared_index, survey
 from bfsql.embedders import Embedder, EmbedderMismatch
 from bfsql.errors import BfsqlError, clip
 from bfsql.hookspecs import hookimpl
@@ -52,7 +52,7 @@ from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION, decode_
 from bfsql.models import EntityStub
 from bfsql.pacing import in_light_call
 from bfsql.primitives import SEARCH_LIMIT
-from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Survey
+from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Survey
 from bfsql.search_rank import lexical_rank
 
 __all__ = ["DEFAULT_MEMORY_INDEX", "SqliteBackend", "SqliteConfig", "SqliteStoreError"]
@@ -678,6 +678,25 @@ class SqliteBackend(GraphBackend):
         return await self._run(
             survey, index, list(seeds), hops, limits.max_nodes, limits.max_edges_per_node, list(exclude_types), offset,
             count,
+        )
+
+    async def intersect(
+        self,
+        seeds: list[str],
+        k: int,
+        limits: TraversalLimits,
+        exclude_types: list[str],
+        count: int,
+        path_nodes: int,
+        path_limit: int,
+    ) -> Overlap:
+        """The whole intersection walk on the array index, in a worker thread (see :func:`csr.overlap`)."""
+        index = self._csr
+        if index is None:
+            raise RuntimeError("the array index is not read yet (capabilities.traversal is false)")
+        return await self._run(
+            overlap, index, list(seeds), k, limits.max_nodes, limits.max_edges_per_node, list(exclude_types), count,
+            path_nodes, path_limit,
         )
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:

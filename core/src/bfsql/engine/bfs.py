@@ -44,7 +44,7 @@ async def bfs_query(
     detail = Detail(type_set(node_types, "node_types"), type_set(predicates, "predicates"), bool(topology_only))
     excluded = type_set(exclude_node_types, "exclude_node_types") or frozenset()
 
-    if graph.traverses_in_store and min_mentions <= 1:
+    if graph.walks_in_store("traverse") and min_mentions <= 1:
         if progress is not None:
             await progress(0, max_hops, f"walking {max_hops} hop(s) in the store")
         answer = await _surveyed(graph, seeds, max_hops, limits, excluded, limit, offset, room)
@@ -120,7 +120,7 @@ async def _surveyed(
         types={node.id: node.entity_type for node in survey.page},
         names={node.id: node.name for node in survey.page},
         distance={node.id: node.distance for node in survey.page},
-        triples=[tuple(edge) for edge in survey.edges],  # type: ignore[misc]
+        triples=[(e.subject, e.predicate, e.object) for e in survey.edges],
         node_count=total,
         edge_count=survey.edge_count,
         schema_summary=SchemaSummary(entity_types_found=survey.entity_types, predicates_found=survey.predicates),

@@ -18,7 +18,7 @@ from bfsql.engine.assemble import drop_low_mentions, fetch_detail, schema_summar
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
-from bfsql.models import ConnectionPath, Truncation
+from bfsql.models import ConnectionPath, SchemaSummary, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import Neighbourhood
 
@@ -221,6 +221,10 @@ async def intersect_subgraphs(
     unknown = [s for s in seeds if s not in known]
     if unknown:
         raise UnknownEntity(unknown)
+    if graph.walks_in_store("intersect") and min_mentions <= 1:
+        answer = await _overlapped(graph, seeds, k, limits, excluded, room)
+        await fetch_detail(graph, answer, detail, room)
+        return answer
 
     reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress, first_hop=known)
     common = set(reach.common)
@@ -234,13 +238,7 @@ async def intersect_subgraphs(
     paths, left_out = await connections(graph, reach, seeds, order[:PATHS_NODES], limits, PATHS_MAX)
     left_out += max(0, len(order) - PATHS_NODES) * len(seeds)
     if left_out:
-        truncated.append(Truncation(
-            reason="paths",
-            detail=f"paths shows how the {min(len(order), PATHS_NODES)} nearest shared nodes connect to the seeds; "
-            f"{left_out} more seed-to-node paths were not traced.",
-            hint="intersect fewer seeds, or bfs_query from a seed to a shared node with max_hops=k.",
-            count=left_out,
-        ))
+        truncated.append(_paths_note(min(len(order), PATHS_NODES), left_out))
     dangling = reach.cuts.dangling_edges
     answer = Traversal(
         tool="intersect_subgraphs",
@@ -260,3 +258,46 @@ async def intersect_subgraphs(
     )
     await fetch_detail(graph, answer, detail, room, metadata)
     return answer
+
+
+async def _overlapped(
+    graph: Graph, seeds: list[str], k: int, limits: TraversalLimits, excluded: frozenset[str], room: AnswerRoom | None
+) -> Traversal:
+    """The answer from the store's own intersection walk (the intersect primitive): counted there, the nearest
+    shared nodes listed."""
+    count = limits.max_nodes if room is None else room.most_nodes()
+    found = await graph.intersect(seeds, k, limits, sorted(excluded), count, PATHS_NODES, PATHS_MAX)
+    truncated = Expansion(capped_nodes=found.capped, nodes_cut=found.nodes_cut).truncations(limits)
+    left_out = found.paths_left_out + max(0, found.node_count - PATHS_NODES) * len(seeds)
+    if left_out:
+        truncated.append(_paths_note(min(found.node_count, PATHS_NODES), left_out))
+    listed = [node.id for node in found.page]
+    dangling = found.dangling_edges
+    return Traversal(
+        tool="intersect_subgraphs",
+        seeds=seeds,
+        hops=k,
+        node_ids=listed,
+        types={node.id: node.entity_type for node in found.page},
+        names={node.id: node.name for node in found.page},
+        distance={node.id: node.distance for node in found.page},
+        triples=[(e.subject, e.predicate, e.object) for e in found.edges],
+        node_count=found.node_count,
+        edge_count=found.edge_count,
+        schema_summary=SchemaSummary(entity_types_found=found.entity_types, predicates_found=found.predicates),
+        truncated=truncated,
+        warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
+        paths=[ConnectionPath(seed=p.seed, node=p.node, edges=[(e.subject, e.predicate, e.object) for e in p.edges])
+               for p in found.paths],
+        unlisted=found.node_count - len(listed),
+    )
+
+
+def _paths_note(traced: int, left_out: int) -> Truncation:
+    return Truncation(
+        reason="paths",
+        detail=f"paths shows how the {traced} nearest shared nodes connect to the seeds; "
+        f"{left_out} more seed-to-node paths were not traced.",
+        hint="intersect fewer seeds, or bfs_query from a seed to a shared node with max_hops=k.",
+        count=left_out,
+    )
