@@ -67,10 +67,12 @@ class Strings:
     def __getitem__(self, i: int) -> str:
         return self.blob[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
 
-    def many(self, indexes: Iterable[int]) -> list[str]:
+    def many(self, indexes: Sequence[int] | np.ndarray) -> list[str]:
         """The strings at ``indexes``."""
-        blob, offsets = self.blob, self.offsets.tolist()
-        return [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in indexes]
+        at = np.asarray(indexes, dtype=np.int64)
+        blob = self.blob
+        return [blob[start:end].decode("utf-8")
+                for start, end in zip(self.offsets[at].tolist(), self.offsets[at + 1].tolist(), strict=True)]
 
 
 def _hash(text: str) -> int:
@@ -397,11 +399,7 @@ def survey(
     return Survey(
         node_count=len(order),
         edge_count=len(kept_edges),
-        page=[
-            Reached(entity_id, info.entity_type, info.name, int(hop))
-            for entity_id, info, hop in zip(index.ids.many(listed.tolist()), (index.node(i) for i in listed.tolist()),
-                                            distance, strict=True)
-        ],
+        page=_listed(index, listed, distance),
         edges=_triples(index, page_edges),
         entity_types=sorted(index.types[c] for c in types),
         predicates=sorted(index.predicates[p] for p in preds),
@@ -412,12 +410,22 @@ def survey(
     )
 
 
+def _listed(index: CsrIndex, nodes: np.ndarray, distance: np.ndarray) -> list[Reached]:
+    """The nodes as an answer lists them (a few thousand at most: what an answer can show), as plain tuples."""
+    names: list[str | None] = list(index.names.many(nodes))
+    for unnamed in np.flatnonzero(~index.has_name[nodes]).tolist():
+        names[unnamed] = None
+    types = list(map(index.types.__getitem__, index.type_code[nodes].tolist()))
+    return list(zip(index.ids.many(nodes), types, names, distance.tolist(), strict=True))  # type: ignore[arg-type]
+
+
 def _triples(index: CsrIndex, edges: np.ndarray) -> list[Edge]:
-    subjects, objects = index.subjects[edges].tolist(), index.objects[edges].tolist()
-    ends = sorted(set(subjects) | set(objects))
-    id_of = dict(zip(ends, index.ids.many(ends), strict=True))
-    return [Edge(id_of[s], index.predicates[p], id_of[o])
-            for s, p, o in zip(subjects, index.preds[edges].tolist(), objects, strict=True)]
+    """The edges as plain (subject, predicate, object) tuples."""
+    subjects, objects = index.subjects[edges], index.objects[edges]
+    ends = np.unique(np.concatenate([subjects, objects]))
+    id_of = dict(zip(ends.tolist(), index.ids.many(ends), strict=True)).__getitem__
+    preds = map(index.predicates.__getitem__, index.preds[edges].tolist())
+    return list(zip(map(id_of, subjects.tolist()), preds, map(id_of, objects.tolist()), strict=True))  # type: ignore[arg-type]
 
 
 def _or_by_node(nodes: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -539,11 +547,7 @@ def overlap(
     return Overlap(
         node_count=len(order),
         edge_count=len(among),
-        page=[
-            Reached(entity_id, info.entity_type, info.name, int(shared_at[i]))
-            for entity_id, info, i in zip(index.ids.many(listed.tolist()), (index.node(i) for i in listed.tolist()),
-                                          listed.tolist(), strict=True)
-        ],
+        page=_listed(index, listed, shared_at[listed]),
         edges=_triples(index, among[later < len(listed)]),
         entity_types=sorted({index.types[c] for c in np.unique(index.type_code[order]).tolist()}),
         predicates=sorted({index.predicates[p] for p in np.unique(index.preds[among]).tolist()}),

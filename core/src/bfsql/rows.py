@@ -63,7 +63,7 @@ class Neighbourhood(NamedTuple):
 
 
 class Reached(NamedTuple):
-    """A node a traversal reached, as an answer lists it."""
+    """A node a traversal reached, as an answer lists it (a store may give the plain tuple: read it by position)."""
 
     id: str
     entity_type: str
@@ -85,6 +85,7 @@ class Survey:
     edge_count: int
     page: list[Reached]
     edges: list[Edge]
+    """The page's edges (plain tuples are fine: read them by position)."""
     entity_types: list[str]
     """Types of the nodes reached and of the neighbours left out by ``exclude_types``, sorted."""
     predicates: list[str]

@@ -111,16 +111,16 @@ async def _surveyed(
     total = survey.node_count
     stop = total if limit is None else min(total, offset + limit)
     expansion = Expansion(capped_nodes=survey.capped, nodes_cut=survey.nodes_cut)
-    listed = [node.id for node in survey.page]
+    listed = [row[0] for row in survey.page]
     return Traversal(
         tool="bfs_query",
         seeds=seeds,
         hops=max_hops,
         node_ids=listed,
-        types={node.id: node.entity_type for node in survey.page},
-        names={node.id: node.name for node in survey.page},
-        distance={node.id: node.distance for node in survey.page},
-        triples=[(e.subject, e.predicate, e.object) for e in survey.edges],
+        types={row[0]: row[1] for row in survey.page},
+        names={row[0]: row[2] for row in survey.page},
+        distance={row[0]: row[3] for row in survey.page},
+        triples=[(s, p, o) for s, p, o in survey.edges],
         node_count=total,
         edge_count=survey.edge_count,
         schema_summary=SchemaSummary(entity_types_found=survey.entity_types, predicates_found=survey.predicates),

@@ -271,24 +271,23 @@ async def _overlapped(
     left_out = found.paths_left_out + max(0, found.node_count - PATHS_NODES) * len(seeds)
     if left_out:
         truncated.append(_paths_note(min(found.node_count, PATHS_NODES), left_out))
-    listed = [node.id for node in found.page]
+    listed = [row[0] for row in found.page]
     dangling = found.dangling_edges
     return Traversal(
         tool="intersect_subgraphs",
         seeds=seeds,
         hops=k,
         node_ids=listed,
-        types={node.id: node.entity_type for node in found.page},
-        names={node.id: node.name for node in found.page},
-        distance={node.id: node.distance for node in found.page},
-        triples=[(e.subject, e.predicate, e.object) for e in found.edges],
+        types={row[0]: row[1] for row in found.page},
+        names={row[0]: row[2] for row in found.page},
+        distance={row[0]: row[3] for row in found.page},
+        triples=[(s, p, o) for s, p, o in found.edges],
         node_count=found.node_count,
         edge_count=found.edge_count,
         schema_summary=SchemaSummary(entity_types_found=found.entity_types, predicates_found=found.predicates),
         truncated=truncated,
         warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
-        paths=[ConnectionPath(seed=p.seed, node=p.node, edges=[(e.subject, e.predicate, e.object) for e in p.edges])
-               for p in found.paths],
+        paths=[ConnectionPath(seed=p.seed, node=p.node, edges=[(s, q, o) for s, q, o in p.edges]) for p in found.paths],
         unlisted=found.node_count - len(listed),
     )
 
