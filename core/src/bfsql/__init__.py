@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from bfsql import postprocess
     from bfsql.backends.memory import MemoryBackend
     from bfsql.backends.sqlite import SqliteBackend
-    from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine
+    from bfsql.embedders import AUTO, DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine
     from bfsql.engine import bfs_query, intersect_subgraphs
     from bfsql.engine.paths import path_query
     from bfsql.engine.search import search_entities
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
         read_records,
         relationship_metadata,
     )
-    from bfsql.plugins import create_embedder, get_backends, get_embedders, preferred_embedder
+    from bfsql.plugins import create_embedder, get_backends, get_embedders, preferred_embedder, resolve_embedder_name
     from bfsql.server import (
         HostPolicy,
         ServerSettings,
@@ -92,6 +92,7 @@ _LAZY = {
     "postprocess": "bfsql",
     "MemoryBackend": "bfsql.backends.memory",
     "SqliteBackend": "bfsql.backends.sqlite",
+    "AUTO": "bfsql.embedders",
     "DEFAULT_EMBEDDER": "bfsql.embedders",
     "Embedder": "bfsql.embedders",
     "EmbedderMismatch": "bfsql.embedders",
@@ -107,6 +108,7 @@ _LAZY = {
     "get_backends": "bfsql.plugins",
     "get_embedders": "bfsql.plugins",
     "preferred_embedder": "bfsql.plugins",
+    "resolve_embedder_name": "bfsql.plugins",
     **dict.fromkeys(
         ("BadRow", "EntityRecord", "EvidenceRecord", "ImpliedEntity", "Record", "RelationshipRecord", "compact_iri",
          "detect_format", "edge_metadata", "entity_metadata", "load_sqlite", "node_metadata", "read_bundle",
@@ -131,6 +133,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AUTO",
     "DEFAULT_EMBEDDER",
     "PROVENANCE_KEYS",
     "SEARCH_LIMIT",
@@ -205,6 +208,7 @@ __all__ = [
     "read_records",
     "relationship_metadata",
     "resolve_config",
+    "resolve_embedder_name",
     "search_entities",
     "then",
     "to_output",

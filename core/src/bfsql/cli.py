@@ -295,8 +295,8 @@ def _render_path(data: dict[str, Any]) -> str:
 
 def _note_lines(notes: list[dict[str, Any]]) -> list[str]:
     return [
-        f"truncated ({note['reason']}" + (f", {note['count']} items" if note.get("count") else "") + f"): "
-        f"{note['detail']} {note['hint']}"
+        f"{'note' if note['reason'] == 'unknown_ids' else 'truncated'} ({note['reason']}"
+        + (f", {note['count']} items" if note.get("count") else "") + f"): {note['detail']} {note['hint']}"
         for note in notes
     ]
 
@@ -335,33 +335,33 @@ def _render(tool: str, data: Any) -> str:
         return _render_path(data)
     if isinstance(data, dict) and "nodes" in data and "edges" in data:
         return _render_traversal(data)
-    if isinstance(data, list) and all(isinstance(i, dict) and ("id" in i or "truncated" in i) for i in data):
-        lines = [
+    if isinstance(data, list) and all(isinstance(i, dict) and "id" in i for i in data):
+        return "\n".join(
             f"{i['id']}  [{i.get('entity_type', '')}]  {i.get('name') or (i.get('metadata') or {}).get('name', '')}"
             .rstrip()
             + (f"  score={i['score']:.3f}" if isinstance(i.get("score"), int | float) else "")
             + (f"  ({'+'.join(i['rankers'])})" if i.get("rankers") else "")
             for i in data
-            if "id" in i
-        ]
-        return "\n".join(lines + _note_lines([i["truncated"] for i in data if "truncated" in i]))
+        )
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-async def _call_tool(plans: list[Any], tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
+async def _call_tool(plans: list[Any], tool: str, arguments: dict[str, Any]) -> tuple[bool, Any, list[Any]]:
+    """Whether the call answered, its answer (or error text), and the notes beside a list answer."""
     from mcp import Client
 
+    from bfsql.server.pipeline import answer_text, notes_of
     from bfsql.server.run import open_server
 
     async with open_server(plans) as server, Client(server) as client:
         result = await client.call_tool(tool, arguments)
-    text = "".join(getattr(block, "text", "") for block in result.content)
+    text = answer_text(result)
     if result.is_error:
-        return False, text
+        return False, text, []
     try:
-        return True, json.loads(text)
+        return True, json.loads(text), notes_of(result)
     except json.JSONDecodeError:
-        return True, text
+        return True, text, notes_of(result)
 
 
 @click.command(cls=GraphCommand)
@@ -418,7 +418,7 @@ def _print_answer(
     """Call ``tool`` on the graph the command's options describe and print its answer (or fail with its error)."""
     _, plans = _resolve(options)
     try:
-        ok, data = asyncio.run(_call_tool(plans, tool, arguments))
+        ok, data, notes = asyncio.run(_call_tool(plans, tool, arguments))
     except BfsqlError as exc:
         _fail(exc)
         return
@@ -429,7 +429,10 @@ def _print_answer(
 
         click.echo(draw(tool, data, diagram), nl=False)
         return
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2) if as_json else _render(tool, data))
+    if as_json:
+        click.echo(json.dumps({"result": data, "notes": notes} if notes else data, ensure_ascii=False, indent=2))
+        return
+    click.echo("\n".join([_render(tool, data), *_note_lines(notes)]).strip())
 
 
 EXPLORE_PORT = 8765

@@ -21,7 +21,6 @@ __all__ = [
     "EntityStub",
     "GraphListing",
     "IntersectionResult",
-    "ListCut",
     "Node",
     "PathEntity",
     "PathMetadata",
@@ -101,12 +100,6 @@ class Truncation(BaseModel):
     next_offset: int | None = None
     capped_nodes: list[str] | None = None
     remaining_ids: list[str] | None = Field(default=None, description="Ids left out of a cut list (first 100).")
-
-
-class ListCut(BaseModel):
-    """The last element of a list answer that was cut to its budget or is one page of more."""
-
-    truncated: Truncation
 
 
 class ConnectionPath(BaseModel):

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from bfsql.models import BfsResult, ConnectionPath, IntersectionResult, Node, ResultEdge, SchemaSummary, Truncation
 
-__all__ = ["AnswerRoom", "Detail", "EdgeRecords", "EntityRecords", "Traversal", "Triple"]
+__all__ = ["AnswerRoom", "Detail", "EdgeRecords", "EntityRecords", "Listing", "Traversal", "Triple"]
 
 Triple = tuple[str, str, str]
 """An edge as (subject, predicate, object): sorted, it is the canonical edge order."""
@@ -154,3 +154,13 @@ class EdgeRecords:
     """Each found edge's metadata (post-processing edits it in place)."""
     missing: list[Triple] = field(default_factory=list)
     """Asked edges the graph does not know."""
+
+
+@dataclass
+class Listing:
+    """A list answer (search hits, a plugin's list) and the notes said beside it, never inside it."""
+
+    items: list[Any]
+    notes: list[Truncation] = field(default_factory=list)
+    offset: int | None = None
+    """Index of the first item, for a paged list (a cut then says where to go on)."""

@@ -519,20 +519,22 @@ def fit_list(
     *,
     what: str,
     id_key: str = "id",
-    note: Truncation | None = None,
+    notes: Sequence[Truncation] = (),
     offset: int | None = None,
-) -> list[Any]:
-    """A list answer within the budget: long values clipped, then items cut from the end.
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """A list answer within the budget, and what is said beside it: long values clipped, then items cut from the end.
 
-    A cut (or ``note``, e.g. a page of search results) is a last element ``{"truncated": {...}}``
-    saying what was left out and how to get it: the offset to continue from for a paged list
-    (``offset`` = index of the first item), else the ids left out (as many as the budget holds).
+    The list holds only its items; ``notes`` (a page that goes on, unknown ids) and the cut, if
+    any, come back apart, as plain dicts, and count against the budget with the items. A cut
+    says how to get the rest: the offset to continue from for a paged list (``offset`` = index
+    of the first item), else the ids left out (as many as the budget holds).
     """
     items = [fit_record(i, budget) if isinstance(i, dict) else i for i in items]
+    given = [n.model_dump(exclude_none=True) for n in notes]
 
-    def with_marker(keep: int) -> list[Any]:
+    def cut_at(keep: int) -> tuple[list[Any], list[dict[str, Any]]]:
         if keep == len(items):
-            return items + ([{"truncated": note.model_dump(exclude_none=True)}] if note else [])
+            return items, given
         cut = Truncation(
             reason="max_tokens",
             detail=f"{len(items) - keep} of {len(items)} {what} did not fit {budget.max_tokens} tokens.",
@@ -554,18 +556,23 @@ def fit_list(
             cut.hint = "Call again with the remaining ids" + (
                 f" (the first {len(rest)} are listed)." if len(rest) < len(items) - keep else "."
             )
-        return [*items[:keep], {"truncated": cut.model_dump(exclude_none=True)}]
+        kept_notes = [n for n in given if n.get("reason") != "page"]  # the cut says where to go on
+        return items[:keep], [*kept_notes, cut.model_dump(exclude_none=True)]
 
-    if _fits(with_marker(len(items)), budget):
-        return with_marker(len(items))
+    def fits(keep: int) -> bool:
+        listed, said = cut_at(keep)
+        return len(compact_json(listed)) + len(compact_json(said)) <= budget.chars
+
+    if fits(len(items)):
+        return cut_at(len(items))
     low, high = 0, len(items) - 1
     while low < high:
         middle = (low + high + 1) // 2
-        if _fits(with_marker(middle), budget):
+        if fits(middle):
             low = middle
         else:
             high = middle - 1
-    return with_marker(low)
+    return cut_at(low)
 
 
 def fit_schema(schema: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:

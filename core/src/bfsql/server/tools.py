@@ -18,7 +18,7 @@ from bfsql.backend import gather_or_cancel
 from bfsql.engine import bfs_query as traverse
 from bfsql.engine import intersect_subgraphs as intersect
 from bfsql.engine import search as hybrid
-from bfsql.engine.answer import EdgeRecords, EntityRecords, Traversal
+from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD
 from bfsql.engine.paths import path_query as run_path_query
 from bfsql.errors import InvalidArgument, UnknownEntity, clip
@@ -26,7 +26,6 @@ from bfsql.models import (
     BfsResult,
     EntityStub,
     IntersectionResult,
-    ListCut,
     Node,
     PathQueryResult,
     ResultEdge,
@@ -68,8 +67,9 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
 
 SEARCH_MAX = 100
 """Most results one search call returns."""
-SEARCH_MAX_OFFSET = 1000
-"""Deepest page start: search pages through the best matches, not the whole graph."""
+SEARCH_DEPTH = 300
+"""Matches one search ranks, whatever the page asked: every page cuts the same ranking, so paging returns each
+match once with one score; a page starts within it (offset below this)."""
 
 
 async def search_entities(
@@ -90,35 +90,43 @@ async def search_entities(
     ] = hybrid.DEFAULT_ALPHA,
     limit: Annotated[int, Field(description=f"Most results (1-{SEARCH_MAX}).", examples=[20])] = hybrid.SEARCH_LIMIT,
     offset: Annotated[
-        int, Field(description=f"Skip the first N results (paging; 0-{SEARCH_MAX_OFFSET}).", examples=[20])
+        int, Field(description=f"Skip the first N results (paging; 0-{SEARCH_DEPTH - 1}).", examples=[20])
     ] = 0,
     min_similarity: Annotated[
         float | None,
         Field(description="Least cosine similarity (0-1) of a vector hit; default: the embedder's measured one.",
               examples=[0.5]),
     ] = None,
-) -> list[EntityStub]:
+) -> Listing:
     """Resolve a name to canonical ids; [] when nothing relevant matches."""
     if not isinstance(limit, int) or not 1 <= limit <= SEARCH_MAX:
         raise InvalidArgument(f"limit must be an integer from 1 to {SEARCH_MAX}; got {limit!r}.", "Example: limit=20.")
-    if not isinstance(offset, int) or not 0 <= offset <= SEARCH_MAX_OFFSET:
+    if not isinstance(offset, int) or not 0 <= offset < SEARCH_DEPTH:
         raise InvalidArgument(
-            f"offset must be an integer from 0 to {SEARCH_MAX_OFFSET}; got {clip(str(offset))}.",
-            f"Search pages through the best {SEARCH_MAX_OFFSET + SEARCH_MAX} matches at most: to reach others, "
-            "narrow the query (more words, node_types).",
+            f"offset must be an integer from 0 to {SEARCH_DEPTH - 1}; got {clip(str(offset))}.",
+            f"Search ranks the best {SEARCH_DEPTH} matches: to reach others, narrow the query (more words, "
+            "node_types).",
         )
-    hits = await hybrid.search_entities(
-        ctx.graph, query, node_types, mode=mode, alpha=alpha, limit=offset + limit + 1, min_similarity=min_similarity
+    ranked = await hybrid.search_entities(
+        ctx.graph, query, node_types, mode=mode, alpha=alpha, limit=SEARCH_DEPTH, min_similarity=min_similarity
     )
-    page: list[Any] = list(hits[offset : offset + limit])
-    if len(hits) > offset + limit:
-        page.append(Truncation(
+    stop = offset + limit
+    notes = []
+    if len(ranked) > stop:
+        notes.append(Truncation(
             reason="page",
-            detail=f"Returned results {offset}..{offset + limit - 1}; more entities match.",
-            hint=f"Repeat the call with offset={offset + limit} for the next results.",
-            next_offset=offset + limit,
+            detail=f"Returned results {offset}..{stop - 1} of {len(ranked)}"
+            f"{' or more' if len(ranked) == SEARCH_DEPTH else ''}.",
+            hint=f"Repeat the call with offset={stop} for the next results.",
+            next_offset=stop,
         ))
-    return page
+    elif len(ranked) == SEARCH_DEPTH and stop >= SEARCH_DEPTH:
+        notes.append(Truncation(
+            reason="search_depth",
+            detail=f"Search ranks the best {SEARCH_DEPTH} matches; more entities may match.",
+            hint="Narrow the query (more words, node_types) to reach others.",
+        ))
+    return Listing(ranked[offset:stop], notes, offset)
 
 
 async def _filter_warnings(ctx: ToolContext, answer: Traversal, arguments: dict[str, list[str] | None]) -> None:
@@ -273,13 +281,13 @@ async def describe_edges(
 
 BUILTIN_TOOLS: tuple[tuple[Any, Any, bool, bool], ...] = (
     (describe_schema, SchemaDescription, False, False),
-    (search_entities, list[EntityStub | ListCut], False, False),
+    (search_entities, list[EntityStub], False, False),
     (bfs_query, BfsResult, True, True),
     (describe_entity, dict[str, Any], False, True),
-    (describe_entities, list[Node | ListCut], False, True),
+    (describe_entities, list[Node], False, True),
     (intersect_subgraphs, IntersectionResult, True, True),
     (path_query, PathQueryResult, True, True),
-    (describe_edges, list[ResultEdge | ListCut], False, True),
+    (describe_edges, list[ResultEdge], False, True),
 )
 """(function, answer model, whether it traverses, whether a call may set its own max_tokens), in the order clients
 see them. A traversal's description lists the schema, and it waits for one of its graph's heavy-call slots."""

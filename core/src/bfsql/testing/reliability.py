@@ -23,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from pydantic import BaseModel
 
 from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.server.pipeline import answer_text, notes_of
 from bfsql.testing.standard_graph import standard_records
 
 __all__ = [
@@ -41,11 +42,12 @@ __all__ = [
 
 
 class Outcome:
-    """What one tool call gave: a parsed answer or an error text."""
+    """What one tool call gave: a parsed answer or an error text, and the notes beside a list answer."""
 
-    def __init__(self, is_error: bool, text: str) -> None:
+    def __init__(self, is_error: bool, text: str, notes: list[dict[str, Any]] | None = None) -> None:
         self.is_error = is_error
         self.text = text
+        self.notes = notes or []
 
     def data(self) -> Any:
         """The answer as JSON data (only for successful calls)."""
@@ -114,8 +116,7 @@ class SessionThread:
         """Call a tool; an answer or a tool error, never a hang (the call timeout raises)."""
         self.calls += 1
         result = self.run(lambda client: client.call_tool(tool, arguments))
-        text = "".join(getattr(block, "text", "") for block in result.content)
-        return Outcome(bool(result.is_error), text)
+        return Outcome(bool(result.is_error), answer_text(result), notes_of(result))
 
 
 @contextlib.contextmanager

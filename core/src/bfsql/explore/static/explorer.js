@@ -83,6 +83,8 @@ async function call(tool, args, graph = state.graph) {
     throw new ToolError(`${tool} failed (${response.status}): ${text || response.statusText}`);
   }
   if (!response.ok) throw new ToolError(body.error || `${tool} failed (${response.status})`);
+  const notes = response.headers.get("bfsql-notes");  // a list answer's notes travel beside it
+  if (notes && Array.isArray(body)) body.notes = JSON.parse(notes);
   return body;
 }
 
@@ -524,16 +526,15 @@ async function selectEdge(edge) {
 }
 
 async function renderHits(title, hits) {
-  await learnStyles(hits.filter((hit) => hit.id).map((hit) => hit.entity_type));
+  await learnStyles(hits.map((hit) => hit.entity_type));
   $("#hits-panel").hidden = false;
   $("#hits-panel h2").textContent = title;
-  const items = hits.filter((hit) => hit.id).map((hit) => el("li", { dataset: { id: hit.id }, onclick: () => open([hit.id]) },
+  const items = hits.map((hit) => el("li", { dataset: { id: hit.id }, onclick: () => open([hit.id]) },
     swatch(hit.entity_type), el("strong", {}, hit.name || hit.id), " ", el("span", { class: "id" }, hit.id), " ",
     el("span", { class: "meta" }, `${hit.entity_type}${typeof hit.score === "number" ? ` · score ${hit.score.toFixed(3)}` : ""}`
       + `${hit.rankers ? ` · ${hit.rankers.join("+")}` : ""}`)));
   $("#search-hits").replaceChildren(...(items.length ? items : [el("li", { class: "hint" }, "No entity matches.")]));
-  const cut = hits.find((hit) => hit.truncated);
-  if (cut) $("#search-hits").append(el("li", { class: "hint" }, `${cut.truncated.detail} ${cut.truncated.hint}`));
+  for (const note of hits.notes || []) $("#search-hits").append(el("li", { class: "hint" }, `${note.detail} ${note.hint}`));
 }
 
 async function search(view) {
