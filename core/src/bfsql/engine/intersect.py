@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
-from bfsql.engine.answer import AnswerRoom, Detail, Traversal
-from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds, type_set
+from bfsql.engine.answer import AnswerRoom, Traversal
+from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, schema_summary
+from bfsql.engine.filters import read_filters
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
@@ -201,7 +202,7 @@ async def intersect_subgraphs(
     predicates: list[str] | None = None,
     topology_only: bool = False,
     exclude_node_types: list[str] | None = None,
-    min_mentions: int = 1,
+    min_mentions: int | None = None,
     limits: TraversalLimits = DEFAULT_LIMITS,
     room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
@@ -214,16 +215,18 @@ async def intersect_subgraphs(
     seeds = check_seeds(seeds, 2, "intersect_subgraphs")
     check_hops(k, "k")
     check_min_mentions(min_mentions)
-    detail = Detail(type_set(node_types, "node_types"), type_set(predicates, "predicates"), bool(topology_only))
-    excluded = type_set(exclude_node_types, "exclude_node_types") or frozenset()
+    filters = await read_filters(graph, node_types, predicates, exclude_node_types, topology_only)
+    detail, excluded = filters.detail, filters.excluded
 
     known = await graph.hop(seeds)  # the walk's first hop
     unknown = [s for s in seeds if s not in known]
     if unknown:
         raise UnknownEntity(unknown)
-    if graph.walks_in_store("intersect") and min_mentions <= 1:
+    if graph.walks_in_store("intersect") and min_mentions is None:
         answer = await _overlapped(graph, seeds, k, limits, excluded, room)
         await fetch_detail(graph, answer, detail, room)
+        answer.warnings[:0] = filters.warnings
+        await _add_context(graph, answer)
         return answer
 
     reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress, first_hop=known)
@@ -253,11 +256,27 @@ async def intersect_subgraphs(
         edge_count=len(triples),
         schema_summary=summary,
         truncated=truncated,
-        warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
+        warnings=[*filters.warnings,
+                  *([f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [])],
         paths=paths,
     )
     await fetch_detail(graph, answer, detail, room, metadata)
+    await _add_context(graph, answer)
     return answer
+
+
+async def _add_context(graph: Graph, answer: Traversal) -> None:
+    """Name the seeds and the path nodes that are not shared nodes (``answer.context``), their types and names
+    read in one call where the walk did not give them."""
+    shared = set(answer.node_ids)
+    ends = (end for path in answer.paths for s, _, o in path.edges for end in (s, o))
+    answer.context = [i for i in dict.fromkeys([*answer.seeds, *ends]) if i not in shared]
+    unknown = [i for i in answer.context if i not in answer.types or i not in answer.names]
+    if unknown:
+        nodes = await graph.get_nodes(unknown)
+        for node_id, node in nodes.items():
+            answer.types[node_id], answer.names[node_id] = node.entity_type, node.name
+    answer.context = [i for i in answer.context if i in answer.types]
 
 
 async def _overlapped(

@@ -40,12 +40,15 @@ TOOL_USAGE_NOTES = """\
   page of its later endpoint, so paging never repeats an edge.
 - intersect_subgraphs: nodes within k undirected hops of every seed; no paging.
 - search_entities: mode = exact | lexical | vector | hybrid | rrf (default: the best
-  the graph supports); each hit has a score and the rankers that found it.
+  the graph supports; rrf adds a graph ranker: "nutlin inhibits" finds what Nutlin-3
+  inhibits); each hit has a score and the rankers that found it. Paging notes come
+  after the list, not in it.
 - path_query: a chain "name" or @id, then edges -[terms]-> / <-[terms]- ([*] = any
   relation), each optionally followed by type:T, @id or "text". Empty answers explain
   why in metadata (reason, available_relations, hint).
 - describe_entity / describe_entities: full records for stubs. Unknown ids are
-  reported (describe_entity) or omitted (describe_entities).
+  an error (describe_entity) or named in a note after the list (describe_entities).
+- Type and predicate filters match ignoring case.
 - Stubs carry the entity's name when the graph has one. Answers fit a size budget
   (max_tokens, per call or the server's): far nodes lose detail first (clipped
   values, then named stubs, then bare stubs), then nodes are cut with an offset to

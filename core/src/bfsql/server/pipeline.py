@@ -25,19 +25,21 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from bfsql.budgets import MIN_MAX_TOKENS
+from bfsql.budgets import CHARS_PER_TOKEN, MIN_MAX_TOKENS
 from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
-from bfsql.errors import BfsqlError, UnknownEntity, clip
+from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
 from bfsql.pacing import light_call
 from bfsql.server.fitting import (
     AnswerBudget,
+    answer_limit,
     compact_json,
     fit_list,
     fit_paths,
@@ -45,6 +47,7 @@ from bfsql.server.fitting import (
     fit_schema,
     fit_traversal,
     hold_texts,
+    note_text,
 )
 from bfsql.server.tool_spec import MAX_TOKENS_ARGUMENT, ToolContext, ToolSpec, validate
 from bfsql.settings import ServerSettings
@@ -166,7 +169,7 @@ def result_of(data: Any, text: str | None = None, notes: Notes | None = None) ->
     structured = {"result": data} if isinstance(data, list) else data
     content: list[Any] = [TextContent(type="text", text=compact_json(data) if text is None else text)]
     if notes:
-        content.append(TextContent(type="text", text="\n".join(f"{n['detail']} {n['hint']}".strip() for n in notes)))
+        content.append(TextContent(type="text", text="\n".join(map(note_text, notes))))
     return CallToolResult.model_validate({
         "content": content,
         "structuredContent": structured if isinstance(structured, dict) else None,
@@ -189,8 +192,15 @@ def error_result(text: str, max_chars: int = ERROR_CHARS) -> CallToolResult:
 def answer_budget(spec: ToolSpec, settings: ServerSettings, arguments: dict[str, Any]) -> AnswerBudget:
     """The call's answer budget: the server's, or the call's own ``max_tokens`` (taken out of ``arguments``)."""
     asked = arguments.pop(MAX_TOKENS_ARGUMENT, None) if spec.max_tokens else None
-    tokens = settings.max_tokens if asked is None else max(min(int(asked), settings.max_tokens), MIN_MAX_TOKENS)
-    return AnswerBudget(tokens, settings.named_stubs)
+    if asked is None:
+        return AnswerBudget(settings.max_tokens, settings.named_stubs)
+    if asked < 1:
+        raise InvalidArgument(
+            f"max_tokens must be a positive number of tokens; got {asked}.",
+            f"Omit it for the server's budget ({settings.max_tokens}), or ask for {MIN_MAX_TOKENS} or more.",
+        )
+    tokens = max(min(asked, settings.max_tokens), MIN_MAX_TOKENS)
+    return AnswerBudget(tokens, settings.named_stubs, asked if asked < MIN_MAX_TOKENS else None)
 
 
 def _summary(arguments: dict[str, Any]) -> str:
@@ -282,8 +292,17 @@ async def run_tool(
 
 def fit_and_serialise(answer: Any, budget: AnswerBudget) -> tuple[Any, str, Notes]:
     """The answer fitted to ``budget``, its wire text, and the notes beside it (stage 5, as the pipeline runs it)."""
-    data, notes = fit(answer, budget)
-    data, text = hold_texts(data, budget)
+    for _ in range(3):
+        data, notes = fit(answer, budget)
+        data, text = hold_texts(data, budget)
+        floor = budget.floor_note()
+        notes = [floor, *notes] if floor else notes
+        size = len(text) + sum(len(note_text(n)) + 1 for n in notes)
+        if size <= answer_limit(budget.max_tokens):
+            break
+        # Even the smallest answer (one node, the counts, the notes) is more than the budget: give it what it
+        # takes, and say so, rather than report a budget the answer exceeds.
+        budget = replace(budget, max_tokens=-(-size // CHARS_PER_TOKEN) + 10, asked=budget.asked or budget.max_tokens)
     return data, text, notes
 
 

@@ -33,6 +33,7 @@ from bfsql.models import (
     Truncation,
 )
 from bfsql.rows import Edge
+from bfsql.server.fitting import compact_json
 from bfsql.server.instructions import DEFAULT_NEXT_STEPS, TOOL_DESCRIPTIONS, TOOL_USAGE_NOTES
 from bfsql.server.tool_spec import ToolContext
 
@@ -47,7 +48,11 @@ Exclude = Annotated[
     list[str] | None, Field(description="Remove these types and their edges entirely.", examples=[["Paper"]])
 ]
 TopologyOnly = Annotated[bool, Field(description="Ids, types, names and bare triples only: the cheapest survey.")]
-MinMentions = Annotated[int, Field(description="Drop nodes with total_mentions below this.", examples=[2])]
+MinMentions = Annotated[
+    int | None,
+    Field(description="Remove nodes whose total_mentions is below this, and their edges (nodes without "
+          "total_mentions and the seeds stay). Omitted: no filter.", examples=[2]),
+]
 
 
 async def describe_schema(ctx: ToolContext) -> SchemaDescription:
@@ -81,7 +86,8 @@ async def search_entities(
     mode: Annotated[
         Literal["exact", "lexical", "vector", "hybrid", "rrf"] | None,
         Field(description="Ranking: exact, lexical, vector, hybrid (alpha-weighted) or rrf (reciprocal rank "
-              "fusion). Default: the best this graph supports.", examples=["lexical"]),
+              "fusion of lexical, vector and a graph ranker that finds what is linked to what the query names). "
+              "Default: the best this graph supports.", examples=["lexical"]),
     ] = None,
     alpha: Annotated[
         float,
@@ -129,22 +135,6 @@ async def search_entities(
     return Listing(ranked[offset:stop], notes, offset)
 
 
-async def _filter_warnings(ctx: ToolContext, answer: Traversal, arguments: dict[str, list[str] | None]) -> None:
-    """Warn about filter values the graph does not know (when its schema is comprehensive)."""
-    if not ctx.graph.capabilities.comprehensive_schema or not any(arguments.values()):
-        return
-    types, preds = await gather_or_cancel(ctx.graph.entity_types(), ctx.graph.predicates())
-    for name, values in arguments.items():
-        valid = preds if name == "predicates" else types
-        unknown = [v for v in values or [] if v not in valid]
-        if unknown:
-            answer.warnings.append(
-                f"{name}: {', '.join(repr(clip(v)) for v in unknown[:10])} {'is' if len(unknown) == 1 else 'are'} not "
-                f"among this graph's {'predicates' if name == 'predicates' else 'entity types'} "
-                f"({', '.join(valid[:30]) + (' …' if len(valid) > 30 else '')}); matching is exact and case-sensitive."
-            )
-
-
 async def _traversal(
     ctx: ToolContext,
     engine: Callable[..., Awaitable[Traversal]],
@@ -154,11 +144,9 @@ async def _traversal(
     **options: Any,
 ) -> Traversal:
     """Run a traversal of the engine (bfs_query, intersect_subgraphs) within the graph's limits and the answer's
-    budget; warn about filter values the graph does not know."""
-    answer = await engine(ctx.graph, seeds, hops, **filters, **options, limits=ctx.settings.limits,
-                          room=ctx.answer_budget, progress=ctx.progress)
-    await _filter_warnings(ctx, answer, filters)
-    return answer
+    budget."""
+    return await engine(ctx.graph, seeds, hops, **filters, **options, limits=ctx.settings.limits,
+                        room=ctx.answer_budget, progress=ctx.progress)
 
 
 async def bfs_query(
@@ -169,7 +157,7 @@ async def bfs_query(
     predicates: Predicates = None,
     topology_only: TopologyOnly = False,
     exclude_node_types: Exclude = None,
-    min_mentions: MinMentions = 1,
+    min_mentions: MinMentions = None,
     limit: Annotated[int | None, Field(description="Cap the number of nodes returned.", examples=[50])] = None,
     offset: Annotated[int, Field(description="Skip the first N nodes (paging).", examples=[50])] = 0,
 ) -> Traversal:
@@ -219,7 +207,7 @@ async def intersect_subgraphs(
     node_types: Types = None,
     exclude_node_types: Exclude = None,
     predicates: Predicates = None,
-    min_mentions: MinMentions = 1,
+    min_mentions: MinMentions = None,
     topology_only: TopologyOnly = False,
 ) -> Traversal:
     """Nodes every seed reaches."""
@@ -254,13 +242,35 @@ async def path_query(
 EDGES_MAX = 200
 """Most edges one describe_edges call takes."""
 
+EDGE_ITEM_SCHEMA: dict[str, Any] = {"anyOf": [
+    {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3},
+    {"type": "object", "required": ["subject", "predicate", "object"],
+     "properties": {name: {"type": "string"} for name in ("subject", "predicate", "object")}},
+]}
+"""An edge as describe_edges takes it: a triple, or an edge object as bfs_query answers it."""
+
+
+def _edge(position: int, item: Any) -> Edge:
+    """One asked edge, from a triple or an edge object; :class:`InvalidArgument` saying which forms are taken."""
+    if isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("subject", "predicate", "object")):
+        return Edge(item["subject"], item["predicate"], item["object"])
+    if isinstance(item, list | tuple) and len(item) == 3 and all(isinstance(part, str) for part in item):
+        return Edge(*item)
+    shape = f"a list of {len(item)} item(s)" if isinstance(item, list | tuple) else clip(compact_json(item), 60)
+    raise InvalidArgument(
+        f"edges[{position}] must be [subject, predicate, object] (three strings) or an object with subject, "
+        f"predicate and object; got {shape}.",
+        'Example: edges=[["HGNC:BRAF", "isa", "FPLX:RAF"]], or the edges bfs_query answered.',
+    )
+
 
 async def describe_edges(
     ctx: ToolContext,
     edges: Annotated[
-        list[tuple[str, str, str]],
-        Field(description="Edges as [subject, predicate, object] triples.",
-              examples=[[["HGNC:BRAF", "isa", "FPLX:RAF"]]]),
+        list[Any],
+        Field(description="Edges as [subject, predicate, object] triples, or as the {subject, predicate, object} "
+              "objects bfs_query answers (other keys, such as metadata, are ignored).",
+              examples=[[["HGNC:BRAF", "isa", "FPLX:RAF"]]], json_schema_extra={"items": EDGE_ITEM_SCHEMA}),
     ],
 ) -> EdgeRecords:
     """Edges' metadata with their provenance."""
@@ -268,7 +278,7 @@ async def describe_edges(
         raise InvalidArgument(
             f"describe_edges accepts at most {EDGES_MAX} edges; got {len(edges)}.", "Split them over several calls."
         )
-    wanted = [Edge(*e) for e in dict.fromkeys(tuple(e) for e in edges)]
+    wanted = list(dict.fromkeys(_edge(i, item) for i, item in enumerate(edges)))
     metadata, provenance = await gather_or_cancel(
         ctx.graph.metadata_for_edges(wanted), ctx.graph.provenance_for_edges(wanted)
     )

@@ -55,6 +55,7 @@ from bfsql.testing.answers import (
     run_traversal,
 )
 from bfsql.testing.applicability import requires, skip, unmet
+from bfsql.testing.exact_answers import ExactAnswerChecks
 from bfsql.testing.idmap import IdMap, IdMapLike
 from bfsql.testing.parity import assert_parity
 from bfsql.testing.random_graphs import TYPES, random_records
@@ -145,7 +146,7 @@ def _payload(result: Any, what: str) -> Any:
     return json.loads(result.content[0].text)
 
 
-class BackendConformance:
+class BackendConformance(ExactAnswerChecks):
     """The standard tests of a bfsql backend. Subclass it (``class TestMine(BackendConformance)``).
 
     Provide the ``backend`` fixture: a :class:`~bfsql.GraphBackend` (or
@@ -170,7 +171,7 @@ class BackendConformance:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        standard = {name for name in vars(BackendConformance) if name.startswith("test_")}
+        standard = {name for name in dir(BackendConformance) if name.startswith("test_")}
         for name in sorted(standard & set(vars(cls))):
             override = vars(cls)[name]
             if not _xfailed(override):
