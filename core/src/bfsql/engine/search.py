@@ -108,8 +108,8 @@ def check_mode(graph: Graph, mode: str | None, alpha: float) -> str:
         )
     if mode not in available:
         raise InvalidArgument(
-            f"Search mode {mode!r} needs vector search, which this graph's backend "
-            f"({type(graph.backend).__name__}) does not offer. Available modes: {', '.join(available)}.",
+            f"Search mode {mode!r} needs entity vectors, which this graph does not have. "
+            f"Available modes: {', '.join(available)}.",
             "Use mode='lexical' (or omit mode). A sqlite store gets entity vectors from "
             "'bfsql load --embedder NAME'; other backends document how to enable vectors.",
         )

@@ -93,7 +93,7 @@ async def open_server(
 
         async def open_one(plan: GraphPlan) -> ServedGraph:
             entry = ServedGraph(plan.name, None, plan.settings, plan.description, plan.spec.name)
-            opening = open_graph(plan.spec, plan.config, name=plan.name,
+            opening = open_graph(plan.spec, plan.config, name=plan.name, description=plan.description,
                                  primitive_timeout=plan.settings.primitive_timeout)
             if len(plans) == 1:
                 entry.graph = await stack.enter_async_context(opening)
