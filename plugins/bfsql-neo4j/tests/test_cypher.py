@@ -32,10 +32,9 @@ def all_reads(statements: Statements) -> list[str]:
 
 def test_hop_is_one_anchored_unwind_in_both_directions() -> None:
     assert NEO4J.hop() == (
-        "UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id})-[r]-(m) "
-        "RETURN id, type(r) AS type, startNode(r) = n AS outgoing, m.`entity_id` AS other, "
-        "labels(m) AS labels, m.`name` AS name"
-    )
+        "UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id}) OPTIONAL MATCH (n)-[r]-(m) "
+        "RETURN id,type(r),startNode(r)=n,m.`entity_id`,labels(m),m.`name`,labels(n),n.`name`"
+    ), "the asked node's own labels and name too, also for a node without relationships"
 
 
 def test_nodes_and_metadata_statements() -> None:

@@ -72,7 +72,8 @@ async def test_quotes_and_backslashes_in_ids_and_search(falkordb_server) -> None
             assert (await graph.metadata_for_node(a))["name"] == f"name of {a}"
         hops = await backend.hop(NASTY_IDS)
         for before, here, after in zip(NASTY_IDS, NASTY_IDS[1:], NASTY_IDS[2:], strict=False):
-            assert sorted(hops[here]) == sorted(
+            assert hops[here].node == NodeInfo("Thing", f"name of {here}")
+            assert sorted(hops[here].edges) == sorted(
                 [
                     HopEdge(before, "Links_To", here, "Thing", f"name of {before}"),
                     HopEdge(here, "Links_To", after, "Thing", f"name of {after}"),
@@ -115,7 +116,8 @@ async def test_hop_is_one_statement_for_the_whole_frontier(falkordb_server, monk
         frontier = ["GENE:TP53", "GENE:MDM2", "DRUG:aspirin", "DISEASE:LFS", "NOPE"]
         found = await backend.hop(frontier)
         assert statements == [backend.statements.hop()]
-        mdm2 = found["GENE:MDM2"]
+        assert found["GENE:MDM2"].node == NodeInfo("Gene", "MDM2")
+        mdm2 = found["GENE:MDM2"].edges
         assert ("GENE:MDM2", "INHIBITS", "GENE:TP53", "Gene", "TP53") in mdm2  # outgoing, with the other end
         assert any(row[2] == "GENE:MDM2" and row[0] != "GENE:MDM2" for row in mdm2)  # incoming
         assert "NOPE" not in found

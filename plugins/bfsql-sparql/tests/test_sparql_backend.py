@@ -23,6 +23,7 @@ from sparql_servers import (
     lubm_config,
     sparql_json,
 )
+from sparql_standard_rdf import PREFIXES, compact_id
 
 from bfsql import (
     Graph,
@@ -34,6 +35,7 @@ from bfsql import (
     get_backends,
     resolve_config,
 )
+from bfsql.testing.standard_graph import INVISIBLE_IDS, ORPHAN, STANDARD_IDS
 from bfsql_sparql import SparqlBackend, SparqlClient, SparqlConfig, SparqlConfigError, SparqlEndpointError
 from bfsql_sparql.truncation import REASON
 from bfsql_testsupport.services import free_port
@@ -88,9 +90,11 @@ async def test_edge_limit_cuts_in_order_and_is_reported(
 async def test_a_hop_is_one_query_per_batch_of_ids(lubm: SparqlBackend) -> None:
     sent = lubm.client.requests
     rows = await lubm.hop(STUDENTS)
-    assert sorted(rows) == sorted(STUDENTS) and all(rows.values())
+    assert sorted(rows) == sorted(STUDENTS) and all(there.edges for there in rows.values())
     assert lubm.client.requests - sent == math.ceil(len(STUDENTS) / lubm.limits.batch_size)
-    for student, found in rows.items():
+    for student, there in rows.items():
+        assert there.node.entity_type == "ub:UndergraduateStudent", "the asked entity itself comes with its edges"
+        found = there.edges
         assert all(student in (subject, obj) for subject, _, obj, _, _ in found)
         assert all(other_type is not None for *_, other_type, _ in found), "every end of a student is an entity"
 
@@ -104,9 +108,33 @@ async def test_a_hop_too_big_for_one_answer_is_read_in_groups(server: SparqlServ
         counted = await small.hop(asked)
         assert small.client.requests - sent > 3, "the query, the counts, the groups, the hub's pages and ends"
         expected = await lubm.hop(asked)
-        assert {i: sorted(rows) for i, rows in counted.items()} == {i: sorted(rows) for i, rows in expected.items()}
+        assert {i: (there.node, sorted(there.edges)) for i, there in counted.items()} == {
+            i: (there.node, sorted(there.edges)) for i, there in expected.items()
+        }
         assert [c.capped_nodes for c in small.truncations(set(asked))] == [[DEPARTMENT]]
     finally:
+        await small.aclose()
+
+
+async def test_a_counted_hop_answers_the_asked_entities_as_one_query_does(server: SparqlServer) -> None:
+    """Past --max-rows the hop is counted; the asked entities without edges (ORPHAN) are still answered, unknown and
+    merged ids still left out."""
+    ids = compact_id if server.name == "oxigraph" else str
+    asked = [ids(i) for i in (*STANDARD_IDS, *INVISIBLE_IDS)]
+    options = {"endpoint": server.endpoint, "default_graph": [STANDARD_GRAPH], "prefix": PREFIXES}
+    whole = await SparqlBackend.create(SparqlConfig(**options))
+    small = await SparqlBackend.create(SparqlConfig(**options, max_rows=10))
+    try:
+        expected = await whole.hop(asked)
+        sent = small.client.requests
+        counted = await small.hop(asked)
+        assert small.client.requests - sent > 2, "the query, the counts, the groups and the entities without edges"
+        assert sorted(expected) == sorted(ids(i) for i in STANDARD_IDS) and expected[ids(ORPHAN)].edges == []
+        assert {i: (there.node, sorted(there.edges)) for i, there in counted.items()} == {
+            i: (there.node, sorted(there.edges)) for i, there in expected.items()
+        }
+    finally:
+        await whole.aclose()
         await small.aclose()
 
 
@@ -150,7 +178,7 @@ async def test_virtuoso_row_cap_is_detected_and_obeyed(virtuoso_server: SparqlSe
         assert int(total) > 10_000, "one batch must exceed Virtuoso's cap"
         rows = await backend.hop(busy)
         assert backend.client.row_cap == 10_000
-        outgoing = sum(1 for entity, found in rows.items() for subject, *_ in found if subject == entity)
+        outgoing = sum(1 for entity, there in rows.items() for subject, *_ in there.edges if subject == entity)
         assert outgoing == int(total), "refetched within the announced cap"
         assert not backend.cuts.cuts_for(set(busy))
     finally:

@@ -25,8 +25,8 @@ from bfsql import (
     Edge,
     EntityStub,
     GraphBackend,
-    HopEdge,
     InvalidArgument,
+    Neighbourhood,
     NodeInfo,
     lexical_rank,
 )
@@ -256,25 +256,32 @@ class Neo4jBackend(GraphBackend):
         )
         for entity_id, labels, name in rows:
             if entity_id not in found:
-                found[entity_id] = NodeInfo(
-                    self._types.of(labels) or self.config.node_label, name if isinstance(name, str) else None
-                )
+                found[entity_id] = self._node(labels, name)
         return found
 
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """Every relationship of each entity, both directions, with the other end's type and name: one UNWIND statement.
+    def _node(self, labels: list[str], name: Any) -> NodeInfo:
+        """An entity's type (from its labels) and name (None unless a string)."""
+        return NodeInfo(self._types.of(labels) or self.config.node_label, name if isinstance(name, str) else None)
 
-        Rows are plain tuples ``(subject, predicate, object, other_type, other_name)``. An
-        other end without the served label is no entity (``other_type`` None); one
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """Each entity asked, its type and name, and every relationship of it, both directions, with the other end's
+        type and name: one UNWIND statement.
+
+        Edge rows are plain tuples ``(subject, predicate, object, other_type, other_name)``.
+        An other end without the served label is no entity (``other_type`` None); one
         without an id property cannot be named and is left out. Parallel relationships
-        of one type are one edge; a self-loop appears once.
+        of one type are one edge; a self-loop appears once. Ids that are no entity give
+        no row and are left out.
         """
         rows = await self._reads.read_chunked(
             self._statements.hop(), "ids", list(dict.fromkeys(entity_ids)), self.config.batch_size
         )
-        found: dict[str, list[Any]] = {}
+        found: dict[str, tuple[NodeInfo, list[Any]]] = {}
         type_of, predicate_of = self._types.of, self._predicate
-        for entity_id, relationship_type, outgoing, other, labels, name in rows:
+        for entity_id, relationship_type, outgoing, other, labels, name, own_labels, own_name in rows:
+            there = found.get(entity_id)
+            if there is None:
+                there = found[entity_id] = (self._node(own_labels, own_name), [])
             if other is None:
                 continue
             if not isinstance(other, str):
@@ -284,16 +291,11 @@ class Neo4jBackend(GraphBackend):
             if other_type is None or not isinstance(name, str):
                 name = None
             if outgoing:
-                row = (entity_id, predicate, other, other_type, name)
+                there[1].append((entity_id, predicate, other, other_type, name))
             else:
-                row = (other, predicate, entity_id, other_type, name)
-            edges = found.get(entity_id)
-            if edges is None:
-                found[entity_id] = [row]
-            else:
-                edges.append(row)
+                there[1].append((other, predicate, entity_id, other_type, name))
         # dict.fromkeys drops the repeats: parallel relationships, and a self-loop met from both of its ends.
-        return {entity_id: list(dict.fromkeys(edges)) for entity_id, edges in found.items()}
+        return {entity_id: Neighbourhood(node, list(dict.fromkeys(rows))) for entity_id, (node, rows) in found.items()}
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Properties of each entity, minus the id and the dropped keys: one UNWIND statement."""

@@ -60,17 +60,19 @@ class Statements:
         return quote_identifier(self.name_property, self.dialect)
 
     def hop(self) -> str:
-        """Every relationship of each id in ``$ids``, both directions, with its other end.
+        """Each id in ``$ids`` that is an entity, and every relationship of it, both directions, with its other end.
 
         Rows (id, relationship type, whether the id's node is its start, other end's id,
-        its labels, its name). The other end is not label-filtered: a relationship to a
-        node that is not an entity (no served label) is a dangling edge, as in the
-        contract. A node without relationships gives no row.
+        its labels, its name, the id's node's labels, its name); a node without
+        relationships gives one row whose relationship columns are null. The other end is
+        not label-filtered: a relationship to a node that is not an entity (no served
+        label) is a dangling edge, as in the contract. No column aliases: every byte of the
+        text counts against FalkorDB's message budget, which decides how many ids a
+        statement can carry.
         """
         return (
-            f"UNWIND $ids AS id MATCH {self._anchor('n', 'id')}-[r]-(m) "
-            f"RETURN id, type(r) AS type, startNode(r) = n AS outgoing, m.{self._id} AS other, "
-            f"labels(m) AS labels, m.{self._name} AS name"
+            f"UNWIND $ids AS id MATCH {self._anchor('n', 'id')} OPTIONAL MATCH (n)-[r]-(m) "
+            f"RETURN id,type(r),startNode(r)=n,m.{self._id},labels(m),m.{self._name},labels(n),n.{self._name}"
         )
 
     def nodes(self) -> str:

@@ -22,8 +22,8 @@ from bfsql import (
     Edge,
     EntityStub,
     GraphBackend,
-    HopEdge,
     InvalidArgument,
+    Neighbourhood,
     NodeInfo,
     Truncation,
     clip,
@@ -200,8 +200,8 @@ class SparqlBackend(GraphBackend):
         return NodeInfo(choose_type(identity.types, self.prefixes), name if name is not None else local_name(iri))
 
     @override
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """Both directions' edges of every entity, with their other ends: one query per ``--batch-size`` ids."""
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """Each entity asked, with both directions' edges and their other ends: one query per ``--batch-size`` ids."""
         valid = self._valid(entity_ids)
         found = await read_hop(self.client, list(valid.values()), self.rules, self.limits)
         for cut in found.cuts:
@@ -211,12 +211,12 @@ class SparqlBackend(GraphBackend):
             iri: (None, None) if identity is None else self._node_info(iri, identity)
             for iri, identity in found.ends.items()
         }
-        result: dict[str, list[HopEdge]] = {}
+        result: dict[str, Neighbourhood] = {}
         for entity_id, iri in valid.items():
-            pairs = found.edges.get(iri)
-            if pairs is None:
+            identity = found.ends.get(iri)
+            if identity is None:  # no entity, or a deprecated one
                 continue
-            outgoing, incoming = pairs
+            outgoing, incoming = found.edges.get(iri, ({}, {}))
             # Plain tuples of HopEdge's fields: a hop makes thousands of them.
             rows: list[Any] = [(entity_id, compact(p), compact(o), *ends[o]) for p, o in outgoing]
             rows += [
@@ -224,7 +224,7 @@ class SparqlBackend(GraphBackend):
                 for p, s in incoming
                 if s != iri or (p, s) not in outgoing  # a self-loop once
             ]
-            result[entity_id] = rows
+            result[entity_id] = Neighbourhood(self._node_info(iri, identity), rows)
         return result
 
     @override
@@ -420,8 +420,8 @@ class SparqlBackend(GraphBackend):
         for _ in range(self.config.probe_hops):
             seen.update(frontier)
             reached: set[str] = set()
-            for rows in (await self.hop(frontier)).values():
-                for subject, predicate, obj, *_ in rows:
+            for there in (await self.hop(frontier)).values():
+                for subject, predicate, obj, *_ in there.edges:
                     predicates.add(predicate)
                     reached.update((subject, obj))
             frontier = sorted(reached - seen)

@@ -1,12 +1,13 @@
-"""A BFS hop over SPARQL: one query for the whole frontier, its other ends' types and labels included.
+"""A BFS hop over SPARQL: one query for the whole frontier, its own and its other ends' types and labels included.
 
 The frontier is cut in chunks of ``batch_size`` ids (the size of a ``VALUES`` block an
 endpoint takes comfortably); each chunk is one :func:`~bfsql_sparql.queries.hop_query`
-asking for at most ``max_rows`` rows (fewer when the endpoint announced a lower cap).
+asking for at most ``max_rows`` rows (fewer when the endpoint announced a lower cap),
+which also says which of the asked ids are entities, with their types and labels.
 A chunk whose answer passes that is counted (:func:`~bfsql_sparql.queries.hop_count_query`)
 and asked again in groups of entities whose rows fit; an entity whose rows alone do not
 fit (a hub) is read the counted way of :mod:`bfsql_sparql.fetch`, page by page, with one
-identity query for its other ends.
+identity query for its other ends (and the asked entities without edges).
 
 Either way an entity keeps at most ``edge_limit`` edges per direction, the first by
 predicate and other end, and every cut is returned as a :class:`~bfsql_sparql.fetch.Cut`.
@@ -38,7 +39,8 @@ class HopStatements:
     edges: dict[str, tuple[Pairs, Pairs]] = field(default_factory=dict)
     """Entity to its outgoing ``(predicate, object)`` and incoming ``(predicate, subject)`` pairs."""
     ends: dict[str, Identity | None] = field(default_factory=dict)
-    """Every other end: its identity, or None when it is no entity (a dangling reference)."""
+    """Every other end and every asked id that is an entity: its identity, or None when it is no entity (a
+    dangling reference). An asked id absent here is no entity (or a deprecated one)."""
     cuts: list[Cut] = field(default_factory=list)
 
     def merge(self, other: HopStatements) -> None:
@@ -51,7 +53,7 @@ class HopStatements:
 async def read_hop(
     client: SparqlClient, iris: Sequence[str], rules: LabelRules, limits: FetchSettings
 ) -> HopStatements:
-    """Both directions' edges of every entity among ``iris``, with their other ends' types and labels."""
+    """Which of ``iris`` are entities, and both directions' edges of each, with their other ends' types and labels."""
     parts = await gather_or_cancel(
         *(_chunk(client, part, rules, limits) for part in chunks(list(dict.fromkeys(iris)), limits.batch_size))
     )
@@ -79,6 +81,10 @@ async def _chunk(client: SparqlClient, iris: Sequence[str], rules: LabelRules, l
     merged = HopStatements()
     for part in parts:
         merged.merge(part)
+    bare = [iri for iri in iris if iri not in counts]  # no edges: entities or not, the counts do not say
+    if bare:
+        identities = await read_identities(client, bare, rules.label_predicates, rules.languages, limits)
+        merged.ends.update(identities)
     return merged
 
 
@@ -108,6 +114,12 @@ def _parse(rows: list[dict[str, Any]]) -> HopStatements:
     hop = HopStatements()
     edges, ends = hop.edges, hop.ends
     for row in rows:
+        if "e" not in row:  # an asked entity's own identity
+            identity = ends.get(row["o"]["value"])
+            if identity is None:
+                identity = ends[row["o"]["value"]] = Identity()
+            add_identity_row(identity, row)
+            continue
         entity = row["e"]["value"]
         pairs = edges.get(entity)
         if pairs is None:
@@ -144,7 +156,8 @@ def _cut(hop: HopStatements, edge_limit: int) -> None:
 async def _counted(
     client: SparqlClient, iris: Sequence[str], rules: LabelRules, limits: FetchSettings
 ) -> HopStatements:
-    """The hop of hubs, whose rows do not fit in one answer: counted fetches, then the ends' identities."""
+    """The hop of hubs, whose rows do not fit in one answer: counted fetches, then their own and their ends'
+    identities."""
     outgoing, incoming = await gather_or_cancel(
         fetch_statements(client, iris, "out", limits), fetch_statements(client, iris, "in", limits)
     )
@@ -155,6 +168,9 @@ async def _counted(
             dict.fromkeys((p.value, o.value) for p, o in incoming.found.get(iri, [])),
         )
     others = {other for pairs in hop.edges.values() for direction in pairs for _, other in direction}
-    identities = await read_identities(client, sorted(others), rules.label_predicates, rules.languages, limits)
+    identities = await read_identities(
+        client, sorted(others | set(iris)), rules.label_predicates, rules.languages, limits
+    )
     hop.ends = {other: identities.get(other) for other in others}
+    hop.ends.update((iri, identities[iri]) for iri in iris if iri in identities)
     return hop

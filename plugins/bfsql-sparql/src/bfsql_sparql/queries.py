@@ -111,23 +111,34 @@ def hop_query(
     *,
     type_predicate: str,
 ) -> str:
-    """One BFS hop of every entity among ``iris``: its edges both ways, each with what is known of its other end.
+    """One BFS hop of every entity among ``iris``: the entity itself, and its edges both ways with their other ends.
 
-    ``?e ?p`` and ``?out`` (an outgoing edge's object) or ``?in`` (an incoming edge's
-    subject); the other end's IRI types ``?t`` and labels ``?lp ?l`` (one row per
-    combination, so an end with two types and two labels repeats each edge four times);
-    ``?dangling`` bound when an object is the subject of nothing (no entity). Ids that
-    are not entities, deprecated entities, and edges to deprecated ends give no rows; so
-    do literal and blank-node ends and type statements. At most ``limit`` rows.
+    Edge rows: ``?e ?p`` and ``?out`` (an outgoing edge's object) or ``?in`` (an incoming
+    edge's subject), its other end ``?o`` with its IRI types ``?t`` and labels ``?lp ?l``
+    (one row per combination, so an end with two types and two labels repeats each edge
+    four times); ``?dangling`` bound when an object is the subject of nothing (no entity).
+    Each asked id that is an entity has rows of its own identity too (``?o`` its IRI,
+    ``?e`` unbound). Ids that are not entities, deprecated entities, and edges to
+    deprecated ends give no rows; so do literal and blank-node ends and type statements.
+    At most ``limit`` rows.
     """
     pattern = _hop_pattern(iris, label_predicates, languages, type_predicate)
-    return f"SELECT ?e ?p ?out ?in ?t ?lp ?l ?dangling WHERE {{ {pattern} }} LIMIT {int(limit)}"
+    asked = f"{_anchor('o', iris)} {_type_of('o', type_predicate)} {_labels_of('o', label_predicates, languages)}"
+    return (
+        f"SELECT ?e ?p ?out ?in ?o ?t ?lp ?l ?dangling WHERE {{ {{ {pattern} }} UNION {{ {asked} }} }} "
+        f"LIMIT {int(limit)}"
+    )
+
+
+def _anchor(variable: str, iris: Sequence[str]) -> str:
+    """``?variable`` over ``iris``, kept when it is an entity: the subject of a statement, not deprecated."""
+    return f"{_values(variable, iris)} FILTER(EXISTS {{ ?{variable} ?_pa ?_oa }}) {live(variable)}"
 
 
 def hop_count_query(
     iris: Sequence[str], label_predicates: Sequence[str], languages: Sequence[str], *, type_predicate: str
 ) -> str:
-    """``?e ?n``: the number of rows :func:`hop_query` gives each entity among ``iris`` that has any."""
+    """``?e ?n``: the number of edge rows :func:`hop_query` gives each entity among ``iris`` that has any."""
     pattern = _hop_pattern(iris, label_predicates, languages, type_predicate)
     return f"SELECT ?e (COUNT(*) AS ?n) WHERE {{ {pattern} }} GROUP BY ?e"
 
