@@ -180,6 +180,23 @@ async def test_schema_by_hand(backend: SqliteBackend) -> None:
     assert backend.capabilities.batch_primitives and backend.capabilities.provenance
 
 
+async def test_types_and_predicates_come_from_the_index(bundle: Path, tmp_path: Path, monkeypatch) -> None:
+    """With the array index read, the schema lists are its own (the same lists): the predicates' SQL reads every
+    relationship, which took seconds before the first answer on a store of millions."""
+    db = tmp_path / "graph.sqlite"
+    load_sqlite(db, [bundle])
+    backend = SqliteBackend(db)
+    assert await backend.wait_for_index(30)
+
+    def no_sql(_self: SqliteBackend, sql: str) -> list[str]:
+        raise AssertionError(f"queried the store: {sql}")
+
+    monkeypatch.setattr(SqliteBackend, "_distinct", no_sql)
+    assert await backend.entity_types() == ["Disease", "Drug", "Gene"]
+    assert await backend.predicates() == ["associated_with", "interacts_with", "regulates", "treats"]
+    await backend.aclose()
+
+
 # -- parity with the memory backend ---------------------------------------------
 
 
