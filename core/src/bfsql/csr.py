@@ -116,6 +116,8 @@ class CsrIndex:
     """int32: the index of the id of each sorted hash."""
     spare_marks: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
     """Cleared visited-mark arrays no walk is using (see :func:`_visited_marks`); not saved."""
+    spare_slots: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
+    """Scratch arrays, one int32 per edge, no walk is using (see :func:`_distinct_edges`); not saved."""
 
     @property
     def edge_count(self) -> int:
@@ -494,13 +496,12 @@ def _walk(
         if nodes_cut:
             break
     order = np.concatenate(levels)
-    visited[order] = False
-    kept_edges = np.unique(np.concatenate(kept_parts)) if kept_parts else np.zeros(0, dtype=np.int64)
+    kept_edges = _distinct_edges(index, kept_parts)
     types = set(np.unique(index.type_code[order]).tolist()) | excluded_types
-    preds = set(np.unique(index.preds[kept_edges]).tolist()) | excluded_preds
+    preds = set(np.flatnonzero(np.bincount(index.preds[kept_edges], minlength=len(index.predicates))).tolist())
+    preds |= excluded_preds
     listed = order[offset : offset + count]
-    later = np.maximum(_positions(order, index.subjects[kept_edges]), _positions(order, index.objects[kept_edges]))
-    page_edges = kept_edges[(later >= offset) & (later < offset + len(listed))]
+    page_edges = _page_edges(index, visited, order, offset, offset + len(listed), kept_edges)
     distance = np.concatenate([np.full(len(level), hop) for hop, level in enumerate(levels)])[offset : offset + count]
     return Survey(
         node_count=len(order),
@@ -516,10 +517,40 @@ def _walk(
     )
 
 
-def _positions(order: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """The position in ``order`` of each of ``nodes`` (all of which are in it), in time that grows with them."""
-    sorter = np.argsort(order, kind="stable")
-    return sorter[np.searchsorted(order, nodes, sorter=sorter)]
+def _distinct_edges(index: CsrIndex, parts: list[np.ndarray]) -> np.ndarray:
+    """The distinct edge numbers of ``parts`` (in no particular order), in time that grows with them.
+
+    A sort (``np.unique``) of the few million edges a hub's 2-hop walk keeps took most of the
+    walk; instead every occurrence writes its position into a scratch slot of its edge, and the
+    occurrence whose position stayed there is the one kept (whichever write wins, exactly one
+    does). The slots need no clearing: every slot read was written first. Walks reuse them.
+    """
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    found = np.concatenate(parts)
+    with _shared_lock:
+        slots = index.spare_slots.pop() if index.spare_slots else np.empty(index.edge_count, dtype=np.int32)
+    try:
+        at = np.arange(len(found), dtype=np.int32)
+        slots[found] = at
+        distinct: np.ndarray = found[slots[found] == at]
+        return distinct
+    finally:
+        with _shared_lock:
+            index.spare_slots.append(slots)
+
+
+def _page_edges(index: CsrIndex, visited: np.ndarray, order: np.ndarray, start: int, end: int,
+                edges: np.ndarray) -> np.ndarray:
+    """Those of ``edges`` (whose ends are all in ``order``) whose later end is listed (at ``start:end`` of
+    ``order``), sorted; clears ``visited``, which marks ``order``, on the way."""
+    visited[order[end:]] = False
+    subjects, objects = index.subjects[edges], index.objects[edges]
+    before_end = visited[subjects] & visited[objects]
+    visited[order[:start]] = False
+    listed = before_end & (visited[subjects] | visited[objects])
+    visited[order[start:end]] = False
+    return np.sort(edges[listed])
 
 
 def _listed(index: CsrIndex, nodes: np.ndarray, distance: np.ndarray) -> list[Reached]:
