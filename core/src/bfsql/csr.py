@@ -117,7 +117,9 @@ class CsrIndex:
     spare_marks: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
     """Cleared visited-mark arrays no walk is using (see :func:`_visited_marks`); not saved."""
     spare_slots: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
-    """Scratch arrays, one int32 per edge, no walk is using (see :func:`_distinct_edges`); not saved."""
+    """Scratch arrays, one int32 per edge, no walk is using (see :func:`_distinct`); not saved."""
+    spare_node_slots: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
+    """Scratch arrays, one int32 per node, no walk is using (see :func:`_distinct`); not saved."""
 
     @property
     def edge_count(self) -> int:
@@ -483,7 +485,7 @@ def _walk(
             excluded_types.update(np.unique(codes[excluded]).tolist())
             excluded_preds.update(np.unique(index.preds[edges[excluded]]).tolist())
             fresh &= ~excluded
-        new = np.unique(others[fresh])
+        new = np.sort(_distinct(others[fresh], index.spare_node_slots, len(index.ids)))
         room = max_nodes - reached
         if len(new) > room:
             nodes_cut += len(new) - room
@@ -496,7 +498,8 @@ def _walk(
         if nodes_cut:
             break
     order = np.concatenate(levels)
-    kept_edges = _distinct_edges(index, kept_parts)
+    kept_edges = _distinct(np.concatenate(kept_parts), index.spare_slots, index.edge_count) if kept_parts else (
+        np.zeros(0, dtype=np.int64))
     types = set(np.unique(index.type_code[order]).tolist()) | excluded_types
     preds = set(np.flatnonzero(np.bincount(index.preds[kept_edges], minlength=len(index.predicates))).tolist())
     preds |= excluded_preds
@@ -517,27 +520,25 @@ def _walk(
     )
 
 
-def _distinct_edges(index: CsrIndex, parts: list[np.ndarray]) -> np.ndarray:
-    """The distinct edge numbers of ``parts`` (in no particular order), in time that grows with them.
+def _distinct(values: np.ndarray, pool: list[np.ndarray], size: int) -> np.ndarray:
+    """The distinct ``values`` (each in ``range(size)``; in no particular order), in time that grows with them.
 
-    A sort (``np.unique``) of the few million edges a hub's 2-hop walk keeps took most of the
-    walk; instead every occurrence writes its position into a scratch slot of its edge, and the
-    occurrence whose position stayed there is the one kept (whichever write wins, exactly one
-    does). The slots need no clearing: every slot read was written first. Walks reuse them.
+    A sort (``np.unique``) of the millions of edges (and nodes) a hub's 2-hop walk meets took
+    most of the walk; instead every occurrence writes its position into a scratch slot of its
+    value, and the occurrence whose position stayed there is the one kept (whichever write
+    wins, exactly one does). The slots (int32, ``size`` of them, from ``pool``, returned to it)
+    need no clearing: every slot read was written first.
     """
-    if not parts:
-        return np.zeros(0, dtype=np.int64)
-    found = np.concatenate(parts)
     with _shared_lock:
-        slots = index.spare_slots.pop() if index.spare_slots else np.empty(index.edge_count, dtype=np.int32)
+        slots = pool.pop() if pool else np.empty(size, dtype=np.int32)
     try:
-        at = np.arange(len(found), dtype=np.int32)
-        slots[found] = at
-        distinct: np.ndarray = found[slots[found] == at]
+        at = np.arange(len(values), dtype=np.int32)
+        slots[values] = at
+        distinct: np.ndarray = values[slots[values] == at]
         return distinct
     finally:
         with _shared_lock:
-            index.spare_slots.append(slots)
+            pool.append(slots)
 
 
 def _page_edges(index: CsrIndex, visited: np.ndarray, order: np.ndarray, start: int, end: int,
