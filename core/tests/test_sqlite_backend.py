@@ -197,6 +197,43 @@ async def test_types_and_predicates_come_from_the_index(bundle: Path, tmp_path: 
     await backend.aclose()
 
 
+@pytest.mark.asyncio
+async def test_an_intersection_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) -> None:
+    """An intersection hop handles its rows a piece at a time (a hub's hop meets millions of rows, each costing
+    memory while handled): any piece size gives the same answer, hub caps, node cuts, dangling ends and
+    excluded types included."""
+    from bfsql import csr
+
+    rng = random.Random(25)
+    types = ["Gene", "Disease", "Drug"]
+    rows: list[dict[str, Any]] = [
+        {"kind": "entity", "id": f"E{i}", "entity_type": types[i % 3], "name": f"entity {i}"} for i in range(120)
+    ]
+    ends = [f"E{i}" for i in range(120)] + ["GHOST1", "GHOST2"]
+    for _ in range(900):
+        subject = "E0" if rng.random() < 0.2 else rng.choice(ends)  # E0: a hub
+        rows.append({"kind": "relationship", "subject": subject, "predicate": rng.choice(["a", "b"]),
+                     "object": rng.choice(ends)})
+    db = tmp_path / "random.sqlite"
+    load_sqlite(db, [write_jsonl(tmp_path / "random.jsonl", rows)])
+    backend = SqliteBackend(db)
+    assert await backend.wait_for_index(30)
+    index = backend._csr
+    assert index is not None
+    cases = [(seeds, k, max_nodes, cap, excluded)
+             for seeds in (["E0", "E5"], ["E7", "E8", "E9"], ["E1", "E0"])
+             for k in (1, 2, 3) for max_nodes, cap in ((1000, 1000), (40, 15)) for excluded in ([], ["Drug"])]
+    whole = [csr.overlap(index, seeds, k, max_nodes, cap, excluded, 50, 10, 30)
+             for seeds, k, max_nodes, cap, excluded in cases]
+    assert any(answer.nodes_cut for answer in whole) and any(answer.capped for answer in whole)
+    assert any(answer.dangling_edges for answer in whole) and any(answer.node_count > 5 for answer in whole)
+    for rows_at_once in (1, 7):
+        monkeypatch.setattr(csr, "OVERLAP_ROWS", rows_at_once)
+        assert [csr.overlap(index, seeds, k, max_nodes, cap, excluded, 50, 10, 30)
+                for seeds, k, max_nodes, cap, excluded in cases] == whole
+    await backend.aclose()
+
+
 # -- parity with the memory backend ---------------------------------------------
 
 
