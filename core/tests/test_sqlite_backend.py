@@ -198,10 +198,10 @@ async def test_types_and_predicates_come_from_the_index(bundle: Path, tmp_path: 
 
 
 @pytest.mark.asyncio
-async def test_an_intersection_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) -> None:
-    """An intersection hop handles its rows a piece at a time (a hub's hop meets millions of rows, each costing
-    memory while handled): any piece size gives the same answer, hub caps, node cuts, dangling ends and
-    excluded types included."""
+async def test_a_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) -> None:
+    """A walk's or an intersection's hop handles its rows a piece at a time (a hub's hop meets millions of rows,
+    each costing memory while handled): any piece size gives the same answer, hub caps, node cuts, dangling
+    ends and excluded types included."""
     from bfsql import csr
 
     rng = random.Random(25)
@@ -227,10 +227,16 @@ async def test_an_intersection_hop_in_pieces_answers_as_in_one(tmp_path: Path, m
              for seeds, k, max_nodes, cap, excluded in cases]
     assert any(answer.nodes_cut for answer in whole) and any(answer.capped for answer in whole)
     assert any(answer.dangling_edges for answer in whole) and any(answer.node_count > 5 for answer in whole)
+    walks = [csr.survey(index, seeds, k, max_nodes, cap, excluded, 3, 40)
+             for seeds, k, max_nodes, cap, excluded in cases]
+    assert any(walk.nodes_cut for walk in walks) and any(walk.dangling_edges for walk in walks)
     for rows_at_once in (1, 7):
         monkeypatch.setattr(csr, "OVERLAP_ROWS", rows_at_once)
+        monkeypatch.setattr(csr, "WALK_ROWS", rows_at_once)
         assert [csr.overlap(index, seeds, k, max_nodes, cap, excluded, 50, 10, 30)
                 for seeds, k, max_nodes, cap, excluded in cases] == whole
+        assert [csr.survey(index, seeds, k, max_nodes, cap, excluded, 3, 40)
+                for seeds, k, max_nodes, cap, excluded in cases] == walks
     await backend.aclose()
 
 
