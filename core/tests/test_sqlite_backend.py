@@ -240,6 +240,32 @@ async def test_a_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) ->
     await backend.aclose()
 
 
+@pytest.mark.asyncio
+async def test_an_intersection_in_the_store_asks_no_hop(bundle: Path, tmp_path: Path, monkeypatch) -> None:
+    """With the store's own intersection walk the seeds are checked by get_nodes, not hop: a seed's hop brings
+    every edge it has (a million for a mega-hub, which ran an intersection past its 60 s timeout)."""
+    from bfsql.engine.intersect import intersect_subgraphs
+    from bfsql.errors import UnknownEntity
+
+    db = tmp_path / "graph.sqlite"
+    load_sqlite(db, [bundle])
+    backend = SqliteBackend(db)
+    assert await backend.wait_for_index(30)
+    graph = Graph(backend, plugins=[], cache=None)
+    assert graph.walks_in_store("intersect")
+    expected = await intersect_subgraphs(graph, ["A", "C"], 2, topology_only=True)
+    assert expected.node_ids
+
+    async def no_hop(_self: SqliteBackend, entity_ids: list[str]) -> Any:
+        raise AssertionError(f"hop asked for {entity_ids}")
+
+    monkeypatch.setattr(SqliteBackend, "hop", no_hop)
+    assert await intersect_subgraphs(graph, ["A", "C"], 2, topology_only=True) == expected
+    with pytest.raises(UnknownEntity):
+        await intersect_subgraphs(graph, ["A", "M"], 2, topology_only=True)  # M is merged: not an entity
+    await backend.aclose()
+
+
 # -- parity with the memory backend ---------------------------------------------
 
 
