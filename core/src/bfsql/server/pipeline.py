@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from bfsql.budgets import CHARS_PER_TOKEN, MIN_MAX_TOKENS
 from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
-from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
+from bfsql.errors import BfsqlError, InvalidArgument, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
 from bfsql.pacing import light_call
@@ -254,8 +254,6 @@ async def run_tool(
     except BfsqlError as exc:
         outcome = f"error: {clip(exc.message, 200)}"
         return error_result(str(exc), most)
-    except KeyError as exc:
-        return error_result(str(UnknownEntity([str(exc.args[0]) if exc.args else "?"])), most)
     except TimeoutError:
         if waiting:
             outcome = "timed out waiting for a heavy-call slot"
