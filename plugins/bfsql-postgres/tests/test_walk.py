@@ -99,3 +99,29 @@ async def test_a_store_with_more_merged_entities_than_are_read_at_start_up(
             assert await assert_walks_agree(backend, records, rng) > 0
         finally:
             await backend.aclose()
+
+
+async def test_walks_handed_to_the_database_at_every_point_of_their_budget(pg_server: Server) -> None:
+    """A walk goes hop by hop while its edges fit ``walk_rows``, then to the database: the same answers wherever
+    the budget runs out (paged calls, which are the ones budgeted)."""
+    rng = random.Random(7)
+    records = random_records(rng)
+    dsn = await pg_server.create_database("budget")
+    await load_records(dsn, records, vector=False, embedder="none")
+    ids = [r.id for r in records if isinstance(r, EntityRecord)]
+    for walk_rows in (1, 2, 5, 10, 20, 40, 80):
+        backend = await PostgresBackend.create(PostgresConfig(dsn=dsn), walk_rows=walk_rows)
+        try:
+            in_database = Graph(backend, plugins=[], cache=None)
+            hop_by_hop = Graph(backend, plugins=[HopByHop()], cache=None)
+            for seed in ids[:6]:
+                for hops in (1, 2, 3):
+                    arguments: dict[str, Any] = {"topology_only": True, "limit": 5, "offset": 1}
+                    try:
+                        expected = _answer(await bfs_query(hop_by_hop, [seed], hops, **arguments))
+                    except UnknownEntity:
+                        continue
+                    got = _answer(await bfs_query(in_database, [seed], hops, **arguments))
+                    assert got == expected, (walk_rows, seed, hops)
+        finally:
+            await backend.aclose()

@@ -159,7 +159,7 @@ class _RowBudget:
         rows = await self.backend._fetch(self.backend._budgeted_hop_sql, _storable(asked), self.left)
         if rows and rows[0][1] is None:  # more edges than are left
             raise _TooManyRows
-        self.left -= len(rows)
+        self.left -= sum(1 for row in rows if row[0] is not None)  # edge rows (the others are their ends)
         return _neighbourhoods(asked, rows)
 
 
