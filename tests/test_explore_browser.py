@@ -379,10 +379,10 @@ def test_the_server_budget_degrades_detail_and_the_page_says_so(browser: Any):
         visit = Visit(browser, base)
         try:
             page = visit.open("?seed=FPLX:MAP3K&hops=2")
-            expect(page.locator("#node-list li")).to_have_count(28)
+            expect(page.locator("#node-list li")).to_have_count(25)  # of 28: the seed keeps its detail
             expect(page.locator("#notes li[data-reason='named_stubs']")).to_contain_text("to fit 1500 tokens")
             expect(page.locator("#node-list .meta", has_text="named stub").first).to_be_visible()
-            expect(page.locator("#node-count")).to_have_text("(28)")
+            expect(page.locator("#node-count")).to_have_text("(25)")
         finally:
             visit.context.close()
 
@@ -416,8 +416,10 @@ def test_several_graphs_from_a_config_file_have_a_selector_and_keep_the_graph_in
         try:
             page = visit.open(f"?graph=standard&seed={TP53}")
             expect(page.locator("select#graph-choice")).to_be_visible()
-            assert page.locator("select#graph-choice option").all_inner_texts() == [
-                "famplex", "standard — The conformance graph"]
+            assert page.locator("select#graph-choice option").all_inner_texts() == [  # the store's own, or the file's
+                "famplex — FamPlex 0.0.5 (sorgerlab/famplex, CC0 1.0)", "standard — The conformance graph"]
+            title = page.locator("select#graph-choice option").first.get_attribute("title")
+            assert title.endswith("Reactome and others.")
             expect(page.locator("select#graph-choice")).to_have_value("standard")
             assert TP53 in visit.nodes()
             page.locator("#seeds").fill("HGNC:BRAF")

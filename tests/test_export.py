@@ -136,13 +136,13 @@ def test_an_intersection_draws_its_seeds_and_the_paths_that_join_them():
     expected_edges = {("HGNC:BRAF", "isa", "FPLX:RAF"), ("HGNC:RAF1", "isa", "FPLX:RAF")}
     graph = nx.read_graphml(BytesIO(export(*INTERSECT, "--format", "graphml").encode()))
     assert {(s, d["predicate"], o) for s, o, d in graph.edges(data=True)} == expected_edges
-    assert graph.nodes["HGNC:RAF1"]["detail"] == "not shown" and graph.nodes["HGNC:RAF1"]["seed"] is True
+    assert graph.nodes["HGNC:RAF1"]["detail"] == "named stub" and graph.nodes["HGNC:RAF1"]["seed"] is True
     data = answer(*INTERSECT)
     nodes, edges = dot_graph(diagram("intersect_subgraphs", data, "dot"))
     assert set(nodes) == {"FPLX:RAF", "HGNC:BRAF", "HGNC:RAF1"}
     assert edges == expected_edges
     assert nodes["FPLX:RAF"]["entity_type"] == "Family"
-    assert nodes["HGNC:BRAF"]["entity_type"] == "?"  # the answer names the seeds only in its paths
+    assert nodes["HGNC:BRAF"]["entity_type"] == "Gene"  # from the answer's context: no id without a type
     mermaid_nodes, mermaid_edges, _ = mermaid_graph(diagram("intersect_subgraphs", data, "mermaid"))
     assert len(mermaid_nodes) == 3 and len(mermaid_edges) == 2
 

@@ -201,7 +201,7 @@ def test_without_a_terminal_each_phase_is_one_line_on_stderr(store: Path, tmp_pa
     result = bfsql("load", "--db", store, "--embedder", "hashing", source)
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
-    assert [line.split()[0] for line in lines] == ["copy", "read", "index", "embed", "commit"]
+    assert [line.split()[0] for line in lines] == ["copy", "read", "index", "embed", "graph", "commit"]
     size = f"{source.stat().st_size / 1e3:.1f} kB"
     assert lines[1].startswith(f"read    {size}, 3,000 records in ")
     assert lines[2].startswith("index   3,002 entities in ")

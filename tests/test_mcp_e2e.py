@@ -159,8 +159,8 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors_and_the_server_keep
             ("bfs_query", {"max_hops": 1}, "Missing argument 'seeds'. Example: seeds=[\"FPLX:RAF\"]."),
             ("search_entities", {"query": "?!%"}, "has no letter or digit"),
             ("no_such_tool", {}, "Unknown tool 'no_such_tool'"),
-            ("search_entities", {"query": "kinase", "offset": 2**62}, "offset must be an integer from 0 to 1000"),
-            ("search_entities", {"query": "kinase", "offset": 1001}, "narrow the query"),
+            ("search_entities", {"query": "kinase", "offset": 2**62}, "offset must be an integer from 0 to 299"),
+            ("search_entities", {"query": "kinase", "offset": 300}, "narrow the query"),
         ]
         for tool, arguments, fragment in cases:
             text = error_text(await client.call_tool(tool, arguments))
@@ -236,8 +236,31 @@ async def test_filters_the_graph_does_not_know_are_flagged_and_small_budgets_sti
                                                            "node_types": ["Animal"]}))
         warning = next(w for w in answer["warnings"] if "node_types" in w)
         assert "'Animal' is not among this graph's entity types (Complex, Family, Gene, Protein)" in warning
-        hits = data(await client.call_tool("search_entities", {"query": "kinase", "limit": 100}))
-        assert len(json.dumps(hits, separators=(",", ":"), ensure_ascii=False)) <= 500 * 3
-        assert "truncated" in hits[-1] and all("id" in hit for hit in hits[:-1])
+        result = await client.call_tool("search_entities", {"query": "kinase", "limit": 100})
+        hits, notes = data(result), result.meta["bfsql/notes"]
+        said = len(json.dumps(notes, separators=(",", ":"), ensure_ascii=False))
+        assert len(json.dumps(hits, separators=(",", ":"), ensure_ascii=False)) + said <= 500 * 3
+        assert all("id" in hit for hit in hits), "a list holds only its items (issue 26.1)"
+        assert notes[-1]["reason"] == "max_tokens" and notes[-1]["next_offset"] == len(hits)
+        assert result.content[1].text.startswith(notes[0]["detail"]), "the notes are also said to the model"
         described = data(await client.call_tool("describe_entity", {"id": "FPLX:AMPK", "max_tokens": 200}))
         assert described["id"] == "FPLX:AMPK" and "_clipped" in described
+
+
+def test_sigint_stops_a_stdio_server_whose_client_keeps_stdin_open():
+    """A client that keeps the pipe open (no terminal): SIGINT stops the server at once, as SIGTERM and Ctrl-C do."""
+    import signal
+
+    proc = subprocess.Popen(SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+        proc.stdin.write((json.dumps(initialize) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving, stdin still open
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0, proc.stderr.read().decode()
+        assert "Fatal Python error" not in proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()

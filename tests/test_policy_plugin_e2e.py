@@ -31,7 +31,8 @@ import bfsql
 @bfsql.hookimpl(wrapper=True)
 def hop(entity_ids):
     inner = yield
-    return bfsql.then(inner, lambda found: {i: [r for r in rows if r[1] != "partof"] for i, rows in found.items()})
+    return bfsql.then(inner, lambda found: {
+        i: there._replace(edges=[r for r in there.edges if r[1] != "partof"]) for i, there in found.items()})
 
 
 @bfsql.hookimpl(wrapper=True)
@@ -79,7 +80,7 @@ async def _answers(site: Path, enabled: bool) -> dict[str, Any]:
     async with Client(params) as client:
         for name, (tool, arguments) in calls.items():
             result = await client.call_tool(tool, arguments)
-            text = "".join(getattr(block, "text", "") for block in result.content)
+            text = result.content[0].text  # the answer (a list answer's notes follow in a second block)
             assert not result.is_error, (name, text)
             answers[name] = json.loads(text)
     return answers

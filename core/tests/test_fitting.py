@@ -113,13 +113,24 @@ def test_the_farthest_tenth_become_bare_stubs_before_more_is_cut():
 
 
 def test_only_then_nodes_are_cut_with_the_offset_to_continue():
-    fitted = fit_traversal(answer(offset=40), AnswerBudget(220))  # 660 characters
+    later = answer(offset=40)
+    later.seeds = ["SEED"]  # a later page: the seed is on the first
+    fitted = fit_traversal(later, AnswerBudget(220))  # 660 characters
     kept = len(fitted["nodes"])
     assert 0 < kept < 5
     assert set(shown(fitted).values()) == {"named"}  # fewer nodes with names, rather than more bare ids
     note = next(n for n in fitted["truncated"] if n["reason"] == "max_tokens")
     assert note["next_offset"] == 40 + kept and note["count"] == 5 - kept
     assert size(fitted) <= 660
+
+
+def test_the_seed_keeps_detail_longest():
+    fitted = fit_traversal(answer(), AnswerBudget(500))  # 1,500 characters: all five as named stubs, or S clipped
+    assert shown(fitted) == {"S": "clipped", "N1": "named", "N2": "named", "N3": "named", "N4": "named"}
+    assert size(fitted) <= 1500
+    for tokens in (220, 300, 400, 600, 800):  # no node keeps detail the seed lost
+        kinds = shown(fit_traversal(answer(), AnswerBudget(tokens)))
+        assert kinds["S"] == "clipped" or set(kinds.values()) <= {"named", "bare"}, (tokens, kinds)
 
 
 def test_named_stubs_can_be_switched_off():

@@ -181,6 +181,13 @@ def test_quoted_terms_and_types_and_edges_without_filters():
         ("@a -> type:Gene", 3, "'-[' must open"),
         ("@a -[isa]-> !", 12, "unexpected '!' after an edge"),
         ("@a -[...]->", 5, "no letters or digits"),
+        ("@a -[!enemy]->", 5, "negation ('!enemy') is a future extension"),
+        ("@a -[isa, !enemy]->", 10, "negation"),
+        ("@a -[enemy*2..4]->", 5, "variable-length edges ('enemy*2..4') are a future extension"),
+        ("@a -[enemy*]->", 5, "variable-length"),
+        ("@a -[born]->? type:Place", 12, "optional edges ('->?') are a future extension"),
+        ("@a -[isa]-> type:Gene{name: 'x'}", 21, "property filters"),
+        ("@a -[isa]-> type:Gene as $g", 22, "named captures"),
     ],
 )
 def test_syntax_errors_give_position_and_hint(query, position, fragment):
@@ -194,6 +201,10 @@ def test_syntax_errors_give_position_and_hint(query, position, fragment):
     lines = str(error).splitlines()
     assert lines[1].strip() == query.splitlines()[0].strip() if query.strip() else True
     assert lines[2].index("^") - 4 == position - (query.rfind("\n", 0, position) + 1)
+
+
+def test_a_quoted_term_is_literal_not_reserved_syntax():
+    assert parse_path_query('@a -["!enemy"]->').hops[0].relation.terms == ("!enemy",)
 
 
 def test_empty_relation_list_hint_says_use_wildcard():

@@ -191,16 +191,22 @@ async def test_default_mode_is_the_best_the_backend_supports():
     assert default_mode(fixed_graph()) == "hybrid"
     assert available_modes(fixed_graph()) == ["exact", "lexical", "vector", "hybrid", "rrf"]
     plain = Graph(LexicalOnly(RECORDS))
-    assert default_mode(plain) == "lexical" and available_modes(plain) == ["exact", "lexical"]
+    assert default_mode(plain) == "lexical" and available_modes(plain) == ["exact", "lexical", "rrf"]
     assert [s.rankers for s in await search_entities(plain, "alpha")] == [["lexical"]]
 
 
-@pytest.mark.parametrize("mode", ["vector", "hybrid", "rrf"])
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
 async def test_vector_modes_without_vectors_name_the_available_modes(mode):
     with pytest.raises(InvalidArgument) as info:
         await search_entities(Graph(LexicalOnly(RECORDS)), "alpha", mode=mode)
-    assert f"Search mode {mode!r} needs vector search" in info.value.message
-    assert "Available modes: exact, lexical." in info.value.message
+    assert f"Search mode {mode!r} needs entity vectors, which this graph does not have" in info.value.message
+    assert "Backend" not in info.value.message
+    assert "Available modes: exact, lexical, rrf." in info.value.message
+
+
+async def test_rrf_without_vectors_fuses_lexical_and_graph():
+    assert [s.rankers for s in await search_entities(Graph(LexicalOnly(RECORDS)), "alpha", mode="rrf")] == [
+        ["lexical"]]
 
 
 async def test_unknown_mode_and_bad_alpha():
@@ -220,7 +226,7 @@ async def test_a_flag_without_the_method_is_not_a_vector_ranker():
         capabilities = Capabilities()
 
     for backend in (EmbedsInsideSearch(RECORDS), MethodWithoutFlag(RECORDS)):
-        assert available_modes(Graph(backend)) == ["exact", "lexical"]
+        assert available_modes(Graph(backend)) == ["exact", "lexical", "rrf"]
 
 
 async def test_memory_embeds_names_on_the_fly():

@@ -134,8 +134,10 @@ async def test_every_answer_fits_the_budget_with_a_continuation():
             seen |= {n["id"] for n in page["nodes"]}
             offset = next((n["next_offset"] for n in page.get("truncated", []) if "next_offset" in n), None)
         assert len(seen) == 401
-        many = payload(await client.call_tool("describe_entities", {"ids": [f"L{i:04d}" for i in range(300)]}))
-        assert tokens(many) <= 2000 and "remaining_ids" in many[-1]["truncated"]
+        result = await client.call_tool("describe_entities", {"ids": [f"L{i:04d}" for i in range(300)]})
+        many = payload(result)
+        assert tokens(many) <= 2000 and all("id" in item for item in many)
+        assert "remaining_ids" in result.meta["bfsql/notes"][-1]
 
 
 async def test_a_call_may_ask_for_a_smaller_budget_never_a_larger_one():
@@ -149,7 +151,7 @@ async def test_a_call_may_ask_for_a_smaller_budget_never_a_larger_one():
 def test_fit_functions_leave_small_answers_alone():
     budget = AnswerBudget(1000)
     assert fit_record({"id": "a"}, budget) == {"id": "a"}
-    assert fit_list([{"id": "a"}], budget, what="x") == [{"id": "a"}]
+    assert fit_list([{"id": "a"}], budget, what="x") == ([{"id": "a"}], [])
     long = fit_record({"id": "a", "entity_type": "T", "text": "z" * 100_000}, budget)
     assert tokens(long) <= 1000 and long["_clipped"] == {"text": 100_000}
 
@@ -222,8 +224,9 @@ async def test_a_plugin_tool_passes_the_same_pipeline_as_the_built_in_ones():
             text = broken.content[0].text
             assert broken.is_error and "internal error in broken: ValueError: oops in a plugin" in text
             assert "backend" not in text.split("not a problem")[0]  # a plugin's bug is not the backend's fault
-            fitted = payload(await client.call_tool("huge", {}))
-            assert tokens(fitted) <= 1000 and fitted[-1]["truncated"]["count"] > 4900
+            huge = await client.call_tool("huge", {})
+            fitted = payload(huge)
+            assert tokens(fitted) <= 1000 and huge.meta["bfsql/notes"][-1]["count"] > 4900
             refused = await client.call_tool("huge", {"rows": 3, "bogus": 1})
             assert refused.is_error and "Unknown argument 'bogus': huge takes rows." in refused.content[0].text
     finally:

@@ -31,6 +31,7 @@ from bfsql.backend import (
 from bfsql.budgets import TraversalLimits
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.hookspecs import hookimpl, hookspec
+from bfsql.hop_memo import HopMemo, hop_memo
 from bfsql.models import (
     BfsResult,
     EntityStub,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from bfsql import postprocess
     from bfsql.backends.memory import MemoryBackend
     from bfsql.backends.sqlite import SqliteBackend
-    from bfsql.embedders import DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine
+    from bfsql.embedders import AUTO, DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine
     from bfsql.engine import bfs_query, intersect_subgraphs
     from bfsql.engine.paths import path_query
     from bfsql.engine.search import search_entities
@@ -75,7 +76,7 @@ if TYPE_CHECKING:
         read_records,
         relationship_metadata,
     )
-    from bfsql.plugins import create_embedder, get_backends, get_embedders, preferred_embedder
+    from bfsql.plugins import create_embedder, get_backends, get_embedders, preferred_embedder, resolve_embedder_name
     from bfsql.server import (
         HostPolicy,
         ServerSettings,
@@ -92,6 +93,7 @@ _LAZY = {
     "postprocess": "bfsql",
     "MemoryBackend": "bfsql.backends.memory",
     "SqliteBackend": "bfsql.backends.sqlite",
+    "AUTO": "bfsql.embedders",
     "DEFAULT_EMBEDDER": "bfsql.embedders",
     "Embedder": "bfsql.embedders",
     "EmbedderMismatch": "bfsql.embedders",
@@ -107,6 +109,7 @@ _LAZY = {
     "get_backends": "bfsql.plugins",
     "get_embedders": "bfsql.plugins",
     "preferred_embedder": "bfsql.plugins",
+    "resolve_embedder_name": "bfsql.plugins",
     **dict.fromkeys(
         ("BadRow", "EntityRecord", "EvidenceRecord", "ImpliedEntity", "Record", "RelationshipRecord", "compact_iri",
          "detect_format", "edge_metadata", "entity_metadata", "load_sqlite", "node_metadata", "read_bundle",
@@ -131,6 +134,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AUTO",
     "DEFAULT_EMBEDDER",
     "PROVENANCE_KEYS",
     "SEARCH_LIMIT",
@@ -151,6 +155,7 @@ __all__ = [
     "GraphDbInterface",
     "HashingEmbedder",
     "HopEdge",
+    "HopMemo",
     "HostPolicy",
     "ImpliedEntity",
     "IntersectionResult",
@@ -190,6 +195,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "hop_edges",
+    "hop_memo",
     "in_light_call",
     "intersect_subgraphs",
     "is_loopback",
@@ -205,6 +211,7 @@ __all__ = [
     "read_records",
     "relationship_metadata",
     "resolve_config",
+    "resolve_embedder_name",
     "search_entities",
     "then",
     "to_output",

@@ -24,16 +24,17 @@ import hashlib
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Reached, Survey
+from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
 
-__all__ = ["CSR_VERSION", "CsrIndex", "build_index", "load_index", "save_index", "shared_index", "survey"]
+__all__ = ["CSR_VERSION", "CsrIndex", "build_index", "load_index", "overlap", "save_index", "shared_index", "survey"]
 
 CSR_VERSION = "1"
 """Format of the saved arrays; a store with another version has its index built when opened."""
@@ -67,10 +68,12 @@ class Strings:
     def __getitem__(self, i: int) -> str:
         return self.blob[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
 
-    def many(self, indexes: Iterable[int]) -> list[str]:
+    def many(self, indexes: Sequence[int] | np.ndarray) -> list[str]:
         """The strings at ``indexes``."""
-        blob, offsets = self.blob, self.offsets.tolist()
-        return [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in indexes]
+        at = np.asarray(indexes, dtype=np.int64)
+        blob = self.blob
+        return [blob[start:end].decode("utf-8")
+                for start, end in zip(self.offsets[at].tolist(), self.offsets[at + 1].tolist(), strict=True)]
 
 
 def _hash(text: str) -> int:
@@ -103,6 +106,8 @@ class CsrIndex:
     """uint64, sorted: a 64-bit hash of every id, to find an id's index with one search."""
     hash_index: np.ndarray
     """int32: the index of the id of each sorted hash."""
+    spare_marks: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
+    """Cleared visited-mark arrays no walk is using (see :func:`_visited_marks`); not saved."""
 
     @property
     def edge_count(self) -> int:
@@ -290,6 +295,7 @@ _shared: weakref.WeakValueDictionary[tuple[Any, ...], CsrIndex] = weakref.WeakVa
 _shared_lock = threading.Lock()
 
 
+
 def shared_index(path: Path, conn: sqlite3.Connection) -> tuple[CsrIndex, bool]:
     """The index of the store at ``path``, shared by every graph of this process that serves the same file.
 
@@ -343,17 +349,52 @@ def survey(
     known = index.find(list(dict.fromkeys(seeds)))
     starts = sorted({i for i in known.values() if index.type_code[i] >= 0})
     unknown = [s for s in dict.fromkeys(seeds) if s not in known or index.type_code[known[s]] < 0]
-    size = len(index.ids)
-    visited = np.zeros(size, dtype=bool)
-    kept = np.zeros(index.edge_count, dtype=bool)
+    levels = [np.array(starts, dtype=np.int64)]
+    with _visited_marks(index) as visited:
+        return _walk(index, visited, levels, unknown, hops, max_nodes, max_edges_per_node, exclude_types, offset,
+                     count)
+
+
+@contextmanager
+def _visited_marks(index: CsrIndex) -> Iterator[np.ndarray]:
+    """A cleared bool array, one flag per node, to mark what a walk visits; the walk un-marks what it marked.
+
+    Walks reuse these (allocating and clearing one per walk would cost what the graph's size
+    costs, not what the answer's does); concurrent walks each get their own.
+    """
+    with _shared_lock:
+        marks = index.spare_marks.pop() if index.spare_marks else np.zeros(len(index.ids), dtype=bool)
+    try:
+        yield marks
+    except BaseException:
+        marks[:] = False  # a walk that failed midway may leave marks
+        raise
+    finally:
+        with _shared_lock:
+            index.spare_marks.append(marks)
+
+
+def _walk(
+    index: CsrIndex,
+    visited: np.ndarray,
+    levels: list[np.ndarray],
+    unknown: list[str],
+    hops: int,
+    max_nodes: int,
+    max_edges_per_node: int,
+    exclude_types: Iterable[str],
+    offset: int,
+    count: int,
+) -> Survey:
+    """:func:`survey`'s walk from ``levels[0]`` with ``visited`` cleared; leaves it cleared."""
+    kept_parts: list[np.ndarray] = []
     excluded_codes = np.array([index.types.index(t) for t in exclude_types if t in index.types], dtype=np.int16)
     excluded_types: set[int] = set()
     excluded_preds: set[int] = set()
     capped: dict[int, int] = {}
     dangling = nodes_cut = 0
-    levels = [np.array(starts, dtype=np.int64)]
     visited[levels[0]] = True
-    reached = len(starts)
+    reached = len(levels[0])
     for _ in range(hops):
         frontier = levels[-1]
         if not len(frontier):
@@ -363,7 +404,7 @@ def survey(
         subjects = index.subjects[edges]
         others = np.where(subjects == node, index.objects[edges], subjects)
         seen = visited[others]
-        kept[edges[seen]] = True
+        kept_parts.append(edges[seen])
         codes = index.type_code[others]
         fresh = ~seen & (codes >= 0)
         dangling += int(np.count_nonzero(~seen & (codes < 0)))
@@ -380,28 +421,23 @@ def survey(
         visited[new] = True
         reached += len(new)
         candidates = edges[fresh]
-        kept[candidates[visited[others[fresh]]]] = True
+        kept_parts.append(candidates[visited[others[fresh]]])
         levels.append(new)
         if nodes_cut:
             break
     order = np.concatenate(levels)
-    kept_edges = np.flatnonzero(kept)
+    visited[order] = False
+    kept_edges = np.unique(np.concatenate(kept_parts)) if kept_parts else np.zeros(0, dtype=np.int64)
     types = set(np.unique(index.type_code[order]).tolist()) | excluded_types
     preds = set(np.unique(index.preds[kept_edges]).tolist()) | excluded_preds
     listed = order[offset : offset + count]
-    position = np.full(size, -1, dtype=np.int64)
-    position[order] = np.arange(len(order))
-    later = np.maximum(position[index.subjects[kept_edges]], position[index.objects[kept_edges]])
+    later = np.maximum(_positions(order, index.subjects[kept_edges]), _positions(order, index.objects[kept_edges]))
     page_edges = kept_edges[(later >= offset) & (later < offset + len(listed))]
     distance = np.concatenate([np.full(len(level), hop) for hop, level in enumerate(levels)])[offset : offset + count]
     return Survey(
         node_count=len(order),
         edge_count=len(kept_edges),
-        page=[
-            Reached(entity_id, info.entity_type, info.name, int(hop))
-            for entity_id, info, hop in zip(index.ids.many(listed.tolist()), (index.node(i) for i in listed.tolist()),
-                                            distance, strict=True)
-        ],
+        page=_listed(index, listed, distance),
         edges=_triples(index, page_edges),
         entity_types=sorted(index.types[c] for c in types),
         predicates=sorted(index.predicates[p] for p in preds),
@@ -412,9 +448,192 @@ def survey(
     )
 
 
+def _positions(order: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The position in ``order`` of each of ``nodes`` (all of which are in it), in time that grows with them."""
+    sorter = np.argsort(order, kind="stable")
+    return sorter[np.searchsorted(order, nodes, sorter=sorter)]
+
+
+def _listed(index: CsrIndex, nodes: np.ndarray, distance: np.ndarray) -> list[Reached]:
+    """The nodes as an answer lists them (a few thousand at most: what an answer can show), as plain tuples."""
+    names: list[str | None] = list(index.names.many(nodes))
+    for unnamed in np.flatnonzero(~index.has_name[nodes]).tolist():
+        names[unnamed] = None
+    types = list(map(index.types.__getitem__, index.type_code[nodes].tolist()))
+    return list(zip(index.ids.many(nodes), types, names, distance.tolist(), strict=True))  # type: ignore[arg-type]
+
+
 def _triples(index: CsrIndex, edges: np.ndarray) -> list[Edge]:
-    subjects, objects = index.subjects[edges].tolist(), index.objects[edges].tolist()
-    ends = sorted(set(subjects) | set(objects))
-    id_of = dict(zip(ends, index.ids.many(ends), strict=True))
-    return [Edge(id_of[s], index.predicates[p], id_of[o])
-            for s, p, o in zip(subjects, index.preds[edges].tolist(), objects, strict=True)]
+    """The edges as plain (subject, predicate, object) tuples."""
+    subjects, objects = index.subjects[edges], index.objects[edges]
+    ends = np.unique(np.concatenate([subjects, objects]))
+    id_of = dict(zip(ends.tolist(), index.ids.many(ends), strict=True)).__getitem__
+    preds = map(index.predicates.__getitem__, index.preds[edges].tolist())
+    return list(zip(map(id_of, subjects.tolist()), preds, map(id_of, objects.tolist()), strict=True))  # type: ignore[arg-type]
+
+
+def _or_by_node(nodes: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``nodes`` (sorted) and, for each, the OR of the ``bits`` rows given for it."""
+    if not len(nodes):
+        return nodes, bits
+    order = np.argsort(nodes, kind="stable")
+    nodes, bits = nodes[order], bits[order]
+    starts = np.flatnonzero(np.r_[True, nodes[1:] != nodes[:-1]])
+    return nodes[starts], np.bitwise_or.reduceat(bits, starts, axis=0)
+
+
+class _Arrivals:
+    """When each seed reached each node: per hop, the nodes (sorted) and the seed bits that arrived there."""
+
+    def __init__(self) -> None:
+        self.levels: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def add(self, nodes: np.ndarray, bits: np.ndarray) -> None:
+        order = np.argsort(nodes, kind="stable")
+        self.levels.append((nodes[order], bits[order]))
+
+    def distance(self, nodes: np.ndarray, bit: int) -> np.ndarray:
+        """Hops from the seed of ``bit`` to each of ``nodes`` (-1: never reached by it)."""
+        found = np.full(len(nodes), -1, dtype=np.int64)
+        word, flag = bit // 64, np.uint64(1 << (bit % 64))
+        for hop, (level_nodes, level_bits) in enumerate(self.levels):
+            if not len(level_nodes):
+                continue
+            at = np.minimum(np.searchsorted(level_nodes, nodes), len(level_nodes) - 1)
+            arrived = (level_nodes[at] == nodes) & ((level_bits[at, word] & flag) != 0) & (found < 0)
+            found[arrived] = hop
+        return found
+
+
+def overlap(
+    index: CsrIndex,
+    seeds: Sequence[str],
+    k: int,
+    max_nodes: int,
+    max_edges_per_node: int,
+    exclude_types: Iterable[str],
+    count: int,
+    path_nodes: int,
+    path_limit: int,
+) -> Overlap:
+    """An intersection walk on the arrays (the intersect primitive): every seed walks at once, one bit each.
+
+    The rules of :func:`bfsql.engine.intersect.reach_all`: each hop expands the nodes that
+    gained seed bits, a hub's first ``max_edges_per_node`` rows only, passing those bits on; a
+    new node of an excluded type is not visited, an end that is no entity is dangling; when
+    ``max_nodes`` would be passed, the new nodes kept are the first by id (the walk goes on).
+    A node is shared once every seed's bit has reached it; the edges among shared nodes are all
+    their edges (no cap).
+    """
+    found = index.find(list(seeds))
+    seed_index = np.array([found[s] for s in seeds], dtype=np.int64)
+    words = (len(seeds) + 63) // 64
+    seed_bits = np.zeros((len(seeds), words), dtype=np.uint64)
+    for bit in range(len(seeds)):
+        seed_bits[bit, bit // 64] = np.uint64(1 << (bit % 64))
+    everyone = np.bitwise_or.reduce(seed_bits, axis=0)
+    size = len(index.ids)
+    mask = np.zeros((size, words), dtype=np.uint64)
+    mask[seed_index] = seed_bits
+    shared_at = np.full(size, -1, dtype=np.int64)
+    dangling = np.zeros(index.edge_count, dtype=bool)
+    excluded_codes = np.array([index.types.index(t) for t in exclude_types if t in index.types], dtype=np.int16)
+    arrivals = _Arrivals()
+    arrivals.add(seed_index, seed_bits)
+    capped: dict[int, int] = {}
+    visited, nodes_cut = len(seeds), 0
+    gained, gained_bits = seed_index, seed_bits
+    for hop in range(1, k + 1):
+        if not len(gained):
+            break
+        node, edges, degrees, taken = _gather(index, gained, max_edges_per_node)
+        capped.update(zip(gained[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
+        row_bits = np.repeat(gained_bits, taken, axis=0)
+        subjects = index.subjects[edges]
+        others = np.where(subjects == node, index.objects[edges], subjects)
+        seen = mask[others].any(axis=1)
+        codes = index.type_code[others]
+        dangling[edges[~seen & (codes < 0)]] = True
+        fresh = ~seen & (codes >= 0)
+        if len(excluded_codes):
+            fresh &= ~np.isin(codes, excluded_codes)
+        targets, bits = _or_by_node(others[seen | fresh], row_bits[seen | fresh])
+        before = mask[targets]
+        old = before.any(axis=1)
+        gains = bits & ~before
+        more = old & gains.any(axis=1)
+        newcomers, newcomer_bits = targets[~old], bits[~old]
+        room = max_nodes - visited
+        if len(newcomers) > room:
+            nodes_cut += len(newcomers) - room
+            newcomers, newcomer_bits = newcomers[: max(room, 0)], newcomer_bits[: max(room, 0)]
+        mask[targets[more]] |= gains[more]
+        mask[newcomers] = newcomer_bits
+        visited += len(newcomers)
+        gained = np.concatenate([targets[more], newcomers])
+        gained_bits = np.concatenate([gains[more], newcomer_bits])
+        arrivals.add(gained, gained_bits)
+        complete = (mask[gained] == everyone).all(axis=1) & (shared_at[gained] < 0)
+        shared_at[gained[complete]] = hop
+    shared = np.flatnonzero(shared_at >= 0)
+    order = shared[np.lexsort((shared, shared_at[shared]))]
+    is_shared = shared_at >= 0
+    node, edges, _, _ = _gather(index, order, np.iinfo(np.int64).max)
+    subjects = index.subjects[edges]
+    others = np.where(subjects == node, index.objects[edges], subjects)
+    among = np.unique(edges[is_shared[others]])
+    listed = order[:count]
+    position = np.full(size, -1, dtype=np.int64)
+    position[order] = np.arange(len(order))
+    later = np.maximum(position[index.subjects[among]], position[index.objects[among]])
+    paths, left_out = _seed_paths(index, arrivals, seed_index, list(seeds), order[:path_nodes], path_limit,
+                                  max_edges_per_node)
+    return Overlap(
+        node_count=len(order),
+        edge_count=len(among),
+        page=_listed(index, listed, shared_at[listed]),
+        edges=_triples(index, among[later < len(listed)]),
+        entity_types=sorted({index.types[c] for c in np.unique(index.type_code[order]).tolist()}),
+        predicates=sorted({index.predicates[p] for p in np.unique(index.preds[among]).tolist()}),
+        paths=paths,
+        paths_left_out=left_out,
+        capped=dict(zip(index.ids.many(list(capped)), capped.values(), strict=True)),
+        nodes_cut=nodes_cut,
+        dangling_edges=int(np.count_nonzero(dangling)),
+    )
+
+
+def _seed_paths(
+    index: CsrIndex,
+    arrivals: _Arrivals,
+    seed_index: np.ndarray,
+    seeds: list[str],
+    traced: np.ndarray,
+    limit: int,
+    max_edges_per_node: int,
+) -> tuple[list[SeedPath], int]:
+    """A shortest path from every seed to each traced node, walked back from the node: at every step to the
+    first neighbour (by id, then edge) that the seed reached one hop sooner (the rule of the engine's
+    :func:`~bfsql.engine.intersect.connections`). Paths through a cut hub's unfollowed edges are not found."""
+    wanted = [(int(node), bit) for node in traced.tolist() for bit in range(len(seeds))]
+    paths: list[SeedPath] = []
+    for node, bit in wanted[:limit]:
+        seed = int(seed_index[bit])
+        if node == seed:
+            continue
+        here, steps = node, []
+        distance = int(arrivals.distance(np.array([here]), bit)[0])
+        while here != seed:
+            _, edges, _, _ = _gather(index, np.array([here]), max_edges_per_node)
+            subjects = index.subjects[edges]
+            others = np.where(subjects == here, index.objects[edges], subjects)
+            closer = np.flatnonzero(arrivals.distance(others, bit) == distance - 1)
+            if not len(closer):
+                break  # the walk went through a hub's edge past the cap: no path to show
+            best = closer[np.argmin(others[closer])]  # the first such row: rows are in triple order
+            steps.append(int(edges[best]))
+            here, distance = int(others[best]), distance - 1
+        if here == seed:
+            triples = _triples(index, np.array(steps[::-1], dtype=np.int64))
+            paths.append(SeedPath(seeds[bit], index.ids[node], triples))
+    return paths, max(0, len(wanted) - limit)

@@ -5,7 +5,8 @@ fitted JSON, read into :class:`~bfsql.models.BfsResult` / :class:`~bfsql.models.
 so a diagram shows exactly what a model was shown: nodes labelled by name (or id, for a bare
 stub), coloured by entity type (:func:`~bfsql.type_styles.type_style`, as in the explorer);
 directed edges labelled by predicate; the seeds outlined. An intersection also draws its
-seeds and the paths that join them to the shared nodes. An edge whose other end is not in
+seeds and the paths that join them to the shared nodes (with their types and names, from the
+answer's ``context``). An edge whose other end is not in
 the answer (an earlier page) still gets that end, by id. Every ``truncated`` note and warning
 of the answer is kept as a comment: a cut answer gives a partial diagram, and says so.
 """
@@ -83,7 +84,8 @@ def neighbourhood(tool: str, data: dict[str, Any]) -> Neighbourhood:
         raise ValueError(f"{tool} answers cannot be drawn; diagrams are made of {' and '.join(DIAGRAM_TOOLS)} answers")
     seeds = set(answer.seeds)
     drawn = Neighbourhood(title)
-    for node in answer.nodes:
+    context = (answer.context or []) if isinstance(answer, IntersectionResult) else []
+    for node in [*answer.nodes, *context]:
         name = (node.metadata or {}).get("name") or node.name
         drawn.nodes[node.id] = DrawnNode(
             node.id, node.entity_type, str(name) if name else None, _detail(node.metadata, name), node.id in seeds,

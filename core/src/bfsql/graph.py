@@ -137,6 +137,8 @@ class Graph(Primitives):
     queries; its answers are cached (LRU). ``primitive_timeout`` bounds every backend call;
     one that takes longer fails with a :class:`~bfsql.errors.BackendFailure` naming the
     primitive (None, the default: no bound; a server passes its ``primitive_timeout`` setting).
+    ``description`` is how a server describes the graph (a configuration file's words; None:
+    the backend's own ``graph_description``).
     """
 
     def __init__(
@@ -148,9 +150,12 @@ class Graph(Primitives):
         name: str = "graph",
         embedder: Embedder | None = None,
         primitive_timeout: float | None = None,
+        description: str | None = None,
     ) -> None:
         self.backend = backend
         self.name = name
+        self.description = description
+        """How the server describes the graph (a configuration file's words); None: the backend's own."""
         self.stats = BackendCallStats()
         self.pm: pluggy.PluginManager = new_plugin_manager()
         for spec in PRIMITIVES.values():  # each stub of the table, answered by its hook
@@ -190,15 +195,16 @@ class Graph(Primitives):
         """The backend's capability flags."""
         return self.backend.capabilities
 
-    @property
-    def traverses_in_store(self) -> bool:
-        """Whether the engine may ask the backend's ``traverse`` instead of walking hop by hop.
+    def walks_in_store(self, primitive: str) -> bool:
+        """Whether the engine may ask the backend's ``traverse`` (or ``intersect``) instead of walking hop by hop.
 
-        The backend must implement it and say so (``capabilities.traversal``), and no plugin of this graph may hook
-        ``hop`` or
-        ``get_nodes`` (an access-control wrapper, say): a walk inside the store would pass it by.
+        The backend must implement it and say so (``capabilities.traversal``), and no plugin of this graph
+        may hook ``hop`` or ``get_nodes`` (an access-control wrapper, say): a walk inside the store would
+        pass it by.
         """
-        if not self.backend.capabilities.traversal or type(self.backend).traverse is Primitives.traverse:
+        if not self.backend.capabilities.traversal or getattr(type(self.backend), primitive) is getattr(
+            Primitives, primitive
+        ):
             return False
         own = {self._terminal, self.cache}
         return all(impl.plugin in own for name in ("hop", "get_nodes")

@@ -21,7 +21,6 @@ __all__ = [
     "EntityStub",
     "GraphListing",
     "IntersectionResult",
-    "ListCut",
     "Node",
     "PathEntity",
     "PathMetadata",
@@ -40,8 +39,8 @@ class EntityStub(BaseModel):
     """A search hit: a canonical id, its type, and optionally a display name and scores.
 
     ``score`` is the rank score of the search mode (docs/search.md); ``rankers`` names the
-    rankers that found the entity and ``lexical_score`` / ``vector_score`` are their own
-    scores (seed 003's ``bm25_score`` and ``vector_score``).
+    rankers that found the entity and ``lexical_score`` / ``vector_score`` / ``graph_score`` are
+    their own scores (seed 003's ``bm25_score``, ``vector_score`` and ``graph_score``).
     """
 
     id: str
@@ -54,6 +53,10 @@ class EntityStub(BaseModel):
     )
     vector_score: float | None = Field(
         default=None, description="Cosine similarity of the query and the entity's name, when vector found it."
+    )
+    graph_score: float | None = Field(
+        default=None, description="The share of the query's words the entity's links explain (a linked entity the "
+        "query names, the link's predicate, its own name or type), when graph found it.",
     )
 
 
@@ -103,12 +106,6 @@ class Truncation(BaseModel):
     remaining_ids: list[str] | None = Field(default=None, description="Ids left out of a cut list (first 100).")
 
 
-class ListCut(BaseModel):
-    """The last element of a list answer that was cut to its budget or is one page of more."""
-
-    truncated: Truncation
-
-
 class ConnectionPath(BaseModel):
     """How a shared node of intersect_subgraphs reaches one seed: the edges of a shortest path, seed first."""
 
@@ -135,7 +132,9 @@ class IntersectionResult(BaseModel):
     """The answer of ``intersect_subgraphs``: nodes within ``k`` hops of every seed.
 
     ``paths`` shows how the shared nodes connect to the seeds: for each shared node (nearest
-    first, as far as the answer budget goes), a shortest path from every seed.
+    first, as far as the answer budget goes), a shortest path from every seed. ``context``
+    names, as stubs, the seeds and the nodes on those paths that are not shared nodes (they
+    are not counted in ``node_count``).
     """
 
     seeds: list[str]
@@ -146,6 +145,9 @@ class IntersectionResult(BaseModel):
     edges: list[ResultEdge]
     schema_summary: SchemaSummary
     paths: list[ConnectionPath] | None = None
+    context: list[Node] | None = Field(
+        default=None, description="The seeds and the other nodes on paths, as stubs; not among the shared nodes."
+    )
     truncated: list[Truncation] | None = None
     warnings: list[str] | None = None
 

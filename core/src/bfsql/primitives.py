@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from bfsql.budgets import TraversalLimits
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.models import EntityStub
-from bfsql.rows import Edge, Neighbourhood, NodeInfo, Survey
+from bfsql.rows import Edge, Neighbourhood, NodeInfo, Overlap, Survey
 
 __all__ = [
     "PRIMITIVES",
@@ -264,6 +264,28 @@ class Primitives:
         checks both give the same answers.
         """
         raise NotImplementedError(f"{type(self).__name__} does not traverse in the store")
+
+    @primitive(cache=CachePolicy.NEVER, optional=True)
+    async def intersect(
+        self,
+        seeds: list[str],
+        k: int,
+        limits: TraversalLimits,
+        exclude_types: list[str],
+        count: int,
+        path_nodes: int,
+        path_limit: int,
+    ) -> Overlap:
+        """A whole intersection walk run where the data lives: the nodes within ``k`` hops of every seed.
+
+        The answer is what the engine's multi-source walk (:func:`bfsql.engine.intersect.reach_all`)
+        finds from ``seeds`` (all visible entities), within ``limits`` and without neighbours of
+        ``exclude_types``: the shared nodes and the edges among them counted, the first ``count``
+        shared nodes listed with their edges, and a shortest path from every seed to each of the
+        first ``path_nodes`` shared nodes (at most ``path_limit`` paths). Optional, like ``traverse``:
+        the engine walks hop by hop where it is not implemented; the conformance suite compares both.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not intersect in the store")
 
     @primitive(cache=CachePolicy.PER_KEY)
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["Edge", "HopEdge", "Neighbourhood", "NodeInfo", "Reached", "Survey"]
+__all__ = ["Edge", "HopEdge", "Neighbourhood", "NodeInfo", "Overlap", "Reached", "SeedPath", "Survey"]
 
 
 class Edge(NamedTuple):
@@ -63,7 +63,7 @@ class Neighbourhood(NamedTuple):
 
 
 class Reached(NamedTuple):
-    """A node a traversal reached, as an answer lists it."""
+    """A node a traversal reached, as an answer lists it (a store may give the plain tuple: read it by position)."""
 
     id: str
     entity_type: str
@@ -85,6 +85,7 @@ class Survey:
     edge_count: int
     page: list[Reached]
     edges: list[Edge]
+    """The page's edges (plain tuples are fine: read them by position)."""
     entity_types: list[str]
     """Types of the nodes reached and of the neighbours left out by ``exclude_types``, sorted."""
     predicates: list[str]
@@ -96,3 +97,38 @@ class Survey:
     """Neighbours not visited because ``max_nodes`` was reached."""
     dangling_edges: int
     """Edges examined whose other end is no entity (left out)."""
+
+
+class SeedPath(NamedTuple):
+    """How a shared node of an intersection reaches one seed: a shortest path's edges, seed first."""
+
+    seed: str
+    node: str
+    edges: list[Edge]
+
+
+@dataclass
+class Overlap:
+    """What every seed of an intersection reaches, counted where the data lives: the answer of ``intersect``.
+
+    The shared nodes are counted and the first ``count`` of them listed (nearest first: by the
+    hop at which the last seed reached them, then by id), with the edges among the listed ones;
+    the edges among all shared nodes are counted.
+    """
+
+    node_count: int
+    edge_count: int
+    page: list[Reached]
+    """The listed shared nodes; ``distance`` is the hop at which the last seed reached each."""
+    edges: list[Edge]
+    entity_types: list[str]
+    """Types of the shared nodes, sorted."""
+    predicates: list[str]
+    """Predicates of the edges among the shared nodes, sorted."""
+    paths: list[SeedPath]
+    paths_left_out: int
+    """Seed-to-node paths of the traced nodes that were not traced (past the limit, or through a cut hub)."""
+    capped: dict[str, int]
+    nodes_cut: int
+    dangling_edges: int
+    """Distinct edges met whose other end is no entity."""

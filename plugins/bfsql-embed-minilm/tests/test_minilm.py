@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bfsql import (
+    AUTO,
     EmbedderMismatch,
     EntityRecord,
     Graph,
@@ -23,12 +24,12 @@ from bfsql import (
     SqliteBackend,
     cosine,
     create_embedder,
+    get_embedders,
     load_sqlite,
     path_query,
+    resolve_embedder_name,
     search_entities,
 )
-from bfsql.embedders import AUTO, resolve_embedder_name
-from bfsql.plugins import get_embedders
 from bfsql.testing import reset_plugins
 from bfsql_testsupport.services import unavailable
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bfsql import (
+    AUTO,
     EntityRecord,
     Graph,
     HashingEmbedder,
@@ -23,9 +24,9 @@ from bfsql import (
     create_embedder,
     load_sqlite,
     path_query,
+    resolve_embedder_name,
     search_entities,
 )
-from bfsql.embedders import AUTO, resolve_embedder_name
 from bfsql.testing import reset_plugins
 from bfsql_testsupport.services import unavailable
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from bfsql.models import BfsResult, ConnectionPath, IntersectionResult, Node, ResultEdge, SchemaSummary, Truncation
 
-__all__ = ["AnswerRoom", "Detail", "EdgeRecords", "EntityRecords", "Traversal", "Triple"]
+__all__ = ["AnswerRoom", "Detail", "EdgeRecords", "EntityRecords", "Listing", "Traversal", "Triple"]
 
 Triple = tuple[str, str, str]
 """An edge as (subject, predicate, object): sorted, it is the canonical edge order."""
@@ -84,6 +84,10 @@ class Traversal:
     """Index of this page's first node among all the traversal's nodes (bfs_query paging)."""
     paths: list[ConnectionPath] = field(default_factory=list)
     """intersect_subgraphs: for shared nodes, a shortest path from each seed."""
+    context: list[str] = field(default_factory=list)
+    """intersect_subgraphs: the seeds and the other nodes on ``paths`` that are not shared nodes, in that order
+    (shown as stubs, so that every id of the answer has a type and a name); their types and names are in
+    ``types`` and ``names``."""
     detail: Detail = field(default_factory=lambda: Detail())
     """Which items the call asked detail for (node_types, predicates, topology_only)."""
     found_by: list[int] | None = None
@@ -128,7 +132,8 @@ class Traversal:
         }
         if self.tool == "bfs_query":
             return BfsResult(max_hops=self.hops, **common)
-        return IntersectionResult(k=self.hops, paths=self.paths or None, **common)
+        context = [Node(id=i, entity_type=self.types[i], name=self.names.get(i)) for i in self.context]
+        return IntersectionResult(k=self.hops, paths=self.paths or None, context=context or None, **common)
 
 
 @dataclass
@@ -154,3 +159,13 @@ class EdgeRecords:
     """Each found edge's metadata (post-processing edits it in place)."""
     missing: list[Triple] = field(default_factory=list)
     """Asked edges the graph does not know."""
+
+
+@dataclass
+class Listing:
+    """A list answer (search hits, a plugin's list) and the notes said beside it, never inside it."""
+
+    items: list[Any]
+    notes: list[Truncation] = field(default_factory=list)
+    offset: int | None = None
+    """Index of the first item, for a paged list (a cut then says where to go on)."""

@@ -48,10 +48,13 @@ def check_page(limit: int | None, offset: int) -> None:
         raise InvalidArgument(f"offset must be an integer >= 0; got {offset!r}.", "Use offset=0 for the first page.")
 
 
-def check_min_mentions(value: int) -> int:
-    """min_mentions >= 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument(f"min_mentions must be an integer >= 1; got {value!r}.", "Use 1 to keep every node.")
+def check_min_mentions(value: int | None) -> int | None:
+    """min_mentions: None (no filter) or an integer >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument(f"min_mentions must be an integer >= 0; got {value!r}.",
+                              "Omit it to keep every node; min_mentions=2 drops nodes mentioned less than twice.")
     return value
 
 

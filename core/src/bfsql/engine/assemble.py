@@ -26,14 +26,14 @@ def _mentions(metadata: dict[str, Any]) -> float | None:
 
 
 async def drop_low_mentions(
-    graph: Graph, order: list[str], triples: list[Triple], min_mentions: int, keep: set[str]
+    graph: Graph, order: list[str], triples: list[Triple], min_mentions: int | None, keep: set[str]
 ) -> tuple[list[str], list[Triple], dict[str, dict[str, Any]]]:
-    """Remove nodes whose ``total_mentions`` is below ``min_mentions``, and their edges.
+    """Remove nodes whose ``total_mentions`` is below ``min_mentions`` (None: no filter), and their edges.
 
     Nodes without a numeric ``total_mentions`` and the ids in ``keep`` (the seeds) stay.
     Returns the kept nodes and edges and the metadata fetched, so it is not fetched twice.
     """
-    if min_mentions <= 1:
+    if min_mentions is None:
         return order, triples, {}
     metadata = await graph.metadata_for_nodes(order)
     dropped = set()

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
-from bfsql.engine.answer import AnswerRoom, Detail, Traversal
-from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds, type_set
+from bfsql.engine.answer import AnswerRoom, Traversal
+from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges, schema_summary
+from bfsql.engine.filters import read_filters
 from bfsql.engine.traverse import Expansion, ProgressFn, expand
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
+from bfsql.hop_memo import remembers_hops
 from bfsql.models import SchemaSummary, Truncation
 
 __all__ = ["bfs_query"]
 
 
+@remembers_hops
 async def bfs_query(
     graph: Graph,
     seeds: list[str],
@@ -23,7 +26,7 @@ async def bfs_query(
     predicates: list[str] | None = None,
     topology_only: bool = False,
     exclude_node_types: list[str] | None = None,
-    min_mentions: int = 1,
+    min_mentions: int | None = None,
     limit: int | None = None,
     offset: int = 0,
     limits: TraversalLimits = DEFAULT_LIMITS,
@@ -41,16 +44,17 @@ async def bfs_query(
     check_hops(max_hops, "max_hops")
     check_page(limit, offset)
     check_min_mentions(min_mentions)
-    detail = Detail(type_set(node_types, "node_types"), type_set(predicates, "predicates"), bool(topology_only))
-    excluded = type_set(exclude_node_types, "exclude_node_types") or frozenset()
+    filters = await read_filters(graph, node_types, predicates, exclude_node_types, topology_only)
+    detail, excluded = filters.detail, filters.excluded
 
-    if graph.traverses_in_store and min_mentions <= 1:
+    if graph.walks_in_store("traverse") and min_mentions is None:
         if progress is not None:
             await progress(0, max_hops, f"walking {max_hops} hop(s) in the store")
         answer = await _surveyed(graph, seeds, max_hops, limits, excluded, limit, offset, room)
         if progress is not None:
             await progress(max_hops, max_hops, f"{answer.node_count} nodes, {answer.edge_count} edges")
         await fetch_detail(graph, answer, detail, room)
+        answer.warnings[:0] = filters.warnings
         return answer
 
     reached = await expand(graph, seeds, max_hops, limits=limits, exclude_types=excluded, progress=progress)
@@ -83,7 +87,7 @@ async def bfs_query(
         schema_summary=summary,
         truncated=[*reached.truncations(limits), *graph.backend.truncations(set(distance)),
                    *_page_note(offset, stop, total)],
-        warnings=_warnings(reached.unknown_seeds, reached.dangling_edges),
+        warnings=[*filters.warnings, *_warnings(reached.unknown_seeds, reached.dangling_edges)],
         offset=offset,
         found_by=reached.found_by if page is found else None,  # still in the order found
         cross_by=reached.cross_by if page is found else None,
@@ -111,16 +115,16 @@ async def _surveyed(
     total = survey.node_count
     stop = total if limit is None else min(total, offset + limit)
     expansion = Expansion(capped_nodes=survey.capped, nodes_cut=survey.nodes_cut)
-    listed = [node.id for node in survey.page]
+    listed = [row[0] for row in survey.page]
     return Traversal(
         tool="bfs_query",
         seeds=seeds,
         hops=max_hops,
         node_ids=listed,
-        types={node.id: node.entity_type for node in survey.page},
-        names={node.id: node.name for node in survey.page},
-        distance={node.id: node.distance for node in survey.page},
-        triples=[tuple(edge) for edge in survey.edges],  # type: ignore[misc]
+        types={row[0]: row[1] for row in survey.page},
+        names={row[0]: row[2] for row in survey.page},
+        distance={row[0]: row[3] for row in survey.page},
+        triples=[(s, p, o) for s, p, o in survey.edges],
         node_count=total,
         edge_count=survey.edge_count,
         schema_summary=SchemaSummary(entity_types_found=survey.entity_types, predicates_found=survey.predicates),

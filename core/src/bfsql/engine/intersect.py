@@ -12,13 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
-from bfsql.engine.answer import AnswerRoom, Detail, Traversal
-from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds, type_set
+from bfsql.engine.answer import AnswerRoom, Traversal
+from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, schema_summary
+from bfsql.engine.filters import read_filters
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
-from bfsql.models import ConnectionPath, Truncation
+from bfsql.hop_memo import remembers_hops
+from bfsql.models import ConnectionPath, SchemaSummary, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import Neighbourhood
 
@@ -192,6 +194,7 @@ async def _induced_edges(graph: Graph, nodes: set[str]) -> dict[Triple, None]:
     return edges
 
 
+@remembers_hops
 async def intersect_subgraphs(
     graph: Graph,
     seeds: list[str],
@@ -201,7 +204,7 @@ async def intersect_subgraphs(
     predicates: list[str] | None = None,
     topology_only: bool = False,
     exclude_node_types: list[str] | None = None,
-    min_mentions: int = 1,
+    min_mentions: int | None = None,
     limits: TraversalLimits = DEFAULT_LIMITS,
     room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
@@ -214,13 +217,19 @@ async def intersect_subgraphs(
     seeds = check_seeds(seeds, 2, "intersect_subgraphs")
     check_hops(k, "k")
     check_min_mentions(min_mentions)
-    detail = Detail(type_set(node_types, "node_types"), type_set(predicates, "predicates"), bool(topology_only))
-    excluded = type_set(exclude_node_types, "exclude_node_types") or frozenset()
+    filters = await read_filters(graph, node_types, predicates, exclude_node_types, topology_only)
+    detail, excluded = filters.detail, filters.excluded
 
     known = await graph.hop(seeds)  # the walk's first hop
     unknown = [s for s in seeds if s not in known]
     if unknown:
         raise UnknownEntity(unknown)
+    if graph.walks_in_store("intersect") and min_mentions is None:
+        answer = await _overlapped(graph, seeds, k, limits, excluded, room)
+        await fetch_detail(graph, answer, detail, room)
+        answer.warnings[:0] = filters.warnings
+        await _add_context(graph, answer)
+        return answer
 
     reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress, first_hop=known)
     common = set(reach.common)
@@ -234,13 +243,7 @@ async def intersect_subgraphs(
     paths, left_out = await connections(graph, reach, seeds, order[:PATHS_NODES], limits, PATHS_MAX)
     left_out += max(0, len(order) - PATHS_NODES) * len(seeds)
     if left_out:
-        truncated.append(Truncation(
-            reason="paths",
-            detail=f"paths shows how the {min(len(order), PATHS_NODES)} nearest shared nodes connect to the seeds; "
-            f"{left_out} more seed-to-node paths were not traced.",
-            hint="intersect fewer seeds, or bfs_query from a seed to a shared node with max_hops=k.",
-            count=left_out,
-        ))
+        truncated.append(_paths_note(min(len(order), PATHS_NODES), left_out))
     dangling = reach.cuts.dangling_edges
     answer = Traversal(
         tool="intersect_subgraphs",
@@ -255,8 +258,66 @@ async def intersect_subgraphs(
         edge_count=len(triples),
         schema_summary=summary,
         truncated=truncated,
-        warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
+        warnings=[*filters.warnings,
+                  *([f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [])],
         paths=paths,
     )
     await fetch_detail(graph, answer, detail, room, metadata)
+    await _add_context(graph, answer)
     return answer
+
+
+async def _add_context(graph: Graph, answer: Traversal) -> None:
+    """Name the seeds and the path nodes that are not shared nodes (``answer.context``), their types and names
+    read in one call where the walk did not give them."""
+    shared = set(answer.node_ids)
+    ends = (end for path in answer.paths for s, _, o in path.edges for end in (s, o))
+    answer.context = [i for i in dict.fromkeys([*answer.seeds, *ends]) if i not in shared]
+    unknown = [i for i in answer.context if i not in answer.types or i not in answer.names]
+    if unknown:
+        nodes = await graph.get_nodes(unknown)
+        for node_id, node in nodes.items():
+            answer.types[node_id], answer.names[node_id] = node.entity_type, node.name
+    answer.context = [i for i in answer.context if i in answer.types]
+
+
+async def _overlapped(
+    graph: Graph, seeds: list[str], k: int, limits: TraversalLimits, excluded: frozenset[str], room: AnswerRoom | None
+) -> Traversal:
+    """The answer from the store's own intersection walk (the intersect primitive): counted there, the nearest
+    shared nodes listed."""
+    count = limits.max_nodes if room is None else room.most_nodes()
+    found = await graph.intersect(seeds, k, limits, sorted(excluded), count, PATHS_NODES, PATHS_MAX)
+    truncated = Expansion(capped_nodes=found.capped, nodes_cut=found.nodes_cut).truncations(limits)
+    left_out = found.paths_left_out + max(0, found.node_count - PATHS_NODES) * len(seeds)
+    if left_out:
+        truncated.append(_paths_note(min(found.node_count, PATHS_NODES), left_out))
+    listed = [row[0] for row in found.page]
+    dangling = found.dangling_edges
+    return Traversal(
+        tool="intersect_subgraphs",
+        seeds=seeds,
+        hops=k,
+        node_ids=listed,
+        types={row[0]: row[1] for row in found.page},
+        names={row[0]: row[2] for row in found.page},
+        distance={row[0]: row[3] for row in found.page},
+        triples=[(s, p, o) for s, p, o in found.edges],
+        node_count=found.node_count,
+        edge_count=found.edge_count,
+        schema_summary=SchemaSummary(entity_types_found=found.entity_types, predicates_found=found.predicates),
+        truncated=truncated,
+        warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
+        paths=[ConnectionPath(seed=p.seed, node=p.node, edges=[(s, q, o) for s, q, o in p.edges]) for p in found.paths],
+        unlisted=found.node_count - len(listed),
+    )
+
+
+def _paths_note(traced: int, left_out: int) -> Truncation:
+    return Truncation(
+        reason="paths",
+        detail=f"paths shows how the {traced} nearest shared nodes connect to the seeds; "
+        f"{left_out} more seed-to-node paths were not traced.",
+        hint="intersect fewer seeds, or bfs_query from a seed to a shared node with max_hops=k.",
+        count=left_out,
+    )

@@ -17,7 +17,10 @@ Grammar (whitespace is allowed between any two tokens)::
     semantic     := quoted
     quoted       := '"' (any character but " and \\, or \\" or \\\\)+ '"'
 
-``[]`` is an error (use ``[*]``). At most :data:`MAX_PATH_HOPS` edges.
+``[]`` is an error (use ``[*]``). At most :data:`MAX_PATH_HOPS` edges. What seed 002 lists as future
+extensions is refused with a syntax error that says so: negation ``-[!enemy]->``, variable-length edges
+``-[knows*2..4]->``, optional edges ``-[born]->?``, property filters ``type:person{…}`` and named captures
+``as $w`` (a quoted term is literal: ``["!enemy"]`` is the relation named ``!enemy``).
 """
 
 from __future__ import annotations
@@ -281,6 +284,19 @@ class _Parser:
                     raise self.error("empty relation term.", "Remove the extra ',' or write a term: [isa, partof].")
                 if term == "*":
                     raise self.error("'*' must stand alone in the brackets.", "Write [*] for any relation.", term_at)
+                if term.startswith("!"):
+                    raise self.error(
+                        f"negation ({term!r}) is a future extension of the path language, not supported.",
+                        "Name the relations to follow, or follow [*] and narrow the hop with a type: filter.",
+                        term_at,
+                    )
+                if "*" in term:
+                    raise self.error(
+                        f"variable-length edges ({term!r}) are a future extension of the path language, not "
+                        "supported.",
+                        "Write one edge per hop: -[knows]-> -[knows]-> (up to 5 edges in a query).",
+                        term_at,
+                    )
                 if not any(c.isalnum() for c in term):
                     raise self.error(
                         f"relation term {term!r} has no letters or digits.", "Name a relation: [isa], [part of].",
@@ -343,6 +359,9 @@ class _Parser:
             return SemanticText(self.quoted("text"), start)
         if self.text[self.pos :].casefold().startswith("type:"):
             raise self.error("write 'type:' in lower case.", "e.g. type:Gene.")
+        if self.char() == "?":
+            raise self.error("optional edges ('->?') are a future extension of the path language, not supported.",
+                             "Run the query with the edge and without it.")
         raise self.error(
             f"unexpected {self.char()!r} after an edge.",
             'After an edge comes a filter (type:Name, @id or "text"), another edge, or the end. ' + _EXAMPLE,
@@ -379,6 +398,10 @@ class _Parser:
                 c = self.char()
                 if c in '"@' or self.peek("type:"):
                     problem = "two filters in a row; a filter must follow an edge."
+                elif c == "{":
+                    problem = "property filters ('{…}') are a future extension of the path language, not supported."
+                elif self.text.startswith("as ", self.pos) or c == "$":
+                    problem = "named captures ('as $name') are a future extension of the path language, not supported."
                 elif self.peek("->") or self.peek("-"):
                     problem = "expected an edge: '-[' must open the relation list."
                 else:

@@ -11,12 +11,16 @@ Rankers (docs/search.md states the rules in full):
   ``min_similarity`` (or the caller's) are dropped: a query that means nothing in the
   graph gets no vector hit.
 
+* **graph** — entities the graph links to what the query names (``BRAF inhibitor``: what
+  is linked to BRAF by a predicate like ``inhibits``), through the primitives, on every
+  backend (:mod:`bfsql.engine.graph_ranker`).
+
 Modes: ``exact``, ``lexical``, ``vector``, ``hybrid`` (``alpha * vector_score +
 (1 - alpha) * lexical_score``, 0 for a ranker that did not find the entity) and ``rrf``
-(reciprocal rank fusion, ``sum 1 / (60 + rank)``). Except in ``vector`` mode, exact
-matches come first with score 1.0. Fusion only ever combines hits some ranker found
-relevant, so nothing relevant gives ``[]``. The default is ``hybrid`` when the backend
-has vectors, else ``lexical``.
+(seed 003's multi mode: reciprocal rank fusion of lexical, graph and, with vectors, vector,
+``sum 1 / (60 + rank)``). Except in ``vector`` mode, exact matches come first with score 1.0.
+Fusion only ever combines hits some ranker found relevant, so nothing relevant gives ``[]``.
+The default is ``hybrid`` when the backend has vectors, else ``lexical``.
 
 Cost: the backend sees at most :data:`STORE_TERMS` words and :data:`STORE_CHARS`
 characters of the query (:func:`store_text`), whatever its length.
@@ -27,10 +31,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from bfsql.backend import gather_or_cancel
 from bfsql.embedders import min_similarity as embedder_min_similarity
+from bfsql.engine.graph_ranker import graph_ranking
+from bfsql.engine.labels import labels_of
 from bfsql.errors import InvalidArgument, clip
 from bfsql.graph import Graph
 from bfsql.models import EntityStub
@@ -61,8 +67,6 @@ RRF_K = 60
 """The constant of reciprocal rank fusion (Cormack et al., 2009)."""
 SEARCH_LIMIT = 20
 """Most stubs a search returns by default."""
-MAX_LABELS = 20
-"""Synonyms per entity considered by exact matching and scoring."""
 MAX_QUERY_CHARS = 1000
 """Longest search query: a name, not a text."""
 STORE_TERMS = 12
@@ -75,7 +79,7 @@ def available_modes(graph: Graph) -> list[str]:
     """The modes this graph's backend supports, in the order of :data:`SEARCH_MODES`."""
     if graph.has_vector_search:
         return list(SEARCH_MODES)
-    return ["exact", "lexical"]
+    return ["exact", "lexical", "rrf"]
 
 
 def default_mode(graph: Graph) -> str:
@@ -103,8 +107,8 @@ def check_mode(graph: Graph, mode: str | None, alpha: float) -> str:
         )
     if mode not in available:
         raise InvalidArgument(
-            f"Search mode {mode!r} needs vector search, which this graph's backend "
-            f"({type(graph.backend).__name__}) does not offer. Available modes: {', '.join(available)}.",
+            f"Search mode {mode!r} needs entity vectors, which this graph does not have. "
+            f"Available modes: {', '.join(available)}.",
             "Use mode='lexical' (or omit mode). A sqlite store gets entity vectors from "
             "'bfsql load --embedder NAME'; other backends document how to enable vectors.",
         )
@@ -142,17 +146,6 @@ def store_text(query: str) -> str:
     if len(words) > STORE_TERMS:
         text = " ".join(words[:STORE_TERMS])
     return text[:STORE_CHARS].strip()
-
-
-def labels_of(entity_id: str, metadata: dict[str, Any], limit: int = MAX_LABELS) -> list[str]:
-    """The names an entity goes by: its ``name`` (else its id) and up to ``limit`` synonyms."""
-    labels: list[str] = []
-    name = metadata.get("name")
-    labels.append(name if isinstance(name, str) and name.strip() else entity_id)
-    synonyms = metadata.get("synonyms")
-    if isinstance(synonyms, list):
-        labels.extend(s for s in synonyms[:limit] if isinstance(s, str) and s.strip())
-    return list(dict.fromkeys(labels))
 
 
 def _words(text: str) -> list[str]:
@@ -198,6 +191,7 @@ class _Hit:
     """1-based rank of the hit in each ranker's list that has it."""
     lexical: float | None = None
     vector: float | None = None
+    graph: float | None = None
 
 
 def _unique(stubs: Iterable[EntityStub]) -> list[EntityStub]:
@@ -253,11 +247,12 @@ def _fuse(lists: dict[str, list[_Hit]], mode: str, alpha: float) -> list[tuple[f
         for hit in hits:
             known = merged.get(hit.stub.id)
             if known is None:
-                merged[hit.stub.id] = _Hit(hit.stub, dict(hit.rank), hit.lexical, hit.vector)
+                merged[hit.stub.id] = _Hit(hit.stub, dict(hit.rank), hit.lexical, hit.vector, hit.graph)
                 continue
             known.rank.update(hit.rank)
             known.lexical = known.lexical if hit.lexical is None else hit.lexical
             known.vector = known.vector if hit.vector is None else hit.vector
+            known.graph = known.graph if hit.graph is None else hit.graph
             if known.stub.name is None and hit.stub.name is not None:
                 known.stub = hit.stub
     scored = []
@@ -281,15 +276,24 @@ def _fuse(lists: dict[str, list[_Hit]], mode: str, alpha: float) -> list[tuple[f
 
 
 def _stub(hit: _Hit, score: float) -> EntityStub:
-    rankers = [r for r in ("lexical", "vector") if r in hit.rank]
+    rankers = [r for r in ("lexical", "vector", "graph") if r in hit.rank]
     return hit.stub.model_copy(
         update={
             "score": round(score, 6),
             "rankers": rankers,
             "lexical_score": hit.lexical,
             "vector_score": hit.vector,
+            "graph_score": hit.graph,
         }
     )
+
+
+async def _graph(graph: Graph, query: str, node_types: list[str] | None, limit: int) -> list[_Hit]:
+    """The graph ranker's hits (see :mod:`bfsql.engine.graph_ranker`)."""
+    return [
+        _Hit(hit.stub, {"graph": position}, graph=hit.score)
+        for position, hit in enumerate(await graph_ranking(graph, query, node_types, limit), start=1)
+    ]
 
 
 async def search_entities(
@@ -326,8 +330,11 @@ async def search_entities(
     least = embedder_min_similarity(graph.embedder) if min_similarity is None else min_similarity
     if chosen == "vector":
         return [_stub(h, h.vector or 0.0) for h in await _vector(graph, text, node_types, limit, least)]
-    lexical, nearest = await gather_or_cancel(
-        _lexical(graph, query, text, node_types, limit), _vector(graph, text, node_types, limit, least)
-    )
-    fused = _fuse({"lexical": lexical, "vector": nearest}, chosen, float(alpha))
+    rankers = {"lexical": _lexical(graph, query, text, node_types, limit)}
+    if graph.has_vector_search:
+        rankers["vector"] = _vector(graph, text, node_types, limit, least)
+    if chosen == "rrf":
+        rankers["graph"] = _graph(graph, text, node_types, limit)
+    found = await gather_or_cancel(*rankers.values())
+    fused = _fuse(dict(zip(rankers, found, strict=True)), chosen, float(alpha))
     return [_stub(hit, score) for score, hit in fused[:limit]]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ __all__ = [
     "fit_schema",
     "fit_traversal",
     "hold_texts",
+    "note_text",
 ]
 
 NOTES_RESERVE = 700
@@ -65,6 +66,11 @@ def answer_limit(max_tokens: int) -> int:
     return max(max_tokens, MIN_MAX_TOKENS) * CHARS_PER_TOKEN
 
 
+def note_text(note: dict[str, Any]) -> str:
+    """A note as the model reads it beside an answer (its detail and hint)."""
+    return f"{note['detail']} {note.get('hint', '')}".strip()
+
+
 def _jlen(text: str) -> int:
     """Length of ``text`` as a JSON string literal."""
     if '"' not in text and "\\" not in text and text.isprintable():
@@ -85,11 +91,27 @@ class AnswerBudget:
     max_tokens: int
     named_stubs: bool = True
     """Stubs carry the entity's name (a superset of Appendix A's stub); False: bare stubs only."""
+    asked: int | None = None
+    """The budget asked (the call's max_tokens, else the server's), when ``max_tokens`` is more: below
+    :data:`~bfsql.budgets.MIN_MAX_TOKENS`, or less than the smallest answer of the call. The answer says so."""
 
     @property
     def chars(self) -> int:
-        """Characters of compact JSON the answer may use."""
-        return answer_limit(self.max_tokens)
+        """Characters of compact JSON the answer may use (less the floor note's, when there is one)."""
+        note = self.floor_note()
+        return answer_limit(self.max_tokens) - (len(note_text(note)) + 1 if note else 0)
+
+    def floor_note(self) -> dict[str, Any] | None:
+        """What the answer says when it was given more than the budget asked, else None."""
+        if self.asked is None:
+            return None
+        return Truncation(
+            reason="max_tokens_floor",
+            detail=f"max_tokens={self.asked} is less than this answer needs at the least; answered within "
+            f"{self.max_tokens} tokens.",
+            hint=f"Ask for max_tokens={max(self.max_tokens, MIN_MAX_TOKENS)} or more; for a smaller answer use "
+            "limit, node_types or topology_only.",
+        ).model_dump(exclude_none=True)
 
     def most_nodes(self) -> int:
         """More nodes than an answer can show: every node takes at least a bare stub's characters."""
@@ -266,20 +288,42 @@ def _owners(answer: Traversal, room: int) -> list[Sequence[int]]:
     return [*owned, *itertools.repeat((), len(ids) - limit)]
 
 
-def _paths_size(answer: Traversal) -> dict[str, int]:
+def _paths_size(answer: Traversal, budget: AnswerBudget) -> dict[str, int]:
+    """For each shared node, the size of its paths and of the context stubs of the nodes on them (an upper bound:
+    a node on several paths is counted on each)."""
     sizes: dict[str, int] = {}
     for path in answer.paths:
-        sizes[path.node] = sizes.get(path.node, 0) + len(compact_json(path.model_dump())) + 1
+        inner = {end for s, _, o in path.edges for end in (s, o)} - {path.seed, path.node}
+        stubs = sum(len(compact_json(_context_stub(answer, budget, i))) + 1 for i in inner)
+        sizes[path.node] = sizes.get(path.node, 0) + len(compact_json(path.model_dump())) + 1 + stubs
     return sizes
+
+
+def _context_stub(answer: Traversal, budget: AnswerBudget, node_id: str) -> dict[str, Any]:
+    """A context node of intersect_subgraphs (a seed, a node on a path) as its stub."""
+    stub: dict[str, Any] = {"id": node_id, "entity_type": answer.types.get(node_id, "")}
+    name = answer.names.get(node_id) if budget.named_stubs else None
+    if name is not None:
+        stub["name"] = name
+    return stub
+
+
+def _context(answer: Traversal, budget: AnswerBudget, kept: set[str], paths: list[dict[str, Any]]) -> list[Any]:
+    """The context stubs an answer shows: the seeds and the nodes on its paths that it does not show as nodes."""
+    ends = (end for path in paths for s, _, o in path["edges"] for end in (s, o))
+    wanted = set(answer.seeds) | set(ends)
+    return [_context_stub(answer, budget, i) for i in answer.context if i in wanted and i not in kept]
 
 
 def fit_traversal(answer: Traversal, budget: AnswerBudget) -> dict[str, Any]:
     """The answer of bfs_query or intersect_subgraphs within ``budget``, graded as the module says."""
     ids = answer.node_ids
     sizes = _Sizes(answer, budget)
-    paths = _paths_size(answer)
+    paths = _paths_size(answer, budget)
     reserve = min(NOTES_RESERVE, budget.chars // 3)
-    room = budget.chars - reserve - len(compact_json(_envelope(answer, [], [], answer.truncated, None)))
+    room = budget.chars - reserve - len(compact_json(_envelope(
+        answer, [], [], answer.truncated, None, _context(answer, budget, set(), [])
+    )))
     owned = _owners(answer, room)
 
     edge_sums: dict[tuple[int, int], int] = {}  # a node's edges at one level: their size never changes
@@ -352,19 +396,75 @@ def fit_traversal(answer: Traversal, budget: AnswerBudget) -> dict[str, Any]:
     # longer than was kept for them), the farthest nodes go, as many as the excess needs, but never
     # the first, so that paging moves on.
     levels = decide(room)
+    levels = _keep_seed_detail(
+        answer, sizes, cost, decide, levels, room,
+        lambda tried: len(compact_json(_build(answer, budget, sizes, owned, tried))) <= budget.chars,
+    )
     if ids and levels[0] == CUT:
         levels[0] = BARE
     fitted = _build(answer, budget, sizes, owned, levels)
     over = len(compact_json(fitted)) - budget.chars
-    while over > 0 and sum(level != CUT for level in levels) > 1:
+    while over > 0 and (sum(level != CUT for level in levels) > 1 or (ids and levels[0] > BARE)):
         saved = 0
         while saved < over and sum(level != CUT for level in levels) > 1:
             last = max(i for i, level in enumerate(levels) if level != CUT)
             saved += cost(last, levels[last])
             levels[last] = CUT
+        if saved < over and levels[0] > BARE:  # the first node alone is too big: it gives up detail
+            smaller = cost(0, levels[0]) - (over - saved) - cost(0, NAMED)
+            if not (levels[0] >= CLIPPED and _clip_to_fit(ids[0], sizes, cost, 0, NAMED, smaller)):
+                levels[0] = NAMED if levels[0] > NAMED and sizes.names.get(ids[0]) is not None else BARE
+            else:
+                levels[0] = CLIPPED
         fitted = _build(answer, budget, sizes, owned, levels)
         over = len(compact_json(fitted)) - budget.chars
     return fitted
+
+
+SEED_SHARE = 2
+"""The seeds keep their (clipped) detail with at most a 1/SEED_SHARE of an answer's room."""
+
+
+def _keep_seed_detail(
+    answer: Traversal,
+    sizes: _Sizes,
+    cost: Callable[[int, int], int],
+    decide: Callable[[int], list[int]],
+    levels: list[int],
+    room: int,
+    fits: Callable[[list[int]], bool],
+) -> list[int]:
+    """``levels`` where the seeds on the page keep at least clipped detail: when ``decide`` lowered a seed to a
+    stub, decide again in the room less what the seeds' detail costs (at most half of it), and give it to them.
+    Seeds lose detail last: other nodes are stubs or cut first, and no node keeps detail a seed lost (when the
+    seeds' detail does not fit, with the notes it brings, the others are stubs too)."""
+    ids, seeds = answer.node_ids, set(answer.seeds)
+    seed_at = [i for i, node_id in enumerate(ids) if node_id in seeds]
+
+    def short(tried: list[int]) -> bool:
+        return any(tried[i] < CLIPPED <= sizes.cap(ids[i]) for i in seed_at)
+
+    def without_detail_beyond_seeds(tried: list[int]) -> list[int]:
+        return [level if level == CUT or ids[i] in seeds else min(level, NAMED) for i, level in enumerate(tried)]
+
+    if not short(levels):
+        return levels
+    reserve = min(room // SEED_SHARE, sum(cost(i, CLIPPED) - cost(i, BARE) for i in seed_at))
+    lifted = decide(room - reserve)
+    spare = room - sum(cost(i, level) for i, level in enumerate(lifted))
+    for i in seed_at:
+        if not lifted[i] < CLIPPED <= sizes.cap(ids[i]):
+            continue
+        extra = cost(i, CLIPPED) - cost(i, lifted[i])
+        if extra > spare and _clip_to_fit(ids[i], sizes, cost, i, lifted[i], spare):
+            extra = cost(i, CLIPPED) - cost(i, lifted[i])
+        if extra <= spare:
+            spare -= extra
+            lifted[i] = CLIPPED
+    if short(lifted) or not fits(lifted):
+        sizes.unclip()
+        return without_detail_beyond_seeds(levels)
+    return lifted
 
 
 def _clip_to_fit(
@@ -395,7 +495,12 @@ def _clip_to_fit(
 
 
 def _envelope(
-    answer: Traversal, nodes: list[Any], edges: list[Any], truncated: list[Truncation], paths: list[Any] | None
+    answer: Traversal,
+    nodes: list[Any],
+    edges: list[Any],
+    truncated: list[Truncation],
+    paths: list[Any] | None,
+    context: list[Any] | None = None,
 ) -> dict[str, Any]:
     envelope: dict[str, Any] = {"seeds": answer.seeds}
     envelope["max_hops" if answer.tool == "bfs_query" else "k"] = answer.hops
@@ -408,6 +513,8 @@ def _envelope(
     )
     if paths:
         envelope["paths"] = paths
+    if context:
+        envelope["context"] = context
     if truncated:
         envelope["truncated"] = [t.model_dump(exclude_none=True) for t in truncated]
     if answer.warnings:
@@ -452,7 +559,7 @@ def _build(
     notes = [*answer.truncated, *_notes(answer, budget, counts, len(nodes))]
     if counts[CUT]:
         notes = [n for n in notes if n.reason != "page"]
-    return _envelope(answer, nodes, edges, notes, paths)
+    return _envelope(answer, nodes, edges, notes, paths, _context(answer, budget, kept, paths))
 
 
 _DEGRADATION_NOTES = (
@@ -519,20 +626,22 @@ def fit_list(
     *,
     what: str,
     id_key: str = "id",
-    note: Truncation | None = None,
+    notes: Sequence[Truncation] = (),
     offset: int | None = None,
-) -> list[Any]:
-    """A list answer within the budget: long values clipped, then items cut from the end.
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """A list answer within the budget, and what is said beside it: long values clipped, then items cut from the end.
 
-    A cut (or ``note``, e.g. a page of search results) is a last element ``{"truncated": {...}}``
-    saying what was left out and how to get it: the offset to continue from for a paged list
-    (``offset`` = index of the first item), else the ids left out (as many as the budget holds).
+    The list holds only its items; ``notes`` (a page that goes on, unknown ids) and the cut, if
+    any, come back apart, as plain dicts, and count against the budget with the items. A cut
+    says how to get the rest: the offset to continue from for a paged list (``offset`` = index
+    of the first item), else the ids left out (as many as the budget holds).
     """
     items = [fit_record(i, budget) if isinstance(i, dict) else i for i in items]
+    given = [n.model_dump(exclude_none=True) for n in notes]
 
-    def with_marker(keep: int) -> list[Any]:
+    def cut_at(keep: int) -> tuple[list[Any], list[dict[str, Any]]]:
         if keep == len(items):
-            return items + ([{"truncated": note.model_dump(exclude_none=True)}] if note else [])
+            return items, given
         cut = Truncation(
             reason="max_tokens",
             detail=f"{len(items) - keep} of {len(items)} {what} did not fit {budget.max_tokens} tokens.",
@@ -554,18 +663,23 @@ def fit_list(
             cut.hint = "Call again with the remaining ids" + (
                 f" (the first {len(rest)} are listed)." if len(rest) < len(items) - keep else "."
             )
-        return [*items[:keep], {"truncated": cut.model_dump(exclude_none=True)}]
+        kept_notes = [n for n in given if n.get("reason") != "page"]  # the cut says where to go on
+        return items[:keep], [*kept_notes, cut.model_dump(exclude_none=True)]
 
-    if _fits(with_marker(len(items)), budget):
-        return with_marker(len(items))
+    def fits(keep: int) -> bool:
+        listed, said = cut_at(keep)
+        return len(compact_json(listed)) + len(compact_json(said)) <= budget.chars
+
+    if fits(len(items)):
+        return cut_at(len(items))
     low, high = 0, len(items) - 1
     while low < high:
         middle = (low + high + 1) // 2
-        if _fits(with_marker(middle), budget):
+        if fits(middle):
             low = middle
         else:
             high = middle - 1
-    return with_marker(low)
+    return cut_at(low)
 
 
 def fit_schema(schema: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:

@@ -40,12 +40,15 @@ TOOL_USAGE_NOTES = """\
   page of its later endpoint, so paging never repeats an edge.
 - intersect_subgraphs: nodes within k undirected hops of every seed; no paging.
 - search_entities: mode = exact | lexical | vector | hybrid | rrf (default: the best
-  the graph supports); each hit has a score and the rankers that found it.
+  the graph supports; rrf adds a graph ranker: "nutlin inhibits" finds what Nutlin-3
+  inhibits); each hit has a score and the rankers that found it. Paging notes come
+  after the list, not in it.
 - path_query: a chain "name" or @id, then edges -[terms]-> / <-[terms]- ([*] = any
   relation), each optionally followed by type:T, @id or "text". Empty answers explain
   why in metadata (reason, available_relations, hint).
 - describe_entity / describe_entities: full records for stubs. Unknown ids are
-  reported (describe_entity) or omitted (describe_entities).
+  an error (describe_entity) or named in a note after the list (describe_entities).
+- Type and predicate filters match ignoring case.
 - Stubs carry the entity's name when the graph has one. Answers fit a size budget
   (max_tokens, per call or the server's): far nodes lose detail first (clipped
   values, then named stubs, then bare stubs), then nodes are cut with an offset to
@@ -76,13 +79,15 @@ TOOL_DESCRIPTIONS = {
     "topology_only=true returns the bare structure; exclude_node_types removes types entirely; "
     "min_mentions drops rarely mentioned nodes; limit/offset page through nodes.",
     "describe_entity": "Expand one stub: the entity's id, entity_type and all metadata as one flat object.",
-    "describe_entities": "Expand several stubs in one call: a list of full nodes. Unknown ids are omitted.",
+    "describe_entities": "Expand several stubs in one call: a list of full nodes, in the order asked. Ids the "
+    "graph does not know are named in a note after the list.",
     "intersect_subgraphs": "Intersect: only nodes within k undirected hops (1-5) of every seed (2 or more), "
-    "with the edges among them. Use for 'what do all of these share?'. Same detail filters as bfs_query; "
-    "no paging.",
+    "with the edges among them, paths from each seed to the nearest, and the seeds and path nodes as context "
+    "stubs. Use for 'what do all of these share?'. Same detail filters as bfs_query; no paging.",
     "path_query": PATH_QUERY_DESCRIPTION,
-    "describe_edges": "Expand edges: the full metadata of given [subject, predicate, object] triples, with the "
-    "provenance (evidence text, documents) that traversals leave out. Unknown edges are omitted.",
+    "describe_edges": "Expand edges: the full metadata of given edges ([subject, predicate, object] triples, or "
+    "the edge objects bfs_query answers), with the provenance (evidence text, documents) that traversals leave "
+    "out. Edges the graph does not have are named in a note after the list.",
 }
 
 INJECTION_MAX_TYPES = 20
@@ -109,7 +114,7 @@ def graphs_injection(served: Any, with_schema: bool = False) -> str:
     lines = [f"\n\nThis server serves several graphs; pass graph=NAME to choose one (default: {served[0].name})."]
     for entry in served:
         about = f"- {entry.name} ({entry.backend}{', default' if entry is served[0] else ''})"
-        about += f": {entry.description}" if entry.description else ""
+        about += f": {entry.shown_description}" if entry.shown_description else ""
         if with_schema:
             types, preds = entry.schema
             if entry.graph is None:

@@ -25,19 +25,21 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from bfsql.budgets import MIN_MAX_TOKENS
-from bfsql.engine.answer import EdgeRecords, EntityRecords, Traversal
-from bfsql.errors import BfsqlError, UnknownEntity, clip
+from bfsql.budgets import CHARS_PER_TOKEN, MIN_MAX_TOKENS
+from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
+from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
 from bfsql.pacing import light_call
 from bfsql.server.fitting import (
     AnswerBudget,
+    answer_limit,
     compact_json,
     fit_list,
     fit_paths,
@@ -45,16 +47,20 @@ from bfsql.server.fitting import (
     fit_schema,
     fit_traversal,
     hold_texts,
+    note_text,
 )
 from bfsql.server.tool_spec import MAX_TOKENS_ARGUMENT, ToolContext, ToolSpec, validate
 from bfsql.settings import ServerSettings
 
 __all__ = [
+    "NOTES_KEY",
     "READ_ONLY",
     "answer_budget",
+    "answer_text",
     "error_result",
     "fit",
     "fit_and_serialise",
+    "notes_of",
     "postprocess",
     "result_of",
     "run_tool",
@@ -94,52 +100,81 @@ def postprocess(graph: Graph, answer: Any, tool: str) -> None:
     graph.process_result(answer, tool)
 
 
-def _entity_records(answer: EntityRecords, budget: AnswerBudget) -> Any:
+Notes = list[dict[str, Any]]
+"""What is said beside a list answer (see :func:`result_of`)."""
+
+NOTES_KEY = "bfsql/notes"
+"""The key of a result's ``_meta`` under which a list answer's notes lie, for programs (docs/protocol.md)."""
+
+
+def _unknown(what: str, missing: list[str]) -> list[Truncation]:
+    if not missing:
+        return []
+    return [Truncation(
+        reason="unknown_ids",
+        detail=f"{len(missing)} of the {what} asked for are not in the graph: "
+        f"{', '.join(clip(m) for m in missing[:20])}{' …' if len(missing) > 20 else ''}.",
+        hint="Check the ids (search_entities finds canonical ones); the list holds the others.",
+        count=len(missing),
+    )]
+
+
+def _entity_records(answer: EntityRecords, budget: AnswerBudget) -> tuple[Any, Notes]:
     if answer.single:
         entity_id = answer.ids[0]
         return fit_record({**answer.metadata[entity_id], "id": entity_id, "entity_type": answer.types[entity_id]},
-                          budget)
+                          budget), []
     items = [{"id": i, "entity_type": answer.types[i], "metadata": answer.metadata[i]} for i in answer.ids]
-    return fit_list(items, budget, what="entities")
+    return fit_list(items, budget, what="entities", notes=_unknown("ids", answer.missing))
 
 
-def _edge_records(answer: EdgeRecords, budget: AnswerBudget) -> Any:
+def _edge_records(answer: EdgeRecords, budget: AnswerBudget) -> tuple[Any, Notes]:
     items = [{"subject": s, "predicate": p, "object": o, "metadata": answer.metadata[(s, p, o)]}
              for s, p, o in answer.edges]
-    return fit_list(items, budget, what="edges", id_key="subject")
+    missing = [f"[{s}, {p}, {o}]" for s, p, o in answer.missing]
+    return fit_list(items, budget, what="edges", id_key="subject", notes=_unknown("edges", missing))
 
 
-def fit(answer: Any, budget: AnswerBudget) -> Any:
-    """The answer as plain data within ``budget``, by its kind."""
+def fit(answer: Any, budget: AnswerBudget) -> tuple[Any, Notes]:
+    """The answer as plain data within ``budget``, by its kind, and the notes said beside a list answer."""
     if isinstance(answer, Traversal):
-        return fit_traversal(answer, budget)
+        return fit_traversal(answer, budget), []
     if isinstance(answer, EntityRecords):
         return _entity_records(answer, budget)
     if isinstance(answer, EdgeRecords):
         return _edge_records(answer, budget)
+    if isinstance(answer, Listing):
+        items = [to_output(i) if isinstance(i, BaseModel) else i for i in answer.items]
+        return fit_list(items, budget, what="items", notes=answer.notes, offset=answer.offset)
     if isinstance(answer, PathQueryResult):
-        return fit_paths(to_output(answer), budget)
+        return fit_paths(to_output(answer), budget), []
     if isinstance(answer, SchemaDescription):
-        return fit_schema(to_output(answer), budget)
+        return fit_schema(to_output(answer), budget), []
     if isinstance(answer, BaseModel):
         answer = to_output(answer)
     if isinstance(answer, list):
-        note = answer[-1] if answer and isinstance(answer[-1], Truncation) else None
-        items = [to_output(i) if isinstance(i, BaseModel) else i for i in (answer[:-1] if note else answer)]
-        offset = None if note is None or note.next_offset is None else note.next_offset - len(items)
-        return fit_list(items, budget, what="items", note=note, offset=offset)
+        return fit_list([to_output(i) if isinstance(i, BaseModel) else i for i in answer], budget, what="items")
     if isinstance(answer, dict):
-        return fit_record(answer, budget)
-    return answer
+        return fit_record(answer, budget), []
+    return answer, []
 
 
-def result_of(data: Any, text: str | None = None) -> CallToolResult:
-    """A tool result: compact JSON text (``text``, when already made), and the same data as structured content."""
+def result_of(data: Any, text: str | None = None, notes: Notes | None = None) -> CallToolResult:
+    """A tool result: the answer as compact JSON text (``text``, when already made) and as structured content.
+
+    A list holds only its items (Appendix A types them so); its notes (a page that goes on, a cut,
+    unknown ids) follow in a second text block, where the model reads them, and in the result's
+    ``_meta`` under :data:`NOTES_KEY`, where a program finds them without parsing prose.
+    """
     structured = {"result": data} if isinstance(data, list) else data
-    return CallToolResult(
-        content=[TextContent(type="text", text=compact_json(data) if text is None else text)],
-        structured_content=structured if isinstance(structured, dict) else None,
-    )
+    content: list[Any] = [TextContent(type="text", text=compact_json(data) if text is None else text)]
+    if notes:
+        content.append(TextContent(type="text", text="\n".join(map(note_text, notes))))
+    return CallToolResult.model_validate({
+        "content": content,
+        "structuredContent": structured if isinstance(structured, dict) else None,
+        "_meta": {NOTES_KEY: notes} if notes else None,
+    })
 
 
 ERROR_CHARS = 2000
@@ -157,8 +192,15 @@ def error_result(text: str, max_chars: int = ERROR_CHARS) -> CallToolResult:
 def answer_budget(spec: ToolSpec, settings: ServerSettings, arguments: dict[str, Any]) -> AnswerBudget:
     """The call's answer budget: the server's, or the call's own ``max_tokens`` (taken out of ``arguments``)."""
     asked = arguments.pop(MAX_TOKENS_ARGUMENT, None) if spec.max_tokens else None
-    tokens = settings.max_tokens if asked is None else max(min(int(asked), settings.max_tokens), MIN_MAX_TOKENS)
-    return AnswerBudget(tokens, settings.named_stubs)
+    if asked is None:
+        return AnswerBudget(settings.max_tokens, settings.named_stubs)
+    if asked < 1:
+        raise InvalidArgument(
+            f"max_tokens must be a positive number of tokens; got {asked}.",
+            f"Omit it for the server's budget ({settings.max_tokens}), or ask for {MIN_MAX_TOKENS} or more.",
+        )
+    tokens = max(min(asked, settings.max_tokens), MIN_MAX_TOKENS)
+    return AnswerBudget(tokens, settings.named_stubs, asked if asked < MIN_MAX_TOKENS else None)
 
 
 def _summary(arguments: dict[str, Any]) -> str:
@@ -185,7 +227,7 @@ async def run_tool(
     waiting = slots is not None and spec.heavy
     most = min(ERROR_CHARS, AnswerBudget(settings.max_tokens).chars)
 
-    async def answer(call: dict[str, Any], budget: AnswerBudget) -> tuple[Any, str]:
+    async def answer(call: dict[str, Any], budget: AnswerBudget) -> tuple[Any, str, Notes]:
         nonlocal waiting
         if spec.heavy:
             async with slots or contextlib.nullcontext():
@@ -206,9 +248,9 @@ async def run_tool(
             call[spec.graph_param] = graph
         if spec.context_param:
             call[spec.context_param] = ToolContext(graph, settings, budget, report, graphs)
-        fitted, text = await asyncio.wait_for(answer(call, budget), settings.timeout)
-        outcome = f"{len(text)} chars" + (", cut" if _was_cut(fitted) else "")
-        return result_of(fitted, text)
+        fitted, text, notes = await asyncio.wait_for(answer(call, budget), settings.timeout)
+        outcome = f"{len(text)} chars" + (", cut" if _was_cut(fitted, notes) else "")
+        return result_of(fitted, text, notes)
     except BfsqlError as exc:
         outcome = f"error: {clip(exc.message, 200)}"
         return error_result(str(exc), most)
@@ -248,16 +290,27 @@ async def run_tool(
         )
 
 
-def fit_and_serialise(answer: Any, budget: AnswerBudget) -> tuple[Any, str]:
-    """The answer fitted to ``budget`` and its wire text (stage 5, as the pipeline runs it)."""
-    return hold_texts(fit(answer, budget), budget)
+def fit_and_serialise(answer: Any, budget: AnswerBudget) -> tuple[Any, str, Notes]:
+    """The answer fitted to ``budget``, its wire text, and the notes beside it (stage 5, as the pipeline runs it)."""
+    for _ in range(3):
+        data, notes = fit(answer, budget)
+        data, text = hold_texts(data, budget)
+        floor = budget.floor_note()
+        notes = [floor, *notes] if floor else notes
+        size = len(text) + sum(len(note_text(n)) + 1 for n in notes)
+        if size <= answer_limit(budget.max_tokens):
+            break
+        # Even the smallest answer (one node, the counts, the notes) is more than the budget: give it what it
+        # takes, and say so, rather than report a budget the answer exceeds.
+        budget = replace(budget, max_tokens=-(-size // CHARS_PER_TOKEN) + 10, asked=budget.asked or budget.max_tokens)
+    return data, text, notes
 
 
-def _was_cut(data: Any) -> bool:
+def _was_cut(data: Any, notes: Notes) -> bool:
     """Whether a fitted answer says something was left out (a truncation note)."""
     if isinstance(data, dict):
         return bool(data.get("truncated")) or bool((data.get("metadata") or {}).get("truncated"))
-    return isinstance(data, list) and bool(data) and isinstance(data[-1], dict) and "truncated" in data[-1]
+    return any(n.get("reason") in ("max_tokens", "page") for n in notes)
 
 
 async def _invoke(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:
@@ -265,3 +318,15 @@ async def _invoke(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def answer_text(result: CallToolResult) -> str:
+    """The answer (or error) of a tool result: its first text block (a second one holds a list's notes)."""
+    first = result.content[0] if result.content else None
+    return getattr(first, "text", "") if first is not None else ""
+
+
+def notes_of(result: CallToolResult) -> Notes:
+    """The notes beside a list answer (empty for other answers and errors)."""
+    notes: Notes = (result.meta or {}).get(NOTES_KEY) or []
+    return notes

@@ -10,7 +10,9 @@ not of the function: the pipeline adds that argument and reads it.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -80,6 +82,22 @@ class ToolSpec:
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments."""
         return self.arguments.model_json_schema()
+
+    @functools.cached_property
+    def text_free_arguments(self) -> frozenset[str]:
+        """Arguments whose type admits no string: a string sent for one is read as JSON text (see :func:`validate`)."""
+        schema = self.input_schema()
+        definitions = schema.get("$defs", {})
+        return frozenset(name for name, prop in schema.get("properties", {}).items()
+                         if not _admits(prop, definitions, "string"))
+
+    @functools.cached_property
+    def integer_arguments(self) -> frozenset[str]:
+        """Arguments that take an integer and no other number: JSON's 2.0 is the integer 2 for them."""
+        schema = self.input_schema()
+        definitions = schema.get("$defs", {})
+        return frozenset(name for name, prop in schema.get("properties", {}).items()
+                         if _admits(prop, definitions, "integer") and not _admits(prop, definitions, "number"))
 
     def output_schema(self) -> dict[str, Any] | None:
         """The JSON schema of the answer (lists are wrapped as ``{"result": [...]}``, as MCP wants objects)."""
@@ -171,12 +189,60 @@ def argument_error(spec: ToolSpec, exc: ValidationError) -> InvalidArgument:
     return InvalidArgument(" ".join(dict.fromkeys(problems)), f"See the {spec.name} tool's input schema.")
 
 
+_ENUM_KINDS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _admits(schema: dict[str, Any], definitions: dict[str, Any], kind: str) -> bool:
+    """Whether a JSON schema admits values of the JSON type ``kind`` (a schema without a type admits anything)."""
+    if "$ref" in schema:
+        return _admits(definitions.get(schema["$ref"].rsplit("/", 1)[-1], {}), definitions, kind)
+    if "anyOf" in schema or "oneOf" in schema:
+        return any(_admits(part, definitions, kind) for part in schema.get("anyOf", schema.get("oneOf", [])))
+    declared = schema.get("type")
+    if declared is None:
+        return "enum" not in schema or any(_ENUM_KINDS.get(type(v)) == kind for v in schema["enum"])
+    return kind in (declared if isinstance(declared, list) else [declared])
+
+
+def _read_json_texts(spec: ToolSpec, raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with each string sent for a text-free argument read as JSON text, where it is JSON, and whole
+    numbers such as ``2.0`` sent for an integer argument taken as integers (JSON has one number type).
+
+    Some clients send list and number arguments as JSON text (``node_types='["Animal"]'``); the value
+    it parses to must still be of the declared type.
+    """
+    read = dict(raw)
+    for name in spec.text_free_arguments & raw.keys():
+        if isinstance(read[name], str):
+            try:
+                read[name] = json.loads(read[name])
+            except ValueError:
+                pass
+    for name in spec.integer_arguments & raw.keys():
+        if isinstance(read[name], float) and read[name].is_integer():
+            read[name] = int(read[name])
+    return read
+
+
 def validate(spec: ToolSpec, raw: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments, validated; :class:`InvalidArgument` in plain words otherwise."""
+    """The call's arguments, validated strictly as JSON: a value of another type is refused (``true`` is not 1,
+    ``"yes"`` is not true), except that a string sent for an argument that takes no string is read as JSON
+    text; :class:`InvalidArgument` in plain words otherwise."""
     if not isinstance(raw, dict):
         raise InvalidArgument(f"{spec.name} takes an object of named arguments.", "Example: {\"seeds\": [\"X\"]}.")
     try:
-        model = spec.arguments.model_validate(raw)
+        text = json.dumps(_read_json_texts(spec, raw), default=_not_json)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"{spec.name}'s arguments must be JSON values: {exc}.", "Send strings, numbers, "
+                              "true/false, null, lists and objects.") from None
+    try:
+        model = spec.arguments.model_validate_json(text, strict=True)
     except ValidationError as exc:
         raise argument_error(spec, exc) from None
     return {name: getattr(model, name) for name in spec.arguments.model_fields}
+
+
+def _not_json(value: Any) -> Any:
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not a JSON value")

@@ -18,7 +18,7 @@ from bfsql.backend import gather_or_cancel
 from bfsql.engine import bfs_query as traverse
 from bfsql.engine import intersect_subgraphs as intersect
 from bfsql.engine import search as hybrid
-from bfsql.engine.answer import EdgeRecords, EntityRecords, Traversal
+from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD
 from bfsql.engine.paths import path_query as run_path_query
 from bfsql.errors import InvalidArgument, UnknownEntity, clip
@@ -26,7 +26,6 @@ from bfsql.models import (
     BfsResult,
     EntityStub,
     IntersectionResult,
-    ListCut,
     Node,
     PathQueryResult,
     ResultEdge,
@@ -34,6 +33,7 @@ from bfsql.models import (
     Truncation,
 )
 from bfsql.rows import Edge
+from bfsql.server.fitting import compact_json
 from bfsql.server.instructions import DEFAULT_NEXT_STEPS, TOOL_DESCRIPTIONS, TOOL_USAGE_NOTES
 from bfsql.server.tool_spec import ToolContext
 
@@ -48,7 +48,11 @@ Exclude = Annotated[
     list[str] | None, Field(description="Remove these types and their edges entirely.", examples=[["Paper"]])
 ]
 TopologyOnly = Annotated[bool, Field(description="Ids, types, names and bare triples only: the cheapest survey.")]
-MinMentions = Annotated[int, Field(description="Drop nodes with total_mentions below this.", examples=[2])]
+MinMentions = Annotated[
+    int | None,
+    Field(description="Remove nodes whose total_mentions is below this, and their edges (nodes without "
+          "total_mentions and the seeds stay). Omitted: no filter.", examples=[2]),
+]
 
 
 async def describe_schema(ctx: ToolContext) -> SchemaDescription:
@@ -56,7 +60,7 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
     graph = ctx.graph
     types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
     return SchemaDescription(
-        graph_description=await graph.backend.graph_description(),
+        graph_description=graph.description or await graph.backend.graph_description(),
         comprehensive=graph.capabilities.comprehensive_schema,
         entity_types=types,
         predicates=preds,
@@ -68,8 +72,9 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
 
 SEARCH_MAX = 100
 """Most results one search call returns."""
-SEARCH_MAX_OFFSET = 1000
-"""Deepest page start: search pages through the best matches, not the whole graph."""
+SEARCH_DEPTH = 300
+"""Matches one search ranks, whatever the page asked: every page cuts the same ranking, so paging returns each
+match once with one score; a page starts within it (offset below this)."""
 
 
 async def search_entities(
@@ -81,7 +86,8 @@ async def search_entities(
     mode: Annotated[
         Literal["exact", "lexical", "vector", "hybrid", "rrf"] | None,
         Field(description="Ranking: exact, lexical, vector, hybrid (alpha-weighted) or rrf (reciprocal rank "
-              "fusion). Default: the best this graph supports.", examples=["lexical"]),
+              "fusion of lexical, vector and a graph ranker that finds what is linked to what the query names). "
+              "Default: the best this graph supports.", examples=["lexical"]),
     ] = None,
     alpha: Annotated[
         float,
@@ -90,51 +96,43 @@ async def search_entities(
     ] = hybrid.DEFAULT_ALPHA,
     limit: Annotated[int, Field(description=f"Most results (1-{SEARCH_MAX}).", examples=[20])] = hybrid.SEARCH_LIMIT,
     offset: Annotated[
-        int, Field(description=f"Skip the first N results (paging; 0-{SEARCH_MAX_OFFSET}).", examples=[20])
+        int, Field(description=f"Skip the first N results (paging; 0-{SEARCH_DEPTH - 1}).", examples=[20])
     ] = 0,
     min_similarity: Annotated[
         float | None,
         Field(description="Least cosine similarity (0-1) of a vector hit; default: the embedder's measured one.",
               examples=[0.5]),
     ] = None,
-) -> list[EntityStub]:
+) -> Listing:
     """Resolve a name to canonical ids; [] when nothing relevant matches."""
     if not isinstance(limit, int) or not 1 <= limit <= SEARCH_MAX:
         raise InvalidArgument(f"limit must be an integer from 1 to {SEARCH_MAX}; got {limit!r}.", "Example: limit=20.")
-    if not isinstance(offset, int) or not 0 <= offset <= SEARCH_MAX_OFFSET:
+    if not isinstance(offset, int) or not 0 <= offset < SEARCH_DEPTH:
         raise InvalidArgument(
-            f"offset must be an integer from 0 to {SEARCH_MAX_OFFSET}; got {clip(str(offset))}.",
-            f"Search pages through the best {SEARCH_MAX_OFFSET + SEARCH_MAX} matches at most: to reach others, "
-            "narrow the query (more words, node_types).",
+            f"offset must be an integer from 0 to {SEARCH_DEPTH - 1}; got {clip(str(offset))}.",
+            f"Search ranks the best {SEARCH_DEPTH} matches: to reach others, narrow the query (more words, "
+            "node_types).",
         )
-    hits = await hybrid.search_entities(
-        ctx.graph, query, node_types, mode=mode, alpha=alpha, limit=offset + limit + 1, min_similarity=min_similarity
+    ranked = await hybrid.search_entities(
+        ctx.graph, query, node_types, mode=mode, alpha=alpha, limit=SEARCH_DEPTH, min_similarity=min_similarity
     )
-    page: list[Any] = list(hits[offset : offset + limit])
-    if len(hits) > offset + limit:
-        page.append(Truncation(
+    stop = offset + limit
+    notes = []
+    if len(ranked) > stop:
+        notes.append(Truncation(
             reason="page",
-            detail=f"Returned results {offset}..{offset + limit - 1}; more entities match.",
-            hint=f"Repeat the call with offset={offset + limit} for the next results.",
-            next_offset=offset + limit,
+            detail=f"Returned results {offset}..{stop - 1} of {len(ranked)}"
+            f"{' or more' if len(ranked) == SEARCH_DEPTH else ''}.",
+            hint=f"Repeat the call with offset={stop} for the next results.",
+            next_offset=stop,
         ))
-    return page
-
-
-async def _filter_warnings(ctx: ToolContext, answer: Traversal, arguments: dict[str, list[str] | None]) -> None:
-    """Warn about filter values the graph does not know (when its schema is comprehensive)."""
-    if not ctx.graph.capabilities.comprehensive_schema or not any(arguments.values()):
-        return
-    types, preds = await gather_or_cancel(ctx.graph.entity_types(), ctx.graph.predicates())
-    for name, values in arguments.items():
-        valid = preds if name == "predicates" else types
-        unknown = [v for v in values or [] if v not in valid]
-        if unknown:
-            answer.warnings.append(
-                f"{name}: {', '.join(repr(clip(v)) for v in unknown[:10])} {'is' if len(unknown) == 1 else 'are'} not "
-                f"among this graph's {'predicates' if name == 'predicates' else 'entity types'} "
-                f"({', '.join(valid[:30]) + (' …' if len(valid) > 30 else '')}); matching is exact and case-sensitive."
-            )
+    elif len(ranked) == SEARCH_DEPTH and stop >= SEARCH_DEPTH:
+        notes.append(Truncation(
+            reason="search_depth",
+            detail=f"Search ranks the best {SEARCH_DEPTH} matches; more entities may match.",
+            hint="Narrow the query (more words, node_types) to reach others.",
+        ))
+    return Listing(ranked[offset:stop], notes, offset)
 
 
 async def _traversal(
@@ -146,11 +144,9 @@ async def _traversal(
     **options: Any,
 ) -> Traversal:
     """Run a traversal of the engine (bfs_query, intersect_subgraphs) within the graph's limits and the answer's
-    budget; warn about filter values the graph does not know."""
-    answer = await engine(ctx.graph, seeds, hops, **filters, **options, limits=ctx.settings.limits,
-                          room=ctx.answer_budget, progress=ctx.progress)
-    await _filter_warnings(ctx, answer, filters)
-    return answer
+    budget."""
+    return await engine(ctx.graph, seeds, hops, **filters, **options, limits=ctx.settings.limits,
+                        room=ctx.answer_budget, progress=ctx.progress)
 
 
 async def bfs_query(
@@ -161,7 +157,7 @@ async def bfs_query(
     predicates: Predicates = None,
     topology_only: TopologyOnly = False,
     exclude_node_types: Exclude = None,
-    min_mentions: MinMentions = 1,
+    min_mentions: MinMentions = None,
     limit: Annotated[int | None, Field(description="Cap the number of nodes returned.", examples=[50])] = None,
     offset: Annotated[int, Field(description="Skip the first N nodes (paging).", examples=[50])] = 0,
 ) -> Traversal:
@@ -211,7 +207,7 @@ async def intersect_subgraphs(
     node_types: Types = None,
     exclude_node_types: Exclude = None,
     predicates: Predicates = None,
-    min_mentions: MinMentions = 1,
+    min_mentions: MinMentions = None,
     topology_only: TopologyOnly = False,
 ) -> Traversal:
     """Nodes every seed reaches."""
@@ -246,13 +242,35 @@ async def path_query(
 EDGES_MAX = 200
 """Most edges one describe_edges call takes."""
 
+EDGE_ITEM_SCHEMA: dict[str, Any] = {"anyOf": [
+    {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3},
+    {"type": "object", "required": ["subject", "predicate", "object"],
+     "properties": {name: {"type": "string"} for name in ("subject", "predicate", "object")}},
+]}
+"""An edge as describe_edges takes it: a triple, or an edge object as bfs_query answers it."""
+
+
+def _edge(position: int, item: Any) -> Edge:
+    """One asked edge, from a triple or an edge object; :class:`InvalidArgument` saying which forms are taken."""
+    if isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("subject", "predicate", "object")):
+        return Edge(item["subject"], item["predicate"], item["object"])
+    if isinstance(item, list | tuple) and len(item) == 3 and all(isinstance(part, str) for part in item):
+        return Edge(*item)
+    shape = f"a list of {len(item)} item(s)" if isinstance(item, list | tuple) else clip(compact_json(item), 60)
+    raise InvalidArgument(
+        f"edges[{position}] must be [subject, predicate, object] (three strings) or an object with subject, "
+        f"predicate and object; got {shape}.",
+        'Example: edges=[["HGNC:BRAF", "isa", "FPLX:RAF"]], or the edges bfs_query answered.',
+    )
+
 
 async def describe_edges(
     ctx: ToolContext,
     edges: Annotated[
-        list[tuple[str, str, str]],
-        Field(description="Edges as [subject, predicate, object] triples.",
-              examples=[[["HGNC:BRAF", "isa", "FPLX:RAF"]]]),
+        list[Any],
+        Field(description="Edges as [subject, predicate, object] triples, or as the {subject, predicate, object} "
+              "objects bfs_query answers (other keys, such as metadata, are ignored).",
+              examples=[[["HGNC:BRAF", "isa", "FPLX:RAF"]]], json_schema_extra={"items": EDGE_ITEM_SCHEMA}),
     ],
 ) -> EdgeRecords:
     """Edges' metadata with their provenance."""
@@ -260,7 +278,7 @@ async def describe_edges(
         raise InvalidArgument(
             f"describe_edges accepts at most {EDGES_MAX} edges; got {len(edges)}.", "Split them over several calls."
         )
-    wanted = [Edge(*e) for e in dict.fromkeys(tuple(e) for e in edges)]
+    wanted = list(dict.fromkeys(_edge(i, item) for i, item in enumerate(edges)))
     metadata, provenance = await gather_or_cancel(
         ctx.graph.metadata_for_edges(wanted), ctx.graph.provenance_for_edges(wanted)
     )
@@ -273,13 +291,13 @@ async def describe_edges(
 
 BUILTIN_TOOLS: tuple[tuple[Any, Any, bool, bool], ...] = (
     (describe_schema, SchemaDescription, False, False),
-    (search_entities, list[EntityStub | ListCut], False, False),
+    (search_entities, list[EntityStub], False, False),
     (bfs_query, BfsResult, True, True),
     (describe_entity, dict[str, Any], False, True),
-    (describe_entities, list[Node | ListCut], False, True),
+    (describe_entities, list[Node], False, True),
     (intersect_subgraphs, IntersectionResult, True, True),
     (path_query, PathQueryResult, True, True),
-    (describe_edges, list[ResultEdge | ListCut], False, True),
+    (describe_edges, list[ResultEdge], False, True),
 )
 """(function, answer model, whether it traverses, whether a call may set its own max_tokens), in the order clients
 see them. A traversal's description lists the schema, and it waits for one of its graph's heavy-call slots."""

@@ -37,7 +37,7 @@ from bfsql.backend import PROVENANCE_KEYS, Capabilities, GraphBackend, GraphDbIn
 from bfsql.backends.memory import MemoryBackend
 from bfsql.budgets import TraversalLimits
 from bfsql.embedders import Embedder, HashingEmbedder
-from bfsql.engine import bfs_query
+from bfsql.engine import bfs_query, intersect_subgraphs
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.hookspecs import hookimpl
@@ -55,6 +55,7 @@ from bfsql.testing.answers import (
     run_traversal,
 )
 from bfsql.testing.applicability import requires, skip, unmet
+from bfsql.testing.exact_answers import ExactAnswerChecks
 from bfsql.testing.idmap import IdMap, IdMapLike
 from bfsql.testing.parity import assert_parity
 from bfsql.testing.random_graphs import TYPES, random_records
@@ -145,7 +146,7 @@ def _payload(result: Any, what: str) -> Any:
     return json.loads(result.content[0].text)
 
 
-class BackendConformance:
+class BackendConformance(ExactAnswerChecks):
     """The standard tests of a bfsql backend. Subclass it (``class TestMine(BackendConformance)``).
 
     Provide the ``backend`` fixture: a :class:`~bfsql.GraphBackend` (or
@@ -170,7 +171,7 @@ class BackendConformance:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        standard = {name for name in vars(BackendConformance) if name.startswith("test_")}
+        standard = {name for name in dir(BackendConformance) if name.startswith("test_")}
         for name in sorted(standard & set(vars(cls))):
             override = vars(cls)[name]
             if not _xfailed(override):
@@ -458,6 +459,24 @@ class BackendConformance:
         """An edge the graph does not have has no metadata: ``{}``, not an error."""
         assert await graph.metadata_for_edge(ids.edge(UNKNOWN_EDGE)) == {}
 
+    async def test_full_answer_metadata_is_the_metadata_primitives(self, graph: Graph, ids: IdMap) -> None:
+        """A full bfs_query's node and edge metadata equal metadata_for_nodes / _edges asked outside any traversal.
+
+        Inside a traversal a backend may answer them from what its hops read (:mod:`bfsql.hop_memo`):
+        the answer must be the same either way.
+        """
+        seeds = [ids.to_backend(i) for i in STANDARD_IDS]
+        answer = await bfs_query(graph, seeds, 1, limits=TraversalLimits(max_nodes=1000, max_edges_per_node=1000))
+        edges = [Edge(*triple) for triple in answer.triples]
+        assert edges, "the standard graph's 1-hop answer from every entity has edges"
+        direct = await graph.metadata_for_edges(edges)
+        for edge in edges:
+            expected = dict(direct.get(edge) or {})
+            assert answer.edge_metadata.get(edge) == expected, f"edge metadata of {edge} in a full bfs_query"
+        nodes = await graph.metadata_for_nodes(answer.node_ids)
+        for node_id in answer.node_ids:
+            assert answer.node_metadata.get(node_id) == nodes[node_id], f"metadata of {node_id} in a full bfs_query"
+
     # --- search --------------------------------------------------------------
 
     @pytest.mark.parametrize("case", RANKED_SEARCHES + EMPTY_SEARCHES, ids=lambda c: c.label)
@@ -673,6 +692,13 @@ class BackendConformance:
         await _compare_walks(backend, [ids.to_backend(i) for i in (*STANDARD_IDS, MERGED)], [NODE_TYPES[TP53]])
 
     @requires(traversal=True)
+    async def test_the_store_intersection_answers_as_the_hop_walk(self, backend: GraphBackend, ids: IdMap) -> None:
+        """intersect_subgraphs answers the same whether the store walks (intersect) or the engine walks hop by
+        hop: every pair of standard seeds (and one triple), k 1 to 3, tight and default limits, with and without
+        an excluded type: counts, nodes, edges, schema, cuts, paths and warnings."""
+        await _compare_intersections(backend, [ids.to_backend(i) for i in STANDARD_IDS], [NODE_TYPES[TP53]])
+
+    @requires(traversal=True)
     async def test_the_store_walk_answers_as_the_hop_walk_on_random_graphs(
         self, request: pytest.FixtureRequest, load_records: Callable[[list[Record]], Awaitable[GraphBackend]] | None
     ) -> None:
@@ -688,6 +714,8 @@ class BackendConformance:
             try:
                 ids = [r.id for r in records if isinstance(r, EntityRecord)]
                 await _compare_walks(backend, rng.sample(ids, k=4), list(TYPES[:1]), rng)
+                if type(backend).intersect is not Primitives.intersect:
+                    await _compare_intersections(backend, rng.sample(ids, k=4), list(TYPES[:1]), rng)
             finally:
                 await backend.aclose()
 
@@ -771,7 +799,7 @@ async def _compare_walks(
 ) -> None:
     store = Graph(backend, plugins=[], cache=None)
     hop_by_hop = Graph(backend, plugins=[_HopByHop()], cache=None)
-    assert store.traverses_in_store and not hop_by_hop.traverses_in_store
+    assert store.walks_in_store("traverse") and not hop_by_hop.walks_in_store("traverse")
     cases = [(seed,) for seed in seeds] + [tuple(seeds[:3])]
     for chosen in cases:
         for hops, limits, exclude, limit, offset in itertools.product(
@@ -790,3 +818,33 @@ async def _compare_walks(
                 continue
             surveyed = await bfs_query(store, list(chosen), hops, **arguments)
             assert _walked(surveyed) == _walked(walked), (chosen, hops, limits, exclude, limit, offset)
+
+
+def _intersected(answer: Any) -> tuple[Any, ...]:
+    return (*_walked(answer), [(p.seed, p.node, [tuple(e) for e in p.edges]) for p in answer.paths])
+
+
+async def _compare_intersections(
+    backend: GraphBackend, seeds: list[str], excluded: list[str], rng: random.Random | None = None
+) -> None:
+    if type(backend).intersect is Primitives.intersect:
+        return  # the backend walks whole traversals in the store, but intersects hop by hop
+    store = Graph(backend, plugins=[], cache=None)
+    hop_by_hop = Graph(backend, plugins=[_HopByHop()], cache=None)
+    assert store.walks_in_store("intersect") and not hop_by_hop.walks_in_store("intersect")
+    cases = [tuple(pair) for pair in itertools.combinations(seeds, 2)] + [tuple(seeds[:3])]
+    for chosen in cases:
+        for k, limits, exclude in itertools.product(
+            (1, 2, 3), (TraversalLimits(), TraversalLimits(max_nodes=4, max_edges_per_node=2)), (None, excluded)
+        ):
+            if rng is not None and rng.random() < 0.5:
+                continue
+            arguments: dict[str, Any] = {"topology_only": True, "limits": limits, "exclude_node_types": exclude}
+            try:
+                walked = await intersect_subgraphs(hop_by_hop, list(chosen), k, **arguments)
+            except UnknownEntity:
+                with pytest.raises(UnknownEntity):
+                    await intersect_subgraphs(store, list(chosen), k, **arguments)
+                continue
+            intersected = await intersect_subgraphs(store, list(chosen), k, **arguments)
+            assert _intersected(intersected) == _intersected(walked), (chosen, k, limits, exclude)

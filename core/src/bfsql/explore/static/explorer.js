@@ -83,6 +83,8 @@ async function call(tool, args, graph = state.graph) {
     throw new ToolError(`${tool} failed (${response.status}): ${text || response.statusText}`);
   }
   if (!response.ok) throw new ToolError(body.error || `${tool} failed (${response.status})`);
+  const notes = response.headers.get("bfsql-notes");  // a list answer's notes travel beside it
+  if (notes && Array.isArray(body)) body.notes = JSON.parse(notes);
   return body;
 }
 
@@ -524,16 +526,15 @@ async function selectEdge(edge) {
 }
 
 async function renderHits(title, hits) {
-  await learnStyles(hits.filter((hit) => hit.id).map((hit) => hit.entity_type));
+  await learnStyles(hits.map((hit) => hit.entity_type));
   $("#hits-panel").hidden = false;
   $("#hits-panel h2").textContent = title;
-  const items = hits.filter((hit) => hit.id).map((hit) => el("li", { dataset: { id: hit.id }, onclick: () => open([hit.id]) },
+  const items = hits.map((hit) => el("li", { dataset: { id: hit.id }, onclick: () => open([hit.id]) },
     swatch(hit.entity_type), el("strong", {}, hit.name || hit.id), " ", el("span", { class: "id" }, hit.id), " ",
     el("span", { class: "meta" }, `${hit.entity_type}${typeof hit.score === "number" ? ` · score ${hit.score.toFixed(3)}` : ""}`
       + `${hit.rankers ? ` · ${hit.rankers.join("+")}` : ""}`)));
   $("#search-hits").replaceChildren(...(items.length ? items : [el("li", { class: "hint" }, "No entity matches.")]));
-  const cut = hits.find((hit) => hit.truncated);
-  if (cut) $("#search-hits").append(el("li", { class: "hint" }, `${cut.truncated.detail} ${cut.truncated.hint}`));
+  for (const note of hits.notes || []) $("#search-hits").append(el("li", { class: "hint" }, `${note.detail} ${note.hint}`));
 }
 
 async function search(view) {
@@ -630,11 +631,18 @@ async function start() {
   });
 }
 
+// A description's first clause, at most 60 characters: a selector option stays one short line.
+function headline(text) {
+  const clause = text.split(/[.:](\s|$)/)[0];
+  return clause.length > 60 ? clause.slice(0, 59) + "…" : clause;
+}
+
 function showGraphs(graphs) {
   const select = $("#graph-choice");
   for (const graph of graphs) {
-    const label = graph.name + (graph.description ? ` — ${graph.description}` : "") + (graph.available ? "" : " (unavailable)");
-    select.append(el("option", { value: graph.name }, label));
+    const label = graph.name + (graph.description ? ` — ${headline(graph.description)}` : "") +
+      (graph.available ? "" : " (unavailable)");
+    select.append(el("option", { value: graph.name, title: graph.description || "" }, label));
   }
   select.value = state.graph || graphs.find((graph) => graph.default).name;
   select.hidden = false;
