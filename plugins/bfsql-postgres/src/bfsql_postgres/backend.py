@@ -250,6 +250,10 @@ class PostgresBackend(GraphBackend):
                     # plans re-plan it per call, costing more than the run for a few ids and picking
                     # far worse plans for thousands (a 3,000-id hop: 383 ms against 48 ms).
                     "plan_cache_mode": "force_generic_plan",
+                    # A generic plan cannot see how small a frontier is, and PostgreSQL would give a
+                    # hop parallel workers: starting them cost 5-8 ms against a 0.13 ms one-id hop on
+                    # HPO, and no statement here (a hub's whole walk included) ran faster with them.
+                    "max_parallel_workers_per_gather": "0",
                     # pgvector >= 0.8: a filtered HNSW scan goes on until it has enough rows.
                     "hnsw.iterative_scan": "relaxed_order",
                     "hnsw.ef_search": str(HNSW_EF_SEARCH),
