@@ -395,6 +395,7 @@ async def opened(dsn: str) -> AsyncIterator[tuple[Any, Any]]:
     pool = await asyncpg.create_pool(
         dsn, min_size=1, max_size=config.pool_size, command_timeout=config.statement_timeout + 5,
         server_settings={"default_transaction_read_only": "on", "plan_cache_mode": "force_generic_plan",
+                         "max_parallel_workers_per_gather": "0",
                          "statement_timeout": str(int(config.statement_timeout * 1000))},
         reset=keep_session,
     )
