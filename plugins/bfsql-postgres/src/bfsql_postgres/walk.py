@@ -31,7 +31,7 @@ hashing, for a 50-node answer as for a hub's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from bfsql.engine.assemble import page_edges
 from bfsql.engine.traverse import Expansion
@@ -290,7 +290,7 @@ def survey_of_expansion(reached: Expansion, offset: int, count: int) -> Survey:
         node_count=len(order),
         edge_count=len(reached.edges),
         page=[Reached(i, reached.types[i], reached.names[i], reached.distance[i]) for i in listed],
-        edges=[Edge(*edge) for edge in edges],
+        edges=cast(list[Edge], edges),  # the walk's own tuples: a hub's 2-hop survey lists 88k of them
         entity_types=sorted(set(reached.types.values()) | reached.excluded_types),
         predicates=sorted(reached.predicates | reached.excluded_predicates),
         unknown_seeds=reached.unknown_seeds,
