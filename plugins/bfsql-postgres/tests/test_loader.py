@@ -189,3 +189,18 @@ async def test_a_load_into_empty_tables_leaves_every_key_and_index(scratch_dsn: 
         assert set(INDEXES) <= indexes
     finally:
         await conn.close()
+
+
+async def test_a_load_leaves_every_page_all_visible(scratch_dsn: str, tmp_path: Path) -> None:
+    """After a load the visibility map covers every page of the graph tables: hops read the covering indexes alone."""
+    await load_postgres(scratch_dsn, [write_standard_bundle(tmp_path)], embedder="none")
+    conn = await asyncpg.connect(scratch_dsn)
+    try:
+        pages = {r[0]: (r[1], r[2]) for r in await conn.fetch(
+            "SELECT relname, relpages, relallvisible FROM pg_class "
+            "WHERE relname IN ('entity', 'relationship', 'bundle_evidence')")}
+        assert len(pages) == 3 and all(total > 0 for total, _ in pages.values())
+        assert {name: visible for name, (_, visible) in pages.items()} == {
+            name: total for name, (total, _) in pages.items()}
+    finally:
+        await conn.close()
