@@ -46,7 +46,7 @@ async def assert_walks_agree(backend: PostgresBackend, records: list[Record], rn
     """bfs_query walked in the database equals the hop walk, for random seeds and settings; how many compared."""
     in_database = Graph(backend, plugins=[], cache=None)
     hop_by_hop = Graph(backend, plugins=[HopByHop()], cache=None)
-    assert in_database.traverses_in_store and not hop_by_hop.traverses_in_store
+    assert in_database.walks_in_store("traverse") and not hop_by_hop.walks_in_store("traverse")
     ids = [r.id for r in records if isinstance(r, EntityRecord)]
     compared = 0
     for seeds, hops, limits, exclude, limit, offset in itertools.product(
