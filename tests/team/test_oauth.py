@@ -21,7 +21,6 @@ from cryptography.hazmat.primitives import serialization
 
 from bfsql_testsupport.oidc import OpenIdProvider, rsa_key
 from bfsql_testsupport.services import free_port
-
 from bfsql_testsupport.team import GRAPHS, mcp_client, serving, two_graphs_config
 
 TOKEN = "a-shared-token-long-enough"
@@ -55,7 +54,8 @@ def _post(url: str, token: str | None) -> httpx.Response:
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}
     return httpx.post(url, json=body, headers=headers, timeout=30)
 
 

@@ -178,7 +178,7 @@ class ServerSettings(BaseModel):
     audit_log: str | None = _setting(None, "Append one JSON line per tool call to this file (time, principal, graph, "
                                      "tool, arguments' hash, outcome, duration, answer size), rotated.",
                                      commands=_SERVE)
-    audit_log_max_mb: int = _setting(100, "Size at which the audit log is rotated, in MB.", commands=_SERVE, ge=1)
+    audit_log_max_mb: float = _setting(100.0, "Size at which the audit log is rotated, in MB.", commands=_SERVE, gt=0)
     audit_log_backups: int = _setting(5, "Rotated audit logs kept.", commands=_SERVE, ge=0)
 
     @field_validator("auth_token")

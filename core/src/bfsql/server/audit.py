@@ -35,14 +35,14 @@ def arguments_hash(arguments: Any) -> str:
 class AuditLog:
     """Writes the audit lines of one server to its own rotating file."""
 
-    def __init__(self, path: str, max_mb: int, backups: int) -> None:
+    def __init__(self, path: str, max_mb: float, backups: int) -> None:
         target = Path(path)
         if not target.parent.is_dir():
             raise BfsqlError(f"Cannot write the audit log {path}: the directory {target.parent} does not exist.",
                              "Create it first, or give another --audit-log.")
         try:
             self._handler = logging.handlers.RotatingFileHandler(
-                target, maxBytes=max_mb * 1024 * 1024, backupCount=backups, encoding="utf-8")
+                target, maxBytes=max(1, int(max_mb * 1024 * 1024)), backupCount=backups, encoding="utf-8")
         except OSError as exc:
             raise BfsqlError(f"Cannot write the audit log {path}: {exc}.", "Give a file this user may write.") from None
         self._handler.setFormatter(logging.Formatter("%(message)s"))

@@ -10,7 +10,8 @@ runs reads it with :func:`current_caller`. Without one (stdio, in-process calls)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from starlette.types import Scope
 
 from bfsql.server.sessions import client_of
 
-__all__ = ["LOCAL", "Caller", "CallerMiddleware", "Identify", "by_address", "current_caller"]
+__all__ = ["LOCAL", "Caller", "CallerMiddleware", "Identify", "as_caller", "by_address", "current_caller"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,16 @@ def current_caller() -> Caller:
     return _current.get()
 
 
+@contextmanager
+def as_caller(caller: Caller) -> Iterator[None]:
+    """Run what follows as ``caller``."""
+    token = _current.set(caller)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 class CallerMiddleware:
     """MCP server middleware: every request runs as the caller its HTTP request names.
 
@@ -73,11 +84,8 @@ class CallerMiddleware:
         if scope is None:
             return await call_next(ctx)
         caller = self.identify(scope)
-        token = _current.set(caller)
-        try:
+        with as_caller(caller):
             result = await call_next(ctx)
-        finally:
-            _current.reset(token)
         if caller.graphs is not None and isinstance(result, dict) and result.get("instructions"):
             result = {**result, "instructions": self.instructions_for(caller)}  # initialize, server/discover
         return result

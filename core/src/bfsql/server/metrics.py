@@ -36,6 +36,7 @@ SIZE_BUCKETS = (100, 500, 2000, 8000, 20000, 40000, 80000, 160000)
 def _prometheus() -> Any:
     try:
         import prometheus_client
+        import prometheus_client.core
     except ImportError:
         raise BfsqlError("--metrics needs prometheus-client, which is not installed.",
                          "pip install 'bfsql[team]'") from None

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bfsql.errors import BfsqlError
+from bfsql.server.callers import as_caller
+from bfsql.server.pipeline import CallRecord
 from bfsql.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -150,8 +152,16 @@ class RateLimitGate:
         if not any(served.name == graph for served in visible):
             return None  # the server's own error names the graphs this caller may use
         assert self.server.limits is not None
-        over = self.server.limits.check(self.identify(scope).principal, graph, spec.heavy)
-        return (over, message.get("id"), graph) if over is not None else None
+        caller = self.identify(scope)
+        over = self.server.limits.check(caller.principal, graph, spec.heavy)
+        if over is None:
+            return None
+        if self.server.observe is not None:
+            with as_caller(caller):
+                several = len(self.server.graphs) > 1
+                asked = {k: v for k, v in arguments.items() if k != "graph"} if several else arguments
+                self.server.observe(CallRecord(spec.name, graph, asked, "rate_limited", 0.0))
+        return over, message.get("id"), graph
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, list[Message]]:

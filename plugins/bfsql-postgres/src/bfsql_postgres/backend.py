@@ -37,6 +37,7 @@ from bfsql import (
     clip,
     entity_metadata,
     relationship_metadata,
+    statement_span,
 )
 from bfsql_postgres import queries
 from bfsql_postgres.config import PostgresConfig
@@ -217,10 +218,11 @@ class PostgresBackend(GraphBackend):
         the statement, a read, is run once more on the new one.
         """
         try:
-            try:
-                rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
-            except _CONNECTION_LOST:
-                rows = await self.pool.fetch(sql, *args)
+            with statement_span("postgresql", sql):
+                try:
+                    rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
+                except _CONNECTION_LOST:
+                    rows = await self.pool.fetch(sql, *args)
         except _CONNECTION_LOST as exc:
             raise BackendFailure(
                 f"PostgreSQL at {self.where} cannot be reached ({type(exc).__name__}: {clip(str(exc), 200)}).",
