@@ -17,10 +17,6 @@ from typing import Any
 import httpx
 import pytest
 from mcp import Client
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from bfsql.demo import ensure_demo_db
 from bfsql.server.audit import AuditLog
@@ -29,15 +25,11 @@ from bfsql.server.pipeline import CallRecord
 from bfsql.server.ratelimit import RateLimits
 from bfsql.server.run import open_server
 from bfsql.settings import GraphPlan, ServerSettings
+from bfsql_testsupport.spans import EXPORTER
 from bfsql_testsupport.team import mcp_client, serving
 
 TOKEN = "a-shared-token-long-enough"
 PROTOCOL = "2026-07-28"
-
-EXPORTER = InMemorySpanExporter()
-_PROVIDER = TracerProvider()
-_PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
-trace.set_tracer_provider(_PROVIDER)
 
 
 def _raw_call(url: str, tool: str, arguments: dict[str, Any]) -> httpx.Response:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from bfsql_testsupport.services import free_port
 
@@ -66,9 +65,22 @@ def serving(options: Sequence[str], port: int | None = None, env: dict[str, str]
 
 
 @contextlib.asynccontextmanager
-async def mcp_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
-    """An MCP client of ``url`` sending ``Authorization: Bearer TOKEN``."""
+async def mcp_client(url: str, token: str | None = None, mode: str = "auto",
+                     served_by: list[str] | None = None) -> AsyncIterator[Client]:
+    """An MCP client of ``url`` sending ``Authorization: Bearer TOKEN``.
+
+    ``mode`` is the SDK client's (``auto``: the sessionless 2026-07-28 revision when the server
+    speaks it; ``legacy``: an initialize handshake and a session). ``served_by`` collects the
+    ``x-served-by`` header of each response (the replica a balancer chose).
+    """
+    import httpx2
+
+    async def note(response: httpx2.Response) -> None:
+        if served_by is not None and "x-served-by" in response.headers:
+            served_by.append(response.headers["x-served-by"])
+
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with create_mcp_http_client(headers=headers) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [note]}) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
             yield client
