@@ -184,6 +184,13 @@ async def test_keys_rotated_by_the_provider_are_picked_up(server: str, provider:
         assert time.monotonic() < deadline, "a token signed with the rotated-in key was never accepted"
         time.sleep(1)
     assert _post(server, first).status_code == 200, "tokens signed with the old key stay valid while it is published"
+    provider.restart([rsa_key("key-3"), provider.keys[0]])  # the first key withdrawn
+    third = provider.token("analyst", "graph:famplex", provider.resource)  # type: ignore[attr-defined]
+    while _post(server, third).status_code != 200:
+        assert time.monotonic() < deadline + 30, "a token signed with the rotated-in key was never accepted"
+        time.sleep(1)
+    assert _post(server, second).status_code == 200
+    assert _post(server, first).status_code == 401, "a withdrawn key's tokens are refused, even ones accepted before"
 
 
 def test_without_oauth_the_discovery_address_answers_404(tmp_path: Path):

@@ -168,6 +168,9 @@ class ServerSettings(BaseModel):
     metrics: bool = _setting(False, "Serve Prometheus metrics at /metrics (needs bfsql[team]).", commands=_SERVE)
     otlp_endpoint: str | None = _setting(None, "Send OpenTelemetry traces to this OTLP/HTTP endpoint (e.g. "
                                          "http://127.0.0.1:4318/v1/traces; needs bfsql[otel]).", commands=_SERVE)
+    otlp_sample_ratio: float = _setting(1.0, "Share of tool calls traced when the caller sends no sampled "
+                                        "traceparent (a caller's sampled trace is always continued).",
+                                        commands=_SERVE, ge=0, le=1)
     rate_limit: str | None = _setting(None, "Tool calls one principal (token subject, or client address) may make "
                                       "to a graph, e.g. 120/minute; beyond it HTTP answers 429 (needs bfsql[team]).",
                                       commands=_SERVE, per_graph=True)

@@ -28,6 +28,7 @@ import json
 import logging
 import time
 import urllib.request
+from collections import OrderedDict
 from collections.abc import Collection
 from typing import Any
 from urllib.parse import urlsplit
@@ -67,6 +68,10 @@ JWKS_MAX_AGE = 600.0
 
 JWKS_MIN_INTERVAL = 5.0
 """Least seconds between two fetches of the keys (a token naming an unknown key cannot make us hammer the issuer)."""
+
+VERIFIED_TOKENS = 10_000
+"""Tokens whose signature and claims were checked, kept (until they expire, or their key is withdrawn) so that a
+client's next call with the same token costs a dictionary lookup instead of a signature check (about 0.2 ms)."""
 
 FETCH_TIMEOUT = 10.0
 FETCH_LIMIT = 1024 * 1024
@@ -136,6 +141,8 @@ class JwtVerifier:
         self.scopes = scopes
         self.jwks_url = jwks_url
         self._keys: dict[str | None, Any] = {}
+        self._verified: OrderedDict[str, tuple[AccessToken, Any]] = OrderedDict()
+        """Checked tokens: their grant, and the key that signed them."""
         self._fetched: float | None = None
         self._lock = asyncio.Lock()
 
@@ -194,7 +201,32 @@ class JwtVerifier:
         return self._keys.get(kid)
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        """The token's grant when it is valid for this resource, else None (the request is then refused 401)."""
+        """The token's grant when it is valid for this resource, else None (the request is then refused 401).
+
+        A token already checked is answered from :data:`VERIFIED_TOKENS` while it has not expired and
+        the key that signed it is still published (the same string: any change to it is another
+        token, checked anew).
+        """
+        known = self._verified.get(token)
+        if known is not None:
+            grant, key = known
+            if self._fetched is None or time.monotonic() - self._fetched >= JWKS_MAX_AGE:
+                await self.refresh()
+            if (grant.expires_at is not None and grant.expires_at + LEEWAY > time.time()
+                    and any(key is current for current in self._keys.values())):
+                self._verified.move_to_end(token)
+                return grant
+            del self._verified[token]
+        checked = await self._check(token)
+        if checked is None:
+            return None
+        self._verified[token] = checked
+        if len(self._verified) > VERIFIED_TOKENS:
+            self._verified.popitem(last=False)
+        return checked[0]
+
+    async def _check(self, token: str) -> tuple[AccessToken, Any] | None:
+        """The grant of a token whose signature and claims hold, and the key that signed it."""
         jwt = self.jwt
         try:
             header = jwt.get_unverified_header(token)
@@ -217,7 +249,7 @@ class JwtVerifier:
         client = claims.get("client_id") or claims.get("azp") or subject or "unknown"
         return AccessToken(token=token, client_id=str(client), scopes=self.scopes.scopes(claims),
                            expires_at=int(claims["exp"]), resource=self.audiences[0], subject=subject,
-                           claims={"iss": claims["iss"]})
+                           claims={"iss": claims["iss"]}), key
 
 
 class OAuthGate:

@@ -20,17 +20,23 @@ from bfsql.version import __version__
 __all__ = ["annotate", "install_exporter"]
 
 
-def install_exporter(endpoint: str) -> Any:
-    """Export every span to ``endpoint`` (OTLP over HTTP) from now on; the provider, to shut down at the end."""
+def install_exporter(endpoint: str, ratio: float = 1.0) -> Any:
+    """Export spans to ``endpoint`` (OTLP over HTTP) from now on; the provider, to shut down at the end.
+
+    A trace is kept whole or not at all: a caller's sampled ``traceparent`` is always continued,
+    and of the calls that bring none, ``ratio`` are traced.
+    """
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
     except ImportError:
         raise BfsqlError("--otlp-endpoint needs the OpenTelemetry SDK and its OTLP exporter, which are not installed.",
                          "pip install 'bfsql[otel]'") from None
-    provider = TracerProvider(resource=Resource.create({"service.name": "bfsql", "service.version": __version__}))
+    provider = TracerProvider(resource=Resource.create({"service.name": "bfsql", "service.version": __version__}),
+                              sampler=ParentBased(TraceIdRatioBased(ratio)))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     trace.set_tracer_provider(provider)
     return provider
