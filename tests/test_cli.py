@@ -182,3 +182,20 @@ def test_port_zero_announces_the_port_bound(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_the_terminal_says_what_it_means():
+    """Issue 28.6: whole sentences, a hint for -v and a bare value, a word for an empty search."""
+    listing = run("--help").stdout
+    commands = listing[listing.index("Commands:"):]
+    assert "..." not in commands and "from the terminal." in commands
+    misplaced = run("serve", "-v")
+    assert misplaced.returncode == 2 and "-v goes before the command: bfsql -v serve" in misplaced.stderr
+    bare = run("query", "search_entities", "BRAF")
+    assert bare.returncode == 2 and "did you mean query=BRAF?" in bare.stderr
+    nothing = run("query", "search_entities", "query=zzqqxxj")
+    assert nothing.returncode == 0 and nothing.stdout.strip() == "No match."
+    tools = run("tools").stdout
+    assert "valuess" not in tools and "edges (list of lists of 3 strings or objects; required)" in tools
+    path_query = tools[tools.index("path_query: "):tools.index("\n\n", tools.index("path_query: "))]
+    assert "followed by up to 5 edges" in path_query and "[] is a syntax error" in path_query

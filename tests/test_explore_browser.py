@@ -416,8 +416,10 @@ def test_several_graphs_from_a_config_file_have_a_selector_and_keep_the_graph_in
         try:
             page = visit.open(f"?graph=standard&seed={TP53}")
             expect(page.locator("select#graph-choice")).to_be_visible()
-            assert page.locator("select#graph-choice option").all_inner_texts() == [
-                "famplex", "standard — The conformance graph"]
+            assert page.locator("select#graph-choice option").all_inner_texts() == [  # the store's own, or the file's
+                "famplex — FamPlex 0.0.5 (sorgerlab/famplex, CC0 1.0)", "standard — The conformance graph"]
+            title = page.locator("select#graph-choice option").first.get_attribute("title")
+            assert title.endswith("Reactome and others.")
             expect(page.locator("select#graph-choice")).to_have_value("standard")
             assert TP53 in visit.nodes()
             page.locator("#seeds").fill("HGNC:BRAF")

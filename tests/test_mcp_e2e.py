@@ -245,3 +245,22 @@ async def test_filters_the_graph_does_not_know_are_flagged_and_small_budgets_sti
         assert result.content[1].text.startswith(notes[0]["detail"]), "the notes are also said to the model"
         described = data(await client.call_tool("describe_entity", {"id": "FPLX:AMPK", "max_tokens": 200}))
         assert described["id"] == "FPLX:AMPK" and "_clipped" in described
+
+
+def test_sigint_stops_a_stdio_server_whose_client_keeps_stdin_open():
+    """A client that keeps the pipe open (no terminal): SIGINT stops the server at once, as SIGTERM and Ctrl-C do."""
+    import signal
+
+    proc = subprocess.Popen(SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+        proc.stdin.write((json.dumps(initialize) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving, stdin still open
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0, proc.stderr.read().decode()
+        assert "Fatal Python error" not in proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()

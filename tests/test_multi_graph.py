@@ -195,3 +195,29 @@ def test_backend_flags_do_not_mix_with_a_config_file(tmp_path: Path, standard_db
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode != 0
     assert "--db cannot be combined with --config" in done.stderr
+
+
+async def test_a_graph_without_a_description_in_the_file_shows_the_stores_own(tmp_path: Path, standard_db: Path):
+    config = write_config(tmp_path, f"""
+[graphs.famplex]
+backend = "sqlite"
+
+[graphs.standard]
+backend = "sqlite"
+db = "{standard_db}"
+description = "Std"
+""")
+    async with serve(config) as client:
+        schema = data(await client.call_tool("describe_schema", {}))
+        famplex, standard = schema["graphs"]
+        assert famplex["description"].startswith("FamPlex 0.0.5") and standard["description"] == "Std"
+        assert schema["graph_description"].startswith("FamPlex 0.0.5")
+        assert data(await client.call_tool("describe_schema", {"graph": "standard"}))["graph_description"] == "Std"
+        bfs = next(t for t in (await client.list_tools()).tools if t.name == "bfs_query")
+        assert "famplex (sqlite, default): FamPlex 0.0.5" in bfs.description
+    listing = subprocess.run([*BFSQL, "tools", "--config", str(config)], capture_output=True, text=True, timeout=300)
+    assert listing.returncode == 0, listing.stderr
+    graphs = listing.stdout[listing.stdout.index("graphs (the description each shows):"):]
+    assert "famplex (sqlite, default): the store's own: 'FamPlex 0.0.5" in graphs
+    assert "standard (sqlite): the configuration file's: 'Std' (the store's own," in graphs
+    assert "is longer and not shown: remove 'description' from [graphs.standard] to show it" in graphs

@@ -45,3 +45,14 @@ def test_bad_rows_and_missing_bundles_are_plain_errors(tmp_path: Path) -> None:
         MemoryBackend.from_bundle(bad)
     with pytest.raises(MemoryBundleError, match="Cannot read the bundle"):
         MemoryBackend.from_bundle(tmp_path / "absent.jsonl")
+
+
+def test_a_sqlite_store_given_as_a_bundle_says_to_serve_it_with_the_sqlite_backend(tmp_path: Path) -> None:
+    from bfsql.loading.sqlite_loader import load_sqlite
+
+    store = tmp_path / "GO.sqlite"
+    load_sqlite(store, [write_bundle(tmp_path / "g.jsonl", 3)])
+    with pytest.raises(MemoryBundleError) as caught:
+        MemoryBackend.from_bundle(store)
+    assert caught.value.message == f"{store} is a SQLite store (made by 'bfsql load'), not a JSONL bundle."
+    assert caught.value.hint == f"Serve it with the sqlite backend: bfsql serve --db {store}"

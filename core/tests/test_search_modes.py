@@ -199,7 +199,8 @@ async def test_default_mode_is_the_best_the_backend_supports():
 async def test_vector_modes_without_vectors_name_the_available_modes(mode):
     with pytest.raises(InvalidArgument) as info:
         await search_entities(Graph(LexicalOnly(RECORDS)), "alpha", mode=mode)
-    assert f"Search mode {mode!r} needs vector search" in info.value.message
+    assert f"Search mode {mode!r} needs entity vectors, which this graph does not have" in info.value.message
+    assert "Backend" not in info.value.message
     assert "Available modes: exact, lexical, rrf." in info.value.message
 
 

@@ -38,4 +38,6 @@ def test_config_text_round_trips_through_the_configuration_reader(tmp_path: Path
     path.write_text(config_text({"my-graph": ("sqlite", config)}, {"max_tokens": 900, "allowed_hosts": ["a", "b"]}))
     read = read_config(path, get_backends(), get_embedders())
     assert read.server == {"max_tokens": 900, "allowed_hosts": ["a", "b"]}
-    assert [(g.name, g.backend, g.config) for g in read.graphs] == [("my-graph", "sqlite", config)]
+    # description is the graph table's own key (what clients are shown), not passed on to the backend
+    assert [(g.name, g.backend, g.description, g.config) for g in read.graphs] == [
+        ("my-graph", "sqlite", config.description, config.model_copy(update={"description": None}))]

@@ -451,3 +451,30 @@ async def test_closing_waits_for_the_calls_in_flight(tmp_path: Path) -> None:
         await store.aclose()
         closed.set()
         assert all(await asyncio.gather(*readers))
+
+
+async def test_a_walk_that_fails_midway_leaves_no_marks(bundle: Path, tmp_path: Path, monkeypatch) -> None:
+    """Walks reuse their visited marks (clearing a graph-sized array per walk would cost the graph's size): a walk
+    that fails after marking must not leave its marks to the next one."""
+    from bfsql import csr
+
+    db = tmp_path / "graph.sqlite"
+    load_sqlite(db, [bundle])
+    backend = SqliteBackend(db)
+    assert await backend.wait_for_index(30)
+    index = backend._csr
+    assert index is not None
+    first = csr.survey(index, ["A"], 2, 100, 100, [], 0, 100)
+    assert first.node_count > 1
+
+    def broken(_index, visited, levels, *rest):
+        visited[:] = True
+        raise RuntimeError("a walk failed midway")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(csr, "_walk", broken)
+        with pytest.raises(RuntimeError):
+            csr.survey(index, ["A"], 2, 100, 100, [], 0, 100)
+    assert csr.survey(index, ["A"], 2, 100, 100, [], 0, 100) == first
+    assert all(not marks.any() for marks in index.spare_marks)
+    await backend.aclose()

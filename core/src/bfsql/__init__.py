@@ -31,6 +31,7 @@ from bfsql.backend import (
 from bfsql.budgets import TraversalLimits
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.hookspecs import hookimpl, hookspec
+from bfsql.hop_memo import HopMemo, hop_memo
 from bfsql.models import (
     BfsResult,
     EntityStub,
@@ -156,6 +157,7 @@ __all__ = [
     "GraphDbInterface",
     "HashingEmbedder",
     "HopEdge",
+    "HopMemo",
     "HostPolicy",
     "ImpliedEntity",
     "IntersectionResult",
@@ -195,6 +197,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "hop_edges",
+    "hop_memo",
     "in_light_call",
     "intersect_subgraphs",
     "is_loopback",

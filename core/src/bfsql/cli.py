@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from bfsql.errors import BfsqlError
+from bfsql.errors import BfsqlError, clip
 from bfsql.version import __version__
 
 __all__ = ["build_cli", "main"]
@@ -197,7 +197,41 @@ def _split_backend_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: kwargs.pop(k) for k in list(kwargs) if k in names}
 
 
-@click.group()
+class BfsqlGroup(click.Group):
+    """The ``bfsql`` group: each command's whole first sentence in the list, and -v named where it goes."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands with the first sentence of their help, never cut with '...' (the formatter wraps it)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.short_help or _first_sentence(command.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; ``bfsql serve -v`` is told that -v goes before the command."""
+        try:
+            return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            if exc.option_name in ("-v", "--verbose") and exc.ctx is not None:
+                raise click.UsageError(
+                    f"{exc.option_name} goes before the command: bfsql {exc.option_name} {exc.ctx.info_name} …",
+                    exc.ctx,
+                ) from None
+            raise
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of a help text (up to its first '. ' or blank line), on one line."""
+    paragraph = " ".join(text.split("\n\n")[0].split())
+    head, dot, _ = paragraph.partition(". ")
+    return head + "." if dot else paragraph
+
+
+@click.group(cls=BfsqlGroup)
 @click.version_option(__version__, prog_name="bfsql")
 @click.option("-v", "--verbose", count=True, help="-v: log each tool call and HTTP request (INFO); -vv: debug.")
 def cli(verbose: int) -> None:
@@ -234,7 +268,7 @@ def serve(**options: Any) -> None:
         pass
 
 
-def _parse_arguments(arguments: tuple[str, ...]) -> dict[str, Any]:
+def _parse_arguments(arguments: tuple[str, ...], tool: str | None = None) -> dict[str, Any]:
     if len(arguments) == 1 and arguments[0].lstrip().startswith("{"):
         try:
             parsed = json.loads(arguments[0])
@@ -247,12 +281,21 @@ def _parse_arguments(arguments: tuple[str, ...]) -> dict[str, Any]:
     for item in arguments:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"expected key=value or a JSON object, got {item!r}")
+            raise click.BadParameter(f"expected key=value or a JSON object, got {item!r}{_did_you_mean(tool, item)}")
         try:
             result[key] = json.loads(raw)
         except json.JSONDecodeError:
             result[key] = raw
     return result
+
+
+def _did_you_mean(tool: str | None, value: str) -> str:
+    """``; did you mean query=BRAF?``: the value named as the tool's first required argument, when there is one."""
+    from bfsql.server.app import collect_tools
+
+    spec = next((s for s in collect_tools() if s.name == tool), None)
+    required = spec.input_schema().get("required", []) if spec is not None else []
+    return f"; did you mean {required[0]}={value}?" if required else ""
 
 
 def _render_path(data: dict[str, Any]) -> str:
@@ -335,6 +378,8 @@ def _render(tool: str, data: Any) -> str:
         return _render_path(data)
     if isinstance(data, dict) and "nodes" in data and "edges" in data:
         return _render_traversal(data)
+    if data == []:
+        return "No match." if tool == "search_entities" else "Nothing found."
     if isinstance(data, list) and all(isinstance(i, dict) and "id" in i for i in data):
         return "\n".join(
             f"{i['id']}  [{i.get('entity_type', '')}]  {i.get('name') or (i.get('metadata') or {}).get('name', '')}"
@@ -388,7 +433,7 @@ def query(tool: str, arguments: tuple[str, ...], as_json: bool, diagram: str | N
                                "use --json for the others.")
     if diagram and as_json:
         raise click.UsageError("give either --json or --format, not both")
-    _print_answer(tool, _parse_arguments(arguments), as_json, options, diagram)
+    _print_answer(tool, _parse_arguments(arguments, tool), as_json, options, diagram)
 
 
 @click.command(cls=GraphCommand)
@@ -400,7 +445,7 @@ def query(tool: str, arguments: tuple[str, ...], as_json: bool, diagram: str | N
 @click.option("--max-results", type=int, default=20, show_default=True, help="Most results returned.")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON answer.")
 def path(path_query: str, k: int, threshold: float, max_results: int, as_json: bool, **options: Any) -> None:
-    """Run a path query (the path_query tool) from the terminal, e.g.:
+    """Run a path query (the path_query tool) from the terminal.
 
     \b
       bfsql path '"BRAF" -[isa]-> type:Family <-[isa]- type:Gene'
@@ -545,24 +590,32 @@ def load(
     click.echo(json.dumps(dataclasses.asdict(report), default=str))
 
 
-def _kind(schema: dict[str, Any]) -> str:
-    """A JSON schema's type in a few words: string, integer, list of strings, one of a|b."""
+def _kind(schema: dict[str, Any], plural: bool = False) -> str:
+    """A JSON schema's type in a few words: string, integer, list of strings, list of 3 strings, a|b."""
     if "enum" in schema:
         return "|".join(map(str, schema["enum"]))
+    if "anyOf" in schema:
+        return " or ".join(_kind(option, plural) for option in schema["anyOf"] if option.get("type") != "null")
     if schema.get("type") == "array":
-        return f"list of {_kind(schema.get('items', {}))}s"
-    return str(schema.get("type", "value"))
+        items = _kind(schema.get("items", {}), plural=True)
+        size = schema.get("minItems")
+        counted = f"{size} {items}" if size is not None and size == schema.get("maxItems") else items
+        return f"{'lists' if plural else 'list'} of {counted}"
+    kind = str(schema.get("type", "value"))
+    return kind + "s" if plural else kind
 
 
 def _argument_line(name: str, schema: dict[str, Any], required: bool) -> str:
-    kinds = [_kind(option) for option in schema.get("anyOf", [schema]) if option.get("type") != "null"]
     default = "required" if required else f"default {json.dumps(schema.get('default'))}"
-    return f"    {name} ({' or '.join(kinds)}; {default}): {schema.get('description', '')}".rstrip(": ")
+    return f"    {name} ({_kind(schema)}; {default}): {schema.get('description', '')}".rstrip(": ")
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print each tool's name, description and input schema as JSON.")
-def tools(as_json: bool) -> None:
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="The tools as 'bfsql serve --config FILE' serves them (each graph's schema in the "
+              "descriptions), and which description each graph shows.")
+def tools(as_json: bool, config_path: Path | None) -> None:
     """List the tools a server offers (built-in and from plugins), with their arguments.
 
     Call one from the terminal with 'bfsql query TOOL key=value ...'.
@@ -570,18 +623,52 @@ def tools(as_json: bool) -> None:
     from bfsql.server.app import collect_tools
 
     _report_plugin_errors()
-    specs = collect_tools()
+    graphs: list[Any] = []
+    if config_path is None:
+        listed = [(s.name, s.description, s.input_schema()) for s in collect_tools()]
+    else:
+        listed, graphs = asyncio.run(_served_tools(_resolve({"config": config_path, "backend": DEFAULT_BACKEND})[1]))
     if as_json:
-        click.echo(json.dumps([{"name": s.name, "description": s.description, "input_schema": s.input_schema()}
-                               for s in specs], indent=2))
+        click.echo(json.dumps([{"name": name, "description": text, "input_schema": schema}
+                               for name, text, schema in listed], indent=2))
         return
-    for spec in specs:
-        schema = spec.input_schema()
+    for name, text, schema in listed:
         required = set(schema.get("required", []))
-        click.echo(f"{spec.name}: {spec.description.split(chr(10))[0]}")
-        for name, prop in schema.get("properties", {}).items():
-            click.echo(_argument_line(name, prop, name in required))
+        first, *rest = text.splitlines() or [""]
+        click.echo(f"{name}: {first}")
+        for line in rest:
+            click.echo(f"  {line}".rstrip())
+        for argument, prop in schema.get("properties", {}).items():
+            click.echo(_argument_line(argument, prop, argument in required))
         click.echo("")
+    if graphs:
+        click.echo("graphs (the description each shows):")
+        for entry in graphs:
+            default = ", default" if entry is graphs[0] else ""
+            click.echo(f"  {entry.name} ({entry.backend}{default}): {_description_source(entry)}")
+
+
+async def _served_tools(plans: list[Any]) -> tuple[list[tuple[str, str, dict[str, Any]]], list[Any]]:
+    """The tools as a server over ``plans`` lists them (name, description, input schema), and its graphs."""
+    from bfsql.server.run import open_server
+
+    async with open_server(plans) as server:
+        tools = await server.list_tools()
+        return [(t.name, t.description or "", t.input_schema) for t in tools], list(server.graphs.values())
+
+
+def _description_source(entry: Any) -> str:
+    """Which description a served graph shows, and whether a longer one of the store's is left unshown."""
+    if entry.graph is None:
+        return f"unavailable ({entry.failure})"
+    stored = entry.stored_description or ""
+    if not entry.description:
+        return f"the store's own: {clip(stored, 120)!r}"
+    shown = f"the configuration file's: {clip(entry.description, 120)!r}"
+    if len(stored) > len(entry.description) and stored != entry.description:
+        shown += (f" (the store's own, {len(stored)} characters, is longer and not shown: remove 'description' from "
+                  f"[graphs.{entry.name}] to show it)")
+    return shown
 
 
 @click.command()
@@ -621,8 +708,8 @@ def build_cli() -> click.Group:
     """The command group with built-in and plugin commands."""
     from bfsql.plugins import get_plugin_manager
 
-    group = click.Group(name="bfsql", commands=dict(cli.commands), callback=cli.callback, params=cli.params,
-                        help=cli.help)
+    group = BfsqlGroup(name="bfsql", commands=dict(cli.commands), callback=cli.callback, params=cli.params,
+                       help=cli.help)
     for command in (serve, query, path, explore):
         group.add_command(_graph_command(command))
     group.add_command(load)

@@ -24,8 +24,9 @@ import hashlib
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,8 @@ class CsrIndex:
     """uint64, sorted: a 64-bit hash of every id, to find an id's index with one search."""
     hash_index: np.ndarray
     """int32: the index of the id of each sorted hash."""
+    spare_marks: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
+    """Cleared visited-mark arrays no walk is using (see :func:`_visited_marks`); not saved."""
 
     @property
     def edge_count(self) -> int:
@@ -292,6 +295,7 @@ _shared: weakref.WeakValueDictionary[tuple[Any, ...], CsrIndex] = weakref.WeakVa
 _shared_lock = threading.Lock()
 
 
+
 def shared_index(path: Path, conn: sqlite3.Connection) -> tuple[CsrIndex, bool]:
     """The index of the store at ``path``, shared by every graph of this process that serves the same file.
 
@@ -345,17 +349,52 @@ def survey(
     known = index.find(list(dict.fromkeys(seeds)))
     starts = sorted({i for i in known.values() if index.type_code[i] >= 0})
     unknown = [s for s in dict.fromkeys(seeds) if s not in known or index.type_code[known[s]] < 0]
-    size = len(index.ids)
-    visited = np.zeros(size, dtype=bool)
-    kept = np.zeros(index.edge_count, dtype=bool)
+    levels = [np.array(starts, dtype=np.int64)]
+    with _visited_marks(index) as visited:
+        return _walk(index, visited, levels, unknown, hops, max_nodes, max_edges_per_node, exclude_types, offset,
+                     count)
+
+
+@contextmanager
+def _visited_marks(index: CsrIndex) -> Iterator[np.ndarray]:
+    """A cleared bool array, one flag per node, to mark what a walk visits; the walk un-marks what it marked.
+
+    Walks reuse these (allocating and clearing one per walk would cost what the graph's size
+    costs, not what the answer's does); concurrent walks each get their own.
+    """
+    with _shared_lock:
+        marks = index.spare_marks.pop() if index.spare_marks else np.zeros(len(index.ids), dtype=bool)
+    try:
+        yield marks
+    except BaseException:
+        marks[:] = False  # a walk that failed midway may leave marks
+        raise
+    finally:
+        with _shared_lock:
+            index.spare_marks.append(marks)
+
+
+def _walk(
+    index: CsrIndex,
+    visited: np.ndarray,
+    levels: list[np.ndarray],
+    unknown: list[str],
+    hops: int,
+    max_nodes: int,
+    max_edges_per_node: int,
+    exclude_types: Iterable[str],
+    offset: int,
+    count: int,
+) -> Survey:
+    """:func:`survey`'s walk from ``levels[0]`` with ``visited`` cleared; leaves it cleared."""
+    kept_parts: list[np.ndarray] = []
     excluded_codes = np.array([index.types.index(t) for t in exclude_types if t in index.types], dtype=np.int16)
     excluded_types: set[int] = set()
     excluded_preds: set[int] = set()
     capped: dict[int, int] = {}
     dangling = nodes_cut = 0
-    levels = [np.array(starts, dtype=np.int64)]
     visited[levels[0]] = True
-    reached = len(starts)
+    reached = len(levels[0])
     for _ in range(hops):
         frontier = levels[-1]
         if not len(frontier):
@@ -365,7 +404,7 @@ def survey(
         subjects = index.subjects[edges]
         others = np.where(subjects == node, index.objects[edges], subjects)
         seen = visited[others]
-        kept[edges[seen]] = True
+        kept_parts.append(edges[seen])
         codes = index.type_code[others]
         fresh = ~seen & (codes >= 0)
         dangling += int(np.count_nonzero(~seen & (codes < 0)))
@@ -382,18 +421,17 @@ def survey(
         visited[new] = True
         reached += len(new)
         candidates = edges[fresh]
-        kept[candidates[visited[others[fresh]]]] = True
+        kept_parts.append(candidates[visited[others[fresh]]])
         levels.append(new)
         if nodes_cut:
             break
     order = np.concatenate(levels)
-    kept_edges = np.flatnonzero(kept)
+    visited[order] = False
+    kept_edges = np.unique(np.concatenate(kept_parts)) if kept_parts else np.zeros(0, dtype=np.int64)
     types = set(np.unique(index.type_code[order]).tolist()) | excluded_types
     preds = set(np.unique(index.preds[kept_edges]).tolist()) | excluded_preds
     listed = order[offset : offset + count]
-    position = np.full(size, -1, dtype=np.int64)
-    position[order] = np.arange(len(order))
-    later = np.maximum(position[index.subjects[kept_edges]], position[index.objects[kept_edges]])
+    later = np.maximum(_positions(order, index.subjects[kept_edges]), _positions(order, index.objects[kept_edges]))
     page_edges = kept_edges[(later >= offset) & (later < offset + len(listed))]
     distance = np.concatenate([np.full(len(level), hop) for hop, level in enumerate(levels)])[offset : offset + count]
     return Survey(
@@ -408,6 +446,12 @@ def survey(
         nodes_cut=nodes_cut,
         dangling_edges=dangling,
     )
+
+
+def _positions(order: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The position in ``order`` of each of ``nodes`` (all of which are in it), in time that grows with them."""
+    sorter = np.argsort(order, kind="stable")
+    return sorter[np.searchsorted(order, nodes, sorter=sorter)]
 
 
 def _listed(index: CsrIndex, nodes: np.ndarray, distance: np.ndarray) -> list[Reached]:

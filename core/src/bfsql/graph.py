@@ -140,6 +140,8 @@ class Graph(Primitives):
     queries; its answers are cached (LRU). ``primitive_timeout`` bounds every backend call;
     one that takes longer fails with a :class:`~bfsql.errors.BackendFailure` naming the
     primitive (None, the default: no bound; a server passes its ``primitive_timeout`` setting).
+    ``description`` is how a server describes the graph (a configuration file's words; None:
+    the backend's own ``graph_description``).
     """
 
     def __init__(
@@ -151,9 +153,12 @@ class Graph(Primitives):
         name: str = "graph",
         embedder: Embedder | None = None,
         primitive_timeout: float | None = None,
+        description: str | None = None,
     ) -> None:
         self.backend = backend
         self.name = name
+        self.description = description
+        """How the server describes the graph (a configuration file's words); None: the backend's own."""
         self.stats = BackendCallStats()
         self.pm: pluggy.PluginManager = new_plugin_manager()
         for spec in PRIMITIVES.values():  # each stub of the table, answered by its hook

@@ -481,8 +481,6 @@ def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[s
         per_graph = ServerSettings.per_graph_fields()
         overrides = reader.settings(table, {k: v for k, v in section.items() if k in per_graph}, per_graph)
         rest = {k: v for k, v in section.items() if k not in per_graph and k not in _SECTION_KEYS}
-        if description is not None and "description" in backends[backend].config_model.model_fields:
-            rest["description"] = description  # the backend shows it too (describe_schema)
         config = reader.backend_options(table, backends[backend], rest)
         graphs.append(ConfiguredGraph(name, backend, description, overrides, config))
     if len(defaults) > 1:

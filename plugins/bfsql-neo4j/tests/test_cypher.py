@@ -18,6 +18,7 @@ WRITES = re.compile(r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|DROP|LOAD|FOREACH
 def all_reads(statements: Statements) -> list[str]:
     return [
         statements.hop(),
+        statements.hop(with_properties=True),
         statements.nodes(),
         statements.node_properties(),
         statements.edge_properties(),
@@ -32,10 +33,12 @@ def all_reads(statements: Statements) -> list[str]:
 
 def test_hop_is_one_anchored_unwind_in_both_directions() -> None:
     assert NEO4J.hop() == (
-        "UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id})-[r]-(m) "
-        "RETURN id, type(r) AS type, startNode(r) = n AS outgoing, m.`entity_id` AS other, "
-        "labels(m) AS labels, m.`name` AS name"
-    )
+        "UNWIND $ids AS id MATCH (n:`Entity` {`entity_id`: id}) OPTIONAL MATCH (n)-[r]-(m) "
+        "RETURN id,type(r),startNode(r)=n,m.`entity_id`,labels(m),m.`name`,labels(n),n.`name`"
+    ), "the asked node's own labels and name too, also for a node without relationships"
+    assert NEO4J.hop(with_properties=True) == (
+        f"{NEO4J.hop()},elementId(r),[k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]]"
+    ), "in a full traversal the relationship's id and properties (minus dropped keys) come with the hop"
 
 
 def test_nodes_and_metadata_statements() -> None:

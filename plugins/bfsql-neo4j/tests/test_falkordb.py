@@ -8,7 +8,17 @@ import re
 import neo4j
 import pytest
 
-from bfsql import Edge, EntityRecord, Graph, HopEdge, InvalidArgument, NodeInfo, RelationshipRecord
+from bfsql import (
+    Edge,
+    EntityRecord,
+    Graph,
+    HopEdge,
+    InvalidArgument,
+    NodeInfo,
+    RelationshipRecord,
+    TraversalLimits,
+    bfs_query,
+)
 from bfsql.testing.standard_graph import standard_records
 from bfsql_neo4j import Neo4jBackend, Neo4jSetupError
 
@@ -72,7 +82,8 @@ async def test_quotes_and_backslashes_in_ids_and_search(falkordb_server) -> None
             assert (await graph.metadata_for_node(a))["name"] == f"name of {a}"
         hops = await backend.hop(NASTY_IDS)
         for before, here, after in zip(NASTY_IDS, NASTY_IDS[1:], NASTY_IDS[2:], strict=False):
-            assert sorted(hops[here]) == sorted(
+            assert hops[here].node == NodeInfo("Thing", f"name of {here}")
+            assert sorted(hops[here].edges) == sorted(
                 [
                     HopEdge(before, "Links_To", here, "Thing", f"name of {before}"),
                     HopEdge(here, "Links_To", after, "Thing", f"name of {after}"),
@@ -115,10 +126,33 @@ async def test_hop_is_one_statement_for_the_whole_frontier(falkordb_server, monk
         frontier = ["GENE:TP53", "GENE:MDM2", "DRUG:aspirin", "DISEASE:LFS", "NOPE"]
         found = await backend.hop(frontier)
         assert statements == [backend.statements.hop()]
-        mdm2 = found["GENE:MDM2"]
+        assert found["GENE:MDM2"].node == NodeInfo("Gene", "MDM2")
+        mdm2 = found["GENE:MDM2"].edges
         assert ("GENE:MDM2", "INHIBITS", "GENE:TP53", "Gene", "TP53") in mdm2  # outgoing, with the other end
         assert any(row[2] == "GENE:MDM2" and row[0] != "GENE:MDM2" for row in mdm2)  # incoming
         assert "NOPE" not in found
+
+
+async def test_a_full_traversal_takes_edge_properties_with_the_hop(falkordb_server, monkeypatch) -> None:
+    """No statement after the hops for edge metadata, and the same metadata as asked for afterwards (issue 29)."""
+    falkordb_server.use("standard", standard_records)
+    async for backend in falkordb_server.open(predicate_case="lower", provenance=True):
+        statements = statements_run(monkeypatch)
+        seeds = ["GENE:TP53", "DRUG:aspirin"]
+        answer = await bfs_query(facade(backend), seeds, 2, limits=TraversalLimits(max_nodes=1000))
+        hops = [s for s in statements if "-[r]-" in s]
+        assert len(hops) == 2 and all("keys(r)" in s for s in hops), (
+            "one statement per hop, the relationships' properties in it"
+        )
+        assert backend.statements.edge_properties() not in statements, "no edge is read again after the hop"
+        assert len(statements) == 3, f"two hops and the node metadata: {statements}"
+        edges = list(answer.edge_metadata)
+        assert edges and any(metadata.get("confidence") for metadata in answer.edge_metadata.values())
+        assert await backend.metadata_for_edges(edges) == answer.edge_metadata
+        assert all("provenance" not in metadata for metadata in answer.edge_metadata.values())
+        statements.clear()
+        await bfs_query(facade(backend), seeds, 2, topology_only=True)
+        assert len(statements) == 2 and all("keys(r)" not in s for s in statements), "topology: no properties"
 
 
 LONG_TYPES = [f"{'T' * 1000}{i}" for i in range(5)]

@@ -58,11 +58,11 @@ async def test_primitives_agree_with_the_memory_backend_on_a_sample(hpo, referen
     sample = [*random.Random(7).sample(ids, 400), ROOT, SEIZURE, "NOT:THERE"]
     assert await hpo.get_nodes(sample) == await reference.get_nodes(sample)
     ours, theirs = await hpo.hop(sample), await reference.hop(sample)
-    assert {i: sorted(rows) for i, rows in ours.items() if rows} == {
-        i: sorted(rows) for i, rows in theirs.items() if rows
+    assert {i: (there.node, sorted(there.edges)) for i, there in ours.items()} == {
+        i: (there.node, sorted(there.edges)) for i, there in theirs.items()
     }
     assert await hpo.metadata_for_nodes(sample) == await reference.metadata_for_nodes(sample)
-    edges = [HopEdge(*row).edge() for i in sample[:50] for row in theirs.get(i, [])]
+    edges = [HopEdge(*row).edge() for i in sample[:50] if i in theirs for row in theirs[i].edges]
     ours = await hpo.metadata_for_edges(edges)
     assert {e: {k: v for k, v in m.items() if k != "relationship_type"} for e, m in ours.items()} == (
         await reference.metadata_for_edges(edges)
@@ -88,7 +88,7 @@ async def test_ancestors_reach_the_root(hpo) -> None:
     frontier, seen = {SEIZURE}, {SEIZURE}
     for _ in range(12):
         found = await hpo.hop(sorted(frontier))
-        frontier = {row[2] for i, rows in found.items() for row in rows if row[0] == i} - seen
+        frontier = {row[2] for i, there in found.items() for row in there.edges if row[0] == i} - seen
         seen |= frontier
         if ROOT in seen:
             break

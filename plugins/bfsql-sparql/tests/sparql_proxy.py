@@ -36,6 +36,8 @@ class Seen:
     user_agent: str
     query: str
     at: float
+    content_type: str = ""
+    """Of a POST: ``application/sparql-query`` (the query is the body) or a form type."""
 
 
 class FaultProxy:
@@ -76,14 +78,19 @@ class FaultProxy:
         await self._runner.cleanup()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        form = await request.post() if request.method == "POST" else request.query
-        params = [(key, str(value)) for key, value in form.items()]
+        if request.method == "POST" and request.content_type == "application/sparql-query":
+            # The query is the body; the other parameters (default-graph-uri, ...) are in the URL.
+            params = [*((key, str(value)) for key, value in request.query.items()), ("query", await request.text())]
+        else:
+            form = await request.post() if request.method == "POST" else request.query
+            params = [(key, str(value)) for key, value in form.items()]
         self.seen.append(
             Seen(
                 request.method,
                 request.headers.get("User-Agent", ""),
                 dict(params).get("query", ""),
                 asyncio.get_running_loop().time(),
+                request.content_type if request.method == "POST" else "",
             )
         )
         self.in_flight += 1

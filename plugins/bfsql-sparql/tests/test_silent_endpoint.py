@@ -22,7 +22,7 @@ async def test_a_silent_endpoint_is_served_as_down_and_the_other_graph_answers(t
     port = silent.getsockname()[1]
     config = tmp_path / "graphs.toml"
     config.write_text(
-        '[server]\n\n[graphs.famplex]\nbackend = "sqlite"\n\n'
+        '[server]\nstart_timeout = 3\n\n[graphs.famplex]\nbackend = "sqlite"\n\n'
         f'[graphs.silent]\nbackend = "sparql"\nendpoint = "http://127.0.0.1:{port}/query"\n'
     )
     started = time.monotonic()

@@ -23,8 +23,10 @@ from sparql_servers import (
     lubm_config,
     sparql_json,
 )
+from sparql_standard_rdf import PREFIXES, compact_id
 
 from bfsql import (
+    Edge,
     Graph,
     InvalidArgument,
     ServerSettings,
@@ -34,7 +36,9 @@ from bfsql import (
     get_backends,
     resolve_config,
 )
+from bfsql.testing.standard_graph import INVISIBLE_IDS, ORPHAN, STANDARD_IDS
 from bfsql_sparql import SparqlBackend, SparqlClient, SparqlConfig, SparqlConfigError, SparqlEndpointError
+from bfsql_sparql.hop import ONE_QUERY_IDS
 from bfsql_sparql.truncation import REASON
 from bfsql_testsupport.services import free_port
 
@@ -85,12 +89,23 @@ async def test_edge_limit_cuts_in_order_and_is_reported(
     assert notes and notes[0].capped_nodes == [DEPARTMENT] and f"100 of {total} incoming" in notes[0].detail
 
 
-async def test_a_hop_is_one_query_per_batch_of_ids(lubm: SparqlBackend) -> None:
+async def test_a_hop_is_two_queries_per_batch_of_ids_and_one_for_a_few(lubm: SparqlBackend) -> None:
+    """A frontier: its edges, then the distinct ends met and the asked ids; a few seeds: one query, their own
+    identities in it."""
     sent = lubm.client.requests
-    rows = await lubm.hop(STUDENTS)
-    assert sorted(rows) == sorted(STUDENTS) and all(rows.values())
-    assert lubm.client.requests - sent == math.ceil(len(STUDENTS) / lubm.limits.batch_size)
-    for student, found in rows.items():
+    rows = await lubm.hop([*STUDENTS, f"{DEPARTMENT}/Nobody"])
+    assert sorted(rows) == sorted(STUDENTS) and all(there.edges for there in rows.values())
+    assert lubm.client.requests - sent == 2 * math.ceil(len(STUDENTS) / lubm.limits.batch_size)
+    seeds = STUDENTS[: ONE_QUERY_IDS - 1]  # and one id that is no entity
+    sent = lubm.client.requests
+    few = await lubm.hop([*seeds, f"{DEPARTMENT}/Nobody"])
+    assert lubm.client.requests - sent == 1
+    assert {i: (there.node, sorted(there.edges)) for i, there in few.items()} == {
+        student: (rows[student].node, sorted(rows[student].edges)) for student in seeds
+    }
+    for student, there in rows.items():
+        assert there.node.entity_type == "ub:UndergraduateStudent", "the asked entity itself comes with its edges"
+        found = there.edges
         assert all(student in (subject, obj) for subject, _, obj, _, _ in found)
         assert all(other_type is not None for *_, other_type, _ in found), "every end of a student is an entity"
 
@@ -104,9 +119,33 @@ async def test_a_hop_too_big_for_one_answer_is_read_in_groups(server: SparqlServ
         counted = await small.hop(asked)
         assert small.client.requests - sent > 3, "the query, the counts, the groups, the hub's pages and ends"
         expected = await lubm.hop(asked)
-        assert {i: sorted(rows) for i, rows in counted.items()} == {i: sorted(rows) for i, rows in expected.items()}
+        assert {i: (there.node, sorted(there.edges)) for i, there in counted.items()} == {
+            i: (there.node, sorted(there.edges)) for i, there in expected.items()
+        }
         assert [c.capped_nodes for c in small.truncations(set(asked))] == [[DEPARTMENT]]
     finally:
+        await small.aclose()
+
+
+async def test_a_counted_hop_answers_the_asked_entities_as_one_query_does(server: SparqlServer) -> None:
+    """Past --max-rows the hop is counted; the asked entities without edges (ORPHAN) are still answered, unknown and
+    merged ids still left out."""
+    ids = compact_id if server.name == "oxigraph" else str
+    asked = [ids(i) for i in (*STANDARD_IDS, *INVISIBLE_IDS)]
+    options = {"endpoint": server.endpoint, "default_graph": [STANDARD_GRAPH], "prefix": PREFIXES}
+    whole = await SparqlBackend.create(SparqlConfig(**options))
+    small = await SparqlBackend.create(SparqlConfig(**options, max_rows=10))
+    try:
+        expected = await whole.hop(asked)
+        sent = small.client.requests
+        counted = await small.hop(asked)
+        assert small.client.requests - sent > 2, "the query, the counts, the groups and the entities without edges"
+        assert sorted(expected) == sorted(ids(i) for i in STANDARD_IDS) and expected[ids(ORPHAN)].edges == []
+        assert {i: (there.node, sorted(there.edges)) for i, there in counted.items()} == {
+            i: (there.node, sorted(there.edges)) for i, there in expected.items()
+        }
+    finally:
+        await whole.aclose()
         await small.aclose()
 
 
@@ -150,7 +189,7 @@ async def test_virtuoso_row_cap_is_detected_and_obeyed(virtuoso_server: SparqlSe
         assert int(total) > 10_000, "one batch must exceed Virtuoso's cap"
         rows = await backend.hop(busy)
         assert backend.client.row_cap == 10_000
-        outgoing = sum(1 for entity, found in rows.items() for subject, *_ in found if subject == entity)
+        outgoing = sum(1 for entity, there in rows.items() for subject, *_ in there.edges if subject == entity)
         assert outgoing == int(total), "refetched within the announced cap"
         assert not backend.cuts.cuts_for(set(busy))
     finally:
@@ -254,11 +293,36 @@ async def test_user_agent_read_only_and_get_or_post(proxy: FaultProxy) -> None:
     assert all(s.query.lstrip().startswith(("SELECT", "ASK")) for s in proxy.seen)
     assert {s.method for s in proxy.seen} == {"GET", "POST"}, "short queries by GET, long ones by POST"
     assert all(len(s.query) > 1500 for s in proxy.seen if s.method == "POST")
+    assert {s.content_type for s in proxy.seen if s.method == "POST"} == {"application/sparql-query"}, (
+        "a long query is the POST body itself, not URL-encoded in a form"
+    )
 
     proxy.seen.clear()
     forced = await SparqlBackend.create(proxied(proxy, http_method="post"))
     await forced.aclose()
     assert {s.method for s in proxy.seen} == {"POST"}
+    assert {s.content_type for s in proxy.seen} == {"application/sparql-query"}
+
+
+async def test_a_store_without_edge_annotations_is_asked_for_none(proxy: FaultProxy) -> None:
+    """LUBM has no reified statements: learnt once at start, a full answer's edges cost no query."""
+    backend = await SparqlBackend.create(proxied(proxy))
+    try:
+        assert backend.edge_annotations is False
+        proxy.seen.clear()
+        answer = await bfs_query(facade(backend), [DEPARTMENT], 1, limits=TraversalLimits(max_nodes=10_000))
+        asked = [s.query for s in proxy.seen]
+        assert answer.edge_metadata, "a full answer has edge metadata"
+        assert set(map(str, answer.edge_metadata.values())) == {"{'source_documents': []}"}
+        assert not [q for q in asked if "VALUES (?s ?p ?o)" in q], "no edge was asked about: the hop read them all"
+        # Outside a traversal existence is asked (an unknown edge has no metadata), and the answer is the same.
+        edges = [Edge(*triple) for triple in answer.edge_metadata]
+        proxy.seen.clear()
+        assert await backend.metadata_for_edges(edges) == answer.edge_metadata
+        assert await backend.provenance_for_edges(edges) == {}
+        assert not [s for s in proxy.seen if "rdf-syntax-ns#subject" in s.query], "no reified statement is sought"
+    finally:
+        await backend.aclose()
 
 
 async def test_client_refuses_anything_but_select_and_ask(proxy: FaultProxy) -> None:

@@ -89,7 +89,8 @@ async def test_odd_but_valid_ids_match_exactly(backend: SparqlBackend) -> None:
         name = entity_id.removeprefix("inj:")
         assert nodes[entity_id] == ("inj:Odd", name)
         assert await facade(backend).edges_from(entity_id) == [Edge(entity_id, "inj:next", following)]
-        assert sorted(rows[entity_id]) == sorted(
+        assert rows[entity_id].node == nodes[entity_id]
+        assert sorted(rows[entity_id].edges) == sorted(
             [
                 (entity_id, "inj:next", following, "inj:Odd", following.removeprefix("inj:")),
                 (previous, "inj:next", entity_id, "inj:Odd", previous.removeprefix("inj:")),

@@ -93,6 +93,13 @@ class MemoryBackend(GraphBackend):
             size = path.stat().st_size
         except OSError as exc:
             raise MemoryBundleError(f"Cannot read the bundle {path}: {exc.strerror}.", "Check --bundle.") from None
+        with path.open("rb") as head:
+            is_store = head.read(16) == b"SQLite format 3\x00"
+        if is_store:
+            raise MemoryBundleError(
+                f"{path} is a SQLite store (made by 'bfsql load'), not a JSONL bundle.",
+                f"Serve it with the sqlite backend: bfsql serve --db {path}",
+            )
         if max_bundle_mb is not None and size > max_bundle_mb * 1_000_000:
             store = path.with_suffix(".sqlite")
             raise MemoryBundleError(

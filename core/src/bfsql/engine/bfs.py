@@ -10,11 +10,13 @@ from bfsql.engine.filters import read_filters
 from bfsql.engine.traverse import Expansion, ProgressFn, expand
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
+from bfsql.hop_memo import remembers_hops
 from bfsql.models import SchemaSummary, Truncation
 
 __all__ = ["bfs_query"]
 
 
+@remembers_hops
 async def bfs_query(
     graph: Graph,
     seeds: list[str],

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from bfsql.backend import gather_or_cancel
+from bfsql.engine.labels import labels_of
 from bfsql.graph import Graph
 from bfsql.models import EntityStub
 
@@ -83,8 +84,6 @@ def _spans(words: list[str]) -> list[str]:
 
 async def _anchors(graph: Graph, words: list[str]) -> dict[str, set[str]]:
     """Entities a span of the query names exactly, with the words of that span."""
-    from bfsql.engine.search import labels_of  # search imports this module
-
     spans = _spans(words)
     found = await gather_or_cancel(*(graph.search_entities(span, None, _SPAN_HITS) for span in spans))
     candidates = {stub.id for stubs in found for stub in stubs}

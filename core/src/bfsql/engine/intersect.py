@@ -19,6 +19,7 @@ from bfsql.engine.filters import read_filters
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
+from bfsql.hop_memo import remembers_hops
 from bfsql.models import ConnectionPath, SchemaSummary, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import Neighbourhood
@@ -193,6 +194,7 @@ async def _induced_edges(graph: Graph, nodes: set[str]) -> dict[Triple, None]:
     return edges
 
 
+@remembers_hops
 async def intersect_subgraphs(
     graph: Graph,
     seeds: list[str],

@@ -31,11 +31,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from bfsql.backend import gather_or_cancel
 from bfsql.embedders import min_similarity as embedder_min_similarity
 from bfsql.engine.graph_ranker import graph_ranking
+from bfsql.engine.labels import labels_of
 from bfsql.errors import InvalidArgument, clip
 from bfsql.graph import Graph
 from bfsql.models import EntityStub
@@ -66,8 +67,6 @@ RRF_K = 60
 """The constant of reciprocal rank fusion (Cormack et al., 2009)."""
 SEARCH_LIMIT = 20
 """Most stubs a search returns by default."""
-MAX_LABELS = 20
-"""Synonyms per entity considered by exact matching and scoring."""
 MAX_QUERY_CHARS = 1000
 """Longest search query: a name, not a text."""
 STORE_TERMS = 12
@@ -108,8 +107,8 @@ def check_mode(graph: Graph, mode: str | None, alpha: float) -> str:
         )
     if mode not in available:
         raise InvalidArgument(
-            f"Search mode {mode!r} needs vector search, which this graph's backend "
-            f"({type(graph.backend).__name__}) does not offer. Available modes: {', '.join(available)}.",
+            f"Search mode {mode!r} needs entity vectors, which this graph does not have. "
+            f"Available modes: {', '.join(available)}.",
             "Use mode='lexical' (or omit mode). A sqlite store gets entity vectors from "
             "'bfsql load --embedder NAME'; other backends document how to enable vectors.",
         )
@@ -147,17 +146,6 @@ def store_text(query: str) -> str:
     if len(words) > STORE_TERMS:
         text = " ".join(words[:STORE_TERMS])
     return text[:STORE_CHARS].strip()
-
-
-def labels_of(entity_id: str, metadata: dict[str, Any], limit: int = MAX_LABELS) -> list[str]:
-    """The names an entity goes by: its ``name`` (else its id) and up to ``limit`` synonyms."""
-    labels: list[str] = []
-    name = metadata.get("name")
-    labels.append(name if isinstance(name, str) and name.strip() else entity_id)
-    synonyms = metadata.get("synonyms")
-    if isinstance(synonyms, list):
-        labels.extend(s for s in synonyms[:limit] if isinstance(s, str) and s.strip())
-    return list(dict.fromkeys(labels))
 
 
 def _words(text: str) -> list[str]:

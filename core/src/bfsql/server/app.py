@@ -45,6 +45,7 @@ from bfsql.version import __version__
 __all__ = ["SERVER_NAME", "BfsqlServer", "ServedGraph", "build_server", "collect_tools", "start_failure"]
 
 logger = logging.getLogger("bfsql.server")
+startup = logging.getLogger("bfsql.startup")
 
 SERVER_NAME = "bfsql"
 """The name the server gives MCP clients."""
@@ -59,15 +60,23 @@ class ServedGraph:
     """None when it could not be opened (``failure`` says why)."""
     settings: ServerSettings
     description: str | None = None
+    """The configuration file's description of the graph (None: the store's own is shown)."""
     backend: str = ""
     failure: str | None = None
     schema: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))
     """Its entity types and predicates, read at start-up."""
+    stored_description: str | None = None
+    """The store's own description (the backend's ``graph_description``), read at start-up."""
+
+    @property
+    def shown_description(self) -> str | None:
+        """The description clients are shown: the configuration file's, else the store's own."""
+        return self.description or self.stored_description
 
     def listing(self, default: bool) -> GraphListing:
         """How describe_schema lists it."""
-        return GraphListing(name=self.name, description=self.description, backend=self.backend, default=default,
-                            available=self.graph is not None)
+        return GraphListing(name=self.name, description=self.shown_description, backend=self.backend,
+                            default=default, available=self.graph is not None)
 
 
 class BfsqlServer(MCPServer):
@@ -227,8 +236,14 @@ async def _prepare(served: ServedGraph) -> None:
         graph.set_embedder(embedder)
         await embedder.embed(["warm-up"])  # load a model now, not under the first search's clock and memory
     await graph.bind_embedder()
-    types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
+    types, preds, stored = await gather_or_cancel(
+        graph.entity_types(), graph.predicates(), graph.backend.graph_description()
+    )
     served.schema = (types, preds)
+    served.stored_description = stored
+    if served.description and len(stored) > len(served.description) and stored != served.description:
+        startup.info("graph %s: the configuration's description is shown; the store's own (%d characters) is "
+                     "longer", served.name, len(stored))
 
 
 def start_failure(exc: BaseException, start_timeout: float) -> str:

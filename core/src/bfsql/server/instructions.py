@@ -79,13 +79,15 @@ TOOL_DESCRIPTIONS = {
     "topology_only=true returns the bare structure; exclude_node_types removes types entirely; "
     "min_mentions drops rarely mentioned nodes; limit/offset page through nodes.",
     "describe_entity": "Expand one stub: the entity's id, entity_type and all metadata as one flat object.",
-    "describe_entities": "Expand several stubs in one call: a list of full nodes. Unknown ids are omitted.",
+    "describe_entities": "Expand several stubs in one call: a list of full nodes, in the order asked. Ids the "
+    "graph does not know are named in a note after the list.",
     "intersect_subgraphs": "Intersect: only nodes within k undirected hops (1-5) of every seed (2 or more), "
-    "with the edges among them. Use for 'what do all of these share?'. Same detail filters as bfs_query; "
-    "no paging.",
+    "with the edges among them, paths from each seed to the nearest, and the seeds and path nodes as context "
+    "stubs. Use for 'what do all of these share?'. Same detail filters as bfs_query; no paging.",
     "path_query": PATH_QUERY_DESCRIPTION,
-    "describe_edges": "Expand edges: the full metadata of given [subject, predicate, object] triples, with the "
-    "provenance (evidence text, documents) that traversals leave out. Unknown edges are omitted.",
+    "describe_edges": "Expand edges: the full metadata of given edges ([subject, predicate, object] triples, or "
+    "the edge objects bfs_query answers), with the provenance (evidence text, documents) that traversals leave "
+    "out. Edges the graph does not have are named in a note after the list.",
 }
 
 INJECTION_MAX_TYPES = 20
@@ -112,7 +114,7 @@ def graphs_injection(served: Any, with_schema: bool = False) -> str:
     lines = [f"\n\nThis server serves several graphs; pass graph=NAME to choose one (default: {served[0].name})."]
     for entry in served:
         about = f"- {entry.name} ({entry.backend}{', default' if entry is served[0] else ''})"
-        about += f": {entry.description}" if entry.description else ""
+        about += f": {entry.shown_description}" if entry.shown_description else ""
         if with_schema:
             types, preds = entry.schema
             if entry.graph is None:

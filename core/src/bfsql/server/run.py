@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import inspect
 import logging
+import os
+import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -90,7 +94,7 @@ async def open_server(
 
         async def open_one(plan: GraphPlan) -> ServedGraph:
             entry = ServedGraph(plan.name, None, plan.settings, plan.description, plan.spec.name)
-            opening = open_graph(plan.spec, plan.config, name=plan.name,
+            opening = open_graph(plan.spec, plan.config, name=plan.name, description=plan.description,
                                  primitive_timeout=plan.settings.primitive_timeout)
             if len(plans) == 1:
                 entry.graph = await stack.enter_async_context(opening)
@@ -106,11 +110,58 @@ async def open_server(
         yield await build_server(served, max_heavy_calls=(settings or ServerSettings()).max_heavy_calls)
 
 
+class StdinLines:
+    """The lines of a file descriptor (stdin), read by a daemon thread, as an async iterator of text.
+
+    The SDK reads stdin in a worker thread that a stopping server waits for: a SIGINT to a server
+    whose client keeps the pipe open (no terminal) did nothing until stdin closed. Nothing waits
+    for this thread, and it reads a duplicate of the descriptor with plain ``os.read`` (no
+    buffered reader whose lock the interpreter would want at exit): the process ends when the
+    server does.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        source = os.dup(fd)
+
+        def pump() -> None:
+            pending = b""
+            try:
+                while chunk := os.read(source, 1 << 16):
+                    *lines, pending = (pending + chunk).split(b"\n")
+                    for line in lines:
+                        loop.call_soon_threadsafe(self._lines.put_nowait, line.decode("utf-8", errors="replace"))
+                if pending:
+                    loop.call_soon_threadsafe(self._lines.put_nowait, pending.decode("utf-8", errors="replace"))
+                loop.call_soon_threadsafe(self._lines.put_nowait, None)
+            except (RuntimeError, OSError):  # the loop closed, or the descriptor did
+                return
+            finally:
+                with contextlib.suppress(OSError):
+                    os.close(source)
+
+        threading.Thread(target=pump, name="bfsql stdin", daemon=True).start()
+
+    def __aiter__(self) -> StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._lines.get()
+        if line is None:
+            raise StopAsyncIteration
+        return line
+
+
 async def serve_stdio(plans: Sequence[GraphPlan], settings: ServerSettings | None = None) -> None:
-    """Serve over stdin/stdout until the client closes the stream."""
+    """Serve over stdin/stdout until the client closes the stream, or SIGINT (at once, whatever stdin does)."""
+    from mcp.server.stdio import stdio_server
+
     async with open_server(plans, settings) as server:
         startup.info("serving %s over stdio", ", ".join(server.graphs))
-        await server.run_stdio_async()
+        async with stdio_server(stdin=StdinLines(sys.stdin.fileno())) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lowlevel = server._lowlevel_server  # what run_stdio_async runs, on our stdin
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbose: bool = False) -> None:

@@ -60,7 +60,7 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
     graph = ctx.graph
     types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
     return SchemaDescription(
-        graph_description=await graph.backend.graph_description(),
+        graph_description=graph.description or await graph.backend.graph_description(),
         comprehensive=graph.capabilities.comprehensive_schema,
         entity_types=types,
         predicates=preds,

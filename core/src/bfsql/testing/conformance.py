@@ -459,6 +459,24 @@ class BackendConformance(ExactAnswerChecks):
         """An edge the graph does not have has no metadata: ``{}``, not an error."""
         assert await graph.metadata_for_edge(ids.edge(UNKNOWN_EDGE)) == {}
 
+    async def test_full_answer_metadata_is_the_metadata_primitives(self, graph: Graph, ids: IdMap) -> None:
+        """A full bfs_query's node and edge metadata equal metadata_for_nodes / _edges asked outside any traversal.
+
+        Inside a traversal a backend may answer them from what its hops read (:mod:`bfsql.hop_memo`):
+        the answer must be the same either way.
+        """
+        seeds = [ids.to_backend(i) for i in STANDARD_IDS]
+        answer = await bfs_query(graph, seeds, 1, limits=TraversalLimits(max_nodes=1000, max_edges_per_node=1000))
+        edges = [Edge(*triple) for triple in answer.triples]
+        assert edges, "the standard graph's 1-hop answer from every entity has edges"
+        direct = await graph.metadata_for_edges(edges)
+        for edge in edges:
+            expected = dict(direct.get(edge) or {})
+            assert answer.edge_metadata.get(edge) == expected, f"edge metadata of {edge} in a full bfs_query"
+        nodes = await graph.metadata_for_nodes(answer.node_ids)
+        for node_id in answer.node_ids:
+            assert answer.node_metadata.get(node_id) == nodes[node_id], f"metadata of {node_id} in a full bfs_query"
+
     # --- search --------------------------------------------------------------
 
     @pytest.mark.parametrize("case", RANKED_SEARCHES + EMPTY_SEARCHES, ids=lambda c: c.label)

@@ -194,7 +194,7 @@ data is unchanged afterwards and no unrelated rows come back."""
 
 TOOLS: dict[str, tuple[str, ...]] = {
     "describe_schema": (),
-    "search_entities": ("query", "node_types"),
+    "search_entities": ("query", "node_types", "mode", "alpha", "limit", "offset", "min_similarity"),
     "bfs_query": (
         "seeds",
         "max_hops",
@@ -205,10 +205,12 @@ TOOLS: dict[str, tuple[str, ...]] = {
         "min_mentions",
         "limit",
         "offset",
+        "max_tokens",
     ),
-    "describe_entity": ("id",),
-    "describe_entities": ("ids",),
-    "path_query": ("query", "k", "threshold", "max_results"),
+    "describe_entity": ("id", "max_tokens"),
+    "describe_entities": ("ids", "max_tokens"),
+    "describe_edges": ("edges", "max_tokens"),
+    "path_query": ("query", "k", "threshold", "max_results", "max_tokens"),
     "intersect_subgraphs": (
         "seeds",
         "k",
@@ -217,9 +219,10 @@ TOOLS: dict[str, tuple[str, ...]] = {
         "predicates",
         "min_mentions",
         "topology_only",
+        "max_tokens",
     ),
 }
-"""The tools and their argument names (the six of the protocol and path_query)."""
+"""The tools and their argument names (the six of the protocol, path_query and describe_edges)."""
 
 
 def tool_arguments(known_ids: list[str]) -> Any:
@@ -245,6 +248,8 @@ def tool_arguments(known_ids: list[str]) -> Any:
     )
     lists = st.one_of(
         st.lists(st.one_of(ids, text), max_size=8),
+        st.lists(st.lists(st.one_of(ids, text), min_size=2, max_size=4), max_size=4),  # edge-like triples
+        st.lists(st.fixed_dictionaries({"subject": ids, "predicate": text, "object": ids}), max_size=3),
         st.lists(scalar, max_size=5),
         st.builds(lambda n: [f"id:{i}" for i in range(n)], st.integers(100, 5000)),
     )

@@ -208,7 +208,7 @@ class JsonLdBackend(GraphBackend):
         types = [self._schema.spelling.get(t, t) for t in node_types] if node_types is not None else None
         if types == [] or limit < 1:
             return []
-        url = self._url("search_url", q=query, types=types, limit=str(limit))
+        url = self._url("search_url", q=query, types=types, limit=str(min(limit, self.config.search_limit)))
         if url is None:
             raise InvalidArgument(
                 f"This search would need a request URL longer than {MAX_URL_BYTES} bytes, "
@@ -234,7 +234,8 @@ class JsonLdBackend(GraphBackend):
         if node_types == [] or limit < 1:
             return []
         types = [self._schema.spelling.get(t, t) for t in node_types] if node_types is not None else None
-        frame = await self._fetch(endpoint.url, {"vector": vector, "types": types, "limit": limit}, post=True)
+        asked = min(limit, self.config.search_limit)
+        frame = await self._fetch(endpoint.url, {"vector": vector, "types": types, "limit": asked}, post=True)
         stubs = [self._reader.stub(m) for m in self._reader.members(frame)]
         if node_types is not None:
             stubs = [s for s in stubs if s.entity_type in node_types]

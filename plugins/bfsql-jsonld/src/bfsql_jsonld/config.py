@@ -28,6 +28,11 @@ class JsonLdConfig(BaseModel):
     search_url: str = Field(
         default="/entities?q={q}&types={types}&limit={limit}", description="URL template of entity search"
     )
+    search_limit: int = Field(
+        default=100, ge=1, le=10_000,
+        description="Most hits asked of the API in one search request (APIs cap their page size); more come from "
+        "its next pages",
+    )
     relation_url: str = Field(
         default="/relations?subject={subject}&predicate={predicate}&object={object}",
         description="URL template of one relation's metadata",

@@ -25,9 +25,10 @@ from bfsql import (
     Edge,
     EntityStub,
     GraphBackend,
-    HopEdge,
     InvalidArgument,
+    Neighbourhood,
     NodeInfo,
+    hop_memo,
     lexical_rank,
 )
 from bfsql_neo4j.config import Neo4jConfig
@@ -65,6 +66,8 @@ class Neo4jBackend(GraphBackend):
         self._predicates: dict[str, str] = {}
         """Relationship type -> predicate, as met."""
         self._types_by_predicate: dict[str, list[str]] = {}
+        self._edge_filter = self._filter(set(PROVENANCE_KEYS))
+        """Edge metadata: the configured drops and the provenance keys (read by provenance_for_edges only)."""
 
     def _layout(self, id_property: str) -> Statements:
         statements = Statements(
@@ -256,25 +259,40 @@ class Neo4jBackend(GraphBackend):
         )
         for entity_id, labels, name in rows:
             if entity_id not in found:
-                found[entity_id] = NodeInfo(
-                    self._types.of(labels) or self.config.node_label, name if isinstance(name, str) else None
-                )
+                found[entity_id] = self._node(labels, name)
         return found
 
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """Every relationship of each entity, both directions, with the other end's type and name: one UNWIND statement.
+    def _node(self, labels: list[str], name: Any) -> NodeInfo:
+        """An entity's type (from its labels) and name (None unless a string)."""
+        return NodeInfo(self._types.of(labels) or self.config.node_label, name if isinstance(name, str) else None)
 
-        Rows are plain tuples ``(subject, predicate, object, other_type, other_name)``. An
-        other end without the served label is no entity (``other_type`` None); one
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """Each entity asked, its type and name, and every relationship of it, both directions, with the other end's
+        type and name: one UNWIND statement.
+
+        Edge rows are plain tuples ``(subject, predicate, object, other_type, other_name)``.
+        An other end without the served label is no entity (``other_type`` None); one
         without an id property cannot be named and is left out. Parallel relationships
-        of one type are one edge; a self-loop appears once.
+        of one type are one edge; a self-loop appears once. Ids that are no entity give
+        no row and are left out. In a traversal that will show edge metadata
+        (:func:`bfsql.hop_memo`), the relationships' properties come with the same statement
+        and are kept there for :meth:`metadata_for_edges`.
         """
+        memo = hop_memo()
         rows = await self._reads.read_chunked(
-            self._statements.hop(), "ids", list(dict.fromkeys(entity_ids)), self.config.batch_size
+            self._statements.hop(with_properties=memo is not None),
+            "ids",
+            list(dict.fromkeys(entity_ids)),
+            self.config.batch_size,
+            {"drop": self._edge_filter.drop_list} if memo is not None else {},
         )
-        found: dict[str, list[Any]] = {}
+        found: dict[str, tuple[NodeInfo, list[Any]]] = {}
         type_of, predicate_of = self._types.of, self._predicate
-        for entity_id, relationship_type, outgoing, other, labels, name in rows:
+        kept = memo.edges if memo is not None else None
+        for entity_id, relationship_type, outgoing, other, labels, name, own_labels, own_name, *relationship in rows:
+            there = found.get(entity_id)
+            if there is None:
+                there = found[entity_id] = (self._node(own_labels, own_name), [])
             if other is None:
                 continue
             if not isinstance(other, str):
@@ -287,13 +305,14 @@ class Neo4jBackend(GraphBackend):
                 row = (entity_id, predicate, other, other_type, name)
             else:
                 row = (other, predicate, entity_id, other_type, name)
-            edges = found.get(entity_id)
-            if edges is None:
-                found[entity_id] = [row]
-            else:
-                edges.append(row)
+            there[1].append(row)
+            if kept is not None:
+                # Of parallel relationships the one with the lowest internal id answers, as in metadata_for_edges.
+                known = kept.get(row[:3])
+                if known is None or relationship[0] < known[0]:
+                    kept[row[:3]] = (relationship[0], relationship_type, relationship[1])
         # dict.fromkeys drops the repeats: parallel relationships, and a self-loop met from both of its ends.
-        return {entity_id: list(dict.fromkeys(edges)) for entity_id, edges in found.items()}
+        return {entity_id: Neighbourhood(node, list(dict.fromkeys(rows))) for entity_id, (node, rows) in found.items()}
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Properties of each entity, minus the id and the dropped keys: one UNWIND statement."""
@@ -316,12 +335,27 @@ class Neo4jBackend(GraphBackend):
 
         Provenance keys (``provenance`` …) are dropped on the server with the other
         dropped keys, so evidence text never crosses the wire during a traversal.
-        Unknown edges are left out.
+        Unknown edges are left out. In a traversal whose hops brought the properties
+        (:meth:`hop`), only the edges they did not bring are read.
         """
-        keep = self._filter(set(PROVENANCE_KEYS))
-        rows = await self._edge_rows(self._statements.edge_properties(), edges, {"drop": sorted(keep.drop)})
+        memo = hop_memo()
+        read: dict[Edge, tuple[str, Any]] = {}
+        missing = edges
+        if memo is not None:
+            kept = memo.edges
+            missing = []
+            for edge in edges:
+                known = kept.get(edge)
+                if known is None:
+                    missing.append(edge)
+                else:
+                    read[edge] = known[1:]
+        if missing:
+            drop = self._edge_filter.drop_list
+            read.update(await self._edge_rows(self._statements.edge_properties(), missing, {"drop": drop}))
+        keep = self._edge_filter
         found: dict[Edge, dict[str, Any]] = {}
-        for edge, (relationship_type, props) in rows.items():
+        for edge, (relationship_type, props) in read.items():
             metadata = keep.metadata(props)
             if self.config.type_metadata_key:
                 metadata[self.config.type_metadata_key] = relationship_type

@@ -59,19 +59,29 @@ class Statements:
     def _name(self) -> str:
         return quote_identifier(self.name_property, self.dialect)
 
-    def hop(self) -> str:
-        """Every relationship of each id in ``$ids``, both directions, with its other end.
+    def hop(self, with_properties: bool = False) -> str:
+        """Each id in ``$ids`` that is an entity, and every relationship of it, both directions, with its other end.
 
         Rows (id, relationship type, whether the id's node is its start, other end's id,
-        its labels, its name). The other end is not label-filtered: a relationship to a
-        node that is not an entity (no served label) is a dangling edge, as in the
-        contract. A node without relationships gives no row.
+        its labels, its name, the id's node's labels, its name); a node without
+        relationships gives one row whose relationship columns are null. ``with_properties``
+        adds the relationship's internal id and its properties without the keys in ``$drop``
+        (as in :meth:`edge_properties`). The other end is not label-filtered: a
+        relationship to a node that is not an entity (no served label) is a dangling edge,
+        as in the contract. No column aliases: every byte of the text counts against
+        FalkorDB's message budget, which decides how many ids a statement can carry.
         """
+        properties = f",{self.dialect.id_function}(r),{self._properties('r')}" if with_properties else ""
         return (
-            f"UNWIND $ids AS id MATCH {self._anchor('n', 'id')}-[r]-(m) "
-            f"RETURN id, type(r) AS type, startNode(r) = n AS outgoing, m.{self._id} AS other, "
-            f"labels(m) AS labels, m.{self._name} AS name"
+            f"UNWIND $ids AS id MATCH {self._anchor('n', 'id')} OPTIONAL MATCH (n)-[r]-(m) "
+            f"RETURN id,type(r),startNode(r)=n,m.{self._id},labels(m),m.{self._name},labels(n),n.{self._name}"
+            f"{properties}"
         )
+
+    @staticmethod
+    def _properties(variable: str) -> str:
+        """``variable``'s properties as ``[key, value]`` pairs, without the keys in ``$drop``."""
+        return f"[k IN keys({variable}) WHERE NOT k IN $drop | [k, {variable}[k]]]"
 
     def nodes(self) -> str:
         """Each id in ``$ids`` that is an entity: rows (id, labels, name)."""
@@ -87,7 +97,7 @@ class Statements:
         """
         return (
             f"UNWIND $ids AS id MATCH {self._anchor('n', 'id')} "
-            "RETURN id, [k IN keys(n) WHERE NOT k IN $drop | [k, n[k]]] AS props"
+            f"RETURN id, {self._properties('n')} AS props"
         )
 
     def _edge_match(self) -> str:
@@ -105,7 +115,7 @@ class Statements:
         """
         return (
             f"{self._edge_match()} "
-            "RETURN e, [k IN keys(r) WHERE NOT k IN $drop | [k, r[k]]] AS props "
+            f"RETURN e, {self._properties('r')} AS props "
             f"ORDER BY {self.dialect.id_function}(r)"
         )
 

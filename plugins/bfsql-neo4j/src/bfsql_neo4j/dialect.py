@@ -78,6 +78,10 @@ def _list_item_sizes(items: Sequence[Any]) -> list[int]:
     ]
 
 
+_BASE_SIZES: dict[tuple[DialectName, str, str, str], int] = {}
+"""Statement shape (dialect, text, chunked key, other parameters) -> its size without the chunked items."""
+
+
 @dataclass(frozen=True)
 class Dialect:
     """Procedure names and protocol limits of one kind of Bolt server."""
@@ -105,6 +109,16 @@ class Dialect:
         size = len("CYPHER ") + len(query.encode("utf-8"))
         return size + sum(len(key) + 2 + falkordb_literal_size(value) for key, value in self.encode(params).items())
 
+    def _base_size(self, query: str, key: str, params: dict[str, Any]) -> int:
+        """Bytes of a statement before its chunked items, computed once per statement shape."""
+        shape = (self.name, query, key, repr(sorted(params.items())))
+        known = _BASE_SIZES.get(shape)
+        if known is None:
+            if len(_BASE_SIZES) >= 1024:
+                _BASE_SIZES.clear()
+            known = _BASE_SIZES[shape] = self.rendered_size(query, {**params, key: []})
+        return known
+
     def fits(self, query: str, params: dict[str, Any]) -> bool:
         """Whether a statement fits in the server's message budget."""
         return self.message_budget is None or self.rendered_size(query, params) <= self.message_budget
@@ -119,7 +133,7 @@ class Dialect:
         """
         if self.message_budget is None:
             return [list(items[i : i + max_items]) for i in range(0, len(items), max_items)], []
-        base = self.rendered_size(query, {**params, key: []})
+        base = self._base_size(query, key, params)
         chunks: list[list[T]] = []
         too_big: list[T] = []
         current: list[T] = []

@@ -77,6 +77,11 @@ class PropertyFilter:
     keep_vectors: bool = False
     """Keep numeric lists that look like embedding vectors."""
 
+    @property
+    def drop_list(self) -> list[str]:
+        """The dropped keys, sorted: the ``$drop`` parameter of the statements that filter on the server."""
+        return sorted(self.drop)
+
     def metadata(self, pairs: Iterable[Iterable[Any]]) -> dict[str, Any]:
         """Metadata from ``[key, value]`` pairs, sorted by key, vectors dropped and JSON decoded."""
         found: dict[str, Any] = {}

@@ -3,12 +3,14 @@
 Ids are compact (``dbr:Berlin``) when the IRI is under a configured namespace, the
 full IRI otherwise; an id that is neither a valid absolute IRI nor a compact id with
 a known prefix never reaches a query: the primitives treat it as unknown (see
-:mod:`bfsql_sparql.terms`). A BFS hop is one query per ``--batch-size`` ids, both
-directions and the other ends' types and labels together (see :mod:`bfsql_sparql.hop`).
+:mod:`bfsql_sparql.terms`). A BFS hop of a few seeds is one query, both directions and
+the other ends' types and labels together; a frontier's is one query per ``--batch-size``
+ids for the edges and one for the distinct ends met (see :mod:`bfsql_sparql.hop`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -22,12 +24,13 @@ from bfsql import (
     Edge,
     EntityStub,
     GraphBackend,
-    HopEdge,
     InvalidArgument,
+    Neighbourhood,
     NodeInfo,
     Truncation,
     clip,
     gather_or_cancel,
+    hop_memo,
     lexical_rank,
 )
 from bfsql_sparql import queries
@@ -46,7 +49,7 @@ from bfsql_sparql.mapping import (
     node_metadata,
     ordered_types,
 )
-from bfsql_sparql.nodes import Identity, read_identities, read_node_statements
+from bfsql_sparql.nodes import Identity, NodeStatements, read_identities, read_node_statements
 from bfsql_sparql.search import WORD_MATCH_RANK, find_candidates
 from bfsql_sparql.terms import RDFS, SKOS, InvalidTerm, PrefixMap, local_name, string_expression
 from bfsql_sparql.truncation import CutLog, truncation_for
@@ -54,6 +57,11 @@ from bfsql_sparql.truncation import CutLog, truncation_for
 __all__ = ["InvalidEntityId", "SparqlBackend", "SparqlConfigError"]
 
 logger = logging.getLogger("bfsql.sparql")
+
+DANGLING: tuple[None, None] = (None, None)
+"""The other end's (type, name) in a hop row when it is no entity."""
+TYPE_SETS_KEPT = 10_000
+"""Sets of type IRIs whose chosen entity type is remembered (a graph has few)."""
 
 
 class InvalidEntityId(InvalidArgument, KeyError):
@@ -101,6 +109,10 @@ class SparqlBackend(GraphBackend):
         )
         self._types: list[str] = []
         self._predicates: list[str] = []
+        self.edge_annotations = True
+        """Whether the store holds reified statements (edge metadata and provenance); learnt at start."""
+        self._type_of: dict[frozenset[str], str] = {}
+        """The entity type of each set of type IRIs met (choosing one sorts them)."""
 
     def _config_iris(self, field: str, values: list[str], default: list[str]) -> tuple[str, ...]:
         try:
@@ -135,15 +147,19 @@ class SparqlBackend(GraphBackend):
         if self.virtuoso:
             # Virtuoso stops a query server-side at this many milliseconds instead of running on unseen.
             self.client.extra_params["timeout"] = str(int(self.config.query_timeout * 1000))
+            self.client.form_posts = True
         if self.search_mode == "auto":
             self.search_mode = "bif" if self.virtuoso else "contains"
         logger.info(
             "sparql: endpoint %s (%s), search mode %s", self.config.endpoint, self.client.server, self.search_mode
         )
-        if self.config.schema_mode == "probe":
-            await self._probe_schema()
-        else:
-            await self._full_schema()
+        annotated, _ = await gather_or_cancel(
+            self.client.ask(queries.annotations_query()),
+            self._probe_schema() if self.config.schema_mode == "probe" else self._full_schema(),
+        )
+        self.edge_annotations = annotated
+        if not annotated:
+            logger.info("sparql: the graph has no reified statements: edges carry no metadata or provenance")
 
     @property
     def virtuoso(self) -> bool:
@@ -164,6 +180,9 @@ class SparqlBackend(GraphBackend):
 
     def to_iri(self, entity_id: str) -> str:
         """The IRI of a canonical id; :class:`InvalidEntityId` (a KeyError) when the id cannot be one."""
+        known = self.prefixes.canonical_iri(entity_id)
+        if known is not None:
+            return known
         try:
             iri = self.prefixes.expand(entity_id)
         except InvalidTerm as exc:
@@ -197,13 +216,27 @@ class SparqlBackend(GraphBackend):
     def _node_info(self, iri: str, identity: Identity) -> NodeInfo:
         """Type and name, decided as :func:`~bfsql_sparql.mapping.node_metadata` decides them."""
         name = self.rules.best_label(identity.labels)
-        return NodeInfo(choose_type(identity.types, self.prefixes), name if name is not None else local_name(iri))
+        types = frozenset(identity.types)
+        entity_type = self._type_of.get(types)
+        if entity_type is None:
+            if len(self._type_of) >= TYPE_SETS_KEPT:
+                self._type_of.clear()
+            entity_type = self._type_of[types] = choose_type(types, self.prefixes)
+        return NodeInfo(entity_type, name if name is not None else local_name(iri))
 
     @override
-    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
-        """Both directions' edges of every entity, with their other ends: one query per ``--batch-size`` ids."""
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """Each entity asked, with both directions' edges and their other ends: one query per ``--batch-size`` ids
+        (two past :data:`~bfsql_sparql.hop.ONE_QUERY_IDS`: the edges, then the ends).
+
+        In a traversal that will show metadata (:func:`bfsql.hop_memo`) the hop also reads the
+        literal statements of the entities it meets and keeps them for :meth:`metadata_for_nodes`;
+        in a store without edge annotations it keeps the edges it read for :meth:`metadata_for_edges`
+        (an edge's metadata there is only that it exists).
+        """
         valid = self._valid(entity_ids)
-        found = await read_hop(self.client, list(valid.values()), self.rules, self.limits)
+        memo = hop_memo()
+        found = await read_hop(self.client, list(valid.values()), self.rules, self.limits, memo is not None)
         for cut in found.cuts:
             self.cuts.record(self.prefixes.compact(cut.iri), cut)
         compact = self.prefixes.compact
@@ -211,29 +244,42 @@ class SparqlBackend(GraphBackend):
             iri: (None, None) if identity is None else self._node_info(iri, identity)
             for iri, identity in found.ends.items()
         }
-        result: dict[str, list[HopEdge]] = {}
+        if memo is not None:
+            entities = found.ends
+            memo.nodes.update(
+                (compact(iri), statements) for iri, statements in found.statements.items() if entities.get(iri)
+            )
+        seen = memo.edges if memo is not None and not self.edge_annotations else None
+        result: dict[str, Neighbourhood] = {}
         for entity_id, iri in valid.items():
-            pairs = found.edges.get(iri)
-            if pairs is None:
+            identity = found.ends.get(iri)
+            if identity is None:  # no entity, or a deprecated one
                 continue
-            outgoing, incoming = pairs
+            outgoing, incoming = found.edges.get(iri, ({}, {}))
             # Plain tuples of HopEdge's fields: a hop makes thousands of them.
-            rows: list[Any] = [(entity_id, compact(p), compact(o), *ends[o]) for p, o in outgoing]
+            rows: list[Any] = [(entity_id, compact(p), compact(o), *ends.get(o, DANGLING)) for p, o in outgoing]
             rows += [
-                (compact(s), compact(p), entity_id, *ends[s])
+                (compact(s), compact(p), entity_id, *ends.get(s, DANGLING))
                 for p, s in incoming
                 if s != iri or (p, s) not in outgoing  # a self-loop once
             ]
-            result[entity_id] = rows
+            result[entity_id] = Neighbourhood(self._node_info(iri, identity), rows)
+            if seen is not None:
+                seen.update(dict.fromkeys(row[:3] for row in rows))
         return result
 
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Types and literal statements of each entity: one query per block, none for the entities whose statements
+        this traversal's hops read (:func:`bfsql.hop_memo`)."""
         valid = self._valid(entity_ids)
-        found = await read_node_statements(self.client, list(valid.values()), self.rules.languages, self.limits)
+        memo = hop_memo()
+        read: dict[str, NodeStatements] = memo.nodes if memo is not None else {}
+        missing = [iri for entity_id, iri in valid.items() if entity_id not in read]
+        found = await read_node_statements(self.client, missing, self.rules.languages, self.limits) if missing else {}
         result: dict[str, dict[str, Any]] = {}
         for entity_id, iri in valid.items():
-            statements = found.get(iri)
+            statements = read.get(entity_id) or found.get(iri)
             if statements is None:
                 continue
             if statements.cut is not None:
@@ -276,17 +322,31 @@ class SparqlBackend(GraphBackend):
 
     @override
     async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        """The reified statements' properties of each existing edge; ``{}`` for the others. No provenance."""
+        """The reified statements' properties of each existing edge; ``{}`` for the others. No provenance.
+
+        In a store without reified statements an existing edge's metadata is only its empty
+        ``source_documents``; the edges this traversal's hops read are known to exist, so only
+        the others are asked for (whether they exist).
+        """
+        result: dict[Edge, dict[str, Any]] = {}
+        memo = hop_memo() if not self.edge_annotations else None
+        if memo is not None:
+            seen = memo.edges
+            result = {edge: {"source_documents": []} for edge in edges if edge in seen}  # edge_metadata([])
+            edges = [edge for edge in edges if edge not in result]
+            if not edges:
+                return result
         wanted = self._triples(edges)
         existing: set[tuple[str, str, str]] = set()
         annotations: dict[tuple[str, str, str], list[tuple[str, Term]]] = defaultdict(list)
-        for row in await self._select_triples(list(wanted), queries.statement_query):
+        statement_query = functools.partial(queries.statement_query, annotations=self.edge_annotations)
+        for row in await self._select_triples(list(wanted), statement_query):
             triple = (row["s"]["value"], row["p"]["value"], row["o"]["value"])
             if "k" in row and "v" in row:
                 annotations[triple].append((row["k"]["value"], term(row["v"])))
             else:
                 existing.add(triple)
-        result: dict[Edge, dict[str, Any]] = {edge: {} for edge in edges}
+        result.update({edge: {} for edge in edges})
         for triple in existing:
             for edge in wanted[triple]:
                 result[edge] = edge_metadata(annotations.get(triple, []), self.prefixes)
@@ -295,6 +355,8 @@ class SparqlBackend(GraphBackend):
     @override
     async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:
         """One entry per ``prov:wasDerivedFrom`` node of each edge's reified statements (its literal properties)."""
+        if not self.edge_annotations:
+            return {}
         wanted = self._triples(edges)
         evidence: dict[tuple[str, str, str], dict[str, list[tuple[str, Term]]]] = defaultdict(lambda: defaultdict(list))
         for row in await self._select_triples(list(wanted), queries.provenance_query):
@@ -420,8 +482,8 @@ class SparqlBackend(GraphBackend):
         for _ in range(self.config.probe_hops):
             seen.update(frontier)
             reached: set[str] = set()
-            for rows in (await self.hop(frontier)).values():
-                for subject, predicate, obj, *_ in rows:
+            for there in (await self.hop(frontier)).values():
+                for subject, predicate, obj, *_ in there.edges:
                     predicates.add(predicate)
                     reached.update((subject, obj))
             frontier = sorted(reached - seen)

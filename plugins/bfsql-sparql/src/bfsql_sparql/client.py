@@ -1,7 +1,12 @@
 """The HTTP side: one aiohttp session, bounded concurrency, timeouts, retries, read-only by construction.
 
-Only ``SELECT`` and ``ASK`` queries are ever sent, as ``query=`` (GET parameter or
-POST form) to the configured query endpoint; the client refuses any other text.
+Only ``SELECT`` and ``ASK`` queries are ever sent to the configured query endpoint: a
+short one as a GET ``query=`` parameter, any other as a POST body of type
+``application/sparql-query`` (SPARQL 1.1 Protocol §2.1.3), which needs no URL-encoding of
+a query that may hold thousands of IRIs (Virtuoso, which does not answer those, gets a
+form-encoded POST: :attr:`SparqlClient.form_posts`); the client refuses any other text. Answers are
+decoded by orjson when it is installed (``pip install 'bfsql-sparql[fast]'``), else by
+the standard library.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import logging
 import random
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 from urllib.parse import urlencode
 
@@ -26,12 +31,35 @@ __all__ = ["SparqlClient", "SparqlEndpointError", "Term", "term", "user_agent"]
 logger = logging.getLogger("bfsql.sparql")
 
 RESULTS_JSON = "application/sparql-results+json"
+SPARQL_QUERY = "application/sparql-query"
+FORM = "application/x-www-form-urlencoded"
 GET_MAX_URL = 2000
 """Longer queries are POSTed: many servers and proxies cut URLs beyond about 2 KB."""
 RETRY_STATUSES = frozenset({429, 503})
 MAX_BACKOFF = 30.0
 """Seconds; an endpoint that asks for a longer wait gets an error instead of a stalled tool call."""
 _READ_ONLY = re.compile(r"\s*(SELECT|ASK)\b")
+
+
+def _json_decoder() -> Callable[[bytes], Any]:
+    """orjson's ``loads`` when installed (a hop's answer in 0.24 s instead of 0.28 s), else the standard library's."""
+    try:
+        import orjson
+    except ImportError:
+        return json.loads
+    fast = orjson.loads
+
+    def loads(body: bytes) -> Any:
+        try:
+            return fast(body)
+        except ValueError:  # e.g. an escaped lone surrogate, which orjson refuses and json reads
+            return json.loads(body)
+
+    return loads
+
+
+decode_json = _json_decoder()
+"""Decodes a JSON body (bytes); raises ValueError when it is no JSON."""
 
 
 class SparqlEndpointError(BackendFailure):
@@ -108,6 +136,8 @@ class SparqlClient:
         self.backoff = backoff
         self.extra_params: dict[str, str] = {}
         """Endpoint-specific parameters sent with every query (e.g. Virtuoso's ``timeout``)."""
+        self.form_posts = False
+        """POST queries form-encoded (``query=``) instead of as ``application/sparql-query`` bodies (Virtuoso)."""
         self.server: str | None = None
         """The ``Server`` header of the last answer (how Virtuoso is detected)."""
         self.requests = 0
@@ -168,21 +198,19 @@ class SparqlClient:
         return answer
 
     def _request(self, query: str) -> tuple[str, dict[str, Any]]:
-        params: list[tuple[str, str]] = [("query", query)]
-        params += [("default-graph-uri", graph) for graph in self.default_graphs]
+        params: list[tuple[str, str]] = [("default-graph-uri", graph) for graph in self.default_graphs]
         params += list(self.extra_params.items())
-        encoded = urlencode(params)
         separator = "&" if "?" in self.endpoint else "?"
-        use_get = self.http_method == "get" or (
-            self.http_method == "auto" and len(self.endpoint) + len(encoded) + 1 <= GET_MAX_URL
-        )
-        if use_get:
-            return "GET", {"url": f"{self.endpoint}{separator}{encoded}"}
-        return "POST", {
-            "url": self.endpoint,
-            "data": encoded,
-            "headers": {"Content-Type": "application/x-www-form-urlencoded"},
-        }
+        # A query longer than a GET may be is never URL-encoded: only its length decides.
+        if self.http_method == "get" or (self.http_method == "auto" and len(self.endpoint) + len(query) < GET_MAX_URL):
+            encoded = urlencode([("query", query), *params])
+            if self.http_method == "get" or len(self.endpoint) + len(encoded) + 1 <= GET_MAX_URL:
+                return "GET", {"url": f"{self.endpoint}{separator}{encoded}"}
+        if self.form_posts:
+            form = urlencode([("query", query), *params])
+            return "POST", {"url": self.endpoint, "data": form, "headers": {"Content-Type": FORM}}
+        url = f"{self.endpoint}{separator}{urlencode(params)}" if params else self.endpoint
+        return "POST", {"url": url, "data": query.encode("utf-8"), "headers": {"Content-Type": SPARQL_QUERY}}
 
     async def _run(self, query: str, allow_partial: bool = False) -> Any:
         if not _READ_ONLY.match(query):
@@ -247,7 +275,7 @@ class SparqlClient:
 
     def _decode(self, body: bytes, content_type: str) -> Any:
         try:
-            return json.loads(body)
+            return decode_json(body)
         except ValueError:
             raise SparqlEndpointError(
                 f"The SPARQL endpoint {self.endpoint} did not answer SPARQL JSON (content type {content_type!r}).",

@@ -63,13 +63,18 @@ class SparqlConfig(BaseModel):
         description="Rows asked for in one request; keep it at or below the endpoint's own cap (Virtuoso: 10000).",
     )
     batch_size: int = Field(
-        default=500, ge=1, le=2_000, description="Entity ids per VALUES block (a hop is one query per block)."
+        default=500,
+        ge=1,
+        le=100_000,
+        description="Entity ids per VALUES block (a hop is one query per block); public endpoints take about 2000, "
+        "a local store more.",
     )
     query_timeout: float = Field(default=30.0, gt=0, description="Seconds one request may take.")
     max_concurrency: int = Field(default=4, ge=1, le=64, description="Requests in flight at once.")
     max_retries: int = Field(default=3, ge=0, le=10, description="Retries after 429/503 and connection errors.")
     http_method: Literal["auto", "get", "post"] = Field(
-        default="auto", description="GET or POST (form query=); auto: GET for short queries."
+        default="auto",
+        description="GET (query=) or POST (an application/sparql-query body); auto: GET for short queries.",
     )
     description: str | None = Field(default=None, description="graph_description text.")
 

@@ -17,7 +17,7 @@ from bfsql_sparql import queries
 from bfsql_sparql.client import SparqlClient, Term, term
 from bfsql_sparql.fetch import FetchSettings, chunks, fetch_statements, overflowed, page_size
 
-__all__ = ["Identity", "NodeStatements", "add_identity_row", "read_identities", "read_node_statements"]
+__all__ = ["Identity", "NodeStatements", "add_identity_row", "read_identities", "read_node_statements", "settle"]
 
 
 @dataclass
@@ -100,14 +100,19 @@ async def _node_statements(
             entity.types.add(row["t"]["value"])
         if "p" in row and "v" in row:
             entity.literals.append((row["p"]["value"], term(row["v"])))
-    for entity in found.values():
-        unique = list(dict.fromkeys(entity.literals))
-        if len(unique) > limits.edge_limit:
-            # The order the counted way pages in (ORDER BY ?p ?o), so the same values are kept either way.
-            entity.cut = (len(unique), limits.edge_limit)
-            unique = sorted(unique, key=lambda pv: (pv[0], pv[1].value))[: limits.edge_limit]
-        entity.literals = unique
+    settle(found.values(), limits.edge_limit)
     return found
+
+
+def settle(found: Iterable[NodeStatements], edge_limit: int) -> None:
+    """Drop repeated literals of each entity and keep at most ``edge_limit``, noting the cut."""
+    for entity in found:
+        unique = list(dict.fromkeys(entity.literals))
+        if len(unique) > edge_limit:
+            # The order the counted way pages in (ORDER BY ?p ?o), so the same values are kept either way.
+            entity.cut = (len(unique), edge_limit)
+            unique = sorted(unique, key=lambda pv: (pv[0], pv[1].value))[:edge_limit]
+        entity.literals = unique
 
 
 async def _counted_node_statements(

@@ -15,8 +15,10 @@ from bfsql_sparql.terms import OWL, PROV, RDF, iri_ref, string_literal
 
 __all__ = [
     "Direction",
+    "annotations_query",
     "count_query",
     "edge_predicates_query",
+    "ends_query",
     "fetch_query",
     "hop_count_query",
     "hop_query",
@@ -110,30 +112,107 @@ def hop_query(
     limit: int,
     *,
     type_predicate: str,
+    with_ends: bool = True,
+    literals: bool = False,
 ) -> str:
-    """One BFS hop of every entity among ``iris``: its edges both ways, each with what is known of its other end.
+    """One BFS hop of every entity among ``iris``: its edges both ways, with what is known of their ends or not.
 
-    ``?e ?p`` and ``?out`` (an outgoing edge's object) or ``?in`` (an incoming edge's
-    subject); the other end's IRI types ``?t`` and labels ``?lp ?l`` (one row per
-    combination, so an end with two types and two labels repeats each edge four times);
-    ``?dangling`` bound when an object is the subject of nothing (no entity). Ids that
-    are not entities, deprecated entities, and edges to deprecated ends give no rows; so
+    Edge rows: ``?e ?p`` and ``?out`` (an outgoing edge's object) or ``?in`` (an incoming
+    edge's subject). Ids that are not entities and deprecated entities give no rows; nor
     do literal and blank-node ends and type statements. At most ``limit`` rows.
+
+    With ``with_ends`` (a few ids: a traversal's seeds) each edge row carries its other
+    end ``?o``: its IRI types ``?t`` and labels ``?lp ?l`` (one row per combination, so an
+    end with two types and two labels repeats each edge four times), ``?dangling`` bound
+    when an object is the subject of nothing (no entity); edges to deprecated ends give
+    no rows; and each asked entity has rows of its own identity (``?o`` bound, ``?e``
+    not). Without it the caller asks :func:`ends_query` about the distinct ends it met and
+    the asked ids (which of them are entities): in a large frontier many edges share an
+    end, and each end is then looked up once.
+    With ``literals`` (a traversal that will show node metadata) ``?lp ?l`` are every
+    literal statement of the end, not only its labels, and its types and literals come
+    as rows of their own (a union, not a product): the node statements of
+    :func:`node_statements_query`, read in the same pass.
     """
-    pattern = _hop_pattern(iris, label_predicates, languages, type_predicate)
-    return f"SELECT ?e ?p ?out ?in ?t ?lp ?l ?dangling WHERE {{ {pattern} }} LIMIT {int(limit)}"
+    if not with_ends:
+        not_type = f"?p != {iri_ref(type_predicate)}"
+        return (
+            f"SELECT ?e ?p ?out ?in WHERE {{ {{ {_anchor('e', iris)} }} {{ ?e ?p ?out FILTER(isIRI(?out) && "
+            f"{not_type}) }} UNION {{ ?in ?p ?e FILTER(isIRI(?in) && {not_type}) }} }} LIMIT {int(limit)}"
+        )
+    pattern = _joined_pattern(iris, label_predicates, languages, type_predicate, literals)
+    asked = f"{_anchor('o', iris)} {_naming('o', label_predicates, languages, type_predicate, literals)}"
+    return (
+        f"SELECT ?e ?p ?out ?in ?o ?t ?lp ?l ?dangling WHERE {{ {{ {pattern} }} UNION {{ {asked} }} }} "
+        f"LIMIT {int(limit)}"
+    )
+
+
+def ends_query(
+    iris: Sequence[str],
+    label_predicates: Sequence[str],
+    languages: Sequence[str],
+    *,
+    type_predicate: str,
+    literals: bool = False,
+    limit: int | None = None,
+) -> str:
+    """The end rows of :func:`hop_query` (``?o ?t ?lp ?l ?dangling ?hidden``) for the given other ends."""
+    query = (
+        f"SELECT ?o ?t ?lp ?l ?dangling ?hidden WHERE {{ {_values('o', iris)} "
+        f"{_end_identity('o', label_predicates, languages, type_predicate, literals)} }}"
+    )
+    return query if limit is None else f"{query} LIMIT {int(limit)}"
+
+
+def _anchor(variable: str, iris: Sequence[str]) -> str:
+    """``?variable`` over ``iris``, kept when it is an entity: the subject of a statement, not deprecated."""
+    return f"{_values(variable, iris)} FILTER(EXISTS {{ ?{variable} ?_pa ?_oa }}) {live(variable)}"
+
+
+def _end_identity(
+    variable: str, label_predicates: Sequence[str], languages: Sequence[str], type_predicate: str, literals: bool
+) -> str:
+    deprecated = f'?{variable} <{OWL}deprecated> ?_dh FILTER(STR(?_dh) IN ("true", "1"))'
+    # COALESCE() is an error, which leaves the variable unbound. The BINDs come before the OPTIONALs:
+    # Virtuoso loses the OPTIONALs' bindings of a row when a BIND follows them.
+    return (
+        f'BIND(IF(NOT EXISTS {{ ?{variable} ?_p1 ?_o1 }}, "dangling", COALESCE()) AS ?dangling) '
+        f'BIND(IF(EXISTS {{ {deprecated} }}, "hidden", COALESCE()) AS ?hidden) '
+        f"{_naming(variable, label_predicates, languages, type_predicate, literals)}"
+    )
+
+
+def _naming(
+    variable: str, label_predicates: Sequence[str], languages: Sequence[str], type_predicate: str, literals: bool
+) -> str:
+    """Types and labels of ``?variable`` (a row per combination), or types and every literal (a row each)."""
+    if not literals:
+        return f"{_type_of(variable, type_predicate)} {_labels_of(variable, label_predicates, languages)}"
+    return (
+        f"OPTIONAL {{ {{ ?{variable} {iri_ref(type_predicate)} ?t FILTER(isIRI(?t)) }} UNION "
+        f"{{ ?{variable} ?lp ?l FILTER(isLiteral(?l){language_filter('l', languages)}) }} }}"
+    )
 
 
 def hop_count_query(
     iris: Sequence[str], label_predicates: Sequence[str], languages: Sequence[str], *, type_predicate: str
 ) -> str:
-    """``?e ?n``: the number of rows :func:`hop_query` gives each entity among ``iris`` that has any."""
-    pattern = _hop_pattern(iris, label_predicates, languages, type_predicate)
+    """``?e ?n``: for each entity among ``iris`` that has edges, its edges times its other ends' type and label rows.
+
+    The rows :func:`hop_query` with ends gives it, less its own identity's; at least half
+    of those it gives without (its edge rows, and its ends' rows counted once per edge).
+    """
+    pattern = _joined_pattern(iris, label_predicates, languages, type_predicate)
     return f"SELECT ?e (COUNT(*) AS ?n) WHERE {{ {pattern} }} GROUP BY ?e"
 
 
-def _hop_pattern(
-    iris: Sequence[str], label_predicates: Sequence[str], languages: Sequence[str], type_predicate: str
+def _joined_pattern(
+    iris: Sequence[str],
+    label_predicates: Sequence[str],
+    languages: Sequence[str],
+    type_predicate: str,
+    literals: bool = False,
 ) -> str:
     not_type = f"?p != {iri_ref(type_predicate)}"
     # COALESCE() is an error, which leaves ?dangling unbound: only dangling rows carry it. (Virtuoso loses
@@ -145,7 +224,7 @@ def _hop_pattern(
     incoming = f"?in ?p ?e FILTER(isIRI(?in) && {not_type}) BIND(?in AS ?o)"
     return (
         f"{{ {_values('e', iris)} {_EXISTS} }} {{ {outgoing} }} UNION {{ {incoming} }} {live('o')} "
-        f"{_type_of('o', type_predicate)} {_labels_of('o', label_predicates, languages)}"
+        f"{_naming('o', label_predicates, languages, type_predicate, literals)}"
     )
 
 
@@ -299,18 +378,27 @@ _STATEMENT = f"?st <{RDF}subject> ?s ; <{RDF}predicate> ?p ; <{RDF}object> ?o"
 """A reified statement (``rdf:Statement``) about the triple ``?s ?p ?o``."""
 
 
-def statement_query(triples: Sequence[tuple[str, str, str]]) -> str:
+def statement_query(triples: Sequence[tuple[str, str, str]], annotations: bool = True) -> str:
     """``?s ?p ?o`` once for each triple between live entities, and with each ``?k ?v`` of its reified statements.
 
     A triple touching a deprecated (merged) entity is invisible like the entity: its properties
     count only with its bare row. (Read with OPTIONAL, Oxigraph reads every reified statement of
-    the store before the join: two seconds for 47 edges of the HPO.)
+    the store before the join: two seconds for 47 edges of the HPO.) Without ``annotations``
+    (a store that has no reified statements) only the bare rows are asked for.
     """
+    exists = f"{{ ?s ?p ?o {live('s')} {live('o')} }}"
+    if not annotations:
+        return f"SELECT ?s ?p ?o WHERE {{ {_triples(triples)} {exists} }}"
     skipped = ", ".join(f"<{RDF}{name}>" for name in ("subject", "predicate", "object", "type"))
     return (
-        f"SELECT ?s ?p ?o ?k ?v WHERE {{ {_triples(triples)} {{ ?s ?p ?o {live('s')} {live('o')} }} UNION "
+        f"SELECT ?s ?p ?o ?k ?v WHERE {{ {_triples(triples)} {exists} UNION "
         f"{{ {_STATEMENT} ; ?k ?v FILTER(?k NOT IN ({skipped}) && !isBlank(?v)) }} }}"
     )
+
+
+def annotations_query() -> str:
+    """ASK whether the store holds any reified statement (``rdf:subject``): whether edges can have metadata."""
+    return f"ASK {{ ?_st <{RDF}subject> ?_s }}"
 
 
 def provenance_query(triples: Sequence[tuple[str, str, str]]) -> str:

@@ -194,6 +194,8 @@ class PrefixMap:
     """(name, namespace IRI) pairs, most preferred first."""
     _compacted: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
     """Recent answers of :meth:`compact`: a hop compacts the same types and predicates thousands of times."""
+    _iris: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """The same table the other way, compact id -> IRI: the ids a traversal sends back are those it was given."""
 
     @classmethod
     def parse(cls, specs: Iterable[str], builtins: bool = True) -> PrefixMap:
@@ -235,9 +237,25 @@ class PrefixMap:
         if known is None:
             if len(self._compacted) >= COMPACTED_KEPT:
                 self._compacted.clear()
+                self._iris.clear()
             known = self._compacted[iri] = compact_iri(iri, self.prefixes)
+            if known != iri:  # a full IRI as its own id may read back as another IRI (scheme = a prefix name)
+                self._iris[known] = iri
         return known
 
+    def canonical_iri(self, entity_id: str) -> str | None:
+        """The IRI of ``entity_id`` when :meth:`compact` recently made that id from it (so it is canonical), else None.
+
+        ``expand(compact(iri)) == iri``, so the table answers what :meth:`expand` and the
+        round trip through :meth:`compact` would, without either; the IRI is still checked.
+        """
+        iri = self._iris.get(entity_id)
+        if iri is None:
+            return None
+        try:
+            return check_iri(iri)
+        except InvalidTerm:
+            return None
 
     @functools.cached_property
     def _namespaces(self) -> dict[str, str]:

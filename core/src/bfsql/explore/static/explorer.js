@@ -631,11 +631,18 @@ async function start() {
   });
 }
 
+// A description's first clause, at most 60 characters: a selector option stays one short line.
+function headline(text) {
+  const clause = text.split(/[.:](\s|$)/)[0];
+  return clause.length > 60 ? clause.slice(0, 59) + "…" : clause;
+}
+
 function showGraphs(graphs) {
   const select = $("#graph-choice");
   for (const graph of graphs) {
-    const label = graph.name + (graph.description ? ` — ${graph.description}` : "") + (graph.available ? "" : " (unavailable)");
-    select.append(el("option", { value: graph.name }, label));
+    const label = graph.name + (graph.description ? ` — ${headline(graph.description)}` : "") +
+      (graph.available ? "" : " (unavailable)");
+    select.append(el("option", { value: graph.name, title: graph.description || "" }, label));
   }
   select.value = state.graph || graphs.find((graph) => graph.default).name;
   select.hidden = false;

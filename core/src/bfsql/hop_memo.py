@@ -1,0 +1,63 @@
+"""What the hops of one traversal read, kept for the same tool call's metadata fetch. Optional for a backend.
+
+A traversal that shows metadata (``bfs_query`` or ``intersect_subgraphs`` without
+``topology_only``) walks with ``hop`` and then asks ``metadata_for_nodes`` and
+``metadata_for_edges`` once for what it found. Some stores can hand over part of that
+metadata with the hop at little cost: a property graph reads each relationship in the hop
+anyway, and an RDF store without edge annotations needs only to know that an edge exists.
+While such a traversal runs, :func:`hop_memo` returns the call's :class:`HopMemo`: a
+backend's ``hop`` may keep there what it read (in a form of its own choosing), and its
+metadata primitives then answer from it and read only what it lacks. Everywhere else (a
+topology-only traversal, ``describe_entity``, a direct call) :func:`hop_memo` returns None
+and a backend reads as usual.
+
+Scope: one tool call. The memo is a context variable set by the traversal for its own run
+(:func:`remembers_hops`), so concurrent calls never see each other's. A backend that ignores
+it loses nothing; one that uses it must answer the same either way (the conformance suite
+checks it: ``test_full_answer_metadata_is_the_metadata_primitives``). A hop answered from the
+graph's cache adds nothing to the memo, so a memo is never needed for a correct answer.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any, ParamSpec, TypeVar
+
+__all__ = ["HopMemo", "hop_memo", "remembers_hops"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class HopMemo:
+    """What the hops of one traversal read, in the backend's own form."""
+
+    def __init__(self) -> None:
+        self.edges: dict[tuple[str, str, str], Any] = {}
+        """Per edge ``(subject, predicate, object)``: what a hop read about it."""
+        self.nodes: dict[str, Any] = {}
+        """Per entity id: what a hop read about it."""
+
+
+_current: ContextVar[HopMemo | None] = ContextVar("bfsql_hop_memo", default=None)
+
+
+def hop_memo() -> HopMemo | None:
+    """The memo of the traversal running in this context when it will fetch metadata; else None."""
+    return _current.get()
+
+
+def remembers_hops(traversal: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Run ``traversal`` (an engine tool taking ``topology_only``) with a memo of its own, unless topology-only."""
+
+    @functools.wraps(traversal)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        token = _current.set(None if kwargs.get("topology_only") else HopMemo())
+        try:
+            return await traversal(*args, **kwargs)
+        finally:
+            _current.reset(token)
+
+    return run
