@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -32,13 +34,15 @@ TOKEN = "a-shared-token-long-enough"
 PROTOCOL = "2026-07-28"
 
 
-def _raw_call(url: str, tool: str, arguments: dict[str, Any]) -> httpx.Response:
-    """One sessionless (2026-07-28) tools/call POST, as a client sends it."""
+def _raw_call(url: str, tool: str, arguments: dict[str, Any], traceparent: str | None = None) -> httpx.Response:
+    """One sessionless (2026-07-28) tools/call POST, as a client sends it (with the caller's trace, if any)."""
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
                "authorization": f"Bearer {TOKEN}", "mcp-protocol-version": PROTOCOL, "mcp-method": "tools/call",
                "mcp-name": tool}
     meta = {"io.modelcontextprotocol/protocolVersion": PROTOCOL, "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
+    if traceparent is not None:
+        meta["traceparent"] = traceparent
     body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
             "params": {"name": tool, "arguments": arguments, "_meta": meta}}
     return httpx.post(url, json=body, headers=headers, timeout=30)
@@ -175,6 +179,53 @@ async def test_a_call_continues_the_callers_trace_with_spans_per_primitive():
             ancestor = by_id[ancestor.parent.span_id]
         assert ancestor is tool, f"{span.name} is not under the tool call's span"
         assert span.attributes["bfsql.graph"] == "famplex"
+
+
+class _OtlpReceiver(BaseHTTPRequestHandler):
+    """An OTLP/HTTP trace endpoint: decodes each export request (protobuf) and keeps its spans."""
+
+    spans: ClassVar[list[Any]] = []
+
+    def do_POST(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(self.rfile.read(int(self.headers.get("content-length", 0))))
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                self.spans.extend(scope.spans)
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
+def test_spans_are_exported_over_otlp_http_and_sampling_keeps_the_callers_trace(tmp_path: Path):
+    """``--otlp-endpoint`` sends spans as OTLP/HTTP protobuf; with ``--otlp-sample-ratio 0`` only the calls
+    that bring a sampled ``traceparent`` are traced, those whole (tool call, primitives, nothing else)."""
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), _OtlpReceiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    options = ["--auth-token", TOKEN, "--otlp-endpoint", f"http://127.0.0.1:{receiver.server_port}/v1/traces",
+               "--otlp-sample-ratio", "0"]
+    try:
+        with serving(options, log=tmp_path / "serve.log") as (url, _):
+            for number in range(3):
+                assert _raw_call(url, "bfs_query", {"seeds": ["FPLX:ERK"], "max_hops": 1 + number}).status_code == 200
+            traced = _raw_call(url, "bfs_query", {"seeds": ["FPLX:MEK"], "max_hops": 2},
+                               traceparent=f"00-{trace_id}-b7ad6b7169203331-01")
+            assert traced.status_code == 200
+        # The server exports what it holds when it stops.
+    finally:
+        receiver.shutdown()
+    spans = _OtlpReceiver.spans
+    assert spans, (tmp_path / "serve.log").read_text()[-2000:]
+    assert {span.trace_id.hex() for span in spans} == {trace_id}, "an unsampled call was traced"
+    names = [span.name for span in spans]
+    assert "tools/call bfs_query" in names and any(name.startswith("bfsql.primitive ") for name in names), names
 
 
 @pytest.mark.parametrize(("options", "said"), [

@@ -104,7 +104,7 @@ class BfsqlServer(MCPServer):
         self.injected = injected
         """What the traversal tools' descriptions say of the graphs (rewritten for a caller who sees fewer)."""
         self.observe: Observer | None = None
-        """Gets every call's record (metrics, audit log, traces: :mod:`bfsql.server.observers`)."""
+        """Gets every call's record (metrics, audit log, traces: set up by :mod:`bfsql.server.team`)."""
         self.limits: RateLimits | None = None
         """Rate limits per principal and graph, when configured."""
 

@@ -17,7 +17,7 @@
    once.
 
 Every call, whatever its end, is logged and handed as one :class:`CallRecord` to the server's
-observer (metrics, audit log, trace attributes: :mod:`bfsql.server.observers`).
+observer (metrics, audit log, trace attributes: set up by :mod:`bfsql.server.team`).
 """
 
 from __future__ import annotations

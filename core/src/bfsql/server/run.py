@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -187,7 +187,7 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
         config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_config=None,
                                 access_log=verbose, log_level="info" if verbose else "warning")
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host
-        web = uvicorn.Server(config)
+        web = graceful_server(config)
         await serve_announced(web, lambda: startup.info(
             "serving %s at http://%s:%s%s (%s); accepting Host: %s",
             ", ".join(server.graphs), shown, bound_port(web, settings.port), MCP_PATH,
@@ -199,6 +199,26 @@ def _authentication(settings: ServerSettings) -> str:
     if settings.oauth_issuer:
         return f"OAuth tokens of {settings.oauth_issuer} for {settings.oauth_resource}"
     return "token required" if settings.auth_token else "no token: loopback only"
+
+
+def graceful_server(config: Any) -> Any:
+    """A uvicorn server that, stopped by SIGTERM or SIGINT, returns once it has shut down gracefully.
+
+    uvicorn raises the signal again when its server returns, which ends the process before the
+    code around the server runs: the spans still in the exporter's batch, the audit log's last
+    lines and the store's connections were dropped instead of sent, written and closed. The
+    process then ends with status 0, the signal having been honoured.
+    """
+    import uvicorn
+
+    class Graceful(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
+
+    return Graceful(config)
 
 
 def bound_port(web: Any, asked: int) -> int:
