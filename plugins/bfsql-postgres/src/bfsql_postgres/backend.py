@@ -38,6 +38,7 @@ from bfsql import (
     clip,
     entity_metadata,
     relationship_metadata,
+    statement_span,
 )
 from bfsql.engine.traverse import expand
 from bfsql.graph import Graph
@@ -293,10 +294,11 @@ class PostgresBackend(GraphBackend):
         the statement, a read, is run once more on the new one.
         """
         try:
-            try:
-                rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
-            except _CONNECTION_LOST:
-                rows = await self.pool.fetch(sql, *args)
+            with statement_span("postgresql", sql):
+                try:
+                    rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
+                except _CONNECTION_LOST:
+                    rows = await self.pool.fetch(sql, *args)
         except _CONNECTION_LOST as exc:
             raise BackendFailure(
                 f"PostgreSQL at {self.where} cannot be reached ({type(exc).__name__}: {clip(str(exc), 200)}).",
