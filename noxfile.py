@@ -44,7 +44,19 @@ def _pytest(session: nox.Session, *paths: str, success_codes: list[int] | None =
 def tests(session: nox.Session) -> None:
     """Core's unit tests and the cross-package end-to-end tests (MCP over stdio and HTTP, the explorer in Chromium)."""
     session.install("-e", f"{CORE}[testing,rdf]", "-e", str(SUPPORT), *TEST_DEPS, *EXPLORE_TEST_DEPS)
-    _pytest(session, "core/tests", "tests", "--ignore=tests/test_template.py", "--ignore=tests/reliability")
+    _pytest(session, "core/tests", "tests", "--ignore=tests/test_template.py", "--ignore=tests/reliability",
+            "--ignore=tests/team")
+
+
+POSTGRES = ROOT / "plugins" / "bfsql-postgres"
+
+
+@nox.session(tags=["team"])
+def team(session: nox.Session) -> None:
+    """Serving a team (docs/deploying.md): OAuth against oidc-provider, HAProxy over replicas on PostgreSQL, metrics,
+    traces, rate limits, the audit log (tests/team; HAProxy and Node from tests/team/services.sh)."""
+    session.install("-e", f"{CORE}[testing,team,otel]", "-e", str(SUPPORT), "-e", f"{POSTGRES}[test]", *TEST_DEPS)
+    _pytest(session, "tests/team")
 
 
 @nox.session(tags=["template"])
@@ -86,7 +98,7 @@ def reliability(session: nox.Session) -> None:
 @nox.session(default=False, tags=["bench"])
 def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the default run): each prints ratios against a baseline from the same run."""
-    session.install("-e", f"{CORE}[testing]", "-e", str(SUPPORT))
+    session.install("-e", f"{CORE}[testing,team,otel]", "-e", str(SUPPORT))
     for plugin in PLUGINS:
         session.install("-e", f"{plugin}[test]" if "test" in _extras(plugin) else str(plugin))
     for script in sorted((ROOT / "bench").glob("bench_*.py")):

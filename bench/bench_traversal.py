@@ -563,7 +563,8 @@ async def open_postgres(data: HpoData) -> AsyncIterator[Store]:
                 server.dsn(), min_size=1, max_size=config.pool_size, command_timeout=config.statement_timeout + 5,
                 server_settings={"default_transaction_read_only": "on",
                                  "statement_timeout": str(int(config.statement_timeout * 1000)),
-                                 "plan_cache_mode": "force_generic_plan"},
+                                 "plan_cache_mode": "force_generic_plan",
+                                 "max_parallel_workers_per_gather": "0"},
                 init=init, reset=keep_session,
             )
             stack.push_async_callback(pool.close)

@@ -133,6 +133,17 @@ def test_the_seed_keeps_detail_longest():
         assert kinds["S"] == "clipped" or set(kinds.values()) <= {"named", "bare"}, (tokens, kinds)
 
 
+def test_a_seed_whose_metadata_was_not_fetched_stays_a_stub():
+    """Two seeds, the second without metadata (no room was left to fetch it): the first keeps its detail."""
+    two = answer()
+    two.seeds = ["S", "N4"]
+    del two.node_metadata["N4"]
+    for tokens in (220, 500, 800):
+        kinds = shown(fit_traversal(two, AnswerBudget(tokens)))
+        assert kinds.get("N4", "cut") in {"named", "bare", "cut"}, (tokens, kinds)
+        assert kinds["S"] == "clipped" or set(kinds.values()) <= {"named", "bare"}, (tokens, kinds)
+
+
 def test_named_stubs_can_be_switched_off():
     fitted = fit_traversal(answer(), AnswerBudget(500, named_stubs=False))
     assert all("name" not in n for n in fitted["nodes"])

@@ -86,6 +86,7 @@ if TYPE_CHECKING:
         open_graph,
         resolve_config,
     )
+    from bfsql.tracing import statement_span
 
 _LAZY = {
     # Imported on first use: the facade and engine pull in the cache and the plugin registry, the
@@ -105,6 +106,7 @@ _LAZY = {
     "search_entities": "bfsql.engine.search",
     "Graph": "bfsql.graph",
     "then": "bfsql.graph",
+    "statement_span": "bfsql.tracing",
     "create_embedder": "bfsql.plugins",
     "get_backends": "bfsql.plugins",
     "get_embedders": "bfsql.plugins",
@@ -213,6 +215,7 @@ __all__ = [
     "resolve_config",
     "resolve_embedder_name",
     "search_entities",
+    "statement_span",
     "then",
     "to_output",
 ]

@@ -28,6 +28,7 @@ from bfsql.models import Node
 from bfsql.plugins import get_plugin_manager, new_plugin_manager
 from bfsql.primitives import PRIMITIVES, CachePolicy, Primitives, PrimitiveSpec, hook_caller, implementation
 from bfsql.rows import Edge
+from bfsql.tracing import primitive_span
 
 __all__ = ["BackendCallStats", "Graph", "then"]
 
@@ -68,8 +69,9 @@ class BackendCallStats:
 class _BackendTerminal:
     """The last implementation of every primitive hook: the backend's method of the same name."""
 
-    def __init__(self, backend: GraphBackend, stats: BackendCallStats, timeout: float | None) -> None:
+    def __init__(self, backend: GraphBackend, stats: BackendCallStats, timeout: float | None, graph: str) -> None:
         self.backend = backend
+        self.graph = graph
         self.stats = stats
         self.timeout = timeout
         # Seed 000's search_entities takes no limit; such a backend's answer is cut here instead.
@@ -91,8 +93,9 @@ class _BackendTerminal:
         self.stats.calls[name] = self.stats.calls.get(name, 0) + 1
         start = time.perf_counter()
         try:
-            async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for on 3.11
-                return await awaitable
+            with primitive_span(self.graph, name):
+                async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for on 3.11
+                    return await awaitable
         except TimeoutError:
             raise BackendFailure(
                 f"The backend did not answer {name} within {self.timeout:g}s.",
@@ -160,7 +163,7 @@ class Graph(Primitives):
         self.pm: pluggy.PluginManager = new_plugin_manager()
         for spec in PRIMITIVES.values():  # each stub of the table, answered by its hook
             setattr(self, spec.name, hook_caller(spec, getattr(self.pm.hook, spec.name)))
-        self._terminal = _BackendTerminal(backend, self.stats, primitive_timeout)
+        self._terminal = _BackendTerminal(backend, self.stats, primitive_timeout, name)
         self.pm.register(self._terminal, name="backend")
         if plugins is None:
             global_pm = get_plugin_manager()

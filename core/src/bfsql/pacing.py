@@ -15,8 +15,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Literal
 
-__all__ = ["SLICE_SECONDS", "WORK_BETWEEN_CHECKS", "Pacer", "in_light_call", "light_call"]
+__all__ = ["SLICE_SECONDS", "WORK_BETWEEN_CHECKS", "HeavySlots", "Pacer", "in_light_call", "light_call"]
 
 SLICE_SECONDS = 0.01
 """How long engine work runs before it lets the event loop serve others."""
@@ -64,3 +65,32 @@ class Pacer:
         if time.perf_counter() >= self._due:
             await asyncio.sleep(self._slice if _light_calls else 0)
             self._due = time.perf_counter() + self._slice
+
+
+class HeavySlots(asyncio.Semaphore):
+    """A graph's slots for heavy calls: a semaphore that counts the calls holding and waiting for one (metrics)."""
+
+    def __init__(self, slots: int) -> None:
+        super().__init__(slots)
+        self.running = 0
+        """Heavy calls holding a slot now."""
+        self.waiting = 0
+        """Heavy calls waiting for a slot now."""
+
+    async def acquire(self) -> Literal[True]:
+        """Take a slot, counted as waiting until it is had."""
+        if self.locked():
+            self.waiting += 1
+            try:
+                await super().acquire()
+            finally:
+                self.waiting -= 1
+        else:
+            await super().acquire()
+        self.running += 1
+        return True
+
+    def release(self) -> None:
+        """Give a slot back."""
+        self.running -= 1
+        super().release()

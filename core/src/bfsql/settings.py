@@ -100,6 +100,10 @@ def weak_token(token: str) -> str | None:
     return None
 
 
+RATE = re.compile(r"^\s*[1-9][0-9]{0,8}\s*(/|per)\s*([1-9][0-9]{0,5}\s*)?(second|minute|hour|day)s?\s*$")
+"""A rate limit as the ``limits`` library reads it: ``120/minute``, ``10 per second``, ``1000/2 hours``."""
+
+
 def _setting(default: Any, help: str, *, commands: tuple[str, ...] = GRAPH_COMMANDS, per_graph: bool = False,
              **constraints: Any) -> Any:
     """A settings field: its help, the commands that take it as a flag, and whether a graph may override it."""
@@ -149,6 +153,36 @@ class ServerSettings(BaseModel):
                                             "whose clients share its address, raise it).", commands=_SERVE, ge=1)
     allowed_hosts: tuple[str, ...] = _setting((), "Extra Host header value accepted over HTTP (e.g. a reverse "
                                               "proxy's name); repeat for several.", commands=_WEB)
+    # Serving a team (docs/deploying.md): OAuth, metrics, traces, rate limits, audit log. HTTP only.
+    oauth_issuer: str | None = _setting(None, "OAuth 2.1 authorization server (its issuer URL) whose JWT access "
+                                        "tokens the HTTP server accepts; needs --oauth-resource and bfsql[team].",
+                                        commands=_SERVE)
+    oauth_resource: str | None = _setting(None, "This server's public MCP URL (e.g. https://kg.example.org/mcp): "
+                                          "the audience tokens must be issued for (RFC 8707).", commands=_SERVE)
+    oauth_jwks_url: str | None = _setting(None, "Where the issuer publishes its signing keys; default: the "
+                                          "jwks_uri of its metadata.", commands=_SERVE)
+    oauth_scope_prefix: str = _setting("graph:", "A token's scope PREFIX+NAME grants graph NAME; PREFIX+* grants "
+                                       "every graph.", commands=_SERVE, min_length=1)
+    oauth_scope_claim: str = _setting("scope", "The token claim holding its scopes (a space-separated string or a "
+                                      "list).", commands=_SERVE, min_length=1)
+    metrics: bool = _setting(False, "Serve Prometheus metrics at /metrics (needs bfsql[team]).", commands=_SERVE)
+    otlp_endpoint: str | None = _setting(None, "Send OpenTelemetry traces to this OTLP/HTTP endpoint (e.g. "
+                                         "http://127.0.0.1:4318/v1/traces; needs bfsql[otel]).", commands=_SERVE)
+    otlp_sample_ratio: float = _setting(1.0, "Share of tool calls traced when the caller sends no sampled "
+                                        "traceparent (a caller's sampled trace is always continued).",
+                                        commands=_SERVE, ge=0, le=1)
+    rate_limit: str | None = _setting(None, "Tool calls one principal (token subject, or client address) may make "
+                                      "to a graph, e.g. 120/minute; beyond it HTTP answers 429 (needs bfsql[team]).",
+                                      commands=_SERVE, per_graph=True)
+    heavy_rate_limit: str | None = _setting(None, "Traversals (heavy calls) one principal may make to a graph, e.g. "
+                                            "20/minute.", commands=_SERVE, per_graph=True)
+    rate_limit_storage: str = _setting("memory://", "Where rate-limit counters live: memory:// (per process) or a "
+                                       "limits storage URI shared by replicas (redis://HOST:6379).", commands=_SERVE)
+    audit_log: str | None = _setting(None, "Append one JSON line per tool call to this file (time, principal, graph, "
+                                     "tool, arguments' hash, outcome, duration, answer size), rotated.",
+                                     commands=_SERVE)
+    audit_log_max_mb: float = _setting(100.0, "Size at which the audit log is rotated, in MB.", commands=_SERVE, gt=0)
+    audit_log_backups: int = _setting(5, "Rotated audit logs kept.", commands=_SERVE, ge=0)
 
     @field_validator("auth_token")
     @classmethod
@@ -158,6 +192,13 @@ class ServerSettings(BaseModel):
         if token is not None and (problem := weak_token(token)):
             raise ValueError(problem)
         return token
+
+    @field_validator("rate_limit", "heavy_rate_limit")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None and not RATE.match(value):
+            raise ValueError(f"a rate is COUNT/PERIOD, e.g. 120/minute or 10/second; got {clip(value, 60)!r}")
+        return value
 
     @classmethod
     def per_graph_fields(cls) -> list[str]:

@@ -50,7 +50,8 @@ CREATE TABLE evidence (
 
 
 async def build_evidence_table_variant(dsn: str, records: Iterable[Record]) -> None:
-    """Create the evidence-table variant of the schema in ``dsn`` and fill it with ``records``."""
+    """Create the evidence-table variant of the schema in ``dsn`` and fill it with ``records`` (a relationship
+    given twice is held in two rows)."""
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(VARIANT_DDL)
@@ -64,10 +65,12 @@ async def build_evidence_table_variant(dsn: str, records: Iterable[Record]) -> N
                 )
             elif isinstance(record, RelationshipRecord):
                 key = (record.subject, record.predicate, record.object)
-                rel_ids[key] = uuid.uuid5(uuid.NAMESPACE_URL, ":".join(key))
+                # A triple given twice is held twice (the schema has no unique key on triples).
+                row_id = uuid.uuid4() if key in rel_ids else uuid.uuid5(uuid.NAMESPACE_URL, ":".join(key))
+                rel_ids.setdefault(key, row_id)
                 await conn.execute(
                     "INSERT INTO relationship VALUES ($1, $2, $3, $4, $5, $6::json, $7::json)",
-                    rel_ids[key], *key, record.confidence, json.dumps(record.source_documents),
+                    row_id, *key, record.confidence, json.dumps(record.source_documents),
                     json.dumps(record.properties),
                 )
             else:

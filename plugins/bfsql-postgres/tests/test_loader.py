@@ -171,3 +171,36 @@ async def test_embedder_none_drops_vectors_and_no_vector_schema_has_none(scratch
     backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn))
     assert backend.capabilities.vector_search
     await backend.aclose()
+
+
+async def test_a_load_into_empty_tables_leaves_every_key_and_index(scratch_dsn: str, tmp_path: Path) -> None:
+    """Keys and indexes are dropped and built after the rows when the tables are empty: all are back, valid."""
+    from bfsql_postgres.schema import INDEXES
+
+    await load_postgres(scratch_dsn, [write_standard_bundle(tmp_path)], embedder="none")
+    conn = await asyncpg.connect(scratch_dsn)
+    try:
+        keys = dict(await conn.fetch(
+            "SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint WHERE contype = 'p'"))
+        assert keys["relationship"] == "PRIMARY KEY (subject_id, predicate, object_id)"
+        assert keys["entity"] == "PRIMARY KEY (entity_id)"
+        indexes = {r[0] for r in await conn.fetch(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indisvalid")}
+        assert set(INDEXES) <= indexes
+    finally:
+        await conn.close()
+
+
+async def test_a_load_leaves_every_page_all_visible(scratch_dsn: str, tmp_path: Path) -> None:
+    """After a load the visibility map covers every page of the graph tables: hops read the covering indexes alone."""
+    await load_postgres(scratch_dsn, [write_standard_bundle(tmp_path)], embedder="none")
+    conn = await asyncpg.connect(scratch_dsn)
+    try:
+        pages = {r[0]: (r[1], r[2]) for r in await conn.fetch(
+            "SELECT relname, relpages, relallvisible FROM pg_class "
+            "WHERE relname IN ('entity', 'relationship', 'bundle_evidence')")}
+        assert len(pages) == 3 and all(total > 0 for total, _ in pages.values())
+        assert {name: visible for name, (_, visible) in pages.items()} == {
+            name: total for name, (total, _) in pages.items()}
+    finally:
+        await conn.close()

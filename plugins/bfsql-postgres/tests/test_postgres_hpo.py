@@ -190,6 +190,52 @@ async def test_a_hop_is_one_statement_on_a_big_frontier(hpo: tuple[str, object])
         await backend.aclose()
 
 
+HUB = "HP:0000007"
+"""Autosomal recessive inheritance: 4,000+ edges, and 88,000 more two hops away."""
+
+
+async def test_a_big_walk_with_a_page_is_walked_in_the_database(
+    hpo: tuple[str, object], sql: asyncpg.Connection
+) -> None:
+    """Past its budget of edges a walk is one statement in the database, which sends back only the page."""
+    statements: list[str] = []
+    backend = await PostgresBackend.create(
+        PostgresConfig(dsn=hpo[0]),
+        on_query=lambda record: statements.append(record.query) if "pg_catalog" not in record.query else None,
+    )
+    try:
+        statements.clear()
+        result = await bfs_query(Graph(backend, cache=None), [HUB], 2, topology_only=True, limits=UNLIMITED,
+                                 limit=50, offset=100)
+        await asyncio.sleep(0.05)
+        reached = await sql.fetch(NEIGHBOURHOOD, [HUB], 2)
+        order = [r["id"] for r in sorted(reached, key=lambda r: (r["d"], r["id"]))]
+        assert result.node_count == len(order) > 10_000
+        assert result.edge_count == len(await sql.fetch(EDGES_AMONG, [HUB], 2)) > 80_000
+        assert [n.id for n in result.nodes] == order[100:150]
+        # The hub's own hop fits the budget; the next would not, so nothing of it was sent: the walk went to
+        # the database.
+        assert len(statements) == 3 and "l0 AS MATERIALIZED" in statements[-1]
+    finally:
+        await backend.aclose()
+
+
+async def test_a_small_walk_with_a_page_goes_hop_by_hop(hpo: tuple[str, object]) -> None:
+    statements: list[str] = []
+    backend = await PostgresBackend.create(
+        PostgresConfig(dsn=hpo[0]),
+        on_query=lambda record: statements.append(record.query) if "pg_catalog" not in record.query else None,
+    )
+    try:
+        statements.clear()
+        result = await bfs_query(Graph(backend, cache=None), [MARFAN_OMIM], 1, topology_only=True, limit=10)
+        await asyncio.sleep(0.05)
+        assert result.node_count > 50 and len(result.nodes) == 10
+        assert len(statements) == 1 and "l0 AS MATERIALIZED" not in statements[0]
+    finally:
+        await backend.aclose()
+
+
 async def test_search_on_the_ontology(hpo_backend: PostgresBackend) -> None:
     async def first(query: str, types: list[str] | None = None) -> str:
         hits = await hpo_backend.search_entities(query, types)

@@ -124,7 +124,7 @@ async def _surveyed(
         types={row[0]: row[1] for row in survey.page},
         names={row[0]: row[2] for row in survey.page},
         distance={row[0]: row[3] for row in survey.page},
-        triples=[(s, p, o) for s, p, o in survey.edges],
+        triples=list(survey.edges),
         node_count=total,
         edge_count=survey.edge_count,
         schema_summary=SchemaSummary(entity_types_found=survey.entity_types, predicates_found=survey.predicates),

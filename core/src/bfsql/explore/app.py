@@ -35,7 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from bfsql.server.app import BfsqlServer
 from bfsql.server.http import HostPolicy
 from bfsql.server.pipeline import answer_text, notes_of
-from bfsql.server.run import check_exposure, open_server, serve_announced
+from bfsql.server.run import check_exposure, graceful_server, open_server, serve_announced
 from bfsql.settings import GraphPlan, ServerSettings
 from bfsql.type_styles import type_style
 
@@ -240,7 +240,7 @@ async def serve_explorer(
     async with open_server(plans, settings) as server:
         policy = HostPolicy.for_bind(settings.host, settings.allowed_hosts)
         app = build_app(server, policy, settings.auth_token or None, cookie=f"bfsql_explore_{port}")
-        web = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=port, log_level="warning", lifespan="off"))
+        web = graceful_server(uvicorn.Config(app, host=settings.host, port=port, log_level="warning", lifespan="off"))
         url = page_url(settings, port, with_token=True)
 
         def announce() -> None:

@@ -9,6 +9,11 @@ descriptions when a schema is small.
 A server with several graphs gives every tool an optional ``graph`` argument (the default
 graph, the first, answers calls without it); each graph keeps its own backend, cache,
 embedder and settings, and a graph that fails leaves the others answering.
+
+A caller (:mod:`bfsql.server.callers`) whose token grants only some graphs sees only those:
+in the tools' graph enum and descriptions, the instructions, describe_schema's ``graphs``, and
+the errors, where another graph is as unknown as one that does not exist. Its default graph is
+the first it may see.
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ from bfsql.backend import gather_or_cancel
 from bfsql.errors import BfsqlError, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing
+from bfsql.pacing import HeavySlots
 from bfsql.plugins import collect, create_embedder, resolve_embedder_name
+from bfsql.server.callers import Caller, current_caller
 from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection, schema_injection
-from bfsql.server.pipeline import READ_ONLY, error_result, run_tool
+from bfsql.server.pipeline import READ_ONLY, CallRecord, Observer, error_result, run_tool
+from bfsql.server.ratelimit import RateLimits
 from bfsql.server.tool_spec import ToolSpec, tool_spec
 from bfsql.server.tools import register_builtin_tools
 from bfsql.settings import DEFAULT_MAX_HEAVY_CALLS, ServerSettings, graph_name_error
@@ -79,7 +87,8 @@ class BfsqlServer(MCPServer):
     """
 
     def __init__(
-        self, graphs: Sequence[ServedGraph], tools: list[ToolSpec], max_heavy_calls: int = DEFAULT_MAX_HEAVY_CALLS
+        self, graphs: Sequence[ServedGraph], tools: list[ToolSpec], max_heavy_calls: int = DEFAULT_MAX_HEAVY_CALLS,
+        injected: str = "",
     ) -> None:
         if not graphs:
             raise ValueError("a server needs at least one graph")
@@ -89,37 +98,71 @@ class BfsqlServer(MCPServer):
         self.graphs = {served.name: served for served in graphs}
         self.default = graphs[0]
         self.tools = {spec.name: spec for spec in tools}
-        self.slots = {name: asyncio.Semaphore(max_heavy_calls) for name in self.graphs}
+        self.slots = {name: HeavySlots(max_heavy_calls) for name in self.graphs}
         """Each graph's heavy calls (traversals) in flight at once; more wait their turn. Per graph, so that a
         graph whose store stops answering holds only its own slots, never another graph's."""
+        self.injected = injected
+        """What the traversal tools' descriptions say of the graphs (rewritten for a caller who sees fewer)."""
+        self.observe: Observer | None = None
+        """Gets every call's record (metrics, audit log, traces: set up by :mod:`bfsql.server.team`)."""
+        self.limits: RateLimits | None = None
+        """Rate limits per principal and graph, when configured."""
 
     @property
     def graph(self) -> Graph | None:
         """The default graph."""
         return self.default.graph
 
-    def _input_schema(self, spec: ToolSpec) -> dict[str, Any]:
+    def visible(self, caller: Caller | None = None) -> list[ServedGraph]:
+        """The graphs ``caller`` (default: the current one) may see, the default first."""
+        caller = caller or current_caller()
+        return [served for served in self.graphs.values() if caller.sees(served.name)]
+
+    def instructions_for(self, caller: Caller) -> str:
+        """The server's instructions as ``caller`` reads them: naming only the graphs it may see."""
+        visible = self.visible(caller)
+        return SERVER_INSTRUCTIONS + (graphs_injection(visible) if len(self.graphs) > 1 and visible else "")
+
+    def _input_schema(self, spec: ToolSpec, visible: list[ServedGraph]) -> dict[str, Any]:
         schema = spec.input_schema()
-        if len(self.graphs) > 1:
+        if len(self.graphs) > 1 and visible:
             schema.setdefault("properties", {})["graph"] = {
                 "type": "string",
-                "enum": list(self.graphs),
-                "description": f"Which graph answers (default: {self.default.name}); see describe_schema.",
+                "enum": [served.name for served in visible],
+                "description": f"Which graph answers (default: {visible[0].name}); see describe_schema.",
             }
         return schema
 
+    def _description(self, spec: ToolSpec, visible: list[ServedGraph]) -> str:
+        if not spec.injects_schema or len(self.graphs) == 1 or len(visible) == len(self.graphs):
+            return spec.description
+        return spec.description.removesuffix(self.injected) + (
+            graphs_injection(visible, with_schema=True) if visible else "")
+
     async def list_tools(self) -> list[Tool]:
-        """Every tool with its input and output schema, read-only."""
+        """Every tool with its input and output schema, read-only (naming only the graphs the caller may see)."""
+        visible = self.visible()
         return [
             Tool(
                 name=spec.name,
-                description=spec.description,
-                input_schema=self._input_schema(spec),
+                description=self._description(spec, visible),
+                input_schema=self._input_schema(spec, visible),
                 output_schema=spec.output_schema(),
                 annotations=READ_ONLY,
             )
             for spec in self.tools.values()
         ]
+
+    def _refusal(self, spec: ToolSpec, served: ServedGraph, caller: Caller, arguments: Any) -> CallToolResult | None:
+        """A tool error when ``caller`` is over its rate limit on ``served`` (the call is counted otherwise)."""
+        if self.limits is None:
+            return None
+        over = self.limits.hit(caller.principal, served.name, spec.heavy)
+        if over is None:
+            return None
+        if self.observe is not None:
+            self.observe(CallRecord(spec.name, served.name, arguments, "rate_limited", 0.0))
+        return error_result(over.message(served.name))
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -129,23 +172,32 @@ class BfsqlServer(MCPServer):
         if spec is None:
             return error_result(f"Unknown tool {clip(name)!r}. This server's tools: {', '.join(self.tools)}.")
         report = context.report_progress if context is not None else None
+        caller = current_caller()
+        visible = self.visible(caller)
+        if not visible:
+            return error_result("Your credentials grant none of this server's graphs: ask for a token with a graph "
+                                "scope.")
         if len(self.graphs) == 1:
-            return await run_tool(spec, arguments, self.default.graph, self.default.settings,  # type: ignore[arg-type]
-                                  report, slots=self.slots[self.default.name])
+            refused = self._refusal(spec, self.default, caller, arguments)
+            return refused or await run_tool(
+                spec, arguments, self.default.graph, self.default.settings,  # type: ignore[arg-type]
+                report, slots=self.slots[self.default.name], observe=self.observe)
         arguments = dict(arguments) if isinstance(arguments, dict) else arguments
         chosen = arguments.pop("graph", None) if isinstance(arguments, dict) else None
-        if chosen is not None and (not isinstance(chosen, str) or chosen not in self.graphs):
-            return error_result(graph_name_error(str(chosen), list(self.graphs)))
-        served = self.graphs[chosen] if chosen is not None else self.default
+        names = [g.name for g in visible]
+        if chosen is not None and (not isinstance(chosen, str) or chosen not in names):
+            return error_result(graph_name_error(str(chosen), names))
+        served = self.graphs[chosen] if chosen is not None else visible[0]
         if served.graph is None:
-            others = ", ".join(n for n, g in self.graphs.items() if g.graph is not None)
+            others = ", ".join(g.name for g in visible if g.graph is not None)
             return error_result(
                 f"Graph {served.name!r} is unavailable: it could not be opened at start-up ({served.failure}). "
                 f"The other graphs answer: {others}. Restart the server once its store is reachable."
             )
-        listing = None if chosen is not None else [g.listing(g is self.default) for g in self.graphs.values()]
-        result = await run_tool(spec, arguments, served.graph, served.settings, report, graphs=listing,
-                                slots=self.slots[served.name])
+        listing = None if chosen is not None else [g.listing(g is visible[0]) for g in visible]
+        refused = self._refusal(spec, served, caller, arguments)
+        result = refused or await run_tool(spec, arguments, served.graph, served.settings, report, graphs=listing,
+                                           slots=self.slots[served.name], observe=self.observe)
         if result.is_error:
             text = "".join(getattr(block, "text", "") for block in result.content)
             result.content = [TextContent(type="text", text=f"[graph {served.name}] {text}")]
@@ -243,4 +295,4 @@ async def build_server(
     for spec in tools:
         if spec.injects_schema:
             spec.description += injected
-    return BfsqlServer(served, tools, max_heavy_calls)
+    return BfsqlServer(served, tools, max_heavy_calls, injected)

@@ -439,10 +439,11 @@ def _keep_seed_detail(
     Seeds lose detail last: other nodes are stubs or cut first, and no node keeps detail a seed lost (when the
     seeds' detail does not fit, with the notes it brings, the others are stubs too)."""
     ids, seeds = answer.node_ids, set(answer.seeds)
-    seed_at = [i for i, node_id in enumerate(ids) if node_id in seeds]
+    # Only seeds whose metadata was fetched can keep detail; the others stay stubs like any node.
+    seed_at = [i for i, node_id in enumerate(ids) if node_id in seeds and sizes.cap(node_id) >= CLIPPED]
 
     def short(tried: list[int]) -> bool:
-        return any(tried[i] < CLIPPED <= sizes.cap(ids[i]) for i in seed_at)
+        return any(tried[i] < CLIPPED for i in seed_at)
 
     def without_detail_beyond_seeds(tried: list[int]) -> list[int]:
         return [level if level == CUT or ids[i] in seeds else min(level, NAMED) for i, level in enumerate(tried)]
@@ -453,7 +454,7 @@ def _keep_seed_detail(
     lifted = decide(room - reserve)
     spare = room - sum(cost(i, level) for i, level in enumerate(lifted))
     for i in seed_at:
-        if not lifted[i] < CLIPPED <= sizes.cap(ids[i]):
+        if lifted[i] >= CLIPPED:
             continue
         extra = cost(i, CLIPPED) - cost(i, lifted[i])
         if extra > spare and _clip_to_fit(ids[i], sizes, cost, i, lifted[i], spare):

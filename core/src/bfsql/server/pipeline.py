@@ -15,6 +15,9 @@
    detail, then ``process_result`` edits the typed answer (:func:`postprocess`).
 5. **Fitting** (:mod:`bfsql.server.fitting`) holds the answer to its budget and serialises it
    once.
+
+Every call, whatever its end, is logged and handed as one :class:`CallRecord` to the server's
+observer (metrics, audit log, trace attributes: set up by :mod:`bfsql.server.team`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -33,7 +36,7 @@ from pydantic import BaseModel
 
 from bfsql.budgets import CHARS_PER_TOKEN, MIN_MAX_TOKENS
 from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
-from bfsql.errors import BfsqlError, InvalidArgument, UnknownEntity, clip
+from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
 from bfsql.pacing import light_call
@@ -54,7 +57,9 @@ from bfsql.settings import ServerSettings
 
 __all__ = [
     "NOTES_KEY",
+    "OUTCOMES",
     "READ_ONLY",
+    "CallRecord",
     "answer_budget",
     "answer_text",
     "error_result",
@@ -189,6 +194,32 @@ def error_result(text: str, max_chars: int = ERROR_CHARS) -> CallToolResult:
 # -- the pipeline ----------------------------------------------------------------------
 
 
+OUTCOMES = ("ok", "invalid", "backend_error", "timeout", "busy", "rate_limited", "cancelled", "internal_error")
+"""How a call can end: answered; refused as the caller's mistake (arguments, unknown ids or graph); the store
+failed; it ran out of time; it timed out waiting for a heavy-call slot; over its principal's rate limit; cancelled
+(or interrupted by another's cancellation); a bug."""
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One tool call as it ended, for the server's observer."""
+
+    tool: str
+    graph: str
+    arguments: Any
+    """The arguments as the client sent them."""
+    outcome: str
+    """One of :data:`OUTCOMES`."""
+    seconds: float
+    chars: int = 0
+    """Characters of the answer (or error) text."""
+    cut: bool = False
+    """Whether the answer says something was left out."""
+
+
+Observer = Callable[[CallRecord], None]
+
+
 def answer_budget(spec: ToolSpec, settings: ServerSettings, arguments: dict[str, Any]) -> AnswerBudget:
     """The call's answer budget: the server's, or the call's own ``max_tokens`` (taken out of ``arguments``)."""
     asked = arguments.pop(MAX_TOKENS_ARGUMENT, None) if spec.max_tokens else None
@@ -215,15 +246,17 @@ async def run_tool(
     report: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
     graphs: list[GraphListing] | None = None,
     slots: asyncio.Semaphore | None = None,
+    observe: Observer | None = None,
 ) -> CallToolResult:
     """Run one call of ``spec`` through every stage; an answer or a tool error, never an exception.
 
     A heavy tool first waits for one of the server's ``slots``; the timeout covers the wait, the
     tool and the fitting. Fitting and serialising run in a worker thread, so that a large answer
-    does not hold the event loop.
+    does not hold the event loop. ``observe`` gets the call's :class:`CallRecord` once it ends.
     """
     started = time.perf_counter()
     outcome = "error"
+    kind, chars, cut = "internal_error", 0, False
     waiting = slots is not None and spec.heavy
     most = min(ERROR_CHARS, AnswerBudget(settings.max_tokens).chars)
 
@@ -249,26 +282,27 @@ async def run_tool(
         if spec.context_param:
             call[spec.context_param] = ToolContext(graph, settings, budget, report, graphs)
         fitted, text, notes = await asyncio.wait_for(answer(call, budget), settings.timeout)
-        outcome = f"{len(text)} chars" + (", cut" if _was_cut(fitted, notes) else "")
+        kind, chars, cut = "ok", len(text), _was_cut(fitted, notes)
+        outcome = f"{len(text)} chars" + (", cut" if cut else "")
         return result_of(fitted, text, notes)
     except BfsqlError as exc:
+        kind = "backend_error" if isinstance(exc, BackendFailure) else "invalid"
         outcome = f"error: {clip(exc.message, 200)}"
         return error_result(str(exc), most)
-    except KeyError as exc:
-        return error_result(str(UnknownEntity([str(exc.args[0]) if exc.args else "?"])), most)
     except TimeoutError:
         if waiting:
-            outcome = "timed out waiting for a heavy-call slot"
+            kind, outcome = "busy", "timed out waiting for a heavy-call slot"
             return error_result(
                 f"{spec.name} timed out after {settings.timeout:g}s waiting for its turn: the server is busy with "
                 "other traversals. Try again shortly, or narrow the query."
             )
-        outcome = "timed out"
+        kind, outcome = "timeout", "timed out"
         return error_result(
             f"{spec.name} timed out after {settings.timeout:g}s. "
             "Narrow the query (fewer hops or seeds, exclude_node_types, named relations instead of [*]) or try again."
         )
     except asyncio.CancelledError:
+        kind = "cancelled"
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             outcome = "cancelled"
@@ -283,11 +317,13 @@ async def run_tool(
             "please report it."
         )
     finally:
+        seconds = time.perf_counter() - started
         logger.info(
             "tool %s graph=%s (%s): %s in %.0f ms",
-            spec.name, graph.name, _summary(raw if isinstance(raw, dict) else {}), outcome,
-            (time.perf_counter() - started) * 1000,
+            spec.name, graph.name, _summary(raw if isinstance(raw, dict) else {}), outcome, seconds * 1000,
         )
+        if observe is not None:
+            observe(CallRecord(spec.name, graph.name, raw, kind, seconds, chars, cut))
 
 
 def fit_and_serialise(answer: Any, budget: AnswerBudget) -> tuple[Any, str, Notes]:

@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -21,8 +21,9 @@ from bfsql.errors import BfsqlError
 from bfsql.graph import Graph
 from bfsql.plugins import BackendSpec
 from bfsql.server.app import BfsqlServer, ServedGraph, build_server, start_failure
-from bfsql.server.http import BearerAuth, HostGuard, HostPolicy, is_loopback
+from bfsql.server.http import HostGuard, HostPolicy, is_loopback
 from bfsql.server.sessions import SessionQuota
+from bfsql.server.team import check_team_settings, team_layers
 from bfsql.settings import GraphPlan, ServerSettings
 
 __all__ = [
@@ -38,11 +39,11 @@ MCP_PATH = "/mcp"
 
 
 def check_exposure(settings: ServerSettings) -> None:
-    """Refuse to expose the graphs beyond loopback without a token."""
-    if not is_loopback(settings.host) and not settings.auth_token:
+    """Refuse to expose the graphs beyond loopback without a token (or OAuth)."""
+    if not is_loopback(settings.host) and not settings.auth_token and not settings.oauth_issuer:
         raise BfsqlError(
             f"Refusing to listen on {settings.host} without authentication.",
-            "Set --auth-token (or BFSQL_AUTH_TOKEN), or bind 127.0.0.1.",
+            "Set --auth-token (or BFSQL_AUTH_TOKEN) or --oauth-issuer, or bind 127.0.0.1.",
         )
 
 
@@ -169,8 +170,9 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
     from mcp.server.transport_security import TransportSecuritySettings
 
     check_exposure(settings)
+    check_team_settings(settings)
     policy = HostPolicy.for_bind(settings.host, settings.allowed_hosts)
-    async with open_server(plans, settings) as server:
+    async with open_server(plans, settings) as server, team_layers(server, settings, MCP_PATH) as team:
         app: Any = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
             # HostGuard below checks Host and Origin for every request, with errors that say what to do.
@@ -181,18 +183,42 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
         )
         app = SessionQuota(app, server.session_manager, MCP_PATH, settings.max_sessions_per_client,
                            settings.max_sessions)
-        if settings.auth_token:
-            app = BearerAuth(app, settings.auth_token)
-        app = HostGuard(app, policy)
+        app = HostGuard(team(app), policy)  # authentication (token or OAuth), rate limits, /metrics
         config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_config=None,
                                 access_log=verbose, log_level="info" if verbose else "warning")
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host
-        web = uvicorn.Server(config)
+        web = graceful_server(config)
         await serve_announced(web, lambda: startup.info(
             "serving %s at http://%s:%s%s (%s); accepting Host: %s",
             ", ".join(server.graphs), shown, bound_port(web, settings.port), MCP_PATH,
-            "token required" if settings.auth_token else "no token: loopback only", policy.summary(),
+            _authentication(settings), policy.summary(),
         ))
+
+
+def _authentication(settings: ServerSettings) -> str:
+    if settings.oauth_issuer:
+        return f"OAuth tokens of {settings.oauth_issuer} for {settings.oauth_resource}"
+    return "token required" if settings.auth_token else "no token: loopback only"
+
+
+def graceful_server(config: Any) -> Any:
+    """A uvicorn server that, stopped by SIGTERM or SIGINT, returns once it has shut down gracefully.
+
+    uvicorn raises the signal again when its server returns, which ends the process before the
+    code around the server runs: the spans still in the exporter's batch, the audit log's last
+    lines and the store's connections were dropped instead of sent, written and closed. The
+    process then ends with status 0, the signal having been honoured.
+    """
+    import uvicorn
+
+    class Graceful(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
+
+    return Graceful(config)
 
 
 def bound_port(web: Any, asked: int) -> int:

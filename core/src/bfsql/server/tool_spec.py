@@ -10,6 +10,7 @@ not of the function: the pipeline adds that argument and reads it.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import json
@@ -80,7 +81,13 @@ class ToolSpec:
     """Who registered it: ``bfsql`` for the built-in tools, else the plugin's name."""
 
     def input_schema(self) -> dict[str, Any]:
-        """The JSON schema of the arguments."""
+        """The JSON schema of the arguments (a copy of its own: the caller may change it)."""
+        return copy.deepcopy(self._input_schema)
+
+    @functools.cached_property
+    def _input_schema(self) -> dict[str, Any]:
+        # Made once: pydantic takes about 1 ms per schema, and every tools/list (each client's first
+        # request) asks for all of them.
         return self.arguments.model_json_schema()
 
     @functools.cached_property
@@ -100,7 +107,14 @@ class ToolSpec:
                          if _admits(prop, definitions, "integer") and not _admits(prop, definitions, "number"))
 
     def output_schema(self) -> dict[str, Any] | None:
-        """The JSON schema of the answer (lists are wrapped as ``{"result": [...]}``, as MCP wants objects)."""
+        """The JSON schema of the answer (lists are wrapped as ``{"result": [...]}``, as MCP wants objects).
+
+        A copy of its own: the caller may change it.
+        """
+        return copy.deepcopy(self._output_schema)
+
+    @functools.cached_property
+    def _output_schema(self) -> dict[str, Any] | None:
         if self.output is None:
             return None
         schema = TypeAdapter(self.output).json_schema()

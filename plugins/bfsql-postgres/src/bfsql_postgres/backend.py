@@ -34,16 +34,21 @@ from bfsql import (
     GraphBackend,
     Neighbourhood,
     NodeInfo,
+    TraversalLimits,
     clip,
     entity_metadata,
     relationship_metadata,
+    statement_span,
 )
-from bfsql_postgres import queries
+from bfsql.engine.traverse import expand
+from bfsql.graph import Graph
+from bfsql.rows import Survey
+from bfsql_postgres import queries, walk
 from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
 
-__all__ = ["PostgresBackend", "QueryObserver"]
+__all__ = ["WALK_ROWS", "PostgresBackend", "QueryObserver"]
 
 QueryObserver = Callable[[Any], None]
 """Called by asyncpg with a ``LoggedQuery`` after every statement a pooled connection runs."""
@@ -54,6 +59,8 @@ FUZZY_MAX_CHARS = 64
 """Longest search text also matched by trigram similarity (``%``); longer ones match substrings only."""
 HNSW_EF_SEARCH = 100
 """Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default 40 is tight for limit 20-100)."""
+WALK_ROWS = 20_000
+"""Rows a traversal may fetch hop by hop (as the engine walks) before it is walked in the database instead."""
 _CLIENT_GRACE = 5.0
 """Seconds the client waits beyond the server's statement_timeout before giving up on its own."""
 
@@ -100,6 +107,63 @@ def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
 
 
 
+def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record]) -> dict[str, Neighbourhood]:
+    """The answer of ``hop`` for the ids ``asked`` from the rows of the hop statement (see :func:`queries.hop_sql`)."""
+    edges_of: dict[str, list[Any]] = {}
+    ends: dict[str, tuple[str, str | None]] = {}
+    merged: set[str] = set()
+    for row in rows:
+        own = row[0]
+        if own is None:  # an entity at an end, or one asked
+            if row[4] == "merged":
+                merged.add(row[1])
+            else:
+                ends[row[1]] = (row[2], row[3])
+            continue
+        edges = edges_of.get(own)
+        if edges is None:
+            edges_of[own] = [row]
+        else:
+            edges.append(row)
+    found: dict[str, Neighbourhood] = {}
+    dangling = (None, None)
+    for entity_id in asked:
+        node = ends.get(entity_id)
+        if node is None:  # not an entity, or a merged one
+            continue
+        kept: list[Any] = []  # plain tuples of HopEdge's shape
+        for _, subject, predicate, obj, _ in edges_of.get(entity_id, ()):
+            other = obj if subject == entity_id else subject
+            if other in merged:
+                continue
+            other_type, other_name = ends.get(other, dangling)
+            kept.append((subject, predicate, obj, other_type, other_name))
+        found[entity_id] = Neighbourhood(NodeInfo(*node), kept)
+    return found
+
+
+class _TooManyRows(Exception):
+    """A walk taken hop by hop fetched more rows than its budget: it is walked in the database instead."""
+
+
+class _RowBudget:
+    """What :func:`~bfsql.engine.traverse.expand` asks of a graph (``hop``), answered by the backend's hop
+    statement within a budget of rows for the whole walk; :class:`_TooManyRows` past it."""
+
+    def __init__(self, backend: PostgresBackend, rows: int) -> None:
+        self.backend = backend
+        self.left = rows
+
+    async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
+        """The neighbourhoods of ``entity_ids``, or :class:`_TooManyRows`."""
+        asked = list(dict.fromkeys(entity_ids))
+        rows = await self.backend._fetch(self.backend._budgeted_hop_sql, _storable(asked), self.left)
+        if rows and rows[0][1] is None:  # more edges than are left
+            raise _TooManyRows
+        self.left -= sum(1 for row in rows if row[0] is not None)  # edge rows (the others are their ends)
+        return _neighbourhoods(asked, rows)
+
+
 async def _keep_session(conn: asyncpg.Connection) -> None:
     """Pool reset that sends nothing: the backend never changes session state (no SET, LISTEN,
     cursors or advisory locks), so asyncpg's default reset query would be a wasted round trip
@@ -113,7 +177,7 @@ class PostgresBackend(GraphBackend):
     ``capabilities.provenance`` when the store has an evidence table.
     """
 
-    capabilities = Capabilities(batch_primitives=True, provenance=True)
+    capabilities = Capabilities(batch_primitives=True, provenance=True, traversal=True)
 
     def __init__(
         self,
@@ -123,10 +187,13 @@ class PostgresBackend(GraphBackend):
         statement_timeout: float,
         description: str | None = None,
         where: str = "the configured database",
+        walk_rows: int = WALK_ROWS,
     ) -> None:
         """Wrap an open pool whose store was checked by :func:`~bfsql_postgres.layout.inspect_store`.
 
-        ``where`` names the database in error messages (``host:port/dbname``, never a password).
+        ``where`` names the database in error messages (``host:port/dbname``, never a password);
+        ``walk_rows`` is the budget of edges a traversal fetches hop by hop before it is walked in the
+        database (see :meth:`traverse`; 0 walks every traversal in the database, even one listed whole).
         """
         self.pool = pool
         self.where = where
@@ -136,22 +203,27 @@ class PostgresBackend(GraphBackend):
         self.statement_timeout = statement_timeout
         self._description = description
         self._hop_sql = queries.hop_sql(layout)
+        self._budgeted_hop_sql = queries.budgeted_hop_sql(layout)
+        self.walk_rows = walk_rows
         self._get_nodes_sql = queries.entities_sql(layout, queries.IDENTITY_COLUMNS)
         self._node_metadata_sql = queries.entities_sql(layout, queries.ENTITY_METADATA)
         self._edge_metadata_sql = queries.edge_metadata_sql(layout)
         self._provenance_sql = queries.provenance_sql(layout)
         self._entity_types_sql = queries.entity_types_sql(layout)
         self._predicates_sql = queries.predicates_sql(layout)
+        self._traverse_sql: dict[int, str] = {}
         self.capabilities = dataclasses.replace(
             type(self).capabilities, vector_search=layout.vector_dimension is not None, provenance=layout.provenance
         )
 
     @classmethod
-    async def create(cls, config: PostgresConfig, *, on_query: QueryObserver | None = None) -> PostgresBackend:
+    async def create(
+        cls, config: PostgresConfig, *, on_query: QueryObserver | None = None, walk_rows: int = WALK_ROWS
+    ) -> PostgresBackend:
         """Open a read-only pool and check the schema; :class:`PostgresStoreError` saying what to fix.
 
         Call it inside the event loop that will use the backend (``bfsql serve`` does).
-        ``on_query`` observes every statement (tracing, benchmarks).
+        ``on_query`` observes every statement (tracing, benchmarks); ``walk_rows``: see :meth:`traverse`.
         """
         if not config.dsn:
             raise PostgresStoreError(
@@ -179,6 +251,10 @@ class PostgresBackend(GraphBackend):
                     # plans re-plan it per call, costing more than the run for a few ids and picking
                     # far worse plans for thousands (a 3,000-id hop: 383 ms against 48 ms).
                     "plan_cache_mode": "force_generic_plan",
+                    # A generic plan cannot see how small a frontier is, and PostgreSQL would give a
+                    # hop parallel workers: starting them cost 5-8 ms against a 0.13 ms one-id hop on
+                    # HPO, and no statement here (a hub's whole walk included) ran faster with them.
+                    "max_parallel_workers_per_gather": "0",
                     # pgvector >= 0.8: a filtered HNSW scan goes on until it has enough rows.
                     "hnsw.iterative_scan": "relaxed_order",
                     "hnsw.ef_search": str(HNSW_EF_SEARCH),
@@ -207,7 +283,8 @@ class PostgresBackend(GraphBackend):
             await pool.close()
             raise
         return cls(
-            pool, layout, statement_timeout=config.statement_timeout, description=config.description, where=where
+            pool, layout, statement_timeout=config.statement_timeout, description=config.description, where=where,
+            walk_rows=walk_rows,
         )
 
     async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
@@ -217,10 +294,11 @@ class PostgresBackend(GraphBackend):
         the statement, a read, is run once more on the new one.
         """
         try:
-            try:
-                rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
-            except _CONNECTION_LOST:
-                rows = await self.pool.fetch(sql, *args)
+            with statement_span("postgresql", sql):
+                try:
+                    rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
+                except _CONNECTION_LOST:
+                    rows = await self.pool.fetch(sql, *args)
         except _CONNECTION_LOST as exc:
             raise BackendFailure(
                 f"PostgreSQL at {self.where} cannot be reached ({type(exc).__name__}: {clip(str(exc), 200)}).",
@@ -336,37 +414,50 @@ class PostgresBackend(GraphBackend):
         Edge rows are plain tuples. Unknown and merged ids answer nothing, edges to merged
         entities are left out, and an edge whose other end is no entity has a None type.
         """
-        edges_of: dict[str, list[Any]] = {}
-        ends: dict[str, tuple[str, str | None]] = {}
-        merged: set[str] = set()
-        for row in await self._fetch(self._hop_sql, _storable(list(dict.fromkeys(entity_ids)))):
-            asked = row[0]
-            if asked is None:  # an entity at an end, or one asked
-                if row[4] == "merged":
-                    merged.add(row[1])
-                else:
-                    ends[row[1]] = (row[2], row[3])
-                continue
-            edges = edges_of.get(asked)
-            if edges is None:
-                edges_of[asked] = [row]
+        asked = list(dict.fromkeys(entity_ids))
+        return _neighbourhoods(asked, await self._fetch(self._hop_sql, _storable(asked)))
+
+    @override
+    async def traverse(
+        self,
+        seeds: list[str],
+        hops: int,
+        limits: TraversalLimits,
+        exclude_types: list[str],
+        offset: int,
+        count: int,
+    ) -> Survey:
+        """The whole walk: hop by hop while it is small, else in the database in one statement.
+
+        A walk is first taken hop by hop, as the engine walks (:func:`bfsql.engine.traverse.expand`
+        over the hop statement), each hop sent only while the walk's edges stay within
+        :attr:`walk_rows` (:func:`queries.budgeted_hop_sql`): that costs what a small answer costs.
+        A bigger walk is walked in the database by one statement (:mod:`bfsql_postgres.walk`) that
+        sends back only the counts, the cuts, the schema and the page: it costs the database's
+        work, not the transfer and bookkeeping of every edge. A call that lists the whole walk
+        (``count`` of ``max_nodes``) is walked hop by hop whatever its size: every row comes back
+        anyway, and the engine's bookkeeping is the cheaper.
+        """
+        excluded = frozenset(exclude_types)
+        if self.walk_rows > 0 and count >= limits.max_nodes:  # the whole walk is listed: moving it is no waste
+            reached = await expand(cast(Graph, self), seeds, hops, limits=limits, exclude_types=excluded)
+            return walk.survey_of_expansion(reached, offset, count)
+        if self.walk_rows > 0:
+            budget = _RowBudget(self, self.walk_rows)
+            try:
+                reached = await expand(cast(Graph, budget), seeds, hops, limits=limits, exclude_types=excluded)
+            except _TooManyRows:
+                pass
             else:
-                edges.append(row)
-        found: dict[str, Neighbourhood] = {}
-        dangling = (None, None)
-        for asked in dict.fromkeys(entity_ids):
-            own = ends.get(asked)
-            if own is None:  # not an entity, or a merged one
-                continue
-            kept: list[Any] = []  # plain tuples of HopEdge's shape
-            for _, subject, predicate, obj, _ in edges_of.get(asked, ()):
-                other = obj if subject == asked else subject
-                if other in merged:
-                    continue
-                other_type, other_name = ends.get(other, dangling)
-                kept.append((subject, predicate, obj, other_type, other_name))
-            found[asked] = Neighbourhood(NodeInfo(*own), kept)
-        return found
+                return walk.survey_of_expansion(reached, offset, count)
+        sql = self._traverse_sql.get(hops)
+        if sql is None:
+            sql = self._traverse_sql[hops] = walk.traverse_sql(self.layout, hops)
+        rows = await self._fetch(
+            sql, _storable(list(dict.fromkeys(seeds))), limits.max_nodes, limits.max_edges_per_node,
+            _storable(list(exclude_types)), offset, count,
+        )
+        return walk.survey_of_rows(seeds, rows)
 
     @override
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:

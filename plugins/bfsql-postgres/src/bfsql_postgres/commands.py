@@ -77,10 +77,11 @@ def load(dsn: str | None, fmt: str | None, vector: bool, embedder: str, sources:
     for vector search; see --embedder.
     """
     from bfsql import BadRow
+    from bfsql_postgres.bundle_sql import count_lines
     from bfsql_postgres.loader import load_postgres
 
     url = _dsn(dsn)
-    with click.progressbar(length=sum(_count_lines(p) for p in sources), label="loading", file=sys.stderr,
+    with click.progressbar(length=sum(count_lines(p) for p in sources), label="loading", file=sys.stderr,
                            show_pos=True) as bar:
         try:
             report = asyncio.run(
@@ -91,8 +92,3 @@ def load(dsn: str | None, fmt: str | None, vector: bool, embedder: str, sources:
         except BfsqlError as exc:
             raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(dataclasses.asdict(report)))
-
-
-def _count_lines(path: Path) -> int:
-    with open(path, "rb") as handle:
-        return sum(1 for _ in handle)

@@ -27,7 +27,7 @@ refuses to compare the stored vectors with query vectors of another embedder.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -46,8 +46,10 @@ from bfsql import (
     preferred_embedder,
     read_records,
 )
+from bfsql.loading.limits import DEFAULT_LIMITS
+from bfsql_postgres.bundle_sql import LINES_DDL, stage_bundle
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
-from bfsql_postgres.schema import create_schema, ensure_vector_index
+from bfsql_postgres.schema import INDEXES, create_schema, ensure_vector_index, index_statement
 
 __all__ = ["AUTO_EMBEDDER", "CHUNK_ROWS", "LoadReport", "connect", "load_postgres", "load_records"]
 
@@ -64,7 +66,10 @@ EmbedderChoice: TypeAlias = Embedder | str | None
 """An embedder, a registered name, ``"auto"``, or ``"none"``/None (no vectors)."""
 
 Progress = Callable[[int], None]
-"""Called with the number of records processed since its previous call."""
+"""Called with the number of records (or lines of a JSONL bundle) processed since its previous call."""
+
+Source: TypeAlias = tuple[Path, str] | Iterable[Record]
+"""A file and its format, or records made in Python."""
 
 _STAGING = """
 CREATE TEMP TABLE load_entity (
@@ -87,73 +92,188 @@ _ENTITY_COLUMNS = (
 _RELATIONSHIP_COLUMNS = ("seq", "subject_id", "predicate", "object_id", "confidence", "source_documents", "properties")
 _EVIDENCE_COLUMNS = ("relationship_key", "text_span", "confidence", "document_id", "section")
 
-_MERGE = (
+_ENTITY_COLUMNS_LIST = "entity_id, entity_type, name, properties, status, confidence, synonyms, source, canonical_url"
+
+_IMPLIED = f"""
+INSERT INTO entity ({_ENTITY_COLUMNS_LIST})
+SELECT DISTINCT ON (l.entity_id) l.entity_id, l.entity_type, l.name, l.properties, l.status, l.confidence,
+       l.synonyms, l.source, l.canonical_url
+FROM load_entity l WHERE l.implied AND NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = l.entity_id)
+ORDER BY l.entity_id, l.seq
+"""
+"""Implied ids not known yet (after the full records)."""
+
+_MERGE: dict[str, tuple[str, ...]] = {
     # Entities: the last full record of each id wins (rows that would not change are not rewritten);
     # then implied ids not known yet.
-    """
-    CREATE TEMP TABLE new_entity ON COMMIT DROP AS
-    SELECT DISTINCT ON (entity_id) * FROM load_entity WHERE NOT implied ORDER BY entity_id, seq DESC
-    """,
-    """
-    UPDATE entity e SET entity_type = n.entity_type, name = n.name, properties = n.properties,
-        status = n.status, confidence = n.confidence, synonyms = n.synonyms, source = n.source,
-        canonical_url = n.canonical_url
-    FROM new_entity n
-    WHERE e.entity_id = n.entity_id
-      AND (e.entity_type, e.name, e.properties, e.status, e.confidence, e.synonyms, e.source, e.canonical_url)
-          IS DISTINCT FROM
-          (n.entity_type, n.name, n.properties, n.status, n.confidence, n.synonyms, n.source, n.canonical_url)
-    """,
-    """
-    INSERT INTO entity (entity_id, entity_type, name, properties, status, confidence, synonyms, source, canonical_url)
-    SELECT n.entity_id, n.entity_type, n.name, n.properties, n.status, n.confidence, n.synonyms, n.source,
-           n.canonical_url
-    FROM new_entity n WHERE NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = n.entity_id)
-    """,
-    """
-    INSERT INTO entity (entity_id, entity_type, name, properties, status, confidence, synonyms, source, canonical_url)
-    SELECT DISTINCT ON (l.entity_id) l.entity_id, l.entity_type, l.name, l.properties, l.status, l.confidence,
-           l.synonyms, l.source, l.canonical_url
-    FROM load_entity l WHERE l.implied AND NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = l.entity_id)
-    ORDER BY l.entity_id, l.seq
-    """,
+    "entity": (
+        """
+        CREATE TEMP TABLE new_entity ON COMMIT DROP AS
+        SELECT DISTINCT ON (entity_id) * FROM load_entity WHERE NOT implied ORDER BY entity_id, seq DESC
+        """,
+        """
+        UPDATE entity e SET entity_type = n.entity_type, name = n.name, properties = n.properties,
+            status = n.status, confidence = n.confidence, synonyms = n.synonyms, source = n.source,
+            canonical_url = n.canonical_url
+        FROM new_entity n
+        WHERE e.entity_id = n.entity_id
+          AND (e.entity_type, e.name, e.properties, e.status, e.confidence, e.synonyms, e.source, e.canonical_url)
+              IS DISTINCT FROM
+              (n.entity_type, n.name, n.properties, n.status, n.confidence, n.synonyms, n.source, n.canonical_url)
+        """,
+        f"""
+        INSERT INTO entity ({_ENTITY_COLUMNS_LIST})
+        SELECT n.entity_id, n.entity_type, n.name, n.properties, n.status, n.confidence, n.synonyms, n.source,
+               n.canonical_url
+        FROM new_entity n WHERE NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = n.entity_id)
+        """,
+        _IMPLIED,
+    ),
     # Relationships: the last record of each triple wins.
-    """
-    CREATE TEMP TABLE new_relationship ON COMMIT DROP AS
-    SELECT DISTINCT ON (subject_id, predicate, object_id) * FROM load_relationship
-    ORDER BY subject_id, predicate, object_id, seq DESC
-    """,
-    """
-    UPDATE relationship r SET confidence = n.confidence, source_documents = n.source_documents,
-        properties = n.properties
-    FROM new_relationship n
-    WHERE r.subject_id = n.subject_id AND r.predicate = n.predicate AND r.object_id = n.object_id
-      AND (r.confidence, r.source_documents, r.properties)
-          IS DISTINCT FROM (n.confidence, n.source_documents, n.properties)
-    """,
-    """
-    INSERT INTO relationship (subject_id, predicate, object_id, confidence, source_documents, properties)
-    SELECT n.subject_id, n.predicate, n.object_id, n.confidence, n.source_documents, n.properties
-    FROM new_relationship n WHERE NOT EXISTS (
-        SELECT 1 FROM relationship r
-        WHERE r.subject_id = n.subject_id AND r.predicate = n.predicate AND r.object_id = n.object_id)
-    """,
+    "relationship": (
+        """
+        CREATE TEMP TABLE new_relationship ON COMMIT DROP AS
+        SELECT DISTINCT ON (subject_id, predicate, object_id) * FROM load_relationship
+        ORDER BY subject_id, predicate, object_id, seq DESC
+        """,
+        """
+        UPDATE relationship r SET confidence = n.confidence, source_documents = n.source_documents,
+            properties = n.properties
+        FROM new_relationship n
+        WHERE r.subject_id = n.subject_id AND r.predicate = n.predicate AND r.object_id = n.object_id
+          AND (r.confidence, r.source_documents, r.properties)
+              IS DISTINCT FROM (n.confidence, n.source_documents, n.properties)
+        """,
+        """
+        INSERT INTO relationship (subject_id, predicate, object_id, confidence, source_documents, properties)
+        SELECT n.subject_id, n.predicate, n.object_id, n.confidence, n.source_documents, n.properties
+        FROM new_relationship n WHERE NOT EXISTS (
+            SELECT 1 FROM relationship r
+            WHERE r.subject_id = n.subject_id AND r.predicate = n.predicate AND r.object_id = n.object_id)
+        """,
+    ),
     # Evidence: each distinct row once.
-    """
-    INSERT INTO bundle_evidence (relationship_key, text_span, confidence, document_id, section)
-    SELECT DISTINCT l.relationship_key, l.text_span, l.confidence, l.document_id, l.section
-    FROM load_evidence l WHERE NOT EXISTS (
-        SELECT 1 FROM bundle_evidence b
-        WHERE b.relationship_key = l.relationship_key AND b.text_span IS NOT DISTINCT FROM l.text_span
-          AND b.confidence IS NOT DISTINCT FROM l.confidence AND b.document_id IS NOT DISTINCT FROM l.document_id
-          AND b.section IS NOT DISTINCT FROM l.section)
-    """,
-)
+    "bundle_evidence": (
+        """
+        INSERT INTO bundle_evidence (relationship_key, text_span, confidence, document_id, section)
+        SELECT DISTINCT l.relationship_key, l.text_span, l.confidence, l.document_id, l.section
+        FROM load_evidence l WHERE NOT EXISTS (
+            SELECT 1 FROM bundle_evidence b
+            WHERE b.relationship_key = l.relationship_key AND b.text_span IS NOT DISTINCT FROM l.text_span
+              AND b.confidence IS NOT DISTINCT FROM l.confidence AND b.document_id IS NOT DISTINCT FROM l.document_id
+              AND b.section IS NOT DISTINCT FROM l.section)
+        """,
+    ),
+}
+"""Each table's merge of the staged records into what it holds."""
+
+_INTO_EMPTY: dict[str, tuple[str, ...]] = {
+    "entity": (
+        f"""
+        INSERT INTO entity ({_ENTITY_COLUMNS_LIST})
+        SELECT DISTINCT ON (entity_id) {_ENTITY_COLUMNS_LIST} FROM load_entity WHERE NOT implied
+        ORDER BY entity_id, seq DESC
+        """,
+        _IMPLIED,
+    ),
+    "relationship": (
+        """
+        INSERT INTO relationship (subject_id, predicate, object_id, confidence, source_documents, properties)
+        SELECT DISTINCT ON (subject_id, predicate, object_id) subject_id, predicate, object_id, confidence,
+               source_documents, properties
+        FROM load_relationship ORDER BY subject_id, predicate, object_id, seq DESC
+        """,
+    ),
+    "bundle_evidence": (
+        """
+        INSERT INTO bundle_evidence (relationship_key, text_span, confidence, document_id, section)
+        SELECT DISTINCT relationship_key, text_span, confidence, document_id, section FROM load_evidence
+        """,
+    ),
+}
+"""The same merges into a table that holds nothing yet: the staged records as they win, nothing compared."""
+
+_WITHOUT_REPEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "entity": (
+        "entity_id",
+        f"INSERT INTO entity ({_ENTITY_COLUMNS_LIST}) SELECT {_ENTITY_COLUMNS_LIST} FROM load_entity WHERE NOT implied",
+        (_IMPLIED,),
+    ),
+    "relationship": (
+        "subject_id, predicate, object_id",
+        "INSERT INTO relationship (subject_id, predicate, object_id, confidence, source_documents, properties) "
+        "SELECT subject_id, predicate, object_id, confidence, source_documents, properties FROM load_relationship",
+        (),
+    ),
+}
+"""A table whose primary key is the record's key, filled when no key is given twice: the key column(s), the insert
+of the staged records as they are, and what follows once the key is back. Sorting the records to keep the last of
+each key costs as much as building the key's index: when no key repeats (the usual bundle), it is not needed."""
+
+_EMPTY = "SELECT NOT EXISTS (SELECT FROM {table})"
+
+_LOAD_SETTINGS = "SET LOCAL work_mem = '256MB'; SET LOCAL maintenance_work_mem = '512MB'"
+"""Memory of this load's sorts and index builds (the loader's own transaction only)."""
+
+_PRIMARY_KEY = """
+SELECT c.conname, array_agg(a.attname::text ORDER BY a.attname) AS columns
+FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
+WHERE c.conrelid = to_regclass($1) AND c.contype = 'p' GROUP BY c.conname
+"""
+
+
+async def _fill_without_repeats(conn: asyncpg.Connection, table: str) -> bool:
+    """Fill the empty ``table`` with the staged records, its primary key dropped and built again after them; False
+    (and nothing done) when it has no such key, another role's, or a key is staged twice."""
+    if table not in _WITHOUT_REPEATS:
+        return False
+    key, insert, after = _WITHOUT_REPEATS[table]
+    found = await conn.fetchrow(_PRIMARY_KEY, table)
+    if found is None or sorted(found["columns"]) != sorted(c.strip() for c in key.split(",")):
+        return False
+    name = found["conname"]
+    try:
+        async with conn.transaction():
+            await conn.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+            await conn.execute(insert)
+            await conn.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" PRIMARY KEY ({key})')
+    except (asyncpg.UniqueViolationError, asyncpg.InsufficientPrivilegeError):
+        return False
+    for sql in after:
+        await conn.execute(sql)
+    return True
+
+
+async def _drop(conn: asyncpg.Connection, index: str) -> bool:
+    """Drop ``index`` (to build it again later); False when the loader's role may not (another role's table)."""
+    try:
+        async with conn.transaction():
+            await conn.execute(f"DROP INDEX IF EXISTS {index}")
+    except asyncpg.InsufficientPrivilegeError:
+        return False
+    return True
+
+
+async def _merge(conn: asyncpg.Connection) -> None:
+    """Merge the staged records into each table. A table that holds nothing yet takes them without comparing, its
+    indexes dropped and built after the rows are in (its primary key too, when no key repeats); one that holds rows
+    is merged row by row (an upsert)."""
+    for table, statements in _MERGE.items():
+        empty = bool(await conn.fetchval(_EMPTY.format(table=table)))
+        indexes = [name for name, (on, _) in INDEXES.items() if on == table and empty and await _drop(conn, name)]
+        if not (empty and await _fill_without_repeats(conn, table)):
+            for sql in _INTO_EMPTY[table] if empty else statements:
+                await conn.execute(sql)
+        for name in indexes:
+            await conn.execute(index_statement(name))
+
 
 _ANALYZE = "ANALYZE entity, relationship, bundle_evidence"
 
-_VACUUM = "VACUUM (ANALYZE) entity, relationship, bundle_evidence"
-"""After the commit (VACUUM cannot run in a transaction): sets the visibility map for index-only scans."""
+_AFTER_LOAD = ("VACUUM entity, relationship, bundle_evidence", "ANALYZE entity, relationship, bundle_evidence")
+"""After the commit (VACUUM cannot run in a transaction): the visibility map, for index-only scans, then the
+statistics. As one ``VACUUM (ANALYZE)`` of the three tables, PostgreSQL 18 left the map of some of them empty
+(HPO: 0 of 5,632 relationship pages all-visible, and a hub's hop read 2,056 heap pages instead of its index)."""
 
 _TO_EMBED = """
 SELECT e.entity_id, coalesce(nullif(btrim(e.name), ''), e.entity_id) AS text
@@ -193,11 +313,16 @@ class LoadReport:
 
 
 def _dump(value: Any) -> str:
+    if not value:  # most records have no properties, synonyms or documents
+        return "{}" if isinstance(value, dict) else "[]"
     return json.dumps(value, ensure_ascii=False)
 
 
 class _Staging:
-    """Buffers rows per staging table and sends each full buffer with one COPY."""
+    """Buffers rows per staging table and sends each full buffer with one COPY.
+
+    ``seq`` numbers the records in the order they were read (the last record of a key wins).
+    """
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.conn = conn
@@ -205,25 +330,33 @@ class _Staging:
         self.counts = {"entity": 0, "relationship": 0, "evidence": 0}
         self.buffers: dict[str, list[tuple[Any, ...]]] = {"entity": [], "relationship": [], "evidence": []}
 
-    def row(self, record: Record) -> tuple[str, tuple[Any, ...]]:
-        self.seq += 1
+    @staticmethod
+    def row(seq: int, record: Record) -> tuple[str, tuple[Any, ...]]:
         if isinstance(record, EntityRecord):
             return "entity", (
-                self.seq, isinstance(record, ImpliedEntity), record.id, record.entity_type, record.name,
+                seq, isinstance(record, ImpliedEntity), record.id, record.entity_type, record.name,
                 _dump(record.properties), record.status, record.confidence, _dump(record.synonyms), record.source,
                 record.canonical_url,
             )
         if isinstance(record, RelationshipRecord):
             return "relationship", (
-                self.seq, record.subject, record.predicate, record.object, record.confidence,
+                seq, record.subject, record.predicate, record.object, record.confidence,
                 _dump(record.source_documents), _dump(record.properties),
             )
         return "evidence", (
             record.edge().key(), record.text_span, record.confidence, record.document_id, record.section,
         )
 
-    async def add(self, record: Record) -> None:
-        kind, row = self.row(record)
+    async def add_numbered(self, seq: int, record: Record) -> None:
+        """Stage ``record`` numbered ``seq``."""
+        await self.add(record, seq)
+
+    async def add(self, record: Record, seq: int | None = None) -> None:
+        """Stage ``record``, numbered ``seq`` (by default the next number)."""
+        if seq is None:
+            self.seq += 1
+            seq = self.seq
+        kind, row = self.row(seq, record)
         self.counts[kind] += 1
         buffer = self.buffers[kind]
         buffer.append(row)
@@ -308,9 +441,43 @@ async def _embed(conn: asyncpg.Connection, embedder: Embedder | None, column: st
     return len(rows)
 
 
+async def _stage(
+    conn: asyncpg.Connection, staging: _Staging, sources: Iterable[Source], progress: Progress | None
+) -> None:
+    """Stage every record of ``sources`` in order: a JSONL file read by the database itself
+    (:mod:`bfsql_postgres.bundle_sql`), anything else through core's readers."""
+    for source in sources:
+        if isinstance(source, tuple):
+            path, fmt = source
+            if fmt == "jsonl":
+                staged = await stage_bundle(conn, path, staging.seq + 1, DEFAULT_LIMITS, staging.add_numbered)
+                if staged is not None:
+                    lines, counts = staged
+                    staging.seq += lines
+                    for kind, count in counts.items():
+                        staging.counts[kind] += count
+                    if progress is not None:
+                        progress(lines)
+                    continue
+            records: Iterable[Record] = (record for _, record in read_records(path, fmt))
+        else:
+            records = source
+        pending = 0
+        for record in records:
+            await staging.add(record)
+            pending += 1
+            if progress is not None and pending >= CHUNK_ROWS:
+                progress(pending)
+                pending = 0
+        if progress is not None and pending:
+            progress(pending)
+    for kind in staging.buffers:
+        await staging.flush(kind)
+
+
 async def _load(
     conn: asyncpg.Connection,
-    streams: Iterable[tuple[str, Iterator[tuple[int, Record]]]],
+    sources: Iterable[Source],
     *,
     vector: bool,
     embedder: EmbedderChoice,
@@ -328,24 +495,13 @@ async def _load(
             embedder = None
         chosen = await _resolve_embedder(conn, embedder)
         await conn.execute("LOCK TABLE entity, relationship, bundle_evidence IN SHARE ROW EXCLUSIVE MODE")
-        await conn.execute(_STAGING)
+        await conn.execute(_LOAD_SETTINGS)
+        await conn.execute(_STAGING + LINES_DDL)
         staging = _Staging(conn)
-        pending = 0
-        for _, stream in streams:
-            for _, record in stream:
-                await staging.add(record)
-                pending += 1
-                if progress is not None and pending >= CHUNK_ROWS:
-                    progress(pending)
-                    pending = 0
-        for kind in staging.buffers:
-            await staging.flush(kind)
-        for sql in _MERGE:
-            await conn.execute(sql)
+        await _stage(conn, staging, sources, progress)
+        await _merge(conn)
         embedded = await _embed(conn, chosen, column) if column is not None else 0
         await conn.execute(_ANALYZE)
-    if progress is not None and pending:
-        progress(pending)
     return staging.counts, chosen, embedded
 
 
@@ -387,21 +543,20 @@ async def load_postgres(
     for path in paths:
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {path}")
-    streams = ((str(path), read_records(path, f)) for path, f in zip(paths, formats, strict=True))
-    return await _run(dsn, streams, len(paths), vector=vector, embedder=embedder, progress=progress)
+    return await _run(dsn, list(zip(paths, formats, strict=True)), len(paths), vector=vector, embedder=embedder,
+                      progress=progress)
 
 
 async def load_records(
     dsn: str, records: Iterable[Record], *, vector: bool = True, embedder: EmbedderChoice = AUTO_EMBEDDER
 ) -> LoadReport:
     """Load records produced in Python, with the guarantees of :func:`load_postgres`."""
-    streams = [("<records>", ((0, r) for r in records))]
-    return await _run(dsn, streams, 0, vector=vector, embedder=embedder, progress=None)
+    return await _run(dsn, [records], 0, vector=vector, embedder=embedder, progress=None)
 
 
 async def _run(
     dsn: str,
-    streams: Iterable[tuple[str, Iterator[tuple[int, Record]]]],
+    sources: list[Source],
     files: int,
     *,
     vector: bool,
@@ -410,8 +565,9 @@ async def _run(
 ) -> LoadReport:
     conn = await connect(dsn)
     try:
-        counts, chosen, embedded = await _load(conn, streams, vector=vector, embedder=embedder, progress=progress)
-        await conn.execute(_VACUUM)
+        counts, chosen, embedded = await _load(conn, sources, vector=vector, embedder=embedder, progress=progress)
+        for statement in _AFTER_LOAD:
+            await conn.execute(statement)
     finally:
         await conn.close()
     return LoadReport(

@@ -15,6 +15,7 @@ from bfsql_postgres.layout import StoreLayout
 __all__ = [
     "ENTITY_METADATA",
     "IDENTITY_COLUMNS",
+    "budgeted_hop_sql",
     "edge_metadata_sql",
     "entities_sql",
     "entity_types_sql",
@@ -102,6 +103,36 @@ FROM entity e WHERE e.entity_id = ANY(ARRAY(
     UNION SELECT r.subject_id FROM relationship r WHERE r.object_id = ANY($1::text[])
     UNION SELECT unnest($1::text[])
 ))
+"""
+
+
+def budgeted_hop_sql(layout: StoreLayout) -> str:
+    """The rows of :func:`hop_sql` when the ids ``$1`` have at most ``$2`` edges; else one row of NULLs.
+
+    For a walk that goes on hop by hop only while it is small: a frontier with more edges costs
+    reading ``$2 + 1`` of them in the database, and sends nothing.
+    """
+    distinct = "" if layout.unique_keys else "DISTINCT "
+    status = "e.status::text" if layout.merged else "NULL"
+    return f"""
+WITH edge AS MATERIALIZED (
+    (SELECT {distinct}r.subject_id::text AS asked, r.subject_id::text AS s, r.predicate::text AS p,
+            r.object_id::text AS o
+     FROM relationship r WHERE r.subject_id = ANY($1::text[])
+     UNION ALL
+     SELECT {distinct}r.object_id::text, r.subject_id::text, r.predicate::text, r.object_id::text
+     FROM relationship r WHERE r.object_id = ANY($1::text[]) AND r.subject_id <> r.object_id)
+    LIMIT $2::bigint + 1
+),
+fits AS MATERIALIZED (SELECT count(*) <= $2::bigint AS fits FROM edge)
+SELECT asked, s, p, o, NULL::text FROM edge WHERE (SELECT fits FROM fits)
+UNION ALL
+SELECT NULL, e.entity_id::text, e.entity_type::text, e.name::text, {status}
+FROM entity e WHERE (SELECT fits FROM fits) AND e.entity_id = ANY(ARRAY(
+    SELECT CASE WHEN asked = s THEN o ELSE s END FROM edge UNION SELECT unnest($1::text[])
+))
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL WHERE NOT (SELECT fits FROM fits)
 """
 
 

@@ -11,7 +11,15 @@ import asyncpg
 
 from bfsql_postgres.errors import PostgresStoreError
 
-__all__ = ["HNSW_INDEX_PREFIX", "create_schema", "ensure_vector_index", "schema_statements", "vector_index_name"]
+__all__ = [
+    "HNSW_INDEX_PREFIX",
+    "INDEXES",
+    "create_schema",
+    "ensure_vector_index",
+    "index_statement",
+    "schema_statements",
+    "vector_index_name",
+]
 
 _VECTOR = "CREATE EXTENSION IF NOT EXISTS vector"
 _TRIGRAM = "CREATE EXTENSION IF NOT EXISTS pg_trgm"
@@ -59,17 +67,28 @@ _TABLES = (
         value text NOT NULL
     )
     """,
+)
+
+INDEXES: dict[str, tuple[str, str]] = {
     # Covering: a hop reads incoming edges from this index alone and outgoing ones from the primary
     # key alone (once VACUUM has set the visibility map).
-    "CREATE INDEX IF NOT EXISTS relationship_object_idx ON relationship (object_id) INCLUDE (subject_id, predicate)",
+    "relationship_object_idx": ("relationship", "relationship (object_id) INCLUDE (subject_id, predicate)"),
     # Tiny: edge metadata, provenance and predicates check that neither end of an edge is merged.
-    "CREATE INDEX IF NOT EXISTS entity_merged_idx ON entity (entity_id) WHERE status = 'merged'",
-    "CREATE INDEX IF NOT EXISTS bundle_evidence_key_idx ON bundle_evidence (relationship_key)",
-    "CREATE INDEX IF NOT EXISTS entity_type_idx ON entity (entity_type)",
-    "CREATE INDEX IF NOT EXISTS entity_name_trgm_idx ON entity USING gin (name gin_trgm_ops)",
+    "entity_merged_idx": ("entity", "entity (entity_id) WHERE status = 'merged'"),
+    "bundle_evidence_key_idx": ("bundle_evidence", "bundle_evidence (relationship_key)"),
+    "entity_type_idx": ("entity", "entity (entity_type)"),
+    "entity_name_trgm_idx": ("entity", "entity USING gin (name gin_trgm_ops)"),
     # The text form of the synonym list prefilters synonym searches (see queries.synonym_prefilter_safe).
-    "CREATE INDEX IF NOT EXISTS entity_synonyms_trgm_idx ON entity USING gin ((synonyms::text) gin_trgm_ops)",
-)
+    "entity_synonyms_trgm_idx": ("entity", "entity USING gin ((synonyms::text) gin_trgm_ops)"),
+}
+"""bfsql's indexes (beyond the primary keys) by name: the table and what ``CREATE INDEX name ON`` takes.
+A load into an empty table drops its indexes and builds them after the rows are in (far faster
+than growing them row by row)."""
+
+
+def index_statement(name: str) -> str:
+    """``CREATE INDEX IF NOT EXISTS`` for the index ``name`` of :data:`INDEXES`."""
+    return f"CREATE INDEX IF NOT EXISTS {name} ON {INDEXES[name][1]}"
 
 
 HNSW_INDEX_PREFIX = "entity_embedding_hnsw_"
@@ -111,6 +130,7 @@ def schema_statements(*, vector: bool = True) -> list[str]:
     statements = [_VECTOR] if vector else []
     statements.append(_TRIGRAM)
     statements += [sql.format(embedding=embedding) for sql in _TABLES]
+    statements += [index_statement(name) for name in INDEXES]
     return statements
 
 

@@ -1,0 +1,134 @@
+"""Everything ``bfsql serve --transport http`` adds for a team, put together: who calls, what they may, what is seen.
+
+:func:`team_layers` sets up, from the settings, the server's observer (metrics, audit log,
+trace attributes: each call's record from the pipeline goes to all of them), its rate limits,
+the naming of each request's caller, and returns the ASGI layers to put around the MCP app,
+outermost first:
+
+1. ``/metrics`` (``--metrics``; behind the shared token when one is set);
+2. authentication: OAuth (:mod:`bfsql.server.oauth`) when an issuer is configured, else the
+   shared bearer token (when set) with the OAuth discovery addresses answering 404;
+3. the rate-limit gate (429 before a call over its limit reaches the server).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from bfsql.errors import BfsqlError
+from bfsql.server.app import BfsqlServer
+from bfsql.server.callers import CallerMiddleware, Identify, by_address
+from bfsql.server.http import BearerAuth
+from bfsql.server.pipeline import CallRecord, Observer
+from bfsql.server.ratelimit import RateLimitGate, RateLimits
+from bfsql.server.tracing import annotate
+from bfsql.settings import ServerSettings
+
+__all__ = ["METRICS_PATH", "check_team_settings", "team_layers"]
+
+logger = logging.getLogger("bfsql.server")
+
+METRICS_PATH = "/metrics"
+
+
+def check_team_settings(settings: ServerSettings) -> None:
+    """Refuse settings that do not go together (before anything is opened)."""
+    if bool(settings.oauth_issuer) != bool(settings.oauth_resource):
+        raise BfsqlError("OAuth needs both --oauth-issuer and --oauth-resource.",
+                         "--oauth-resource is this server's public MCP URL, the audience its tokens are issued for.")
+    for name in ("oauth_issuer", "oauth_resource", "oauth_jwks_url"):
+        value = getattr(settings, name)
+        if value and not value.startswith(("https://", "http://")):
+            raise BfsqlError(f"--{name.replace('_', '-')} must be an http(s) URL; got {value!r}.",
+                             "Example: https://login.example.org/realms/kg")
+    if settings.transport != "http" and (settings.oauth_issuer or settings.metrics):
+        raise BfsqlError("OAuth and /metrics are served over HTTP only.", "Add --transport http.")
+
+
+def _observer(observers: list[Observer]) -> Observer:
+    def observe(record: CallRecord) -> None:
+        for one in observers:
+            try:
+                one(record)
+            except Exception:  # an observer's failure must never fail or alter the call
+                logger.warning("observer %r failed on a call of %s", one, record.tool, exc_info=True)
+
+    return observe
+
+
+class MetricsRoute:
+    """ASGI middleware: ``GET /metrics`` answered by the metrics app (with the shared token, when one is set)."""
+
+    def __init__(self, app: ASGIApp, metrics: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.metrics = BearerAuth(metrics, token) if token else metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve /metrics; pass everything else on."""
+        if scope["type"] == "http" and scope.get("path") == METRICS_PATH:
+            await self.metrics(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+@asynccontextmanager
+async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) -> AsyncIterator[
+        Callable[[ASGIApp], ASGIApp]]:
+    """Set up the server for HTTP callers; yields the function wrapping the MCP app (served at ``path``) in layers."""
+    check_team_settings(settings)
+    closing: list[Callable[[], Any]] = []
+    observers: list[Observer] = [annotate]
+    metrics = None
+    try:
+        if settings.metrics:
+            from bfsql.server.metrics import Metrics
+
+            metrics = Metrics(server)
+            observers.append(metrics.record)
+        if settings.audit_log:
+            from bfsql.server.audit import AuditLog
+
+            audit = AuditLog(settings.audit_log, settings.audit_log_max_mb, settings.audit_log_backups)
+            closing.append(audit.close)
+            observers.append(audit.record)
+        if settings.otlp_endpoint:
+            from bfsql.server.tracing import install_exporter
+
+            closing.append(install_exporter(settings.otlp_endpoint, settings.otlp_sample_ratio).shutdown)
+        if any(s.settings.rate_limit or s.settings.heavy_rate_limit for s in server.graphs.values()):
+            server.limits = RateLimits({n: s.settings for n, s in server.graphs.items()}, settings.rate_limit_storage)
+        server.observe = _observer(observers)
+        identify: Identify = by_address
+        oauth = None
+        if settings.oauth_issuer:
+            from bfsql.server.oauth import GraphScopes, OAuthGate
+
+            scopes = GraphScopes(settings.oauth_scope_prefix, settings.oauth_scope_claim, list(server.graphs))
+            identify = scopes.caller
+            oauth = (OAuthGate, scopes)
+        server.middleware.append(CallerMiddleware(identify, server.instructions_for))
+
+        def wrap(app: ASGIApp) -> ASGIApp:
+            if server.limits is not None:
+                app = RateLimitGate(app, server, identify, path)
+            if oauth is not None:
+                gate, scopes = oauth
+                app = gate(app, settings, scopes)
+            else:
+                from bfsql.server.oauth import NoDiscovery
+
+                app = NoDiscovery(BearerAuth(app, settings.auth_token) if settings.auth_token else app)
+            if metrics is not None:
+                app = MetricsRoute(app, metrics.app, settings.auth_token)
+            return app
+
+        yield wrap
+    finally:
+        for close in reversed(closing):
+            close()
+

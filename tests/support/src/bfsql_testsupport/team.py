@@ -1,0 +1,86 @@
+"""Helpers of the team tests (tests/team): two graphs in one configuration file, servers, MCP clients with a token."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from bfsql_testsupport.services import free_port
+
+__all__ = ["GRAPHS", "mcp_client", "serving", "two_graphs_config"]
+
+GRAPHS = ("famplex", "restricted")
+"""The graphs the OAuth tests serve: the demo twice, under two names."""
+
+
+def two_graphs_config(folder: Path, server: str = "") -> Path:
+    """A configuration file serving the demo graph as ``famplex`` and as ``restricted``."""
+    path = folder / "graphs.toml"
+    path.write_text(f"""[server]
+{server}
+
+[graphs.famplex]
+backend = "sqlite"
+description = "FamPlex, for everyone"
+
+[graphs.restricted]
+backend = "sqlite"
+description = "The same graph, for the few"
+""")
+    return path
+
+
+@contextlib.contextmanager
+def serving(options: Sequence[str], port: int | None = None, env: dict[str, str] | None = None,
+            log: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``bfsql serve --transport http OPTIONS`` on ``port`` (default: a free one) until it says where it listens."""
+    from bfsql.demo import ensure_demo_db
+
+    ensure_demo_db()
+    port = port or free_port()
+    log = log or Path(tempfile.mkdtemp(prefix="bfsql-team-")) / "serve.log"
+    with open(log, "wb") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "bfsql", "serve", "--transport", "http", "--port",
+                                    str(port), *options], stdout=subprocess.DEVNULL, stderr=sink,
+                                   env={**os.environ, **(env or {})})
+    try:
+        deadline = time.monotonic() + 90
+        while b"accepting Host" not in log.read_bytes():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"bfsql serve did not start: {log.read_text()[-3000:]}")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(url: str, token: str | None = None, mode: str = "auto",
+                     served_by: list[str] | None = None) -> AsyncIterator[Client]:
+    """An MCP client of ``url`` sending ``Authorization: Bearer TOKEN``.
+
+    ``mode`` is the SDK client's (``auto``: the sessionless 2026-07-28 revision when the server
+    speaks it; ``legacy``: an initialize handshake and a session). ``served_by`` collects the
+    ``x-served-by`` header of each response (the replica a balancer chose).
+    """
+    import httpx2
+
+    async def note(response: httpx2.Response) -> None:
+        if served_by is not None and "x-served-by" in response.headers:
+            served_by.append(response.headers["x-served-by"])
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [note]}) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
+            yield client

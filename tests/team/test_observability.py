@@ -1,0 +1,242 @@
+"""Metrics, the audit log, rate limits and traces of a served graph, through real MCP clients.
+
+Over HTTP: ``bfsql serve`` with a shared token, ``--metrics``, ``--audit-log`` and rate limits;
+the figures and lines are read back from ``/metrics`` and the log file. In-process: the
+tool-error form of a rate limit, the audit log's rotation, and the spans of a call, caught by
+the OpenTelemetry SDK's in-memory exporter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+import pytest
+from mcp import Client
+
+from bfsql.demo import ensure_demo_db
+from bfsql.server.audit import AuditLog
+from bfsql.server.callers import Caller, as_caller
+from bfsql.server.pipeline import CallRecord
+from bfsql.server.ratelimit import RateLimits
+from bfsql.server.run import open_server
+from bfsql.settings import GraphPlan, ServerSettings
+from bfsql_testsupport.spans import EXPORTER
+from bfsql_testsupport.team import mcp_client, serving
+
+TOKEN = "a-shared-token-long-enough"
+PROTOCOL = "2026-07-28"
+
+
+def _raw_call(url: str, tool: str, arguments: dict[str, Any], traceparent: str | None = None) -> httpx.Response:
+    """One sessionless (2026-07-28) tools/call POST, as a client sends it (with the caller's trace, if any)."""
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "authorization": f"Bearer {TOKEN}", "mcp-protocol-version": PROTOCOL, "mcp-method": "tools/call",
+               "mcp-name": tool}
+    meta = {"io.modelcontextprotocol/protocolVersion": PROTOCOL, "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
+    if traceparent is not None:
+        meta["traceparent"] = traceparent
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments, "_meta": meta}}
+    return httpx.post(url, json=body, headers=headers, timeout=30)
+
+
+def _sample(metrics: str, name: str, **labels: str) -> float:
+    """The value of one sample of the exposition text (0 when absent)."""
+    for line in metrics.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            head, _, value = line.rpartition(" ")
+            if all(f'{k}="{v}"' in head for k, v in labels.items()):
+                return float(value)
+    return 0.0
+
+
+async def _calls(url: str) -> list[str]:
+    """Two describes and two traversals (admitted), then one traversal too many."""
+    errors = []
+    async with mcp_client(url, TOKEN) as client:
+        for _ in range(2):
+            assert not (await client.call_tool("describe_entity", {"id": "HGNC:BRAF"})).is_error
+        for _ in range(2):
+            assert not (await client.call_tool("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 1})).is_error
+        try:
+            refused = await client.call_tool("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 1})
+            errors.append(refused.content[0].text)
+        except Exception as exc:  # the 429's JSON-RPC error, as the SDK client raises it
+            errors.append(str(exc))
+    return errors
+
+
+def test_limits_metrics_and_audit_over_http(tmp_path: Path):
+    audit = tmp_path / "audit.jsonl"
+    options = ["--auth-token", TOKEN, "--metrics", "--audit-log", str(audit), "--rate-limit", "6/minute",
+               "--heavy-rate-limit", "2/minute"]
+    with serving(options, log=tmp_path / "serve.log") as (url, _):
+        errors = asyncio.run(_calls(url))
+        assert len(errors) == 1 and "Try again in" in errors[0] and "2/minute" in errors[0], errors
+
+        over = _raw_call(url, "bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 1})
+        assert over.status_code == 429
+        assert 1 <= int(over.headers["retry-after"]) <= 60
+        assert "Try again in" in over.json()["error"]["message"]
+
+        assert _raw_call(url, "describe_entity", {"id": "HGNC:RAF1"}).status_code == 200  # calls: 5 of 6
+        assert _raw_call(url, "describe_entity", {"id": "HGNC:RAF1"}).status_code == 200  # 6 of 6
+        assert _raw_call(url, "describe_entity", {"id": "HGNC:RAF1"}).status_code == 429
+
+        base = url.removesuffix("/mcp")
+        assert httpx.get(base + "/metrics", timeout=30).status_code == 401, "metrics are behind the token"
+        metrics = httpx.get(base + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30).text
+
+    graph = {"graph": "sqlite"}
+    assert _sample(metrics, "bfsql_tool_calls_total", tool="describe_entity", outcome="ok", **graph) == 4
+    assert _sample(metrics, "bfsql_tool_calls_total", tool="bfs_query", outcome="ok", **graph) == 2
+    assert _sample(metrics, "bfsql_tool_calls_total", tool="bfs_query", outcome="rate_limited", **graph) == 2
+    assert _sample(metrics, "bfsql_tool_calls_total", tool="describe_entity", outcome="rate_limited", **graph) == 1
+    assert _sample(metrics, "bfsql_tool_call_seconds_count", tool="bfs_query", **graph) == 2
+    assert _sample(metrics, "bfsql_answer_chars_count", tool="describe_entity") == 4
+    assert _sample(metrics, "bfsql_cache_misses_total", primitive="predicates", **graph) >= 1
+    assert 'bfsql_cache_hit_ratio{graph="sqlite"}' in metrics  # its value is checked on PostgreSQL (test_replicas)
+    assert "bfsql_heavy_calls_waiting{" in metrics and "bfsql_backend_errors_total" in metrics
+
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [line["outcome"] for line in lines].count("ok") == 6
+    assert [line["outcome"] for line in lines].count("rate_limited") == 3
+    for line in lines:
+        assert set(line) == {"time", "principal", "graph", "tool", "arguments_sha256", "outcome", "ms", "chars"}
+        assert line["principal"] == "client:127.0.0.1" and line["graph"] == "sqlite"
+    canonical = json.dumps({"id": "HGNC:BRAF"}, sort_keys=True, separators=(",", ":"))
+    assert lines[0]["arguments_sha256"] == hashlib.sha256(canonical.encode()).hexdigest()
+    assert "HGNC" not in audit.read_text(), "the log holds hashes of the arguments, never the arguments"
+
+
+async def _served(settings: ServerSettings) -> Any:
+    from bfsql.plugins import get_backends
+
+    spec = get_backends()["sqlite"]
+    config = spec.config_model(db=ensure_demo_db())
+    return open_server([GraphPlan("famplex", spec, config, settings)], settings)
+
+
+async def test_a_call_over_its_limit_is_a_tool_error_saying_when_to_retry():
+    settings = ServerSettings(rate_limit="2/minute")
+    async with await _served(settings) as server:
+        server.limits = RateLimits({"famplex": settings})
+        async with Client(server) as client:
+            with as_caller(Caller("user:ann")):
+                for _ in range(2):
+                    assert not (await client.call_tool("describe_entity", {"id": "HGNC:BRAF"})).is_error
+                refused = await client.call_tool("describe_entity", {"id": "HGNC:BRAF"})
+    assert refused.is_error
+    assert "allows 2/minute calls per user. Try again in" in refused.content[0].text
+
+
+def test_the_audit_log_rotates(tmp_path: Path):
+    log = AuditLog(str(tmp_path / "audit.jsonl"), max_mb=0.002, backups=2)  # about 2 kB a file
+    try:
+        for i in range(100):
+            log.record(CallRecord("search_entities", "famplex", {"query": f"q{i}"}, "ok", 0.01, 120))
+    finally:
+        log.close()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["audit.jsonl", "audit.jsonl.1", "audit.jsonl.2"]
+    for name in files:
+        assert (tmp_path / name).stat().st_size <= 2200
+        assert all(json.loads(line)["tool"] == "search_entities" for line in (tmp_path / name).read_text().splitlines())
+
+
+async def test_a_call_continues_the_callers_trace_with_spans_per_primitive():
+    from bfsql.server.tracing import annotate
+
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    async with await _served(ServerSettings()) as server:
+        server.observe = annotate  # as serve_http does
+        async with Client(server) as client:
+            EXPORTER.clear()  # the start-up's own primitive calls are no part of the call
+            answer = await client.call_tool("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 2},
+                                            meta={"traceparent": f"00-{trace_id}-{parent_id}-01"})
+            assert not answer.is_error
+    spans = EXPORTER.get_finished_spans()
+    tool = next(s for s in spans if s.name == "tools/call bfs_query")
+    assert format(tool.context.trace_id, "032x") == trace_id
+    assert tool.parent is not None and format(tool.parent.span_id, "016x") == parent_id
+    assert tool.attributes["bfsql.graph"] == "famplex" and tool.attributes["bfsql.outcome"] == "ok"
+    assert tool.attributes["bfsql.answer_chars"] > 0
+    primitives = [s for s in spans if s.name.startswith("bfsql.primitive ")]
+    assert primitives, [s.name for s in spans]
+    by_id = {s.context.span_id: s for s in spans}
+    for span in primitives:
+        assert span.context.trace_id == tool.context.trace_id
+        ancestor = span
+        while ancestor.parent is not None and ancestor.parent.span_id in by_id:
+            ancestor = by_id[ancestor.parent.span_id]
+        assert ancestor is tool, f"{span.name} is not under the tool call's span"
+        assert span.attributes["bfsql.graph"] == "famplex"
+
+
+class _OtlpReceiver(BaseHTTPRequestHandler):
+    """An OTLP/HTTP trace endpoint: decodes each export request (protobuf) and keeps its spans."""
+
+    spans: ClassVar[list[Any]] = []
+
+    def do_POST(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(self.rfile.read(int(self.headers.get("content-length", 0))))
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                self.spans.extend(scope.spans)
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
+def test_spans_are_exported_over_otlp_http_and_sampling_keeps_the_callers_trace(tmp_path: Path):
+    """``--otlp-endpoint`` sends spans as OTLP/HTTP protobuf; with ``--otlp-sample-ratio 0`` only the calls
+    that bring a sampled ``traceparent`` are traced, those whole (tool call, primitives, nothing else)."""
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), _OtlpReceiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    options = ["--auth-token", TOKEN, "--otlp-endpoint", f"http://127.0.0.1:{receiver.server_port}/v1/traces",
+               "--otlp-sample-ratio", "0"]
+    try:
+        with serving(options, log=tmp_path / "serve.log") as (url, _):
+            for number in range(3):
+                assert _raw_call(url, "bfs_query", {"seeds": ["FPLX:ERK"], "max_hops": 1 + number}).status_code == 200
+            traced = _raw_call(url, "bfs_query", {"seeds": ["FPLX:MEK"], "max_hops": 2},
+                               traceparent=f"00-{trace_id}-b7ad6b7169203331-01")
+            assert traced.status_code == 200
+        # The server exports what it holds when it stops.
+    finally:
+        receiver.shutdown()
+    spans = _OtlpReceiver.spans
+    assert spans, (tmp_path / "serve.log").read_text()[-2000:]
+    assert {span.trace_id.hex() for span in spans} == {trace_id}, "an unsampled call was traced"
+    names = [span.name for span in spans]
+    assert "tools/call bfs_query" in names and any(name.startswith("bfsql.primitive ") for name in names), names
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    (["--rate-limit", "lots"], "a rate is COUNT/PERIOD"),
+    (["--oauth-issuer", "https://login.example.org"], "needs both --oauth-issuer and --oauth-resource"),
+    (["--oauth-issuer", "login.example.org", "--oauth-resource", "https://kg.example.org/mcp"], "http(s) URL"),
+])
+def test_team_settings_that_cannot_work_are_refused_at_start(options: list[str], said: str):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "bfsql", "serve", "--transport", "http", "--port", "0", *options],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and said in done.stderr, done.stderr[-2000:]
