@@ -180,6 +180,92 @@ async def test_schema_by_hand(backend: SqliteBackend) -> None:
     assert backend.capabilities.batch_primitives and backend.capabilities.provenance
 
 
+async def test_types_and_predicates_come_from_the_index(bundle: Path, tmp_path: Path, monkeypatch) -> None:
+    """With the array index read, the schema lists are its own (the same lists): the predicates' SQL reads every
+    relationship, which took seconds before the first answer on a store of millions."""
+    db = tmp_path / "graph.sqlite"
+    load_sqlite(db, [bundle])
+    backend = SqliteBackend(db)
+    assert await backend.wait_for_index(30)
+
+    def no_sql(_self: SqliteBackend, sql: str) -> list[str]:
+        raise AssertionError(f"queried the store: {sql}")
+
+    monkeypatch.setattr(SqliteBackend, "_distinct", no_sql)
+    assert await backend.entity_types() == ["Disease", "Drug", "Gene"]
+    assert await backend.predicates() == ["associated_with", "interacts_with", "regulates", "treats"]
+    await backend.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) -> None:
+    """A walk's or an intersection's hop handles its rows a piece at a time (a hub's hop meets millions of rows,
+    each costing memory while handled): any piece size gives the same answer, hub caps, node cuts, dangling
+    ends and excluded types included."""
+    from bfsql import csr
+
+    rng = random.Random(25)
+    types = ["Gene", "Disease", "Drug"]
+    rows: list[dict[str, Any]] = [
+        {"kind": "entity", "id": f"E{i}", "entity_type": types[i % 3], "name": f"entity {i}"} for i in range(120)
+    ]
+    ends = [f"E{i}" for i in range(120)] + ["GHOST1", "GHOST2"]
+    for _ in range(900):
+        subject = "E0" if rng.random() < 0.2 else rng.choice(ends)  # E0: a hub
+        rows.append({"kind": "relationship", "subject": subject, "predicate": rng.choice(["a", "b"]),
+                     "object": rng.choice(ends)})
+    db = tmp_path / "random.sqlite"
+    load_sqlite(db, [write_jsonl(tmp_path / "random.jsonl", rows)])
+    backend = SqliteBackend(db)
+    assert await backend.wait_for_index(30)
+    index = backend._csr
+    assert index is not None
+    cases = [(seeds, k, max_nodes, cap, excluded)
+             for seeds in (["E0", "E5"], ["E7", "E8", "E9"], ["E1", "E0"])
+             for k in (1, 2, 3) for max_nodes, cap in ((1000, 1000), (40, 15)) for excluded in ([], ["Drug"])]
+    whole = [csr.overlap(index, seeds, k, max_nodes, cap, excluded, 50, 10, 30)
+             for seeds, k, max_nodes, cap, excluded in cases]
+    assert any(answer.nodes_cut for answer in whole) and any(answer.capped for answer in whole)
+    assert any(answer.dangling_edges for answer in whole) and any(answer.node_count > 5 for answer in whole)
+    walks = [csr.survey(index, seeds, k, max_nodes, cap, excluded, 3, 40)
+             for seeds, k, max_nodes, cap, excluded in cases]
+    assert any(walk.nodes_cut for walk in walks) and any(walk.dangling_edges for walk in walks)
+    for rows_at_once in (1, 7):
+        monkeypatch.setattr(csr, "OVERLAP_ROWS", rows_at_once)
+        monkeypatch.setattr(csr, "WALK_ROWS", rows_at_once)
+        assert [csr.overlap(index, seeds, k, max_nodes, cap, excluded, 50, 10, 30)
+                for seeds, k, max_nodes, cap, excluded in cases] == whole
+        assert [csr.survey(index, seeds, k, max_nodes, cap, excluded, 3, 40)
+                for seeds, k, max_nodes, cap, excluded in cases] == walks
+    await backend.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_intersection_in_the_store_asks_no_hop(bundle: Path, tmp_path: Path, monkeypatch) -> None:
+    """With the store's own intersection walk the seeds are checked by get_nodes, not hop: a seed's hop brings
+    every edge it has (a million for a mega-hub, which ran an intersection past its 60 s timeout)."""
+    from bfsql.engine.intersect import intersect_subgraphs
+    from bfsql.errors import UnknownEntity
+
+    db = tmp_path / "graph.sqlite"
+    load_sqlite(db, [bundle])
+    backend = SqliteBackend(db)
+    assert await backend.wait_for_index(30)
+    graph = Graph(backend, plugins=[], cache=None)
+    assert graph.walks_in_store("intersect")
+    expected = await intersect_subgraphs(graph, ["A", "C"], 2, topology_only=True)
+    assert expected.node_ids
+
+    async def no_hop(_self: SqliteBackend, entity_ids: list[str]) -> Any:
+        raise AssertionError(f"hop asked for {entity_ids}")
+
+    monkeypatch.setattr(SqliteBackend, "hop", no_hop)
+    assert await intersect_subgraphs(graph, ["A", "C"], 2, topology_only=True) == expected
+    with pytest.raises(UnknownEntity):
+        await intersect_subgraphs(graph, ["A", "M"], 2, topology_only=True)  # M is merged: not an entity
+    await backend.aclose()
+
+
 # -- parity with the memory backend ---------------------------------------------
 
 

@@ -24,9 +24,11 @@ import hashlib
 import sqlite3
 import threading
 import weakref
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,10 @@ import numpy as np
 
 from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
 
-__all__ = ["CSR_VERSION", "CsrIndex", "build_index", "load_index", "overlap", "save_index", "shared_index", "survey"]
+__all__ = [
+    "CSR_VERSION", "CsrIndex", "Edges", "build_index", "index_of_edges", "load_index", "overlap", "save_index",
+    "shared_index", "survey",
+]
 
 CSR_VERSION = "1"
 """Format of the saved arrays; a store with another version has its index built when opened."""
@@ -57,7 +62,11 @@ class Strings:
     @classmethod
     def of(cls, texts: Sequence[str]) -> Strings:
         """The blob of ``texts``."""
-        encoded = [t.encode("utf-8") for t in texts]
+        return cls.of_encoded([t.encode("utf-8") for t in texts])
+
+    @classmethod
+    def of_encoded(cls, encoded: Sequence[bytes]) -> Strings:
+        """The blob of strings already encoded as UTF-8."""
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         return cls(b"".join(encoded), offsets)
@@ -108,6 +117,10 @@ class CsrIndex:
     """int32: the index of the id of each sorted hash."""
     spare_marks: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
     """Cleared visited-mark arrays no walk is using (see :func:`_visited_marks`); not saved."""
+    spare_slots: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
+    """Scratch arrays, one int32 per edge, no walk is using (see :func:`_distinct`); not saved."""
+    spare_node_slots: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
+    """Scratch arrays, one int32 per node, no walk is using (see :func:`_distinct`); not saved."""
 
     @property
     def edge_count(self) -> int:
@@ -173,66 +186,126 @@ class CsrIndex:
 # -- building ---------------------------------------------------------------------------------
 
 
+@dataclass
+class Edges:
+    """A store's relationships as integer codes, in triple order: what :func:`index_of_edges` arrays.
+
+    ``subjects[k]``, ``preds[k]``, ``objects[k]`` are the k-th relationship's codes, the relationships
+    sorted by their ``(subject, predicate, object)`` ids (code-point order); the codes index ``ends``
+    and ``predicates``, which need not be sorted.
+    """
+
+    ends: list[str]
+    predicates: list[str]
+    subjects: np.ndarray
+    preds: np.ndarray
+    objects: np.ndarray
+
+
 def build_index(conn: sqlite3.Connection) -> CsrIndex:
     """The index of the store ``conn`` reads (its visible entities and the edges touching no merged one)."""
-    entities: dict[str, tuple[str, str | None]] = {}
-    merged: set[str] = set()
-    for entity_id, entity_type, name, status in conn.execute(
-        "SELECT entity_id, entity_type, name, status FROM entity"
+    codes: dict[str, int] = {}
+    counts: list[int] = []
+    for subject, count in conn.execute(
+        "SELECT subject_id, count(*) FROM relationship GROUP BY subject_id ORDER BY subject_id"
     ):
-        if status == "merged":
-            merged.add(entity_id)
-        else:
-            entities[entity_id] = (entity_type, name)
-    triples: list[tuple[str, str, str]] = []
-    ends = set(entities)
-    cursor = conn.execute("SELECT subject_id, predicate, object_id FROM relationship")
-    while chunk := cursor.fetchmany(200_000):
-        for subject, predicate, obj in chunk:
-            if merged and (subject in merged or obj in merged):
-                continue
-            triples.append((subject, predicate, obj))
-            ends.add(subject)
-            ends.add(obj)
-    return _arrays(entities, sorted(ends), triples)
+        codes[subject] = len(codes)
+        counts.append(count)
+    subjects = np.repeat(np.arange(len(counts), dtype=np.int32), np.array(counts, dtype=np.int64))
+    predicate_codes: dict[str, int] = {}
+    preds, objects = array("i"), array("i")
+    cursor = conn.execute("SELECT predicate, object_id FROM relationship ORDER BY subject_id, predicate, object_id")
+    while chunk := cursor.fetchmany(100_000):
+        preds.extend([predicate_codes.setdefault(p, len(predicate_codes)) for p, _ in chunk])
+        objects.extend([codes.setdefault(o, len(codes)) for _, o in chunk])
+    edges = Edges(list(codes), list(predicate_codes), subjects, np.frombuffer(preds, dtype=np.int32),
+                  np.frombuffer(objects, dtype=np.int32))
+    return index_of_edges(conn, edges)
 
 
-def _arrays(
-    entities: dict[str, tuple[str, str | None]], ids: list[str], triples: list[tuple[str, str, str]]
-) -> CsrIndex:
+def index_of_edges(conn: sqlite3.Connection, edges: Edges) -> CsrIndex:
+    """The index of the store ``conn`` reads, whose relationship table holds exactly ``edges``.
+
+    What :func:`build_index` gives, without reading the relationships again: the loader
+    passes the edges it has just written in order.
+    """
+    rows = conn.execute(
+        "SELECT entity_id, entity_type, name, status IS 'merged' FROM entity ORDER BY entity_id"
+    ).fetchall()
+    merged = {row[0] for row in rows if row[3]}
+    return _arrays([row for row in rows if not row[3]] if merged else rows, merged, edges)
+
+
+def _arrays(visible: list[tuple[str, str, str | None, int]], merged: set[str], edges: Edges) -> CsrIndex:
+    """The index of ``edges`` and the ``visible`` entities (id, type, name; by id) when ``merged`` ones are hidden."""
+    subjects, preds, objects, ends = edges.subjects, edges.preds, edges.objects, edges.ends
+    if merged:
+        hidden = np.fromiter((end in merged for end in ends), dtype=bool, count=len(ends))
+        keep = ~(hidden[subjects] | hidden[objects])
+        subjects, preds, objects = subjects[keep], preds[keep], objects[keep]
+        used = np.unique(np.concatenate([subjects, objects])).tolist()
+        ends = [ends[code] for code in used]
+    else:  # every end is used
+        used = list(range(len(ends)))
+    visible_ids = [row[0] for row in visible]
+    # Two sorted runs (the visible entities by id, the ends sorted): merged by the sort, duplicates dropped.
+    ids = list(dict.fromkeys(sorted([*visible_ids, *sorted(ends)])))
     index_of = {entity_id: i for i, entity_id in enumerate(ids)}
-    types = sorted({t for t, _ in entities.values()})
+    to_index = np.full(len(edges.ends), -1, dtype=np.int32)
+    to_index[used] = [index_of[end] for end in ends]
+    subjects, objects = to_index[subjects], to_index[objects]
+    used_preds = np.unique(preds).tolist()
+    predicates = sorted(edges.predicates[code] for code in used_preds)
+    pred_index = {p: i for i, p in enumerate(predicates)}
+    to_pred = np.full(len(edges.predicates), -1, dtype=np.int32)
+    to_pred[used_preds] = [pred_index[edges.predicates[code]] for code in used_preds]
+    preds = to_pred[preds]
+    if not _in_triple_order(subjects, preds, objects):  # codes remapped: check rather than trust the caller
+        order = np.lexsort((objects, preds, subjects))
+        subjects, preds, objects = subjects[order], preds[order], objects[order]
+    at = np.array([index_of[i] for i in visible_ids], dtype=np.int64)
+    del index_of
+    types = sorted({row[1] for row in visible})
     type_index = {t: i for i, t in enumerate(types)}
     type_code = np.full(len(ids), -1, dtype=np.int16)
+    type_code[at] = [type_index[row[1]] for row in visible]
     has_name = np.zeros(len(ids), dtype=bool)
-    names = [""] * len(ids)
-    for entity_id, (entity_type, name) in entities.items():
-        i = index_of[entity_id]
-        type_code[i] = type_index[entity_type]
-        if name is not None:
-            names[i], has_name[i] = name, True
-    predicates = sorted({p for _, p, _ in triples})
-    pred_index = {p: i for i, p in enumerate(predicates)}
-    subjects = np.fromiter((index_of[s] for s, _, _ in triples), dtype=np.int32, count=len(triples))
-    preds = np.fromiter((pred_index[p] for _, p, _ in triples), dtype=np.int32, count=len(triples))
-    objects = np.fromiter((index_of[o] for _, _, o in triples), dtype=np.int32, count=len(triples))
-    del index_of, triples
-    edge_numbers = np.arange(len(subjects), dtype=np.int32)
+    has_name[at] = [row[2] is not None for row in visible]
+    names = np.full(len(ids), "", dtype=object)
+    names[at] = [row[2] or "" for row in visible]
+    # Each node's rows in triple order (the order a hub's cap keeps): both ends of every edge, in
+    # edge order, sorted stably by node.
     loops = subjects == objects
-    node = np.concatenate([subjects, objects[~loops]])
-    edge = np.concatenate([edge_numbers, edge_numbers[~loops]])
-    # Each node's rows in triple order: the order a hub's cap keeps (subject, then predicate, then object).
-    order = np.lexsort((objects[edge], preds[edge], subjects[edge], node))
-    rows = edge[order].astype(np.int32)
+    node = np.stack([subjects, objects], axis=1).ravel()
+    edge = np.repeat(np.arange(len(subjects), dtype=np.int32), 2)
+    if loops.any():
+        twice = np.ones(len(node), dtype=bool)
+        twice[1::2] = ~loops
+        node, edge = node[twice], edge[twice]
+    key = (node.astype(np.int64) << 32) | edge  # unique, so a plain sort of the packed pairs is stable
+    key.sort()
+    rows = (key & 0xFFFFFFFF).astype(np.int32)
+    del key
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum(np.bincount(node, minlength=len(ids)), out=offsets[1:])
-    hashes = np.fromiter((_hash(i) for i in ids), dtype=np.uint64, count=len(ids))
+    encoded = [i.encode("utf-8") for i in ids]
+    hashes = np.frombuffer(b"".join(hashlib.blake2b(e, digest_size=8).digest() for e in encoded), dtype="<u8")
     by_hash = np.argsort(hashes, kind="stable")
     return CsrIndex(
-        ids=Strings.of(ids), names=Strings.of(names), has_name=has_name, type_code=type_code, types=types,
-        predicates=predicates, offsets=offsets, rows=rows, subjects=subjects, objects=objects, preds=preds,
-        id_hashes=hashes[by_hash], hash_index=by_hash.astype(np.int32),
+        ids=Strings.of_encoded(encoded), names=Strings.of(names.tolist()), has_name=has_name, type_code=type_code,
+        types=types, predicates=predicates, offsets=offsets, rows=rows.astype(np.int32, copy=False),
+        subjects=subjects.astype(np.int32, copy=False), objects=objects.astype(np.int32, copy=False),
+        preds=preds.astype(np.int32, copy=False), id_hashes=hashes[by_hash].astype(np.uint64, copy=False),
+        hash_index=by_hash.astype(np.int32),
     )
+
+
+def _in_triple_order(subjects: np.ndarray, preds: np.ndarray, objects: np.ndarray) -> bool:
+    if len(subjects) < 2:
+        return True
+    s0, s1, p0, p1, o0, o1 = subjects[:-1], subjects[1:], preds[:-1], preds[1:], objects[:-1], objects[1:]
+    ahead = (s0 < s1) | ((s0 == s1) & ((p0 < p1) | ((p0 == p1) & (o0 < o1))))
+    return bool(ahead.all())
 
 
 # -- saving with the store ------------------------------------------------------------------------
@@ -399,40 +472,48 @@ def _walk(
         frontier = levels[-1]
         if not len(frontier):
             break
-        node, edges, degrees, taken = _gather(index, frontier, max_edges_per_node)
+        degrees = index.offsets[frontier + 1] - index.offsets[frontier]
+        taken = np.minimum(degrees, max_edges_per_node)
         capped.update(zip(frontier[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
-        subjects = index.subjects[edges]
-        others = np.where(subjects == node, index.objects[edges], subjects)
-        seen = visited[others]
-        kept_parts.append(edges[seen])
-        codes = index.type_code[others]
-        fresh = ~seen & (codes >= 0)
-        dangling += int(np.count_nonzero(~seen & (codes < 0)))
-        if len(excluded_codes):
-            excluded = fresh & np.isin(codes, excluded_codes)
-            excluded_types.update(np.unique(codes[excluded]).tolist())
-            excluded_preds.update(np.unique(index.preds[edges[excluded]]).tolist())
-            fresh &= ~excluded
-        new = np.unique(others[fresh])
+        fresh_ends, fresh_edges = [], []
+        for piece in _pieces(taken, WALK_ROWS):  # visited changes only after the whole hop: pieces see the same
+            node, edges, _, _ = _gather(index, frontier[piece], max_edges_per_node)
+            subjects = index.subjects[edges]
+            others = np.where(subjects == node, index.objects[edges], subjects)
+            seen = visited[others]
+            kept_parts.append(edges[seen])
+            codes = index.type_code[others]
+            fresh = ~seen & (codes >= 0)
+            dangling += int(np.count_nonzero(~seen & (codes < 0)))
+            if len(excluded_codes):
+                excluded = fresh & np.isin(codes, excluded_codes)
+                excluded_types.update(np.unique(codes[excluded]).tolist())
+                excluded_preds.update(np.unique(index.preds[edges[excluded]]).tolist())
+                fresh &= ~excluded
+            fresh_ends.append(others[fresh])
+            fresh_edges.append(edges[fresh])
+            del node, edges, subjects, others, seen, codes, fresh
+        ends, candidates = np.concatenate(fresh_ends), np.concatenate(fresh_edges)
+        del fresh_ends, fresh_edges
+        new = np.sort(_distinct(ends, index.spare_node_slots, len(index.ids)))
         room = max_nodes - reached
         if len(new) > room:
             nodes_cut += len(new) - room
             new = new[: max(room, 0)]
         visited[new] = True
         reached += len(new)
-        candidates = edges[fresh]
-        kept_parts.append(candidates[visited[others[fresh]]])
+        kept_parts.append(candidates[visited[ends]])
         levels.append(new)
         if nodes_cut:
             break
     order = np.concatenate(levels)
-    visited[order] = False
-    kept_edges = np.unique(np.concatenate(kept_parts)) if kept_parts else np.zeros(0, dtype=np.int64)
+    kept_edges = _distinct(np.concatenate(kept_parts), index.spare_slots, index.edge_count) if kept_parts else (
+        np.zeros(0, dtype=np.int64))
     types = set(np.unique(index.type_code[order]).tolist()) | excluded_types
-    preds = set(np.unique(index.preds[kept_edges]).tolist()) | excluded_preds
+    preds = set(np.flatnonzero(np.bincount(index.preds[kept_edges], minlength=len(index.predicates))).tolist())
+    preds |= excluded_preds
     listed = order[offset : offset + count]
-    later = np.maximum(_positions(order, index.subjects[kept_edges]), _positions(order, index.objects[kept_edges]))
-    page_edges = kept_edges[(later >= offset) & (later < offset + len(listed))]
+    page_edges = _page_edges(index, visited, order, offset, offset + len(listed), kept_edges)
     distance = np.concatenate([np.full(len(level), hop) for hop, level in enumerate(levels)])[offset : offset + count]
     return Survey(
         node_count=len(order),
@@ -448,10 +529,38 @@ def _walk(
     )
 
 
-def _positions(order: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """The position in ``order`` of each of ``nodes`` (all of which are in it), in time that grows with them."""
-    sorter = np.argsort(order, kind="stable")
-    return sorter[np.searchsorted(order, nodes, sorter=sorter)]
+def _distinct(values: np.ndarray, pool: list[np.ndarray], size: int) -> np.ndarray:
+    """The distinct ``values`` (each in ``range(size)``; in no particular order), in time that grows with them.
+
+    A sort (``np.unique``) of the millions of edges (and nodes) a hub's 2-hop walk meets took
+    most of the walk; instead every occurrence writes its position into a scratch slot of its
+    value, and the occurrence whose position stayed there is the one kept (whichever write
+    wins, exactly one does). The slots (int32, ``size`` of them, from ``pool``, returned to it)
+    need no clearing: every slot read was written first.
+    """
+    with _shared_lock:
+        slots = pool.pop() if pool else np.empty(size, dtype=np.int32)
+    try:
+        at = np.arange(len(values), dtype=np.int32)
+        slots[values] = at
+        distinct: np.ndarray = values[slots[values] == at]
+        return distinct
+    finally:
+        with _shared_lock:
+            pool.append(slots)
+
+
+def _page_edges(index: CsrIndex, visited: np.ndarray, order: np.ndarray, start: int, end: int,
+                edges: np.ndarray) -> np.ndarray:
+    """Those of ``edges`` (whose ends are all in ``order``) whose later end is listed (at ``start:end`` of
+    ``order``), sorted; clears ``visited``, which marks ``order``, on the way."""
+    visited[order[end:]] = False
+    subjects, objects = index.subjects[edges], index.objects[edges]
+    before_end = visited[subjects] & visited[objects]
+    visited[order[:start]] = False
+    listed = before_end & (visited[subjects] | visited[objects])
+    visited[order[start:end]] = False
+    return np.sort(edges[listed])
 
 
 def _listed(index: CsrIndex, nodes: np.ndarray, distance: np.ndarray) -> list[Reached]:
@@ -470,6 +579,16 @@ def _triples(index: CsrIndex, edges: np.ndarray) -> list[Edge]:
     id_of = dict(zip(ends.tolist(), index.ids.many(ends), strict=True)).__getitem__
     preds = map(index.predicates.__getitem__, index.preds[edges].tolist())
     return list(zip(map(id_of, subjects.tolist()), preds, map(id_of, objects.tolist()), strict=True))  # type: ignore[arg-type]
+
+
+WALK_ROWS = 1 << 20
+"""Rows a walk's hop handles at once: a hub's hop meets millions, each costing tens of bytes while handled (all
+at once grew the server by 227 MB in one hub 2-hop call on an 8M-edge graph)."""
+
+OVERLAP_ROWS = 1 << 20
+"""Rows an intersection walk handles at once (in a hop, and finding the edges among the shared nodes): a hub's
+hop meets millions, each costing tens of bytes while handled (all at once grew the server by 257 MB in one
+call on an 8M-edge graph)."""
 
 
 def _or_by_node(nodes: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -546,18 +665,13 @@ def overlap(
     for hop in range(1, k + 1):
         if not len(gained):
             break
-        node, edges, degrees, taken = _gather(index, gained, max_edges_per_node)
+        degrees = index.offsets[gained + 1] - index.offsets[gained]
+        taken = np.minimum(degrees, max_edges_per_node)
         capped.update(zip(gained[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
-        row_bits = np.repeat(gained_bits, taken, axis=0)
-        subjects = index.subjects[edges]
-        others = np.where(subjects == node, index.objects[edges], subjects)
-        seen = mask[others].any(axis=1)
-        codes = index.type_code[others]
-        dangling[edges[~seen & (codes < 0)]] = True
-        fresh = ~seen & (codes >= 0)
-        if len(excluded_codes):
-            fresh &= ~np.isin(codes, excluded_codes)
-        targets, bits = _or_by_node(others[seen | fresh], row_bits[seen | fresh])
+        reached = [_reach(index, mask, dangling, excluded_codes, gained[piece], gained_bits[piece], max_edges_per_node)
+                   for piece in _pieces(taken, OVERLAP_ROWS)]
+        targets, bits = _or_by_node(np.concatenate([t for t, _ in reached]), np.concatenate([b for _, b in reached]))
+        del reached
         before = mask[targets]
         old = before.any(axis=1)
         gains = bits & ~before
@@ -578,10 +692,7 @@ def overlap(
     shared = np.flatnonzero(shared_at >= 0)
     order = shared[np.lexsort((shared, shared_at[shared]))]
     is_shared = shared_at >= 0
-    node, edges, _, _ = _gather(index, order, np.iinfo(np.int64).max)
-    subjects = index.subjects[edges]
-    others = np.where(subjects == node, index.objects[edges], subjects)
-    among = np.unique(edges[is_shared[others]])
+    among = _among(index, order, is_shared)
     listed = order[:count]
     position = np.full(size, -1, dtype=np.int64)
     position[order] = np.arange(len(order))
@@ -601,6 +712,51 @@ def overlap(
         nodes_cut=nodes_cut,
         dangling_edges=int(np.count_nonzero(dangling)),
     )
+
+
+def _pieces(taken: np.ndarray, rows: int) -> list[slice]:
+    """Consecutive slices of a frontier whose rows (``taken`` per node) add up to about ``rows`` each (more when
+    one node has more: a node's rows are never split)."""
+    ends = np.cumsum(taken)
+    bounds = [0]
+    while bounds[-1] < len(taken):
+        done = int(ends[bounds[-1] - 1]) if bounds[-1] else 0
+        bounds.append(max(int(np.searchsorted(ends, done + rows, side="right")), bounds[-1] + 1))
+    return [slice(start, end) for start, end in pairwise(bounds)]
+
+
+def _among(index: CsrIndex, nodes: np.ndarray, is_shared: np.ndarray) -> np.ndarray:
+    """The edges (sorted) between two of ``nodes`` (flagged by ``is_shared``): all their rows, a piece at a time."""
+    found = []
+    for piece in _pieces(index.offsets[nodes + 1] - index.offsets[nodes], OVERLAP_ROWS):
+        node, edges, _, _ = _gather(index, nodes[piece], np.iinfo(np.int64).max)
+        subjects = index.subjects[edges]
+        others = np.where(subjects == node, index.objects[edges], subjects)
+        found.append(edges[is_shared[others]])
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
+def _reach(
+    index: CsrIndex,
+    mask: np.ndarray,
+    dangling: np.ndarray,
+    excluded_codes: np.ndarray,
+    gained: np.ndarray,
+    gained_bits: np.ndarray,
+    cap: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One piece of an intersection hop from ``gained``: the nodes its rows reach (seen before, or new and of
+    no excluded type; sorted) and the OR of the seed bits each gets; marks the rows' dangling edges."""
+    node, edges, _, taken = _gather(index, gained, cap)
+    subjects = index.subjects[edges]
+    others = np.where(subjects == node, index.objects[edges], subjects)
+    seen = mask[others].any(axis=1)
+    codes = index.type_code[others]
+    dangling[edges[~seen & (codes < 0)]] = True
+    going = seen | (codes >= 0)
+    if len(excluded_codes):
+        going &= seen | ~np.isin(codes, excluded_codes)
+    return _or_by_node(others[going], np.repeat(gained_bits, taken, axis=0)[going])
 
 
 def _seed_paths(

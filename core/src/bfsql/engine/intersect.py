@@ -220,17 +220,22 @@ async def intersect_subgraphs(
     filters = await read_filters(graph, node_types, predicates, exclude_node_types, topology_only)
     detail, excluded = filters.detail, filters.excluded
 
-    known = await graph.hop(seeds)  # the walk's first hop
-    unknown = [s for s in seeds if s not in known]
-    if unknown:
-        raise UnknownEntity(unknown)
     if graph.walks_in_store("intersect") and min_mentions is None:
+        # Not the seeds' hop: it would bring every edge of a seed with a million of them, for nothing.
+        found = await graph.get_nodes(seeds)
+        unknown = [s for s in seeds if s not in found]
+        if unknown:
+            raise UnknownEntity(unknown)
         answer = await _overlapped(graph, seeds, k, limits, excluded, room)
         await fetch_detail(graph, answer, detail, room)
         answer.warnings[:0] = filters.warnings
         await _add_context(graph, answer)
         return answer
 
+    known = await graph.hop(seeds)  # the walk's first hop
+    unknown = [s for s in seeds if s not in known]
+    if unknown:
+        raise UnknownEntity(unknown)
     reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress, first_hop=known)
     common = set(reach.common)
     edges = await _induced_edges(graph, common)

@@ -7,10 +7,11 @@ read in binary and decoded one at a time, so no line longer than the limit
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from pydantic import ValidationError
 
@@ -18,12 +19,26 @@ from bfsql.errors import clip
 from bfsql.loading.errors import BadRow, RowErrors, report
 from bfsql.loading.hints import guess_kind, suggest_field, suggest_kind
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, check_row, may_break_limits
-from bfsql.loading.lines import ByteCallback, bounded_lines, decode_line
+from bfsql.loading.lines import ByteCallback, bounded_blocks, decode_line
+from bfsql.loading.plain import (
+    PlainEntity,
+    PlainRelationship,
+    PlainRelationships,
+    block_reader,
+    clean_text,
+    line_reader,
+    plain_row,
+)
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
 
-__all__ = ["BadRow", "Record", "parse_json_line", "parse_record", "read_bundle"]
+__all__ = ["BadRow", "Record", "Row", "parse_json_line", "parse_record", "read_bundle"]
 
 Record = EntityRecord | RelationshipRecord | EvidenceRecord
+Row = Record | PlainEntity | PlainRelationship | PlainRelationships
+"""A record, or with ``plain=True`` a row of the simplest shapes as a tuple, or a block of such
+relationships as a list of triples (:mod:`bfsql.loading.plain`)."""
+
+BOM = "\ufeff".encode()
 
 _KINDS: dict[str, type[Record]] = {
     "entity": EntityRecord,
@@ -125,10 +140,35 @@ def _no_constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
-def parse_json_line(text: str, path: str, line: int, limits: LoadLimits = DEFAULT_LIMITS) -> Record:
-    """Decode and validate one JSONL line."""
+@overload
+def parse_json_line(text: str, path: str, line: int, limits: LoadLimits = ..., plain: Literal[False] = ...) -> Record:
+    ...
+
+
+@overload
+def parse_json_line(text: str, path: str, line: int, limits: LoadLimits = ..., *, plain: bool) -> Row:
+    ...
+
+
+def parse_json_line(text: str, path: str, line: int, limits: LoadLimits = DEFAULT_LIMITS, plain: bool = False) -> Row:
+    """Decode and validate one JSONL line; with ``plain``, a row of the simplest shapes comes as a tuple."""
     try:
-        obj = _DECODER.decode(text)
+        obj, end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        obj, end = None, -1
+    if end != len(text):  # not one JSON value alone (or spaces around it)
+        obj = _whole(text, path, line, limits)
+    if plain and type(obj) is dict:
+        row = plain_row(obj, limits, clean_text(text))
+        if row is not None:
+            return row
+    return parse_record(obj, path, line, limits, check=may_break_limits(text, limits))
+
+
+def _whole(text: str, path: str, line: int, limits: LoadLimits) -> Any:
+    """The JSON value of ``text`` with spaces around it, else :class:`BadRow` saying what is wrong."""
+    try:
+        return _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         # json's messages end in "at" when they point at a place ("Unterminated string starting at").
         raise BadRow(path, line, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
@@ -136,7 +176,22 @@ def parse_json_line(text: str, path: str, line: int, limits: LoadLimits = DEFAUL
         raise BadRow(path, line, f"nested too deeply (the limit is depth = {limits.depth} levels)") from None
     except ValueError as exc:
         raise BadRow(path, line, f"invalid JSON: {exc}") from None
-    return parse_record(obj, path, line, limits, check=may_break_limits(text, limits))
+
+
+@overload
+def read_bundle(
+    path: str | Path, *, limits: LoadLimits = ..., errors: RowErrors | None = ..., on_bytes: ByteCallback | None = ...,
+    plain: Literal[False] = ...,
+) -> Iterator[tuple[int, Record]]:
+    ...
+
+
+@overload
+def read_bundle(
+    path: str | Path, *, limits: LoadLimits = ..., errors: RowErrors | None = ..., on_bytes: ByteCallback | None = ...,
+    plain: bool,
+) -> Iterator[tuple[int, Row]]:
+    ...
 
 
 def read_bundle(
@@ -145,23 +200,44 @@ def read_bundle(
     limits: LoadLimits = DEFAULT_LIMITS,
     errors: RowErrors | None = None,
     on_bytes: ByteCallback | None = None,
-) -> Iterator[tuple[int, Record]]:
+    plain: bool = False,
+) -> Iterator[tuple[int, Row]]:
     """Yield ``(line_number, record)`` for every non-blank line of a JSONL bundle.
 
     A bad row raises :class:`BadRow`, or, with ``errors``, is collected there and
     skipped. A line longer than ``limits.line_bytes`` always raises: reading cannot
-    go on past it. ``on_bytes`` hears of every byte read.
+    go on past it. ``on_bytes`` hears of every byte read. With ``plain``, rows of the
+    simplest shapes come as tuples (:mod:`bfsql.loading.plain`), checked alike but faster,
+    and a block of lines that are all bare relationships as one
+    :class:`~bfsql.loading.plain.PlainRelationships` at the number of its first line.
     """
     name = str(path)
+    plain_line = line_reader(limits) if plain else None
+    plain_block = block_reader(limits) if plain else None
+    number = 0
     with open(path, "rb") as handle:
-        for number, raw in enumerate(bounded_lines(handle, name, limits.line_bytes, on_bytes), start=1):
-            try:
-                text = decode_line(raw, name, number).strip()
-                if number == 1:
-                    text = text.removeprefix("\ufeff")
-                record = parse_json_line(text, name, number, limits) if text else None
-            except BadRow as exc:
-                report(errors, exc)
-                continue
-            if record is not None:
+        for block in bounded_blocks(handle, name, limits.line_bytes, on_bytes):
+            if plain_block is not None and not block.startswith(BOM):
+                triples = plain_block(block)
+                if triples is not None:
+                    yield number + 1, triples
+                    number += len(triples)
+                    continue
+            for raw in io.BytesIO(block):
+                number += 1
+                try:
+                    try:
+                        text = raw.decode("utf-8").strip()
+                    except UnicodeDecodeError:
+                        text = decode_line(raw, name, number)  # raises naming the byte
+                    if number == 1:
+                        text = text.removeprefix("\ufeff")
+                    if not text:
+                        continue
+                    record = (plain_line and plain_line(text)) or parse_json_line(
+                        text, name, number, limits, plain=plain
+                    )
+                except BadRow as exc:
+                    report(errors, exc)
+                    continue
                 yield number, record

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from bfsql.loading.errors import BadRow
 from bfsql.loading.limits import describe_size
 
-__all__ = ["ByteCallback", "bounded_lines", "check_lines", "decode_line", "too_long"]
+__all__ = ["BLOCK_BYTES", "ByteCallback", "bounded_blocks", "bounded_lines", "check_lines", "decode_line", "too_long"]
 
 ByteCallback = Callable[[int], None]
 """Told how many bytes were read since its previous call (for progress)."""
@@ -24,23 +25,52 @@ def too_long(path: str, line: int, limit: int) -> BadRow:
     )
 
 
+BLOCK_BYTES = 1 << 20
+"""Bytes read at a time: lines are cut from blocks, not read one call each."""
+
+
+def bounded_blocks(handle: BinaryIO, path: str, limit: int, on_bytes: ByteCallback | None = None) -> Iterator[bytes]:
+    """Yield ``handle`` in blocks of whole lines, raising :class:`BadRow` at a line longer than ``limit``.
+
+    Reads up to :data:`BLOCK_BYTES` at a time, but never more than ``limit + 1`` bytes of one
+    line, so a line without end (``/dev/zero``) fails fast instead of filling memory. Every
+    block but the last ends with a line break; the lines before an over-long one are yielded
+    before the error. ``on_bytes`` hears of every block read.
+    """
+    number = 0  # lines yielded
+    pending = b""  # the start of a line whose break is not read yet
+    while block := handle.read(min(BLOCK_BYTES, limit + 1 - len(pending))):
+        if on_bytes is not None:
+            on_bytes(len(block))
+        end = block.rfind(b"\n") + 1
+        if end:
+            whole = pending + block[:end] if pending else block[:end]
+            pending = block[end:]
+            if len(whole) > limit:  # only then can a line of it be too long
+                start = 0
+                for raw in io.BytesIO(whole):
+                    if len(raw) > limit:
+                        if start:
+                            yield whole[:start]
+                        raise too_long(path, number + whole.count(b"\n", 0, start) + 1, limit)
+                    start += len(raw)
+            number += whole.count(b"\n")
+            yield whole
+        else:
+            pending += block
+        if len(pending) > limit:
+            raise too_long(path, number + 1, limit)
+    if pending:
+        yield pending
+
+
 def bounded_lines(handle: BinaryIO, path: str, limit: int, on_bytes: ByteCallback | None = None) -> Iterator[bytes]:
     """Yield the lines of ``handle`` (line break included), raising :class:`BadRow` at one longer than ``limit``.
 
-    Never reads more than ``limit + 1`` bytes of a line, so a line without end (``/dev/zero``)
-    fails fast instead of filling memory.
+    Read as :func:`bounded_blocks` reads: never more than ``limit + 1`` bytes of one line.
     """
-    number = 0
-    while True:
-        raw = handle.readline(limit + 1)
-        if not raw:
-            return
-        number += 1
-        if on_bytes is not None:
-            on_bytes(len(raw))
-        if len(raw) > limit:
-            raise too_long(path, number, limit)
-        yield raw
+    for block in bounded_blocks(handle, path, limit, on_bytes):
+        yield from io.BytesIO(block)
 
 
 def decode_line(raw: bytes, path: str, line: int) -> str:

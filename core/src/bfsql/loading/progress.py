@@ -1,8 +1,9 @@
 """Progress of a load, phase by phase: what it is doing, how far it is, and how long is left.
 
 A load runs these phases, in order: ``copy`` (the existing store, to a private file),
-``read`` (parse and write every record), ``index`` (the search index), ``embed`` (entity
-vectors) and ``commit`` (sync to disk and swap the store in). Each begins with
+``read`` (parse every record; write entities and evidence), ``write`` (the relationships,
+in key order), ``index`` (the search index), ``embed`` (entity vectors), ``graph`` (the
+array index of the graph) and ``commit`` (sync to disk and swap the store in). Each begins with
 :meth:`LoadProgress.start` and moves with :meth:`LoadProgress.advance` and
 :meth:`LoadProgress.step`; :meth:`LoadProgress.finish` ends the last.
 :class:`StderrProgress` shows them on a terminal as one live line per phase, and
@@ -16,8 +17,9 @@ from typing import TextIO
 
 __all__ = ["PHASES", "LoadProgress", "StderrProgress"]
 
-PHASES = ("copy", "read", "index", "embed", "commit")
-"""The phases of a load, in the order they run (copy only when the store exists)."""
+PHASES = ("copy", "read", "write", "index", "embed", "graph", "commit")
+"""The phases of a load, in the order they run (copy only when the store exists, write only
+when relationships were read, embed only with an embedder)."""
 
 
 class LoadProgress:

@@ -19,10 +19,10 @@ import shlex
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal, overload
 
 from bfsql.errors import clip
-from bfsql.loading.bundle import Record, parse_record, read_bundle
+from bfsql.loading.bundle import Record, Row, parse_record, read_bundle
 from bfsql.loading.errors import BadRow, LoadError, RowErrors, report
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, describe_size
 from bfsql.loading.lines import ByteCallback, bounded_lines, check_lines, decode_line
@@ -132,6 +132,22 @@ def check_format(fmt: str) -> str:
     return fmt
 
 
+@overload
+def read_records(
+    path: str | Path, fmt: str | None = ..., *, limits: LoadLimits = ..., errors: RowErrors | None = ...,
+    prefixes: PrefixMap | None = ..., on_bytes: ByteCallback | None = ..., plain: Literal[False] = ...,
+) -> Iterator[tuple[int, Record]]:
+    ...
+
+
+@overload
+def read_records(
+    path: str | Path, fmt: str | None = ..., *, limits: LoadLimits = ..., errors: RowErrors | None = ...,
+    prefixes: PrefixMap | None = ..., on_bytes: ByteCallback | None = ..., plain: bool,
+) -> Iterator[tuple[int, Row]]:
+    ...
+
+
 def read_records(
     path: str | Path,
     fmt: str | None = None,
@@ -140,7 +156,8 @@ def read_records(
     errors: RowErrors | None = None,
     prefixes: PrefixMap | None = None,
     on_bytes: ByteCallback | None = None,
-) -> Iterator[tuple[int, Record]]:
+    plain: bool = False,
+) -> Iterator[tuple[int, Row]]:
     """Yield ``(line, record)`` from a file of any supported format (``fmt`` overrides detection).
 
     Bad rows raise :class:`BadRow`, or with ``errors`` are collected there and skipped
@@ -148,12 +165,13 @@ def read_records(
     raise: nothing after them can be read). ``prefixes`` compacts RDF ids (see
     :mod:`bfsql.loading.prefixes`; without it they stay full IRIs). ``on_bytes`` hears
     of the bytes read, for progress. A SQLite database is refused whatever ``fmt`` says
-    (:func:`refuse_sqlite_source`).
+    (:func:`refuse_sqlite_source`). With ``plain``, a bundle's rows of the simplest shapes
+    come as tuples (:mod:`bfsql.loading.plain`).
     """
     fmt = check_format(fmt) if fmt is not None else detect_format(path)
     refuse_sqlite_source(path)
     if fmt == "jsonl":
-        return read_bundle(path, limits=limits, errors=errors, on_bytes=on_bytes)
+        return read_bundle(path, limits=limits, errors=errors, on_bytes=on_bytes, plain=plain)
     if fmt in ("csv", "tsv"):
         return read_triple_table(
             path, delimiter="," if fmt == "csv" else "\t", limits=limits, errors=errors, on_bytes=on_bytes

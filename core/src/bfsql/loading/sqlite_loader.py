@@ -56,15 +56,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bfsql.csr import build_index, save_index
+from bfsql.csr import Edges, build_index, index_of_edges, save_index
 from bfsql.embedders import Embedder, sync_embedding
-from bfsql.loading.bundle import Record
+from bfsql.loading.bundle import Record, Row
 from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
+from bfsql.loading.plain import PlainEntity, PlainRelationship, PlainRelationships
 from bfsql.loading.prefixes import PrefixMap, parse_prefix, turtle_prefixes
 from bfsql.loading.progress import LoadProgress
 from bfsql.loading.readers import FORMATS, ImpliedEntity, check_format, detect_format, read_records, require_rdflib
-from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
+from bfsql.loading.relationship_buffer import RelationshipBuffer
 from bfsql.plugins import create_embedder, preferred_embedder
 
 __all__ = [
@@ -100,6 +102,9 @@ MAX_ERRORS = 20
 _RDF_FORMATS = ("nt", "ttl")
 _SILENT = LoadProgress()
 
+_BY_OBJECT = "relationship_by_object ON relationship (object_id, subject_id, predicate)"
+"""The relationships' index by object (built after the rows when a load fills an empty table)."""
+
 _BASE_DDL = """
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
@@ -125,7 +130,7 @@ CREATE TABLE IF NOT EXISTS relationship (
     properties TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (subject_id, predicate, object_id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS relationship_by_object ON relationship (object_id, subject_id, predicate);
+CREATE INDEX IF NOT EXISTS """ + _BY_OBJECT + """;
 CREATE TABLE IF NOT EXISTS evidence (
     subject_id TEXT NOT NULL,
     predicate TEXT NOT NULL,
@@ -307,20 +312,28 @@ INSERT INTO entity (entity_id, entity_type, name, synonyms, properties, status, 
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (entity_id) DO NOTHING
 """
-_UPSERT_RELATIONSHIP = """
-INSERT INTO relationship (subject_id, predicate, object_id, confidence, source_documents, properties)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (subject_id, predicate, object_id) DO UPDATE SET
-    confidence = excluded.confidence, source_documents = excluded.source_documents, properties = excluded.properties
-"""
 _INSERT_EVIDENCE = """
 INSERT OR IGNORE INTO evidence (subject_id, predicate, object_id, text_span, confidence, document_id, section)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 """
 
 
-def _statement(record: Record) -> tuple[str, tuple[Any, ...]]:
-    """The SQL statement and parameters that store one record."""
+def _relationship_row(record: RelationshipRecord) -> tuple[str, str, str, float | None, str, str]:
+    """A relationship's columns."""
+    return (
+        record.subject,
+        record.predicate,
+        record.object,
+        record.confidence,
+        _json(record.source_documents),
+        _json(record.properties),
+    )
+
+
+def _statement(record: EntityRecord | EvidenceRecord | PlainEntity) -> tuple[str, tuple[Any, ...]]:
+    """The SQL statement and parameters that store one entity or evidence record."""
+    if isinstance(record, PlainEntity):
+        return _UPSERT_ENTITY, (record.id, record.entity_type, record.name, "[]", "{}", None, None, None, None)
     if isinstance(record, EntityRecord):
         return _INSERT_IMPLIED if isinstance(record, ImpliedEntity) else _UPSERT_ENTITY, (
             record.id,
@@ -332,15 +345,6 @@ def _statement(record: Record) -> tuple[str, tuple[Any, ...]]:
             record.confidence,
             record.source,
             record.canonical_url,
-        )
-    if isinstance(record, RelationshipRecord):
-        return _UPSERT_RELATIONSHIP, (
-            record.subject,
-            record.predicate,
-            record.object,
-            record.confidence,
-            _json(record.source_documents),
-            _json(record.properties),
         )
     return _INSERT_EVIDENCE, (
         record.subject,
@@ -355,7 +359,8 @@ def _statement(record: Record) -> tuple[str, tuple[Any, ...]]:
 
 # Batches are written in this order. Upserts before implied inserts makes a full entity
 # win over an implied one whichever came first, exactly as record-by-record writing would.
-_STATEMENT_ORDER = (_UPSERT_ENTITY, _INSERT_IMPLIED, _UPSERT_RELATIONSHIP, _INSERT_EVIDENCE)
+# Relationships are written after everything is read (bfsql.loading.relationship_buffer).
+_STATEMENT_ORDER = (_UPSERT_ENTITY, _INSERT_IMPLIED, _INSERT_EVIDENCE)
 
 
 def _flush(conn: sqlite3.Connection, batch: dict[str, list[tuple[Any, ...]]]) -> None:
@@ -370,7 +375,7 @@ def _labels(conn: sqlite3.Connection, progress: LoadProgress) -> Iterator[tuple[
     for number, (entity_id, name, synonyms) in enumerate(rows, start=1):
         if name:
             yield entity_id, 0, name, name.casefold()
-        for synonym in json.loads(synonyms):
+        for synonym in json.loads(synonyms) if synonyms != "[]" else ():
             if synonym:
                 yield entity_id, 1, synonym, synonym.casefold()
         if number % PROGRESS_EVERY == 0:
@@ -507,7 +512,7 @@ def _prefix_map(conn: sqlite3.Connection, reading: _Reading) -> PrefixMap:
 
 def _streams(
     conn: sqlite3.Connection, reading: _Reading, errors: RowErrors, progress: LoadProgress
-) -> Iterator[Iterator[tuple[int, Record]]]:
+) -> Iterator[Iterator[tuple[int, Row]]]:
     """One stream of records per source, in order; the read phase counts their bytes (or records)."""
     if reading.records is not None:
         progress.start("read", None, "records")
@@ -521,7 +526,7 @@ def _streams(
     progress.start("read", sum(size.st_size for size in sizes) if regular else None, "bytes")
     for path, fmt in reading.files:
         yield read_records(
-            path, fmt, limits=reading.limits, errors=errors, prefixes=prefixes, on_bytes=progress.advance
+            path, fmt, limits=reading.limits, errors=errors, prefixes=prefixes, on_bytes=progress.advance, plain=True
         )
 
 
@@ -543,16 +548,31 @@ def _fill(
     pending = 0
     chosen = _resolve_embedder(conn, embedder)
     conn.execute("BEGIN")
+    fresh = conn.execute("SELECT 1 FROM relationship LIMIT 1").fetchone() is None
+    relationships = RelationshipBuffer(conn)
+    triples: list[tuple[str, str, str]] = []  # the most frequent rows, given to the buffer a batch at a time
     for stream in _streams(conn, reading, errors, progress):
         try:
             for _, record in stream:
-                counts[record.kind] += 1
-                if errors.count:
-                    continue  # the load fails: only look for more bad rows
-                sql, params = _statement(record)
-                batch[sql].append(params)
                 pending += 1
+                if isinstance(record, PlainRelationship):
+                    triples.append(record)
+                elif isinstance(record, PlainRelationships):
+                    triples.extend(record)
+                    pending += len(record) - 1
+                else:
+                    counts[record.kind] += 1
+                    if errors.count:
+                        pass  # the load fails: only look for more bad rows
+                    elif isinstance(record, RelationshipRecord):
+                        if triples:  # those read before it come before it
+                            _take(relationships, triples, counts, errors)
+                        relationships.add_row(_relationship_row(record))
+                    else:
+                        sql, params = _statement(record)
+                        batch[sql].append(params)
                 if pending >= PROGRESS_EVERY:
+                    _take(relationships, triples, counts, errors)
                     _flush(conn, batch)
                     if reading.records is not None:
                         progress.advance(pending)
@@ -560,21 +580,50 @@ def _fill(
                     progress.step(_records(counts))
         except BadRow as exc:  # a row after which the source cannot be read on
             errors.add(exc)
+    _take(relationships, triples, counts, errors)
     errors.raise_if_any()
     _flush(conn, batch)
     if reading.records is not None:
         progress.advance(pending)
     progress.step(_records(counts))
+    edges = _write_relationships(conn, relationships, fresh, progress) if len(relationships) else None
     _rebuild_search_index(conn, progress)
     counts["embedded"] = _rebuild_vectors(conn, chosen, progress)
     counts["embedder"] = chosen.name if chosen is not None else None
     if description is not None:
         _set_meta(conn, "description", description)
     progress.start("graph")
-    save_index(conn, build_index(conn))  # read by the server at start, instead of rebuilt there
+    # Read by the server at start, instead of rebuilt there; the relationships just written
+    # are the whole table when it was empty, so they need not be read again.
+    save_index(conn, index_of_edges(conn, edges) if fresh and edges is not None else build_index(conn))
     progress.start("commit")
     conn.execute("COMMIT")
     return counts
+
+
+def _take(
+    relationships: RelationshipBuffer, triples: list[tuple[str, str, str]], counts: dict[str, Any], errors: RowErrors
+) -> None:
+    """Count the plain relationships read since the last call and buffer them (unless the load already failed)."""
+    counts["relationship"] += len(triples)
+    if not errors.count:
+        relationships.extend(triples)
+    triples.clear()
+
+
+def _write_relationships(
+    conn: sqlite3.Connection, relationships: RelationshipBuffer, fresh: bool, progress: LoadProgress
+) -> Edges:
+    """Write the relationships read, in key order; an empty table gets its index by object afterwards."""
+    progress.start("write", len(relationships), "relationships")
+    if fresh:
+        conn.execute("DROP INDEX IF EXISTS relationship_by_object")
+    edges = relationships.write(progress)
+    if fresh:
+        progress.step("index by object")
+        conn.execute(f"CREATE INDEX {_BY_OBJECT}")
+        progress.step("")
+    return edges
 
 
 def _fsync(path: Path, directory: bool = False) -> None:

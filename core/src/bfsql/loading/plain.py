@@ -1,0 +1,183 @@
+"""Bundle rows of the simplest shapes, checked without building a model: the loader's fast path.
+
+Most rows of a big graph are a bare relationship (``kind``, ``subject``, ``predicate``,
+``object``) or an entity with at most a name. :func:`plain_row` checks such a decoded row
+exactly as :class:`~bfsql.loading.records.RelationshipRecord` or
+:class:`~bfsql.loading.records.EntityRecord` and the limits would (strings, not blank, no
+control characters or lone surrogates in ids, lengths within the limits) and gives it as a
+tuple; any other row, or one that fails a check, gets None and goes the full way, which
+says what is wrong. Building a pydantic model costs more than decoding the line.
+
+:func:`line_reader` and :func:`block_reader` go further for lines written the usual way
+(keys in the order of docs/bundle-format.md, strings without escapes): one regular
+expression reads and checks a line, or a whole block of relationship lines, without
+decoding JSON at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple, TypeGuard
+
+from bfsql.loading.limits import _SURROGATE, LoadLimits
+from bfsql.loading.records import _NOT_IN_IDS
+
+__all__ = [
+    "PlainEntity", "PlainRelationship", "PlainRelationships", "block_reader", "clean_text", "line_reader", "plain_row",
+]
+
+
+class PlainEntity(NamedTuple):
+    """An entity row with nothing but an id, a type and maybe a name."""
+
+    id: str
+    entity_type: str
+    name: str | None
+
+    @property
+    def kind(self) -> Literal["entity"]:
+        """As a record's."""
+        return "entity"
+
+
+class PlainRelationship(NamedTuple):
+    """A relationship row with nothing but its triple."""
+
+    subject: str
+    predicate: str
+    object: str
+
+    @property
+    def kind(self) -> Literal["relationship"]:
+        """As a record's."""
+        return "relationship"
+
+
+def clean_text(text: str) -> bool:
+    """Whether a JSON line's strings can hold no control character or lone surrogate.
+
+    Those come only from escapes, non-ASCII characters or DEL (JSON refuses raw control
+    characters), so a line without any needs no search.
+    """
+    return text.isascii() and "\\" not in text and "\x7f" not in text
+
+
+def _id_ok(value: Any, limit: int, clean: bool) -> TypeGuard[str]:
+    return (
+        type(value) is str
+        and 0 < len(value) <= limit
+        and not value.isspace()
+        and (clean or _NOT_IN_IDS.search(value) is None)
+    )
+
+
+def _name_ok(value: Any, limit: int, clean: bool) -> TypeGuard[str | None]:
+    if value is None:
+        return True
+    return (
+        type(value) is str
+        and len(value) <= limit
+        and (clean or ("\x00" not in value and (value.isascii() or _SURROGATE.search(value) is None)))
+    )
+
+
+def plain_row(obj: dict[str, Any], limits: LoadLimits, clean: bool) -> PlainEntity | PlainRelationship | None:
+    """The row as a plain tuple when it has one of the simplest shapes and passes every check, else None.
+
+    ``clean``: the line passed :func:`clean_text`, so the character searches can be skipped.
+    """
+    size = len(obj)
+    kind = obj.get("kind")
+    ids = limits.id_chars
+    if kind == "relationship" and size == 4:
+        subject, predicate, target = obj.get("subject"), obj.get("predicate"), obj.get("object")
+        if _id_ok(subject, ids, clean) and _id_ok(predicate, ids, clean) and _id_ok(target, ids, clean):
+            return PlainRelationship(subject, predicate, target)
+    elif kind == "entity" and (size == 3 or (size == 4 and "name" in obj)):
+        entity_id, entity_type, name = obj.get("id"), obj.get("entity_type"), obj.get("name")
+        names = limits.name_chars
+        if _id_ok(entity_id, ids, clean) and _id_ok(entity_type, ids, clean) and _name_ok(name, names, clean):
+            return PlainEntity(entity_id, entity_type, name)
+    return None
+
+
+class PlainRelationships(list[tuple[str, str, str]]):
+    """The triples of consecutive lines that are all relationships with nothing but their triple."""
+
+    @property
+    def kind(self) -> Literal["relationship"]:
+        """As a record's."""
+        return "relationship"
+
+
+_SPACE = r"[ \t\r]*"
+"""JSON's whitespace within a line."""
+
+
+@functools.lru_cache(maxsize=8)
+def _patterns(id_chars: int, name_chars: int) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """A relationship's line, an entity's line and a block's relationship lines, written the usual way.
+
+    A JSON string without escapes is its text. An id must not hold a quote, backslash, control
+    character, DEL or lone surrogate and must hold something besides whitespace; a name must
+    not hold a quote, backslash, C0 control character (raw C0 controls are not JSON anyway) or
+    lone surrogate. Lengths are held to the limits.
+    """
+    ident = rf'"(?=[^"]*?[^\s"])([^"\\\x00-\x1f\x7f-\x9f\ud800-\udfff]{{1,{id_chars}}})"'
+    name = rf'"([^"\\\x00-\x1f\ud800-\udfff]{{0,{name_chars}}})"'
+
+    def fields(*pairs: tuple[str, str]) -> str:
+        return f"{_SPACE},{_SPACE}".join(f'"{key}"{_SPACE}:{_SPACE}{value}' for key, value in pairs)
+
+    relationship = (
+        "{" + _SPACE + fields(("kind", '"relationship"'), ("subject", ident), ("predicate", ident), ("object", ident))
+        + _SPACE + "}"
+    )
+    entity = (
+        "{" + _SPACE + fields(("kind", '"entity"'), ("id", ident), ("entity_type", ident))
+        + f"(?:{_SPACE},{_SPACE}{fields(('name', name))})?" + _SPACE + "}"
+    )
+    block = f"^{_SPACE}{relationship}{_SPACE}$"
+    return re.compile(relationship), re.compile(entity), re.compile(block, re.MULTILINE)
+
+
+def line_reader(limits: LoadLimits) -> Callable[[str], PlainRelationship | PlainEntity | None]:
+    """A function giving the row of a stripped JSON line written the usual way (see the module), else None."""
+    relationship, entity, _ = _patterns(limits.id_chars, limits.name_chars)
+    relationship_line, entity_line = relationship.fullmatch, entity.fullmatch
+
+    def plain_line(text: str) -> PlainRelationship | PlainEntity | None:
+        found = relationship_line(text)
+        if found is not None:
+            return PlainRelationship(*found.groups())
+        found = entity_line(text)
+        if found is not None:
+            return PlainEntity(*found.groups())
+        return None
+
+    return plain_line
+
+
+def block_reader(limits: LoadLimits) -> Callable[[bytes], PlainRelationships | None]:
+    """A function giving the triples of a block of lines that are all relationships written the usual way, else None.
+
+    Such a block (most of a big graph's relationships) is read by one regular expression,
+    with no Python work per line.
+    """
+    _, _, block = _patterns(limits.id_chars, limits.name_chars)
+    first, every = block.match, block.findall
+
+    def plain_block(data: bytes) -> PlainRelationships | None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if first(text) is None:  # most blocks of other rows fail here, before the whole block is searched
+            return None
+        lines = text.count("\n") + (not text.endswith("\n"))
+        found = every(text)
+        return PlainRelationships(found) if len(found) == lines else None
+
+    return plain_block
