@@ -46,7 +46,7 @@ from bfsql.models import (
 )
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer, in_light_call, light_call
 from bfsql.primitives import SEARCH_LIMIT, Primitives
-from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo
+from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
 from bfsql.search_rank import lexical_rank
 from bfsql.version import __version__
 
@@ -56,8 +56,10 @@ if TYPE_CHECKING:
     from bfsql.backends.sqlite import SqliteBackend
     from bfsql.embedders import AUTO, DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine
     from bfsql.engine import bfs_query, intersect_subgraphs
+    from bfsql.engine.assemble import page_edges
     from bfsql.engine.paths import path_query
     from bfsql.engine.search import search_entities
+    from bfsql.engine.traverse import Expansion, expand
     from bfsql.graph import Graph, then
     from bfsql.loading import (
         BadRow,
@@ -102,6 +104,10 @@ _LAZY = {
     "cosine": "bfsql.embedders",
     "bfs_query": "bfsql.engine",
     "intersect_subgraphs": "bfsql.engine",
+    # For a backend that walks in its store: the engine's hop walk (for small walks) and its page rule.
+    "expand": "bfsql.engine.traverse",
+    "Expansion": "bfsql.engine.traverse",
+    "page_edges": "bfsql.engine.assemble",
     "path_query": "bfsql.engine.paths",
     "search_entities": "bfsql.engine.search",
     "Graph": "bfsql.graph",
@@ -152,6 +158,7 @@ __all__ = [
     "EntityRecord",
     "EntityStub",
     "EvidenceRecord",
+    "Expansion",
     "Graph",
     "GraphBackend",
     "GraphDbInterface",
@@ -166,16 +173,20 @@ __all__ = [
     "Neighbourhood",
     "Node",
     "NodeInfo",
+    "Overlap",
     "Pacer",
     "PathQueryResult",
     "Primitives",
+    "Reached",
     "Record",
     "RelationshipRecord",
     "ResultEdge",
     "SchemaDescription",
     "SchemaSummary",
+    "SeedPath",
     "ServerSettings",
     "SqliteBackend",
+    "Survey",
     "TraversalLimits",
     "Truncation",
     "UnknownEntity",
@@ -190,6 +201,7 @@ __all__ = [
     "detect_format",
     "edge_metadata",
     "entity_metadata",
+    "expand",
     "gather_bounded",
     "gather_or_cancel",
     "get_backends",
@@ -206,6 +218,7 @@ __all__ = [
     "load_sqlite",
     "node_metadata",
     "open_graph",
+    "page_edges",
     "path_query",
     "postprocess",
     "preferred_embedder",

@@ -14,9 +14,16 @@ from typing import Any
 import pytest
 from pg_variants import build_evidence_table_variant
 
-from bfsql import Graph, Record, RelationshipRecord, TraversalLimits, UnknownEntity, bfs_query
-from bfsql.hookspecs import hookimpl
-from bfsql.loading.records import EntityRecord
+from bfsql import (
+    EntityRecord,
+    Graph,
+    Record,
+    RelationshipRecord,
+    TraversalLimits,
+    UnknownEntity,
+    bfs_query,
+    hookimpl,
+)
 from bfsql.testing.random_graphs import TYPES, random_records
 from bfsql_postgres import PostgresBackend, PostgresConfig, layout
 from bfsql_postgres.loader import load_records

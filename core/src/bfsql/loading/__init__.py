@@ -10,8 +10,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bfsql.loading.bundle import Record, read_bundle
+    from bfsql.loading.bundle import Record, parse_json_line, read_bundle
     from bfsql.loading.errors import BadRow
+    from bfsql.loading.limits import LoadLimits
     from bfsql.loading.prefixes import compact_iri
     from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
     from bfsql.loading.records import (
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 _WHERE = {
     "Record": "bundle",
     "read_bundle": "bundle",
+    "parse_json_line": "bundle",
+    "LoadLimits": "limits",
     "BadRow": "errors",
     "compact_iri": "prefixes",
     "ImpliedEntity": "readers",
@@ -56,6 +59,7 @@ __all__ = [
     "EntityRecord",
     "EvidenceRecord",
     "ImpliedEntity",
+    "LoadLimits",
     "Record",
     "RelationshipRecord",
     "compact_iri",
@@ -64,6 +68,7 @@ __all__ = [
     "entity_metadata",
     "load_sqlite",
     "node_metadata",
+    "parse_json_line",
     "read_bundle",
     "read_records",
     "relationship_metadata",

@@ -31,18 +31,18 @@ from bfsql import (
     EmbedderMismatch,
     EntityStub,
     EvidenceRecord,
+    Graph,
     GraphBackend,
     Neighbourhood,
     NodeInfo,
+    Survey,
     TraversalLimits,
     clip,
     entity_metadata,
+    expand,
     relationship_metadata,
     statement_span,
 )
-from bfsql.engine.traverse import expand
-from bfsql.graph import Graph
-from bfsql.rows import Survey
 from bfsql_postgres import queries, walk
 from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn

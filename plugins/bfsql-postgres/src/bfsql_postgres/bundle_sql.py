@@ -31,8 +31,7 @@ from pathlib import Path
 import asyncpg
 
 from bfsql import Record
-from bfsql.loading.bundle import parse_json_line
-from bfsql.loading.limits import LoadLimits
+from bfsql.loading import LoadLimits, parse_json_line
 
 __all__ = ["BLANK", "CONTROL", "LINES_DDL", "count_lines", "stage_bundle"]
 

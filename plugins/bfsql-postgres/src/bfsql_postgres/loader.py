@@ -46,7 +46,7 @@ from bfsql import (
     preferred_embedder,
     read_records,
 )
-from bfsql.loading.limits import DEFAULT_LIMITS
+from bfsql.loading import LoadLimits
 from bfsql_postgres.bundle_sql import LINES_DDL, stage_bundle
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.schema import INDEXES, create_schema, ensure_vector_index, index_statement
@@ -450,7 +450,7 @@ async def _stage(
         if isinstance(source, tuple):
             path, fmt = source
             if fmt == "jsonl":
-                staged = await stage_bundle(conn, path, staging.seq + 1, DEFAULT_LIMITS, staging.add_numbered)
+                staged = await stage_bundle(conn, path, staging.seq + 1, LoadLimits(), staging.add_numbered)
                 if staged is not None:
                     lines, counts = staged
                     staging.seq += lines

@@ -33,9 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from bfsql.engine.assemble import page_edges
-from bfsql.engine.traverse import Expansion
-from bfsql.rows import Edge, Reached, Survey
+from bfsql import Edge, Expansion, Reached, Survey, page_edges
 from bfsql_postgres.layout import StoreLayout
 
 __all__ = ["survey_of_expansion", "survey_of_rows", "traverse_sql"]
