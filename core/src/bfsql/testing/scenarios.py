@@ -182,13 +182,14 @@ def injection_corpus(
 
 
 async def cancel_one_of_shared_calls(
-    target: Any, tool: str, arguments: dict[str, Any], copies: int = 4
+    target: Any, tool: str, arguments: dict[str, Any], copies: int = 4, cancel_after: float = 1.0
 ) -> dict[str, Any]:
     """Start ``copies`` identical calls at once and cancel the first mid-way; the others must still answer.
 
     Identical calls share their backend loads (the cache coalesces them), so the first call
     owns loads the others wait for. It is cancelled the way a client's stop button cancels
-    it (``notifications/cancelled``), as soon as it reports progress (or after 1 s). Every
+    it (``notifications/cancelled``), as soon as it reports progress (or after ``cancel_after``
+    seconds: choose a call that runs longer, or the first one answers before it is cancelled). Every
     other call must end as an answer or a short tool error, never a lost connection, and
     the server must answer a further call. ``target`` is what :class:`mcp.Client` opens: a
     :class:`~mcp.client.stdio.StdioServerParameters` or a streamable HTTP URL.
@@ -218,7 +219,7 @@ async def cancel_one_of_shared_calls(
         async with anyio.create_task_group() as group:
             for index, scope in enumerate(scopes):
                 group.start_soon(one, index, scope)
-            with anyio.move_on_after(1.0):
+            with anyio.move_on_after(cancel_after):
                 await started_work.wait()
             scopes[0].cancel()
         after = await client.call_tool("describe_schema", {})
