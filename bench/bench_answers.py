@@ -82,7 +82,7 @@ async def measure(graph: Graph, tool: Any, arguments: dict[str, Any]) -> dict[st
         postprocess(graph, answer, tool.__name__)
         engine.append(time.perf_counter() - started)
         started = time.perf_counter()
-        fitted, text = fit_and_serialise(answer, budget)
+        fitted, text, _notes = fit_and_serialise(answer, budget)
         fitting.append(time.perf_counter() - started)
     nodes = fitted["nodes"]
     named = sum(1 for n in nodes if n.get("name") or (n.get("metadata") or {}).get("name"))
