@@ -92,7 +92,7 @@ class FalkorInstance:
         db = falkordb.FalkorDB(host="127.0.0.1", port=self.redis_port, socket_timeout=60)
         if self._server is None:
             self._server = FalkorServer(self.redis_port, self.bolt_port, db)
-            self._server.use("standard", standard_records)
+            self._server.serve_only("standard", standard_records)
             db.connection.execute_command("SAVE")  # every restart reloads exactly this
         else:
             self._server.db = db
