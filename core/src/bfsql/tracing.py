@@ -11,15 +11,16 @@ here: every span is a no-op until an SDK is installed, by ``bfsql serve --otlp-e
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
+from types import TracebackType
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import ProxyTracerProvider, SpanKind
+from opentelemetry.trace import ProxyTracerProvider, Span, SpanKind, Status, StatusCode, Tracer
 
 __all__ = ["STATEMENT_CHARS", "primitive_span", "statement_span", "tracing"]
 
-_tracer = trace.get_tracer("bfsql")
 _NO_SPAN = nullcontext()
+_current: tuple[object, Tracer] | None = None
 
 STATEMENT_CHARS = 2000
 """Longest statement text a span keeps (the query, never its parameters)."""
@@ -33,11 +34,23 @@ def tracing() -> bool:
     return not isinstance(trace.get_tracer_provider(), ProxyTracerProvider) and trace.get_current_span().is_recording()
 
 
+def _tracer() -> Tracer:
+    """bfsql's tracer from the installed provider itself, kept per provider.
+
+    A tracer taken before the SDK is installed is a proxy that forwards every span it starts.
+    """
+    global _current
+    provider = trace.get_tracer_provider()
+    if _current is None or _current[0] is not provider:
+        _current = (provider, provider.get_tracer("bfsql"))
+    return _current[1]
+
+
 def primitive_span(graph: str, primitive: str) -> AbstractContextManager[Any]:
-    """The span of one primitive call a graph's backend answers."""
+    """The span of one primitive call a graph's backend answers (the current span while it runs)."""
     if not tracing():
         return _NO_SPAN
-    return _tracer.start_as_current_span(
+    return _tracer().start_as_current_span(
         f"bfsql.primitive {primitive}", kind=SpanKind.INTERNAL,
         attributes={"bfsql.graph": graph, "bfsql.primitive": primitive},
     )
@@ -47,11 +60,31 @@ def statement_span(system: str, statement: str) -> AbstractContextManager[Any]:
     """The span of one statement a backend sends to its store (``system``: ``postgresql``, ``sparql`` …).
 
     The statement's text is kept (clipped to :data:`STATEMENT_CHARS`); its parameters, which carry
-    the caller's ids and search texts, are not.
+    the caller's ids and search texts, are not. A statement has no spans of its own, so its span
+    is never made the current one (which would cost a context switch in and out per statement).
     """
     if not tracing():
         return _NO_SPAN
-    return _tracer.start_as_current_span(
+    return _LeafSpan(_tracer().start_span(
         f"{system} query", kind=SpanKind.CLIENT,
         attributes={"db.system.name": system, "db.query.text": statement[:STATEMENT_CHARS]},
-    )
+    ))
+
+
+class _LeafSpan:
+    """Ends a span when its block ends; an exception is recorded on it and marks it failed."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+
+    def __enter__(self) -> Span:
+        return self.span
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if error is not None:
+            self.span.record_exception(error)
+            self.span.set_status(Status(StatusCode.ERROR, f"{kind.__name__ if kind else 'Error'}: {error}"))
+        self.span.end()
