@@ -132,8 +132,14 @@ def hop_query(
     With ``literals`` (a traversal that will show node metadata) ``?lp ?l`` are every
     literal statement of the end, not only its labels, and its types and literals come
     as rows of their own (a union, not a product): the node statements of
-    :func:`node_statements_query`, read in the same pass.
+    :func:`node_statements_query`, read in the same pass. They come once per distinct end,
+    apart from the edge rows (which then carry ``?o`` and ``?dangling`` only): an end's
+    dozen literals repeated with each edge to it, with the edge's columns, made the answer
+    several times larger (Oxigraph, a disease's 1-hop hop with literals on the HPO: 23 ms
+    joined, 18 ms apart).
     """
+    if with_ends and literals:
+        return _ends_apart_query(iris, languages, limit, type_predicate)
     if not with_ends:
         not_type = f"?p != {iri_ref(type_predicate)}"
         return (
@@ -225,6 +231,27 @@ def _joined_pattern(
     return (
         f"{{ {_values('e', iris)} {_EXISTS} }} {{ {outgoing} }} UNION {{ {incoming} }} {live('o')} "
         f"{_naming('o', label_predicates, languages, type_predicate, literals)}"
+    )
+
+
+def _ends_apart_query(iris: Sequence[str], languages: Sequence[str], limit: int, type_predicate: str) -> str:
+    """:func:`hop_query` with ends and literals: edge rows, then each distinct live end's statements, then the asked."""
+    not_type = f"?p != {iri_ref(type_predicate)}"
+    edges = (
+        f"{{ {_values('e', iris)} {_EXISTS} }} {{ ?e ?p ?out FILTER(isIRI(?out) && {not_type}) BIND(?out AS ?o) "
+        'BIND(IF(NOT EXISTS { ?out ?_p1 ?_o1 }, "dangling", COALESCE()) AS ?dangling) } UNION '
+        f"{{ ?in ?p ?e FILTER(isIRI(?in) && {not_type}) BIND(?in AS ?o) }} {live('o')}"
+    )
+    ends = (
+        f"{{ SELECT DISTINCT ?o WHERE {{ {{ {_values('e', iris)} {_EXISTS} }} "
+        f"{{ ?e ?_pe ?o FILTER(isIRI(?o) && ?_pe != {iri_ref(type_predicate)}) }} UNION "
+        f"{{ ?o ?_pe ?e FILTER(isIRI(?o) && ?_pe != {iri_ref(type_predicate)}) }} }} }} {live('o')} "
+        f"{_naming('o', (), languages, type_predicate, True)}"
+    )
+    asked = f"{_anchor('o', iris)} {_naming('o', (), languages, type_predicate, True)}"
+    return (
+        f"SELECT ?e ?p ?out ?in ?o ?t ?lp ?l ?dangling WHERE "
+        f"{{ {{ {edges} }} UNION {{ {ends} }} UNION {{ {asked} }} }} LIMIT {int(limit)}"
     )
 
 
