@@ -9,12 +9,17 @@ of thousands of nodes costs no per-item object.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict
 
 from bfsql.models import BfsResult, ConnectionPath, IntersectionResult, Node, ResultEdge, SchemaSummary, Truncation
+from bfsql.rows import Reached
 
-__all__ = ["AnswerRoom", "Detail", "EdgeRecords", "EntityRecords", "Listing", "Traversal", "Triple"]
+__all__ = [
+    "AnswerRoom", "Detail", "EdgeRecords", "EntityRecords", "Listing", "PageColumns", "Traversal", "Triple",
+    "page_columns",
+]
 
 Triple = tuple[str, str, str]
 """An edge as (subject, predicate, object): sorted, it is the canonical edge order."""
@@ -51,6 +56,25 @@ class AnswerRoom(Protocol):
     def most_nodes(self) -> int:
         """More nodes than any answer within the budget can show (a store lists no more of a traversal)."""
         ...
+
+
+class PageColumns(TypedDict):
+    """The fields of a :class:`Traversal` that list its page's nodes."""
+
+    node_ids: list[str]
+    types: dict[str, str]
+    names: dict[str, str | None]
+    distance: dict[str, int]
+
+
+def page_columns(page: Sequence[Reached]) -> PageColumns:
+    """A store walk's page of reached nodes (id, type, name, distance) as a :class:`Traversal`'s columns."""
+    return PageColumns(
+        node_ids=[row[0] for row in page],
+        types={row[0]: row[1] for row in page},
+        names={row[0]: row[2] for row in page},
+        distance={row[0]: row[3] for row in page},
+    )
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
-from bfsql.engine.answer import AnswerRoom, Traversal
+from bfsql.engine.answer import AnswerRoom, Traversal, page_columns
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges, schema_summary
 from bfsql.engine.filters import read_filters
@@ -115,24 +115,21 @@ async def _surveyed(
     total = survey.node_count
     stop = total if limit is None else min(total, offset + limit)
     expansion = Expansion(capped_nodes=survey.capped, nodes_cut=survey.nodes_cut)
-    listed = [row[0] for row in survey.page]
+    columns = page_columns(survey.page)
     return Traversal(
         tool="bfs_query",
         seeds=seeds,
         hops=max_hops,
-        node_ids=listed,
-        types={row[0]: row[1] for row in survey.page},
-        names={row[0]: row[2] for row in survey.page},
-        distance={row[0]: row[3] for row in survey.page},
+        **columns,
         triples=list(survey.edges),
         node_count=total,
         edge_count=survey.edge_count,
         schema_summary=SchemaSummary(entity_types_found=survey.entity_types, predicates_found=survey.predicates),
-        truncated=[*expansion.truncations(limits), *graph.backend.truncations(set(listed)),
+        truncated=[*expansion.truncations(limits), *graph.backend.truncations(set(columns["node_ids"])),
                    *_page_note(offset, stop, total)],
         warnings=_warnings(survey.unknown_seeds, survey.dangling_edges),
         offset=offset,
-        unlisted=max(0, stop - offset - len(listed)),
+        unlisted=max(0, stop - offset - len(survey.page)),
     )
 
 

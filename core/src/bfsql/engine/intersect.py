@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
-from bfsql.engine.answer import AnswerRoom, Traversal
+from bfsql.engine.answer import AnswerRoom, Traversal, page_columns
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, schema_summary
 from bfsql.engine.filters import read_filters
@@ -297,16 +297,12 @@ async def _overlapped(
     left_out = found.paths_left_out + max(0, found.node_count - PATHS_NODES) * len(seeds)
     if left_out:
         truncated.append(_paths_note(min(found.node_count, PATHS_NODES), left_out))
-    listed = [row[0] for row in found.page]
     dangling = found.dangling_edges
     return Traversal(
         tool="intersect_subgraphs",
         seeds=seeds,
         hops=k,
-        node_ids=listed,
-        types={row[0]: row[1] for row in found.page},
-        names={row[0]: row[2] for row in found.page},
-        distance={row[0]: row[3] for row in found.page},
+        **page_columns(found.page),
         triples=[(s, p, o) for s, p, o in found.edges],
         node_count=found.node_count,
         edge_count=found.edge_count,
@@ -314,7 +310,7 @@ async def _overlapped(
         truncated=truncated,
         warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
         paths=[ConnectionPath(seed=p.seed, node=p.node, edges=[(s, q, o) for s, q, o in p.edges]) for p in found.paths],
-        unlisted=found.node_count - len(listed),
+        unlisted=found.node_count - len(found.page),
     )
 
 
