@@ -19,11 +19,12 @@ Sides, all in this process and on the same server:
 
 * **bfsql**: ``bfs_query(Graph(backend), ...)``, a new Graph per query (built before the clock
   starts), the whole answer listed: the backend's ``traverse`` walks hop by hop (every row comes
-  back anyway), and in full mode the metadata of every node and edge is fetched (two more);
+  back anyway); in full mode the hop statements also bring the metadata of the entities and
+  edges they read (the hop memo), so the answer's metadata costs no statement of its own;
 * **paged**: the same call with the default answer budget (``room``), as ``bfsql serve`` asks:
   only the page an answer can show is listed, the counts stay exact (asserted equal to the
   native side's); small walks go hop by hop, walks of more than 20,000 edges run in the
-  database in one statement; full mode fetches the page's metadata only;
+  database in one statement; full mode shows the page's metadata only;
 * **native**: a hand-written set-based BFS, one statement per hop (the relationships whose
   subject or object is in the frontier), the bookkeeping in Python sets, then one statement for
   the reached entities (every column but the embedding in full mode) and in full mode one for
