@@ -19,11 +19,12 @@ Sides, all in this process and on the same server:
 
 * **bfsql**: ``bfs_query(Graph(backend), ...)``, a new Graph per query (built before the clock
   starts), the whole answer listed: the backend's ``traverse`` walks hop by hop (every row comes
-  back anyway), and in full mode the metadata of every node and edge is fetched (two more);
+  back anyway); in full mode the hop statements also bring the metadata of the entities and
+  edges they read (the hop memo), so the answer's metadata costs no statement of its own;
 * **paged**: the same call with the default answer budget (``room``), as ``bfsql serve`` asks:
   only the page an answer can show is listed, the counts stay exact (asserted equal to the
   native side's); small walks go hop by hop, walks of more than 20,000 edges run in the
-  database in one statement; full mode fetches the page's metadata only;
+  database in one statement; full mode shows the page's metadata only;
 * **native**: a hand-written set-based BFS, one statement per hop (the relationships whose
   subject or object is in the frontier), the bookkeeping in Python sets, then one statement for
   the reached entities (every column but the embedding in full mode) and in full mode one for
@@ -44,7 +45,9 @@ c=.19), ``2**SCALE`` entities and 8 edges each (duplicates dropped), written as 
 loaded by ``bfsql postgres load`` without vectors (load throughput in relations a second, target
 >= 150k/s); then the hub's 1- and 2-hop topology at the default limits against an in-database
 set-based count of its uncut 1- or 2-hop neighbourhood (one plain SQL statement: target 2-hop <= 1.5x),
-and 2- and 3-hop topology from median-degree entities against the native walk.
+and 2- and 3-hop topology from median-degree entities against the native walk. ``--rmat-bundle
+PATH`` loads a bundle written earlier instead (``scale_graphs.py`` writes them; ``--rmat`` then
+only names its scale).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import random
 import statistics
@@ -305,6 +309,7 @@ async def timed(side: Any, seed: str, hops: int, topology: bool) -> tuple[float,
     """One query of one side: seconds and answer."""
     if hasattr(side, "prepare"):
         graph = side.prepare()
+        gc.collect()  # the Graph's set-up leaves garbage (plugin registration): not the query's to collect
         started = time.perf_counter()
         result = await side(graph, seed, hops, topology)
         seconds = time.perf_counter() - started
@@ -499,6 +504,23 @@ def write_rmat(path: Path, scale: int, edge_factor: int = 8, seed: int = 20) -> 
     return f"n{int(degree.argmax())}", f"n{median}"
 
 
+def hub_and_median(path: Path) -> tuple[str, str]:
+    """The hub (most relationships, ties by id) and an entity of median degree of a bundle written earlier (e.g. by
+    ``scale_graphs.py``)."""
+    degree: dict[str, int] = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["kind"] == "entity":
+                degree.setdefault(row["id"], 0)
+            elif row["kind"] == "relationship":
+                degree[row["subject"]] = degree.get(row["subject"], 0) + 1
+                if row["object"] != row["subject"]:
+                    degree[row["object"]] = degree.get(row["object"], 0) + 1
+    ranked = sorted(degree, key=lambda n: (-degree[n], n))
+    return ranked[0], ranked[len(ranked) // 2]
+
+
 IN_DATABASE_COUNT = """
 WITH e1 AS MATERIALIZED (
     SELECT subject_id AS s, predicate AS p, object_id AS o FROM relationship WHERE subject_id = ANY($1::text[])
@@ -535,13 +557,19 @@ async def run_rmat(args: argparse.Namespace) -> bool:
 
     room = AnswerBudget(ServerSettings().max_tokens)
     with tempfile.TemporaryDirectory(prefix="bfsql-bench-rmat-") as tmp:
-        bundle = Path(tmp) / "rmat.jsonl"
         started = time.perf_counter()
-        hub, median = write_rmat(bundle, args.rmat)
-        say(f"R-MAT scale {args.rmat} written in {time.perf_counter() - started:.0f}s; hub {hub}, median {median}")
+        if args.rmat_bundle is not None:
+            bundle = args.rmat_bundle
+            hub, median = hub_and_median(bundle)
+            say(f"R-MAT bundle {bundle} read in {time.perf_counter() - started:.0f}s; hub {hub}, median {median}")
+        else:
+            bundle = Path(tmp) / "rmat.jsonl"
+            hub, median = write_rmat(bundle, args.rmat)
+            say(f"R-MAT scale {args.rmat} written in {time.perf_counter() - started:.0f}s; hub {hub}, median {median}")
         rates: list[float] = []
         async with database(None, bundle, rates) as dsn, opened(dsn) as (backend, pool):
-            bundle.unlink()
+            if args.rmat_bundle is None:
+                bundle.unlink()
             count = await pool.fetchrow(IN_DATABASE_COUNT, [hub])
             say(f"hub {hub}: uncut 2-hop neighbourhood {count[0]:,} nodes, {count[1]:,} edges")
             rows = []
@@ -604,6 +632,8 @@ def main() -> int:
     parser.add_argument("--dsn", help="a database already holding the HPO bundle (else an embedded server)")
     parser.add_argument("--classes", default="", help="only these classes (comma-separated)")
     parser.add_argument("--rmat", type=int, default=0, help="also an R-MAT graph of 2**RMAT entities (e.g. 20)")
+    parser.add_argument("--rmat-bundle", type=Path,
+                        help="an R-MAT bundle written earlier (scale_graphs.py) instead of a new one (give --rmat too)")
     parser.add_argument("--no-hpo", action="store_true", help="skip the HPO classes")
     args = parser.parse_args()
     args.hops = [int(h) for h in args.hops.split(",")]

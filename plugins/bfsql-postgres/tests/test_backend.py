@@ -19,10 +19,12 @@ from bfsql import (
     Graph,
     HashingEmbedder,
     NodeInfo,
+    ServerSettings,
     TraversalLimits,
     bfs_query,
     search_entities,
 )
+from bfsql.server.fitting import AnswerBudget
 from bfsql.testing.standard_graph import (
     ASPIRIN,
     GASTRIC,
@@ -112,10 +114,30 @@ async def test_a_traversal_sends_one_statement_per_hop(standard_dsn: str) -> Non
             topology = await log.after(bfs_query(Graph(backend, cache=None), [TP53], hops, topology_only=True))
             assert len(topology) == hops, f"one hop statement per hop, nothing else: {topology}"
             full = await log.after(bfs_query(Graph(backend, cache=None), [TP53], hops))
-            assert len(full) == hops + 2, f"and in full mode node and edge metadata, once each: {full}"
+            assert len(full) == hops, f"in full mode too: the hops bring the metadata (hop memo): {full}"
             assert not any("evidence" in sql for sql in full), "a traversal never reads provenance"
         result = await bfs_query(Graph(backend, cache=None), [TP53], 2, topology_only=True)
         assert result.node_count == 9  # all but the isolated GENE:ORPHAN
+    finally:
+        await backend.aclose()
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["listed whole", "paged"])
+async def test_a_full_traversal_takes_its_metadata_from_its_hops(standard_dsn: str, paged: bool) -> None:
+    """Issue 25: a full answer's metadata comes with its hops (no statement of its own), listed whole or paged
+    (the walk hop by hop within a row budget), and equals what the metadata primitives answer."""
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    room = AnswerBudget(ServerSettings().max_tokens) if paged else None
+    try:
+        statements = await log.after(bfs_query(Graph(backend, cache=None), [TP53], 2, room=room))
+        answer = await bfs_query(Graph(backend, cache=None), [TP53], 2, room=room)
+        hop = queries.budgeted_hop_sql if paged else queries.hop_sql
+        assert statements == [hop(backend.layout, metadata=True)] * 2, statements
+        assert answer.node_metadata and answer.edge_metadata
+        assert answer.node_metadata == await backend.metadata_for_nodes(list(answer.node_metadata))
+        edges = list(answer.edge_metadata)
+        assert answer.edge_metadata == await backend.metadata_for_edges([Edge(*e) for e in edges])
     finally:
         await backend.aclose()
 
@@ -460,7 +482,7 @@ async def test_a_hop_reads_relationships_from_the_indexes_the_schema_creates(sta
     incoming ones from the covering object index, the other ends from entity's primary key."""
     async with standard_backend.pool.acquire() as conn:
         await conn.execute("SET enable_seqscan = off")
-        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + standard_backend._hop_sql, [TP53, MDM2]))
+        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + standard_backend._hop_sql[False], [TP53, MDM2]))
         await conn.execute("RESET enable_seqscan")
     assert "Index Only Scan using relationship_pkey" in plan, plan
     assert "Index Only Scan using relationship_object_idx" in plan, plan

@@ -33,6 +33,7 @@ from bfsql import (
     EvidenceRecord,
     Graph,
     GraphBackend,
+    HopMemo,
     Neighbourhood,
     NodeInfo,
     Survey,
@@ -40,6 +41,7 @@ from bfsql import (
     clip,
     entity_metadata,
     expand,
+    hop_memo,
     relationship_metadata,
     statement_span,
 )
@@ -107,8 +109,14 @@ def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
 
 
 
-def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record]) -> dict[str, Neighbourhood]:
-    """The answer of ``hop`` for the ids ``asked`` from the rows of the hop statement (see :func:`queries.hop_sql`)."""
+def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record], memo: HopMemo | None = None
+                    ) -> dict[str, Neighbourhood]:
+    """The answer of ``hop`` for the ids ``asked`` from the rows of the hop statement (see :func:`queries.hop_sql`).
+
+    With ``memo``, the rows carry metadata (``hop_sql(metadata=True)``): that of the visible entities and of the
+    edges kept is left in the memo (entities as the columns of :data:`queries.ENTITY_METADATA` after the id, edges
+    as ``(confidence, source_documents, properties)``).
+    """
     edges_of: dict[str, list[Any]] = {}
     ends: dict[str, tuple[str, str | None]] = {}
     merged: set[str] = set()
@@ -119,6 +127,8 @@ def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record]) -> dict[str, N
                 merged.add(row[1])
             else:
                 ends[row[1]] = (row[2], row[3])
+                if memo is not None:
+                    memo.nodes[row[1]] = (row[3], row[6], row[7], row[4], row[5], row[8], row[9])
             continue
         edges = edges_of.get(own)
         if edges is None:
@@ -127,17 +137,21 @@ def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record]) -> dict[str, N
             edges.append(row)
     found: dict[str, Neighbourhood] = {}
     dangling = (None, None)
+    kept_metadata = memo.edges if memo is not None else None
     for entity_id in asked:
         node = ends.get(entity_id)
         if node is None:  # not an entity, or a merged one
             continue
         kept: list[Any] = []  # plain tuples of HopEdge's shape
-        for _, subject, predicate, obj, _ in edges_of.get(entity_id, ()):
+        for row in edges_of.get(entity_id, ()):
+            subject, predicate, obj = row[1], row[2], row[3]
             other = obj if subject == entity_id else subject
             if other in merged:
                 continue
             other_type, other_name = ends.get(other, dangling)
             kept.append((subject, predicate, obj, other_type, other_name))
+            if kept_metadata is not None:
+                kept_metadata[(subject, predicate, obj)] = (row[5], row[6], row[7])
         found[entity_id] = Neighbourhood(NodeInfo(*node), kept)
     return found
 
@@ -157,11 +171,13 @@ class _RowBudget:
     async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
         """The neighbourhoods of ``entity_ids``, or :class:`_TooManyRows`."""
         asked = list(dict.fromkeys(entity_ids))
-        rows = await self.backend._fetch(self.backend._budgeted_hop_sql, _storable(asked), self.left)
+        memo = self.backend._memo()
+        sql = self.backend._budgeted_hop_sql[memo is not None]
+        rows = await self.backend._fetch(sql, _storable(asked), self.left)
         if rows and rows[0][1] is None:  # more edges than are left
             raise _TooManyRows
         self.left -= sum(1 for row in rows if row[0] is not None)  # edge rows (the others are their ends)
-        return _neighbourhoods(asked, rows)
+        return _neighbourhoods(asked, rows, memo)
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -202,8 +218,9 @@ class PostgresBackend(GraphBackend):
             self.vector_embedder = (layout.vector_embedder, layout.vector_dimension)
         self.statement_timeout = statement_timeout
         self._description = description
-        self._hop_sql = queries.hop_sql(layout)
-        self._budgeted_hop_sql = queries.budgeted_hop_sql(layout)
+        # Each indexed by whether the hop brings the metadata of what it reads (see _memo).
+        self._hop_sql = (queries.hop_sql(layout), queries.hop_sql(layout, metadata=True))
+        self._budgeted_hop_sql = (queries.budgeted_hop_sql(layout), queries.budgeted_hop_sql(layout, metadata=True))
         self.walk_rows = walk_rows
         self._get_nodes_sql = queries.entities_sql(layout, queries.IDENTITY_COLUMNS)
         self._node_metadata_sql = queries.entities_sql(layout, queries.ENTITY_METADATA)
@@ -312,6 +329,12 @@ class PostgresBackend(GraphBackend):
             ) from None
         return rows
 
+    def _memo(self) -> HopMemo | None:
+        """The memo of the running traversal that will show metadata (:func:`bfsql.hop_memo`): its hops bring the
+        metadata of the entities and edges they read, so that the answer needs no statement for it. None
+        elsewhere, and in a store without unique keys (a triple's rows would come more than once)."""
+        return hop_memo() if self.layout.unique_keys else None
+
     def _triples(self, edges: list[Edge]) -> tuple[list[str], list[str], list[str]]:
         """The distinct storable edges touching none of the layout's few merged ids, as three parallel
         arrays (subjects, predicates, objects)."""
@@ -412,10 +435,13 @@ class PostgresBackend(GraphBackend):
         """Each visible entity asked, with its type and name and its edges in both directions: one statement.
 
         Edge rows are plain tuples. Unknown and merged ids answer nothing, edges to merged
-        entities are left out, and an edge whose other end is no entity has a None type.
+        entities are left out, and an edge whose other end is no entity has a None type. In a
+        traversal that will show metadata (:meth:`_memo`), the same statement brings the metadata
+        of the entities and edges it reads, for :meth:`metadata_for_nodes` and :meth:`metadata_for_edges`.
         """
         asked = list(dict.fromkeys(entity_ids))
-        return _neighbourhoods(asked, await self._fetch(self._hop_sql, _storable(asked)))
+        memo = self._memo()
+        return _neighbourhoods(asked, await self._fetch(self._hop_sql[memo is not None], _storable(asked)), memo)
 
     @override
     async def traverse(
@@ -467,13 +493,25 @@ class PostgresBackend(GraphBackend):
 
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Metadata of each visible entity, in one statement."""
+        """Metadata of each visible entity, in one statement (none for those the traversal's hops brought)."""
+        asked = list(dict.fromkeys(entity_ids))
+        rows: list[Any] = []
+        memo = hop_memo()
+        if memo is not None and memo.nodes:
+            known, missing = memo.nodes, []
+            for entity_id in asked:
+                columns = known.get(entity_id)
+                if columns is None:
+                    missing.append(entity_id)
+                else:
+                    rows.append((entity_id, *columns))
+            asked = missing
+        if asked:
+            rows.extend(await self._fetch(self._node_metadata_sql, _storable(asked)))
         found: dict[str, dict[str, Any]] = {}
         parse = _json_texts()
         synonyms_of: dict[str | None, list[str]] = {}
-        for entity_id, name, synonyms, properties, status, confidence, source, url in await self._fetch(
-            self._node_metadata_sql, _storable(list(dict.fromkeys(entity_ids)))
-        ):
+        for entity_id, name, synonyms, properties, status, confidence, source, url in rows:
             listed = synonyms_of.get(synonyms)
             if listed is None:
                 value = parse(synonyms)
@@ -493,17 +531,29 @@ class PostgresBackend(GraphBackend):
 
     @override
     async def metadata_for_edges(self, edges: list[Edge]) -> dict[Edge, dict[str, Any]]:
-        """Relationship columns of every given edge (no evidence), in one statement.
+        """Relationship columns of every given edge (no evidence), in one statement (none for the edges the
+        traversal's hops brought).
 
         An unknown edge, or one touching a merged entity, is left out. Where a store holds
         a triple twice (no unique key), the row with the highest confidence wins.
         """
+        rows: list[Any] = []
+        memo = hop_memo()
+        if memo is not None and memo.edges:
+            known, missing = memo.edges, []
+            for edge in edges:
+                columns = known.get(edge)
+                if columns is None:
+                    missing.append(edge)
+                else:
+                    rows.append((*edge, *columns))
+            edges = missing
+        if edges:
+            rows.extend(await self._fetch(self._edge_metadata_sql, *self._triples(edges)))
         found: dict[Edge, dict[str, Any]] = {}
         parse = _json_texts()
         documents_of: dict[str | None, list[str]] = {}
-        for subject, predicate, obj, confidence, documents, properties in await self._fetch(
-            self._edge_metadata_sql, *self._triples(edges)
-        ):
+        for subject, predicate, obj, confidence, documents, properties in rows:
             listed = documents_of.get(documents)
             if listed is None:
                 value = parse(documents)

@@ -57,6 +57,17 @@ def init_schema(dsn: str | None, vector: bool) -> None:
     click.echo(f"kgraph schema ready in {describe_dsn(url)}", err=True)
 
 
+def count_lines(path: Path) -> int:
+    """Lines of a file (the last one counted whether or not a line break ends it), read in big blocks: the
+    length of the load's progress bar."""
+    lines, last = 0, b"\n"
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 22):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
+
+
 @postgres.command("load")
 @click.option("--dsn", default=None, help=_DSN_HELP)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "tsv", "nt", "ttl"]), default=None,
@@ -77,7 +88,6 @@ def load(dsn: str | None, fmt: str | None, vector: bool, embedder: str, sources:
     for vector search; see --embedder.
     """
     from bfsql import BadRow
-    from bfsql_postgres.bundle_sql import count_lines
     from bfsql_postgres.loader import load_postgres
 
     url = _dsn(dsn)

@@ -1,7 +1,8 @@
 """Bulk-loading bundles (and CSV/TSV/RDF files) into a kgraph-schema PostgreSQL database.
 
-Atomicity: a load is one transaction. The records are streamed with binary COPY
-(``copy_records_to_table``) into temporary tables, then merged into ``entity``,
+Atomicity: a load is one transaction. The records are streamed with COPY into temporary
+tables (a JSONL bundle is read by core's reader: its blocks of bare relationships, most of a
+big graph, as COPY text, the other rows as binary COPY), then merged into ``entity``,
 ``relationship`` and ``bundle_evidence`` with set-based statements; a bad row (named
 by file and line), an error or an interrupt anywhere rolls everything back. The target
 tables are locked against other loaders (``SHARE ROW EXCLUSIVE``) for the duration;
@@ -26,6 +27,7 @@ refuses to compare the stored vectors with query vectors of another embedder.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -46,8 +48,7 @@ from bfsql import (
     preferred_embedder,
     read_records,
 )
-from bfsql.loading import LoadLimits
-from bfsql_postgres.bundle_sql import LINES_DDL, stage_bundle
+from bfsql.loading import read_bundle
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.schema import INDEXES, create_schema, ensure_vector_index, index_statement
 
@@ -78,7 +79,7 @@ CREATE TEMP TABLE load_entity (
 ) ON COMMIT DROP;
 CREATE TEMP TABLE load_relationship (
     seq bigint, subject_id text, predicate text, object_id text, confidence double precision,
-    source_documents jsonb, properties jsonb
+    source_documents jsonb DEFAULT '[]', properties jsonb DEFAULT '{}'
 ) ON COMMIT DROP;
 CREATE TEMP TABLE load_evidence (
     relationship_key text, text_span text, confidence double precision, document_id text, section text
@@ -268,7 +269,6 @@ async def _merge(conn: asyncpg.Connection) -> None:
             await conn.execute(index_statement(name))
 
 
-_ANALYZE = "ANALYZE entity, relationship, bundle_evidence"
 
 _AFTER_LOAD = ("VACUUM entity, relationship, bundle_evidence", "ANALYZE entity, relationship, bundle_evidence")
 """After the commit (VACUUM cannot run in a transaction): the visibility map, for index-only scans, then the
@@ -329,9 +329,17 @@ class _Staging:
         self.seq = 0
         self.counts = {"entity": 0, "relationship": 0, "evidence": 0}
         self.buffers: dict[str, list[tuple[Any, ...]]] = {"entity": [], "relationship": [], "evidence": []}
+        self.relationship_text: list[str] = []
+        """Bare relationships as lines of COPY text (``seq``, subject, predicate, object)."""
 
     @staticmethod
-    def row(seq: int, record: Record) -> tuple[str, tuple[Any, ...]]:
+    def row(seq: int, record: Any) -> tuple[str, tuple[Any, ...]]:
+        """The staging table and row of ``record``: a :class:`~bfsql.Record`, or a plain entity or relationship
+        row of core's bundle reader (a named tuple: ``id, entity_type, name`` or ``subject, predicate, object``)."""
+        if isinstance(record, tuple):
+            if record.kind == "relationship":
+                return "relationship", (seq, *record, None, "[]", "{}")
+            return "entity", (seq, False, *record, "{}", None, None, "[]", None, None)
         if isinstance(record, EntityRecord):
             return "entity", (
                 seq, isinstance(record, ImpliedEntity), record.id, record.entity_type, record.name,
@@ -347,11 +355,7 @@ class _Staging:
             record.edge().key(), record.text_span, record.confidence, record.document_id, record.section,
         )
 
-    async def add_numbered(self, seq: int, record: Record) -> None:
-        """Stage ``record`` numbered ``seq``."""
-        await self.add(record, seq)
-
-    async def add(self, record: Record, seq: int | None = None) -> None:
+    async def add(self, record: Any, seq: int | None = None) -> None:
         """Stage ``record``, numbered ``seq`` (by default the next number)."""
         if seq is None:
             self.seq += 1
@@ -362,6 +366,14 @@ class _Staging:
         buffer.append(row)
         if len(buffer) >= CHUNK_ROWS:
             await self.flush(kind)
+
+    async def flush_text(self) -> None:
+        """Send the buffered COPY text lines of bare relationships."""
+        if self.relationship_text:
+            data = "".join(self.relationship_text).encode()
+            self.relationship_text = []
+            await self.conn.copy_to_table("load_relationship", source=io.BytesIO(data), format="text",
+                                          columns=["seq", "subject_id", "predicate", "object_id"])
 
     async def flush(self, kind: str) -> None:
         columns = {"entity": _ENTITY_COLUMNS, "relationship": _RELATIONSHIP_COLUMNS, "evidence": _EVIDENCE_COLUMNS}
@@ -441,24 +453,48 @@ async def _embed(conn: asyncpg.Connection, embedder: Embedder | None, column: st
     return len(rows)
 
 
+async def _stage_bundle(staging: _Staging, path: Path, progress: Progress | None) -> None:
+    """Stage the records of the JSONL bundle ``path`` as core's reader reads them (a bad row raises its
+    :class:`~bfsql.BadRow`), numbered by line after what was staged before.
+
+    The reader gives a block of lines that are all bare relationships (most of a big graph's lines) as
+    its triples, checked by one regular expression: their strings hold no backslash, quote or control
+    character, so they go to the database as COPY text without escaping. Other rows are staged one by one.
+    """
+    first = staging.seq
+    last = pending = 0
+    for number, row in read_bundle(path, plain=True):
+        if isinstance(row, list):  # a block of bare relationships, from line ``number`` on
+            seq = first + number
+            staging.relationship_text.extend(
+                f"{seq + i}\t{s}\t{p}\t{o}\n" for i, (s, p, o) in enumerate(row)
+            )
+            staging.counts["relationship"] += len(row)
+            last = number + len(row) - 1
+            if len(staging.relationship_text) >= CHUNK_ROWS:
+                await staging.flush_text()
+        else:
+            await staging.add(row, first + number)
+            last = number
+        if progress is not None and last - pending >= CHUNK_ROWS:
+            progress(last - pending)
+            pending = last
+    if progress is not None and last > pending:
+        progress(last - pending)
+    staging.seq = first + last
+
+
 async def _stage(
     conn: asyncpg.Connection, staging: _Staging, sources: Iterable[Source], progress: Progress | None
 ) -> None:
-    """Stage every record of ``sources`` in order: a JSONL file read by the database itself
-    (:mod:`bfsql_postgres.bundle_sql`), anything else through core's readers."""
+    """Stage every record of ``sources`` in order: a JSONL bundle by :func:`_stage_bundle`, anything else through
+    core's readers."""
     for source in sources:
         if isinstance(source, tuple):
             path, fmt = source
             if fmt == "jsonl":
-                staged = await stage_bundle(conn, path, staging.seq + 1, LoadLimits(), staging.add_numbered)
-                if staged is not None:
-                    lines, counts = staged
-                    staging.seq += lines
-                    for kind, count in counts.items():
-                        staging.counts[kind] += count
-                    if progress is not None:
-                        progress(lines)
-                    continue
+                await _stage_bundle(staging, path, progress)
+                continue
             records: Iterable[Record] = (record for _, record in read_records(path, fmt))
         else:
             records = source
@@ -471,6 +507,7 @@ async def _stage(
                 pending = 0
         if progress is not None and pending:
             progress(pending)
+    await staging.flush_text()
     for kind in staging.buffers:
         await staging.flush(kind)
 
@@ -496,12 +533,11 @@ async def _load(
         chosen = await _resolve_embedder(conn, embedder)
         await conn.execute("LOCK TABLE entity, relationship, bundle_evidence IN SHARE ROW EXCLUSIVE MODE")
         await conn.execute(_LOAD_SETTINGS)
-        await conn.execute(_STAGING + LINES_DDL)
+        await conn.execute(_STAGING)
         staging = _Staging(conn)
         await _stage(conn, staging, sources, progress)
         await _merge(conn)
         embedded = await _embed(conn, chosen, column) if column is not None else 0
-        await conn.execute(_ANALYZE)
     return staging.counts, chosen, embedded
 
 

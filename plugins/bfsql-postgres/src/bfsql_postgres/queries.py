@@ -13,6 +13,8 @@ from __future__ import annotations
 from bfsql_postgres.layout import StoreLayout
 
 __all__ = [
+    "EDGE_MEMO",
+    "ENTITY_MEMO",
     "ENTITY_METADATA",
     "IDENTITY_COLUMNS",
     "budgeted_hop_sql",
@@ -70,7 +72,29 @@ def _asked_not_merged(layout: StoreLayout) -> str:
     return _touches_no_merged(layout) if layout.merged_ids is None else ""
 
 
-def hop_sql(layout: StoreLayout) -> str:
+def _hop_columns(layout: StoreLayout, metadata: bool) -> tuple[str, str]:
+    """The trailing columns of a hop statement's edge rows and entity rows.
+
+    Without ``metadata``: ``NULL`` on edge rows and the entity's status (only in a store with merged
+    entities) on entity rows. With it, every column of :data:`EDGE_MEMO` and :data:`ENTITY_MEMO`, the
+    status first on entity rows.
+    """
+    if not metadata:
+        return "NULL::text", "e.status::text" if layout.merged else "NULL"
+    edge = "NULL::text, r.confidence::float8, r.source_documents::text, r.properties::text, NULL::text, NULL::text"
+    entity = ("e.status::text, e.confidence::float8, e.synonyms::text, e.properties::text, e.source::text, "
+              "e.canonical_url::text")
+    return edge, entity
+
+
+EDGE_MEMO = "(confidence, source_documents, properties)"
+"""What a hop of a traversal that shows metadata sends with each edge row (columns 5-7), for
+:meth:`~bfsql_postgres.PostgresBackend.metadata_for_edges` to answer from (:mod:`bfsql.hop_memo`)."""
+ENTITY_MEMO = "(status, confidence, synonyms, properties, source, canonical_url)"
+"""What such a hop sends with each entity row (columns 4-9), for ``metadata_for_nodes``."""
+
+
+def hop_sql(layout: StoreLayout, metadata: bool = False) -> str:
     """Every edge of the ids ``$1`` in both directions, and the entities at their ends.
 
     Edge rows ``(asked, subject, predicate, object, NULL)``: ``asked`` is the id of ``$1``
@@ -78,7 +102,10 @@ def hop_sql(layout: StoreLayout) -> str:
     self-loop comes once, as outgoing). Then one row ``(NULL, id, type, name, status)`` per
     entity among the asked ids and the edges' other ends (``status`` only in a store with
     merged entities): the backend joins them to the edges, drops what touches a merged
-    entity, and keeps the edges of the asked ids that are entities.
+    entity, and keeps the edges of the asked ids that are entities. With ``metadata`` (a
+    traversal that will show it; only where unique keys make a triple one row), edge rows carry
+    :data:`EDGE_MEMO` and entity rows :data:`ENTITY_MEMO` after the first four columns, so that
+    the answer's metadata needs no statement of its own.
 
     Each end's type and name is sent once, not once per edge, and is looked up by primary
     key from one hashed set of the ends (read again from the covering indexes rather than
@@ -86,18 +113,18 @@ def hop_sql(layout: StoreLayout) -> str:
     same for a frontier of one id or of thousands, so a generic plan serves all: each
     direction is one index scan (the primary key for outgoing edges, the covering
     ``(object_id) INCLUDE (subject_id, predicate)`` index for incoming ones; once VACUUM
-    has run, the relationship rows are read from the indexes alone).
+    has run, the relationship rows are read from the indexes alone, unless ``metadata``).
     """
     distinct = "" if layout.unique_keys else "DISTINCT "
-    status = "e.status::text" if layout.merged else "NULL"
+    edge, entity = _hop_columns(layout, metadata)
     return f"""
-SELECT {distinct}r.subject_id::text, r.subject_id::text, r.predicate::text, r.object_id::text, NULL::text
+SELECT {distinct}r.subject_id::text, r.subject_id::text, r.predicate::text, r.object_id::text, {edge}
 FROM relationship r WHERE r.subject_id = ANY($1::text[])
 UNION ALL
-SELECT {distinct}r.object_id::text, r.subject_id::text, r.predicate::text, r.object_id::text, NULL
+SELECT {distinct}r.object_id::text, r.subject_id::text, r.predicate::text, r.object_id::text, {edge}
 FROM relationship r WHERE r.object_id = ANY($1::text[]) AND r.subject_id <> r.object_id
 UNION ALL
-SELECT NULL, e.entity_id::text, e.entity_type::text, e.name::text, {status}
+SELECT NULL, e.entity_id::text, e.entity_type::text, e.name::text, {entity}
 FROM entity e WHERE e.entity_id = ANY(ARRAY(
     SELECT r.object_id FROM relationship r WHERE r.subject_id = ANY($1::text[])
     UNION SELECT r.subject_id FROM relationship r WHERE r.object_id = ANY($1::text[])
@@ -106,33 +133,39 @@ FROM entity e WHERE e.entity_id = ANY(ARRAY(
 """
 
 
-def budgeted_hop_sql(layout: StoreLayout) -> str:
+def budgeted_hop_sql(layout: StoreLayout, metadata: bool = False) -> str:
     """The rows of :func:`hop_sql` when the ids ``$1`` have at most ``$2`` edges; else one row of NULLs.
 
     For a walk that goes on hop by hop only while it is small: a frontier with more edges costs
-    reading ``$2 + 1`` of them in the database, and sends nothing.
+    reading ``$2 + 1`` of them in the database, and sends nothing. ``metadata``: as :func:`hop_sql`'s.
     """
     distinct = "" if layout.unique_keys else "DISTINCT "
-    status = "e.status::text" if layout.merged else "NULL"
+    _, entity = _hop_columns(layout, metadata)
+    if metadata:  # the edges' columns are read with the edges, and sent only when they fit
+        extra = ", r.confidence::float8 AS c, r.source_documents::text AS d, r.properties::text AS x"
+        listed = "NULL::text, c, d, x, NULL::text, NULL::text"
+        nothing = ", ".join(["NULL"] * 10)
+    else:
+        extra, listed, nothing = "", "NULL::text", ", ".join(["NULL"] * 5)
     return f"""
 WITH edge AS MATERIALIZED (
     (SELECT {distinct}r.subject_id::text AS asked, r.subject_id::text AS s, r.predicate::text AS p,
-            r.object_id::text AS o
+            r.object_id::text AS o{extra}
      FROM relationship r WHERE r.subject_id = ANY($1::text[])
      UNION ALL
-     SELECT {distinct}r.object_id::text, r.subject_id::text, r.predicate::text, r.object_id::text
+     SELECT {distinct}r.object_id::text, r.subject_id::text, r.predicate::text, r.object_id::text{extra}
      FROM relationship r WHERE r.object_id = ANY($1::text[]) AND r.subject_id <> r.object_id)
     LIMIT $2::bigint + 1
 ),
 fits AS MATERIALIZED (SELECT count(*) <= $2::bigint AS fits FROM edge)
-SELECT asked, s, p, o, NULL::text FROM edge WHERE (SELECT fits FROM fits)
+SELECT asked, s, p, o, {listed} FROM edge WHERE (SELECT fits FROM fits)
 UNION ALL
-SELECT NULL, e.entity_id::text, e.entity_type::text, e.name::text, {status}
+SELECT NULL, e.entity_id::text, e.entity_type::text, e.name::text, {entity}
 FROM entity e WHERE (SELECT fits FROM fits) AND e.entity_id = ANY(ARRAY(
     SELECT CASE WHEN asked = s THEN o ELSE s END FROM edge UNION SELECT unnest($1::text[])
 ))
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL WHERE NOT (SELECT fits FROM fits)
+SELECT {nothing} WHERE NOT (SELECT fits FROM fits)
 """
 
 

@@ -18,11 +18,16 @@ rows. The rules are those of the engine's hop walk (:func:`bfsql.engine.traverse
 
 An edge may be kept twice, once from each end: it is counted from its earlier end (answer
 order: level, then id), and from its later end only where the earlier end, a hub, had cut it.
-It belongs to the page holding its later end.
+It belongs to the page holding its later end. In a walk without hubs that rule needs no row of
+its own: each hop's rows are aggregated by other end and predicate (which gives the next level
+too), a row to the next level counts, the rows within a level count half (each such edge is
+a row from both ends; a self-loop is one row and counts), a row back to an earlier level does
+not; only the page's edges are picked out row by row. A walk with hubs judges every row.
 
 The plan must not depend on the sizes PostgreSQL guesses (the pool forces generic plans, planned
 for a frontier of a few ids): the relationship and entity tables are only probed by their
-indexes with ``= ANY(ARRAY(...))`` of a level, and every membership test is a hashed subquery
+indexes with ``= ANY(ARRAY(...))`` of a level (and, to find hubs, per node of a level by
+``LIMIT`` cap + 1), and every membership test is a hashed subquery
 (``IN (SELECT ...) IS TRUE``, which the planner cannot turn into a join that might rescan a
 level once per row). So a walk's cost is that of the index probes of the ids it visits, plus
 hashing, for a 50-node answer as for a hub's.
@@ -88,10 +93,12 @@ def _hop(layout: StoreLayout, hop: int) -> str:
     """The expressions of hop ``hop``: expand level ``hop - 1`` into level ``hop``.
 
     ``r`` the rows of the frontier (none once a hop was cut), ``g`` its hubs with their row
-    counts (looked for only when there are more rows than the cap), ``kh`` the hubs' rows within
-    the cap, ``u`` the other ends not reached before with the number of rows leading to each,
-    ``t`` those that are entities, ``n`` the room and the count of admissible ones, ``l`` the new
-    level, ``c`` the running total and the cut.
+    counts (looked for only when there are more rows than the cap, and counted only for the nodes
+    with more index entries than the cap), ``kh`` the hubs' rows within the cap, ``w`` the rows
+    within the caps by other end and predicate (with the self-loops among them), ``u`` the other
+    ends not reached before with the number of rows leading to each, ``t`` those that are
+    entities, ``n`` the room and the count of admissible ones, ``l`` the new level, ``c`` the
+    running total and the cut.
     """
     h, before = hop, hop - 1
     distinct = "" if layout.unique_keys else "DISTINCT "
@@ -100,6 +107,11 @@ def _hop(layout: StoreLayout, hop: int) -> str:
     visible = _not_merged(layout, _OTHER)
     merged = "coalesce(e.status::text = 'merged', FALSE)" if layout.merged else "FALSE"
     admissible = "NOT merged AND NOT type = ANY($4::text[])"
+    # A hub has more than $3 rows: only the nodes with as many index entries are counted (each end's entries
+    # read up to the cap, by the index alone).
+    entries = "(SELECT count(*) FROM (SELECT FROM relationship r WHERE r.{end} = f.id LIMIT $3::bigint + 1) e)"
+    candidates = (f"SELECT f.id FROM l{before} f WHERE {entries.format(end='subject_id')} + "
+                  f"{entries.format(end='object_id')} > $3::bigint")
     return f"""
 r{h} AS MATERIALIZED (
     SELECT {distinct}r.subject_id::text AS s, r.predicate::text AS p, r.object_id::text AS o, TRUE AS out
@@ -111,7 +123,7 @@ r{h} AS MATERIALIZED (
 ),
 g{h} AS MATERIALIZED (
     SELECT {_NODE} AS node, count(*) AS degree FROM r{h}
-    WHERE EXISTS (SELECT FROM r{h} OFFSET $3::bigint){visible}
+    WHERE EXISTS (SELECT FROM r{h} OFFSET $3::bigint) AND {_member(_NODE, candidates)}{visible}
     GROUP BY 1 HAVING count(*) > $3::bigint
 ),
 kh{h} AS MATERIALIZED (
@@ -121,9 +133,15 @@ kh{h} AS MATERIALIZED (
         FROM r{h} WHERE EXISTS (SELECT FROM g{h}) AND {_member(_NODE, f"SELECT node FROM g{h}")}{visible}
     ) ranked WHERE rank <= $3::bigint
 ),
+w{h} AS MATERIALIZED (
+    SELECT {_OTHER} AS other, p, count(*) AS rows, count(*) FILTER (WHERE s = o) AS loops FROM r{h}
+    WHERE NOT EXISTS (SELECT FROM g{h}) GROUP BY 1, 2
+    UNION ALL
+    SELECT other, p, count(*), count(*) FILTER (WHERE s = o)
+    FROM ({_within_caps(h, f"{_OTHER} AS other, p, s, o")}) rows WHERE EXISTS (SELECT FROM g{h}) GROUP BY other, p
+),
 u{h} AS MATERIALIZED (
-    SELECT other, count(*) AS rows FROM ({_within_caps(h, f"{_OTHER} AS other")}) rows
-    GROUP BY other HAVING NOT {_member("other", _levels(range(hop)))}
+    SELECT other, sum(rows) AS rows FROM w{h} GROUP BY other HAVING NOT {_member("other", _levels(range(hop)))}
 ),
 t{h} AS MATERIALIZED (
     SELECT {distinct}e.entity_id::text AS id, e.entity_type::text AS type, e.name::text AS name, {merged} AS merged
@@ -144,13 +162,26 @@ c{h} AS MATERIALIZED (
 
 
 def _kept(hop: int) -> str:
-    """The rows of hop ``hop`` whose other end was reached, with both ends' levels.
+    """The rows of hop ``hop`` whose other end was reached, with both ends' levels, in a walk with hubs (none
+    without: :func:`_listed` lists its page's edges, and its counts come from the hops' aggregates).
 
     ``OFFSET 0`` keeps the level test from being pushed into the rows (it would be computed twice).
     """
+    rows = f"SELECT * FROM ({_within_caps(hop, 's, p, o, out')}) rows WHERE NOT (SELECT yes FROM simple)"
     tests = " ".join(f"WHEN {_member(_OTHER, f'SELECT id FROM l{n}')} THEN {n}" for n in range(hop, -1, -1))
-    leveled = _within_caps(hop, f"s, p, o, out, {hop - 1} AS level, CASE {tests} END AS other_level")
+    leveled = f"SELECT s, p, o, out, {hop - 1} AS level, CASE {tests} END AS other_level FROM ({rows} OFFSET 0) rows"
     return f"SELECT * FROM ({leveled} OFFSET 0) leveled WHERE other_level IS NOT NULL"
+
+
+def _listed(hop: int) -> str:
+    """The edges of the page among the rows of hop ``hop`` in a walk without hubs: a row to the next level
+    whose other end is on the page, and a row within a level counted (its other end the later) whose other end
+    is on the page. (A row back to an earlier level is counted from that level.)"""
+    return (
+        f"SELECT s, p, o FROM r{hop} WHERE (SELECT yes FROM simple) AND ("
+        f"{_member(_OTHER, f'SELECT id FROM page WHERE level = {hop}')} OR ({_OTHER} {_C} >= {_NODE} AND "
+        f"{_member(_OTHER, f'SELECT id FROM page WHERE level = {hop - 1}')}))"
+    )
 
 
 def traverse_sql(layout: StoreLayout, hops: int) -> str:
@@ -158,25 +189,39 @@ def traverse_sql(layout: StoreLayout, hops: int) -> str:
     ``$4`` excluded types, ``$5`` offset, ``$6`` count of the page.
 
     Rows ``(kind, a, b, c, n)``: ``S`` a seed found (``a``); ``N`` a node of the page (``a`` id,
-    ``b`` type, ``c`` name, ``n`` level); ``E`` an edge of the page (``a b c``: the triple, ``n`` 1);
-    ``P`` a predicate of the schema (``b``) with the number of its edges kept and not listed
-    (``n``; 0 for one seen only on the way to an excluded type); ``H`` a hub cut (``a``, with ``n``
-    rows); ``T`` a type of the schema (``a``); ``C`` a count (``a``: ``nodes``, ``cut`` or
-    ``dangling``). The edges of the page and the predicates come from one aggregate over the kept
-    rows, so that no row of a big walk is kept twice.
+    ``b`` type, ``c`` name, ``n`` level); ``E`` an edge of the page (``a b c``: the triple; ``n`` 0,
+    it is counted with its predicate); ``P`` a predicate of the schema (``b``) with a number of its
+    edges (``n``: the rows of one predicate add up to its edges; 0 for one seen only on the way to
+    an excluded type); ``H`` a hub cut (``a``, with ``n`` rows); ``T`` a type of the schema
+    (``a``); ``C`` a count (``a``: ``nodes``, ``cut`` or ``dangling``).
+
+    A row whose other end is new at the next level (most rows of a big walk) is counted by the
+    hop's aggregate by other end and predicate (``w``), which also gives the next level; only the
+    rows back to a level reached before or to the page are looked at one by one (:func:`_kept`).
+    So a big walk's rows are read twice after the index scans: once into that aggregate (and the
+    hub count, ``a``), once to pick out those few rows.
     """
     distinct = "" if layout.unique_keys else "DISTINCT "
     each = range(1, hops + 1)
     steps = ",".join(_hop(layout, hop) for hop in each)
     every = " UNION ALL ".join(f"SELECT id, type, name, {n} AS level FROM l{n}" for n in range(hops + 1))
     kept = " UNION ALL ".join(f"({_kept(h)})" for h in each)
+    listed = " UNION ALL ".join(f"({_listed(h)})" for h in each)
     hubs = " UNION ALL ".join(f"SELECT node, degree FROM g{h}" for h in each)
     within_caps = " UNION ALL ".join(f"SELECT node, s, p, o FROM kh{h}" for h in each)
     excluded = " UNION ALL ".join(f"SELECT id, type, {h} AS hop FROM t{h} WHERE NOT merged AND type = ANY($4::text[])"
                                   for h in each)
     excluded_predicates = " UNION ALL ".join(
-        f"SELECT NULL, p, NULL, FALSE, FALSE FROM ({_within_caps(h, f'p, {_OTHER} AS other')}) rows "
+        f"SELECT p FROM ({_within_caps(h, f'p, {_OTHER} AS other')}) rows "
         f"WHERE EXISTS (SELECT FROM x WHERE hop = {h}) AND {_member('other', f'SELECT id FROM x WHERE hop = {h}')}"
+        for h in each
+    )
+    # Without hubs, an edge is counted from its earlier end: the rows to the next level each, the rows within a
+    # level (each edge twice, from both ends, but a self-loop once) half, the rows back to an earlier level none.
+    aggregated = " UNION ALL ".join(
+        f"SELECT p, sum(rows)::bigint FROM w{h} WHERE {_member('other', f'SELECT id FROM l{h}')} GROUP BY p "
+        f"UNION ALL SELECT p, ((sum(rows) - sum(loops)) / 2 + sum(loops))::bigint FROM w{h} "
+        f"WHERE {_member('other', f'SELECT id FROM l{h - 1}')} GROUP BY p"
         for h in each
     )
     dangling = " + ".join(
@@ -200,17 +245,17 @@ c0 AS MATERIALIZED (SELECT count(*) AS total, 0::bigint AS cut FROM l0),{steps},
 v AS MATERIALIZED ({every}),
 x AS MATERIALIZED ({excluded}),
 whole AS MATERIALIZED (SELECT $5::bigint = 0 AND $6::bigint >= count(*) AS page FROM v),
+simple AS MATERIALIZED (SELECT NOT EXISTS ({hubs}) AS yes),
 page AS MATERIALIZED (
     SELECT id, type, name, level FROM v WHERE (SELECT page FROM whole)
     UNION ALL
     (SELECT id, type, name, level FROM v WHERE NOT (SELECT page FROM whole)
      ORDER BY level, id {_C} OFFSET $5::bigint LIMIT $6::bigint)
 ),
-counted AS (
+counted AS MATERIALIZED (
     SELECT s, p, o, counted, counted AND ({owned}) AS listed FROM (
-        SELECT s, p, o, out, level, other_level, {counted} AS counted FROM ({kept}) leveled
+        SELECT s, p, o, out, level, other_level, {counted} AS counted FROM ({kept}) leveled OFFSET 0
     ) kept
-    UNION ALL {excluded_predicates}
 )
 SELECT 'S', id, NULL, NULL, NULL::bigint FROM l0
 UNION ALL
@@ -220,9 +265,13 @@ SELECT 'H', node, NULL, NULL, degree FROM ({hubs}) hubs
 UNION ALL
 (SELECT DISTINCT 'T', type, NULL, NULL, NULL::bigint FROM (SELECT type FROM v UNION ALL SELECT type FROM x) types)
 UNION ALL
-SELECT CASE WHEN listed THEN 'E' ELSE 'P' END, CASE WHEN listed THEN s END, p, CASE WHEN listed THEN o END,
-       count(*) FILTER (WHERE counted)
-FROM counted GROUP BY listed, 2, 3, 4
+SELECT DISTINCT 'E', s, p, o, 0::bigint FROM (SELECT s, p, o FROM counted WHERE listed UNION ALL {listed}) listed
+UNION ALL
+SELECT 'P', NULL, p, NULL, count(*) FILTER (WHERE counted) FROM counted WHERE NOT (SELECT yes FROM simple) GROUP BY p
+UNION ALL
+SELECT 'P', NULL, p, NULL, n FROM ({aggregated}) aggregated(p, n) WHERE (SELECT yes FROM simple)
+UNION ALL
+SELECT DISTINCT 'P', NULL, p, NULL, 0::bigint FROM ({excluded_predicates}) excluded
 UNION ALL
 SELECT 'C', 'nodes', NULL, NULL, (SELECT count(*) FROM v)
 UNION ALL
@@ -248,7 +297,7 @@ def survey_of_rows(seeds: list[str], rows: Iterable[Any]) -> Survey:
     for kind, a, b, c, n in rows:
         if kind == "N":
             page.append(Reached(a, b, c, n))
-        elif kind == "E":  # a, b, c: the triple, counted here (n: 1)
+        elif kind == "E":  # a, b, c: the triple (n: 0, counted with the rows of its predicate)
             edges.append(Edge(a, b, c))
             predicates.add(b)
             counts["edges"] = counts.get("edges", 0) + n
