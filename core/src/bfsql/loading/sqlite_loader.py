@@ -606,16 +606,16 @@ def _fill(
         progress.advance(pending)
     progress.step(_records(counts))
     edges = _write_relationships(conn, relationships, fresh, progress) if len(relationships) else None
+    _rebuild_labels(conn, progress)
     graph: InThread[CsrIndex] | None = None
     if fresh and edges is not None:
-        # The relationships just written are the whole table, so the array index is made of them
-        # (not read again), in another thread while SQLite builds the search labels, the index by
-        # object and the text indexes: statements that release the GIL for their whole run.
-        graph = InThread(functools.partial(index_of_entities, entity_rows(conn), edges), "bfsql-load-graph")
-    _rebuild_labels(conn, progress)
-    if graph is not None:
         progress.step("index by object")
         conn.execute(f"CREATE INDEX {_BY_OBJECT}")
+        # The relationships just written are the whole table, so the array index is made of them
+        # (not read again), in another thread while SQLite builds the text indexes: statements that
+        # release the GIL for their whole run. Not beside the index by object, whose sort holds up
+        # to the page cache's size in memory.
+        graph = InThread(functools.partial(index_of_entities, entity_rows(conn), edges), "bfsql-load-graph")
     _rebuild_text_indexes(conn, progress)
     counts["embedded"] = _rebuild_vectors(conn, chosen, progress)
     counts["embedder"] = chosen.name if chosen is not None else None
