@@ -296,7 +296,7 @@ def test_sigterm_mid_load_leaves_no_stray_file_and_the_store_untouched(store: Pa
         rows.append({"kind": "relationship", "subject": f"n{i}", "predicate": "next", "object": f"n{i + 1}"})
     source = write_jsonl(tmp_path / "big.jsonl", rows)
     before = digest(store)
-    for db, after_phase in ((store, None), (store, "read"), (tmp_path / "fresh.sqlite", "index")):
+    for db, after_phase in ((store, None), (store, "read"), (tmp_path / "fresh.sqlite", "write")):
         result = start_and_terminate(db, source, after_phase)
         assert result.returncode == 128 + signal.SIGTERM, result.stderr
         assert "stopped by SIGTERM; the store was left as it was" in result.stderr

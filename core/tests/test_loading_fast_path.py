@@ -1,9 +1,10 @@
-"""The loader's fast path gives what the full way gives: plain rows, blocks of relationships, sorted writes, the index.
+"""The loader's fast path gives what the full way gives: plain rows, blocks of rows, sorted writes, labels, the index.
 
 The SQLite loader reads the simplest rows without pydantic (:mod:`bfsql.loading.plain`),
 holds relationships as codes and writes them in key order
-(:mod:`bfsql.loading.relationship_buffer`), and builds the array index from what it wrote
-(:func:`bfsql.csr.index_of_edges`). Each is checked against the full way here.
+(:mod:`bfsql.loading.relationship_buffer`), makes the search labels in one statement, and
+builds the array index from what it wrote (:func:`bfsql.csr.index_of_entities`). Each is
+checked against the full way here.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ from bfsql.loading import lines
 from bfsql.loading.bundle import parse_json_line, read_bundle
 from bfsql.loading.errors import BadRow, RowErrors
 from bfsql.loading.limits import LoadLimits
-from bfsql.loading.plain import PlainEntity, PlainRelationship, PlainRelationships, block_reader, line_reader
+from bfsql.loading.plain import (
+    PlainEntities,
+    PlainEntity,
+    PlainRelationship,
+    PlainRelationships,
+    block_reader,
+    line_reader,
+)
 from bfsql.loading.progress import StderrProgress
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 from bfsql.loading.sqlite_loader import load_sqlite
@@ -91,7 +99,7 @@ def _fast_ways(text: str) -> list[Any]:
     block = block_reader(LIMITS)((text + "\n").encode("utf-8", "surrogatepass"))
     if block is not None:
         assert len(block) == 1
-        found.append(PlainRelationship(*block[0]))
+        found.append(PlainEntity(*block[0]) if isinstance(block, PlainEntities) else PlainRelationship(*block[0]))
     return found
 
 
@@ -171,6 +179,9 @@ def test_blocks_of_relationships_read_as_their_lines(
         if isinstance(row, PlainRelationships):
             blocks += 1
             fast += [(number + i, PlainRelationship(*triple)) for i, triple in enumerate(row)]
+        elif isinstance(row, PlainEntities):
+            blocks += 1
+            fast += [(number + i, PlainEntity(*entity)) for i, entity in enumerate(row)]
         else:
             fast.append((number, row))
     assert blocks  # the test reads some blocks whole
@@ -178,6 +189,47 @@ def test_blocks_of_relationships_read_as_their_lines(
     for (_, one), (_, other) in zip(fast, full, strict=True):
         _same(one, other)
     assert [str(e) for e in fast_errors.rows] == [str(e) for e in full_errors.rows]
+
+
+def test_a_block_of_entity_lines_is_read_whole(tmp_path: Path) -> None:
+    """Entities with a name, an empty name and none come as one PlainEntities, each as the full way reads it;
+    a block with a line of another shape (a null name) is read line by line."""
+    rows = [{"kind": "entity", "id": "A", "entity_type": "T", "name": "Ann"},
+            {"kind": "entity", "id": "B", "entity_type": "T", "name": ""},
+            {"kind": "entity", "id": "C", "entity_type": "U"}]
+    path = tmp_path / "g.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    [(number, block)] = read_bundle(path, limits=LIMITS, plain=True)
+    assert number == 1 and isinstance(block, PlainEntities)
+    assert block == [("A", "T", "Ann"), ("B", "T", ""), ("C", "U", None)]
+    assert [(r.id, r.entity_type, r.name) for _, r in read_bundle(path, limits=LIMITS)] == block
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"kind": "entity", "id": "D", "entity_type": "U", "name": None}) + "\n")
+    assert list(read_bundle(path, limits=LIMITS, plain=True)) == [
+        (1, PlainEntity("A", "T", "Ann")), (2, PlainEntity("B", "T", "")), (3, PlainEntity("C", "U", None)),
+        (4, PlainEntity("D", "U", None))]
+
+
+def test_search_labels_fold_as_python_does(tmp_path: Path) -> None:
+    """The labels statement keeps every name and synonym but empty ones, in order, each casefolded as Python does."""
+    names = ["Ann", "", None, "STRASSE", "Straße", "İstanbul", "ǅemal", "ﬁre", "Ω", "a\tb", "ＡＢＣ"]
+    rows = [{"kind": "entity", "id": f"E{i}", "entity_type": "T", "name": name,
+             "synonyms": [n for n in names[i:i + 3] if n is not None]}
+            for i, name in enumerate(names)]
+    rows.append({"kind": "entity", "id": "M", "entity_type": "T", "name": "Merged", "status": "merged"})
+    path = tmp_path / "g.jsonl"
+    path.write_text("".join(json.dumps(row, ensure_ascii=bool(i % 2)) + "\n" for i, row in enumerate(rows)),
+                    encoding="utf-8")
+    load_sqlite(tmp_path / "s.sqlite", [path], embedder=None)
+    expected = [
+        (row["id"], kind, label, label.casefold())
+        for row in sorted(rows[:-1], key=lambda r: r["id"])
+        for kind, label in [(0, row["name"]), *((1, synonym) for synonym in row["synonyms"])]
+        if label
+    ]
+    with sqlite3.connect(tmp_path / "s.sqlite") as conn:
+        stored = conn.execute("SELECT entity_id, kind, label, norm FROM entity_label ORDER BY label_id").fetchall()
+    assert stored == expected
 
 
 def test_the_lines_before_an_over_long_line_are_read(tmp_path: Path) -> None:

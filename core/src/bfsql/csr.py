@@ -37,8 +37,8 @@ import numpy as np
 from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
 
 __all__ = [
-    "CSR_VERSION", "CsrIndex", "Edges", "build_index", "index_of_edges", "load_index", "overlap", "save_index",
-    "shared_index", "survey",
+    "CSR_VERSION", "CsrIndex", "Edges", "EntityRow", "build_index", "entity_rows", "index_of_edges",
+    "index_of_entities", "load_index", "overlap", "save_index", "shared_index", "survey",
 ]
 
 CSR_VERSION = "1"
@@ -229,9 +229,25 @@ def index_of_edges(conn: sqlite3.Connection, edges: Edges) -> CsrIndex:
     What :func:`build_index` gives, without reading the relationships again: the loader
     passes the edges it has just written in order.
     """
-    rows = conn.execute(
+    return index_of_entities(entity_rows(conn), edges)
+
+
+EntityRow = tuple[str, str, str | None, int]
+"""An entity as the index takes it: id, type, name, and 1 when it is merged (hidden)."""
+
+
+def entity_rows(conn: sqlite3.Connection) -> list[EntityRow]:
+    """The entities of the store ``conn`` reads, by id, as :func:`index_of_entities` takes them."""
+    return conn.execute(
         "SELECT entity_id, entity_type, name, status IS 'merged' FROM entity ORDER BY entity_id"
     ).fetchall()
+
+
+def index_of_entities(rows: list[EntityRow], edges: Edges) -> CsrIndex:
+    """The index of a store of the entities ``rows`` (:func:`entity_rows`) and the relationships ``edges``.
+
+    Touches no connection, so it can run in another thread while the store is written.
+    """
     merged = {row[0] for row in rows if row[3]}
     return _arrays([row for row in rows if not row[3]] if merged else rows, merged, edges)
 

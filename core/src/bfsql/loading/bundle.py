@@ -21,6 +21,7 @@ from bfsql.loading.hints import guess_kind, suggest_field, suggest_kind
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, check_row, may_break_limits
 from bfsql.loading.lines import ByteCallback, bounded_blocks, decode_line
 from bfsql.loading.plain import (
+    PlainEntities,
     PlainEntity,
     PlainRelationship,
     PlainRelationships,
@@ -34,9 +35,9 @@ from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipReco
 __all__ = ["BadRow", "Record", "Row", "parse_json_line", "parse_record", "read_bundle"]
 
 Record = EntityRecord | RelationshipRecord | EvidenceRecord
-Row = Record | PlainEntity | PlainRelationship | PlainRelationships
+Row = Record | PlainEntity | PlainRelationship | PlainRelationships | PlainEntities
 """A record, or with ``plain=True`` a row of the simplest shapes as a tuple, or a block of such
-relationships as a list of triples (:mod:`bfsql.loading.plain`)."""
+relationships (or entities) as a list of tuples (:mod:`bfsql.loading.plain`)."""
 
 BOM = "\ufeff".encode()
 
@@ -209,7 +210,8 @@ def read_bundle(
     go on past it. ``on_bytes`` hears of every byte read. With ``plain``, rows of the
     simplest shapes come as tuples (:mod:`bfsql.loading.plain`), checked alike but faster,
     and a block of lines that are all bare relationships as one
-    :class:`~bfsql.loading.plain.PlainRelationships` at the number of its first line.
+    :class:`~bfsql.loading.plain.PlainRelationships` (all entities with at most a name: one
+    :class:`~bfsql.loading.plain.PlainEntities`) at the number of its first line.
     """
     name = str(path)
     plain_line = line_reader(limits) if plain else None
@@ -218,10 +220,10 @@ def read_bundle(
     with open(path, "rb") as handle:
         for block in bounded_blocks(handle, name, limits.line_bytes, on_bytes):
             if plain_block is not None and not block.startswith(BOM):
-                triples = plain_block(block)
-                if triples is not None:
-                    yield number + 1, triples
-                    number += len(triples)
+                rows = plain_block(block)
+                if rows is not None:
+                    yield number + 1, rows
+                    number += len(rows)
                     continue
             for raw in io.BytesIO(block):
                 number += 1

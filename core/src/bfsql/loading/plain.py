@@ -10,8 +10,8 @@ says what is wrong. Building a pydantic model costs more than decoding the line.
 
 :func:`line_reader` and :func:`block_reader` go further for lines written the usual way
 (keys in the order of docs/bundle-format.md, strings without escapes): one regular
-expression reads and checks a line, or a whole block of relationship lines, without
-decoding JSON at all.
+expression reads and checks a line, or a whole block of relationship lines (or of entity
+lines), without decoding JSON at all.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from bfsql.loading.limits import _SURROGATE, LoadLimits
 from bfsql.loading.records import _NOT_IN_IDS
 
 __all__ = [
-    "PlainEntity", "PlainRelationship", "PlainRelationships", "block_reader", "clean_text", "line_reader", "plain_row",
+    "PlainEntities", "PlainEntity", "PlainRelationship", "PlainRelationships", "block_reader", "clean_text",
+    "line_reader", "plain_row",
 ]
 
 
@@ -112,18 +113,30 @@ class PlainRelationships(list[tuple[str, str, str]]):
         return "relationship"
 
 
+class PlainEntities(list[tuple[str, str, str | None]]):
+    """The ``(id, entity_type, name)`` of consecutive lines that are all entities with at most a name."""
+
+    @property
+    def kind(self) -> Literal["entity"]:
+        """As a record's."""
+        return "entity"
+
+
 _SPACE = r"[ \t\r]*"
 """JSON's whitespace within a line."""
 
 
 @functools.lru_cache(maxsize=8)
-def _patterns(id_chars: int, name_chars: int) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """A relationship's line, an entity's line and a block's relationship lines, written the usual way.
+def _patterns(
+    id_chars: int, name_chars: int
+) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """A relationship's line, an entity's line, and a block's relationship or entity lines, written the usual way.
 
     A JSON string without escapes is its text. An id must not hold a quote, backslash, control
     character, DEL or lone surrogate and must hold something besides whitespace; a name must
     not hold a quote, backslash, C0 control character (raw C0 controls are not JSON anyway) or
-    lone surrogate. Lengths are held to the limits.
+    lone surrogate. Lengths are held to the limits. In an entity block, a group holding ``"name"``
+    tells a missing name from an empty one (``findall`` gives both as an empty string).
     """
     ident = rf'"(?=[^"]*?[^\s"])([^"\\\x00-\x1f\x7f-\x9f\ud800-\udfff]{{1,{id_chars}}})"'
     name = rf'"([^"\\\x00-\x1f\ud800-\udfff]{{0,{name_chars}}})"'
@@ -135,17 +148,20 @@ def _patterns(id_chars: int, name_chars: int) -> tuple[re.Pattern[str], re.Patte
         "{" + _SPACE + fields(("kind", '"relationship"'), ("subject", ident), ("predicate", ident), ("object", ident))
         + _SPACE + "}"
     )
-    entity = (
-        "{" + _SPACE + fields(("kind", '"entity"'), ("id", ident), ("entity_type", ident))
-        + f"(?:{_SPACE},{_SPACE}{fields(('name', name))})?" + _SPACE + "}"
+    entity_start = "{" + _SPACE + fields(("kind", '"entity"'), ("id", ident), ("entity_type", ident))
+    entity = entity_start + f"(?:{_SPACE},{_SPACE}{fields(('name', name))})?" + _SPACE + "}"
+    entity_in_block = entity_start + f'(?:{_SPACE},{_SPACE}("name"){_SPACE}:{_SPACE}{name})?' + _SPACE + "}"
+    return (
+        re.compile(relationship),
+        re.compile(entity),
+        re.compile(f"^{_SPACE}{relationship}{_SPACE}$", re.MULTILINE),
+        re.compile(f"^{_SPACE}{entity_in_block}{_SPACE}$", re.MULTILINE),
     )
-    block = f"^{_SPACE}{relationship}{_SPACE}$"
-    return re.compile(relationship), re.compile(entity), re.compile(block, re.MULTILINE)
 
 
 def line_reader(limits: LoadLimits) -> Callable[[str], PlainRelationship | PlainEntity | None]:
     """A function giving the row of a stripped JSON line written the usual way (see the module), else None."""
-    relationship, entity, _ = _patterns(limits.id_chars, limits.name_chars)
+    relationship, entity, _, _ = _patterns(limits.id_chars, limits.name_chars)
     relationship_line, entity_line = relationship.fullmatch, entity.fullmatch
 
     def plain_line(text: str) -> PlainRelationship | PlainEntity | None:
@@ -160,24 +176,31 @@ def line_reader(limits: LoadLimits) -> Callable[[str], PlainRelationship | Plain
     return plain_line
 
 
-def block_reader(limits: LoadLimits) -> Callable[[bytes], PlainRelationships | None]:
-    """A function giving the triples of a block of lines that are all relationships written the usual way, else None.
+def block_reader(limits: LoadLimits) -> Callable[[bytes], PlainRelationships | PlainEntities | None]:
+    """A function giving the rows of a block of lines that are all relationships, or all entities, written the
+    usual way, else None.
 
-    Such a block (most of a big graph's relationships) is read by one regular expression,
-    with no Python work per line.
+    Such a block (most of a big graph's lines) is read by one regular expression, with no
+    Python work per line beyond making the row.
     """
-    _, _, block = _patterns(limits.id_chars, limits.name_chars)
-    first, every = block.match, block.findall
+    _, _, relationships, entities = _patterns(limits.id_chars, limits.name_chars)
+    first_relationship, every_relationship = relationships.match, relationships.findall
+    first_entity, every_entity = entities.match, entities.findall
 
-    def plain_block(data: bytes) -> PlainRelationships | None:
+    def plain_block(data: bytes) -> PlainRelationships | PlainEntities | None:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-        if first(text) is None:  # most blocks of other rows fail here, before the whole block is searched
-            return None
+        # Most blocks of other rows fail at their first line, before the whole block is searched.
         lines = text.count("\n") + (not text.endswith("\n"))
-        found = every(text)
-        return PlainRelationships(found) if len(found) == lines else None
+        if first_relationship(text) is not None:
+            triples = every_relationship(text)
+            return PlainRelationships(triples) if len(triples) == lines else None
+        if first_entity(text) is not None:
+            found = every_entity(text)
+            if len(found) == lines:
+                return PlainEntities([(i, kind, name if named else None) for i, kind, named, name in found])
+        return None
 
     return plain_block

@@ -97,8 +97,8 @@ class RelationshipBuffer:
         if self._pending:
             self._flush_extra()
         names, predicate_names = list(self._ids), list(self._predicates)
-        id_rank = _ranks(names)
-        pred_rank = _ranks(predicate_names)
+        ends, id_rank = _ranks(names)
+        predicates, pred_rank = _ranks(predicate_names)
         codes = [np.frombuffer(a, dtype=np.int32) for a in (self._subjects, self._preds, self._objects)]
         subjects, preds, objects = id_rank[codes[0]], pred_rank[codes[1]], id_rank[codes[2]]
         order = _key_order(subjects, preds, objects, len(names), len(predicate_names))
@@ -122,8 +122,6 @@ class RelationshipBuffer:
             )
             progress.advance(int(np.count_nonzero(extra[kept])))
             self._conn.execute("DROP TABLE temp.relationship_extra")
-        ends = sorted(names)
-        predicates = sorted(predicate_names)
         return Edges(ends, predicates, subjects[last], preds[last], objects[last])
 
     def _upsert_triples(self, triples: Iterator[list[tuple[str, str, str]]], progress: LoadProgress) -> None:
@@ -132,12 +130,12 @@ class RelationshipBuffer:
             progress.advance(len(batch))
 
 
-def _ranks(texts: list[str]) -> np.ndarray:
-    """Each text's position in the sorted texts (code-point order, as SQLite sorts UTF-8)."""
+def _ranks(texts: list[str]) -> tuple[list[str], np.ndarray]:
+    """The texts sorted (code-point order, as SQLite sorts UTF-8), and each text's position among them."""
     order = sorted(range(len(texts)), key=texts.__getitem__)
     ranks = np.empty(len(texts), dtype=np.int32)
     ranks[order] = np.arange(len(texts), dtype=np.int32)
-    return ranks
+    return [texts[i] for i in order], ranks
 
 
 def _key_order(subjects: np.ndarray, preds: np.ndarray, objects: np.ndarray, ids: int, predicates: int) -> np.ndarray:
