@@ -29,7 +29,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from itertools import pairwise
+from itertools import islice, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -449,7 +449,7 @@ def survey(
                      max_edges_per_node, excluded, offset, count)
 
 
-SMALL_HOP_ROWS = 1024
+SMALL_HOP_ROWS = 512
 """Rows up to which a walk's hop is walked with Python sets and lists rather than numpy: a numpy hop and the
 answer made from its arrays cost some 0.2 ms whatever their size (tens of numpy calls on small arrays), a 1-hop
 walk of 50 edges on the HPO several times what a Python BFS over a dict takes; in Python a row costs about
@@ -490,8 +490,8 @@ class _SmallWalk:
         """The nodes reached at each hop, sorted (level 0: the seeds)."""
         self.type_of: dict[int, int] = {node: self.type_code[node] for node in starts}
         """Every node reached: its type code."""
-        self.kept: dict[int, tuple[int, int, int]] = {}
-        """Every edge kept: its subject, predicate and object codes."""
+        self.kept: dict[int, object] = {}
+        """Every edge kept (the keys; the order found)."""
         self.found = _Found()
         self.hops = 0
         """Hops walked."""
@@ -507,86 +507,83 @@ class _SmallWalk:
     def _hop(self) -> bool:
         """The next hop from the last level, unless it has more than :data:`SMALL_HOP_ROWS` rows (whether it ran)."""
         index, found, type_of, kept, type_code = self.index, self.found, self.type_of, self.kept, self.type_code
-        offsets = index.offsets.data
+        offsets, cap = index.offsets.data, self.cap
         spans = []
         total = 0
         for node in self.levels[-1]:
             start, degree = offsets[node], offsets[node + 1] - offsets[node]
-            taken = min(degree, self.cap)
-            spans.append((node, start, start + taken, degree))
-            total += taken
+            spans.append((node, start, start + min(degree, cap), degree))
+            total += min(degree, cap)
             if total > SMALL_HOP_ROWS:
                 return False
-        rows, subjects, objects, preds = (a.data for a in (index.rows, index.subjects, index.objects,
-                                                                 index.preds))
-        new: dict[int, int] = {}
-        fresh: list[int] = []  # edges kept if their new end is admitted
+        rows, subjects, objects, excluded = index.rows.data, index.subjects.data, index.objects.data, self.excluded
+        new: dict[int, int] = {}  # the new ends: their type codes
+        fresh: dict[int, int] = {}  # the edges to them: their new end
+        dangling = 0
         for node, start, stop, degree in spans:
             if degree > stop - start:
                 found.capped[node] = degree
             for edge in rows[start:stop].tolist():
-                subject, obj = subjects[edge], objects[edge]
-                other = obj if subject == node else subject
+                other = subjects[edge]
+                if other == node:
+                    other = objects[edge]
                 if other in type_of:  # reached before this hop (the frontier included: a self-loop)
-                    kept[edge] = (subject, preds[edge], obj)
+                    kept[edge] = None
                     continue
                 code = type_code[other]
                 if code < 0:
-                    found.dangling += 1
-                elif code in self.excluded:
+                    dangling += 1
+                elif code in excluded:
                     found.excluded_types.add(code)
-                    found.excluded_preds.add(preds[edge])
+                    found.excluded_preds.add(index.preds.data[edge])
                 else:
                     new[other] = code
-                    kept[edge] = (subject, preds[edge], obj)
-                    fresh.append(edge)
+                    fresh[edge] = other
+        found.dangling += dangling
         admitted = sorted(new)
         room = self.max_nodes - len(type_of)
-        cut = len(admitted) > room
-        if cut:
+        if len(admitted) > room:
             found.nodes_cut += len(admitted) - room
             admitted = admitted[: max(room, 0)]
+            fresh = {edge: other for edge, other in fresh.items() if other in admitted}
         for node in admitted:
             type_of[node] = new[node]
-        if cut:  # an edge to a new end left out is no edge of the walk
-            for edge in fresh:
-                subject, _, obj = kept[edge]
-                if subject not in type_of or obj not in type_of:
-                    del kept[edge]
+        kept.update(fresh)
         self.levels.append(admitted)
         return True
 
     def survey(self, unknown: list[str], offset: int, count: int) -> Survey:
         """The walk's answer, its nodes at ``offset:offset + count`` listed (as :func:`_walk` makes it)."""
-        index, kept, found = self.index, self.kept, self.found
-        order = [node for level in self.levels for node in level]
-        listed = order[offset : offset + count]
-        end = offset + len(listed)
-        if offset == 0 and end == len(order):  # the whole walk listed: every edge on the page
-            page_edges = sorted(kept.items())
+        index, kept, found, type_of = self.index, self.kept, self.found, self.type_of
+        reached = len(type_of)
+        end = min(reached, offset + count)
+        listed = list(islice(((node, hop) for hop, level in enumerate(self.levels) for node in level), offset, end))
+        ids, id_at, names, name_at = index.ids.blob, index.ids.offsets.data, index.names.blob, index.names.offsets.data
+        has_name, types = index.has_name.data, index.types
+        page = [(ids[id_at[node] : id_at[node + 1]].decode("utf-8"), types[type_of[node]],
+                 names[name_at[node] : name_at[node + 1]].decode("utf-8") if has_name[node] else None, hop)
+                for node, hop in listed]
+        id_of = {node: row[0] for (node, _), row in zip(listed, page, strict=True)}
+        subjects, objects, preds = index.subjects.data, index.objects.data, index.preds.data
+        if offset == 0 and end == reached:  # the whole walk listed: every edge on the page
+            page_edges = sorted(kept)
         else:
-            position = {node: at for at, node in enumerate(order[:end])}
-            page_edges = sorted((edge, ends) for edge, ends in kept.items()
-                                if ends[0] in position and ends[2] in position
-                                and max(position[ends[0]], position[ends[2]]) >= offset)
-        distance = [hop for hop, level in enumerate(self.levels) for _ in level][offset:end]
-        has_name, types, type_of = index.has_name.data, index.types, self.type_of
-        ids = _decode(index.ids, listed)
-        page = [(entity_id, types[type_of[node]], name if has_name[node] else None, hops)
-                for entity_id, node, name, hops in zip(ids, listed, _decode(index.names, listed), distance,
-                                                        strict=True)]
-        id_of = dict(zip(listed, ids, strict=True))
-        if offset:  # edges to nodes of earlier pages
-            earlier = list({end for _, (s, _, o) in page_edges for end in (s, o) if end not in id_of})
-            id_of.update(zip(earlier, _decode(index.ids, earlier), strict=True))
+            position = {node: at for at, node in enumerate(islice(
+                (node for level in self.levels for node in level), end))}
+            page_edges = sorted(edge for edge in kept if subjects[edge] in position and objects[edge] in position
+                                and max(position[subjects[edge]], position[objects[edge]]) >= offset)
+            earlier = list({end for edge in page_edges for end in (subjects[edge], objects[edge])
+                            if end not in id_of})
+            id_of.update(zip(earlier, _decode(index.ids, earlier), strict=True))  # ends on earlier pages
         predicates = index.predicates
         return Survey(
-            node_count=len(order),
+            node_count=reached,
             edge_count=len(kept),
             page=page,  # type: ignore[arg-type]
-            edges=[(id_of[s], predicates[p], id_of[o]) for _, (s, p, o) in page_edges],  # type: ignore[misc]
+            edges=[(id_of[subjects[edge]], predicates[preds[edge]], id_of[objects[edge]])  # type: ignore[misc]
+                   for edge in page_edges],
             entity_types=sorted(types[c] for c in set(type_of.values()) | found.excluded_types),
-            predicates=sorted(predicates[p] for p in {p for _, p, _ in kept.values()} | found.excluded_preds),
+            predicates=sorted(predicates[p] for p in {preds[edge] for edge in kept} | found.excluded_preds),
             unknown_seeds=unknown,
             capped=dict(zip(_decode(index.ids, found.capped), found.capped.values(), strict=True)),
             nodes_cut=found.nodes_cut,
