@@ -543,12 +543,14 @@ class _SmallWalk:
         found.dangling += dangling
         admitted = sorted(new)
         room = self.max_nodes - len(type_of)
-        if len(admitted) > room:
+        cut = len(admitted) > room
+        if cut:
             found.nodes_cut += len(admitted) - room
             admitted = admitted[: max(room, 0)]
-            fresh = {edge: other for edge, other in fresh.items() if other in admitted}
         for node in admitted:
             type_of[node] = new[node]
+        if cut:  # an edge to a new end left out is no edge of the walk
+            fresh = {edge: other for edge, other in fresh.items() if other in type_of}
         kept.update(fresh)
         self.levels.append(admitted)
         return True
@@ -573,8 +575,8 @@ class _SmallWalk:
                 (node for level in self.levels for node in level), end))}
             page_edges = sorted(edge for edge in kept if subjects[edge] in position and objects[edge] in position
                                 and max(position[subjects[edge]], position[objects[edge]]) >= offset)
-            earlier = list({end for edge in page_edges for end in (subjects[edge], objects[edge])
-                            if end not in id_of})
+            earlier = list({node for edge in page_edges for node in (subjects[edge], objects[edge])
+                            if node not in id_of})
             id_of.update(zip(earlier, _decode(index.ids, earlier), strict=True))  # ends on earlier pages
         predicates = index.predicates
         return Survey(
