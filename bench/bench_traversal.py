@@ -50,7 +50,7 @@ most relationships) x hops (1, 2) x mode (topology, full). Each seed is run once
 side to warm up, then ``--repeat`` times, bfsql and native interleaved (which side goes first
 alternates), timed with
 ``time.perf_counter`` in one asyncio loop. Per class the table gives the median
-seconds of each side over all runs of all its seeds, their ratio bfsql/native (and the
+milliseconds of each side over all runs of all its seeds, their ratio bfsql/native (and the
 range of the per-seed ratios), the median statements per query of each side (and per
 hop), and the median nodes and edges. A class whose warm-up query takes more than 60 s
 on either side at 2 hops is capped to 1 hop. Statements are counted by the asyncpg
@@ -389,8 +389,8 @@ def report(store: Store, rows: list[Row], repeat: int) -> bool | None:
         "bfsql and native interleaved, first side alternating")
     say(f"   statements: {store.counting}")
     say("   seeds: " + "; ".join(f"{name}: {' '.join(seeds)}" for name, seeds in store.seeds.items()))
-    header = (f"{'class':<9} {'hops':>4} {'mode':<8} {'seeds':>5} {'nodes':>6} {'edges':>6} | {'bfsql s':>8} "
-              f"{'native s':>8} {'ratio':>6} {'seed range':>11} | {'bfsql stmts':>15} {'native stmts':>15}")
+    header = (f"{'class':<9} {'hops':>4} {'mode':<8} {'seeds':>5} {'nodes':>6} {'edges':>6} | {'bfsql ms':>8} "
+              f"{'native ms':>9} {'ratio':>6} {'seed range':>11} | {'bfsql stmts':>15} {'native stmts':>15}")
     say(header)
     say("-" * len(header))
     for row in rows:
@@ -398,8 +398,8 @@ def report(store: Store, rows: list[Row], repeat: int) -> bool | None:
         spread = f"{min(seed_ratios):.2f}-{max(seed_ratios):.2f}"
         nodes, edges = statistics.median(r.nodes for r in row.bfsql), statistics.median(r.edges for r in row.bfsql)
         say(f"{row.seed_class:<9} {row.hops:>4} {row.mode:<8} {row.seeds:>5} {nodes:>6g} {edges:>6g} | "
-            f"{statistics.median(r.seconds for r in row.bfsql):>8.4f} "
-            f"{statistics.median(r.seconds for r in row.native):>8.4f} {row.ratio:>6.2f} {spread:>11} | "
+            f"{statistics.median(r.seconds for r in row.bfsql) * 1e3:>8.3f} "
+            f"{statistics.median(r.seconds for r in row.native) * 1e3:>9.3f} {row.ratio:>6.2f} {spread:>11} | "
             f"{_statements(row.bfsql, row.hops):>15} {_statements(row.native, row.hops):>15}")
     for note in store.notes:
         say(f"   note: {note}")

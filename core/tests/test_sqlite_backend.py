@@ -220,6 +220,7 @@ async def test_a_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) ->
     assert await backend.wait_for_index(30)
     index = backend._csr
     assert index is not None
+    monkeypatch.setattr(csr, "SMALL_HOP_ROWS", 0)  # every hop of a walk with numpy, in pieces
     cases = [(seeds, k, max_nodes, cap, excluded)
              for seeds in (["E0", "E5"], ["E7", "E8", "E9"], ["E1", "E0"])
              for k in (1, 2, 3) for max_nodes, cap in ((1000, 1000), (40, 15)) for excluded in ([], ["Drug"])]
@@ -238,6 +239,54 @@ async def test_a_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) ->
         assert [csr.survey(index, seeds, k, max_nodes, cap, excluded, 3, 40)
                 for seeds, k, max_nodes, cap, excluded in cases] == walks
     await backend.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("small_rows", [0, 4, 12, 40])
+async def test_a_walk_answers_as_the_hop_walk_whichever_of_its_hops_are_small(
+    tmp_path: Path, monkeypatch, small_rows: int
+) -> None:
+    """A walk's hops of at most SMALL_HOP_ROWS rows run on Python sets, the first bigger one and every later one with
+    numpy: with thresholds that make the switch fall at every hop (and never, and at once), bfs_query answers as
+    the engine's hop walk on random graphs (hubs, self-loops, dangling and merged ends, cuts, excluded types)."""
+    from bfsql import csr
+    from bfsql.loading.records import EntityRecord
+    from bfsql.loading.sqlite_loader import load_records
+    from bfsql.testing.conformance import _compare_walks
+    from bfsql.testing.random_graphs import TYPES, random_records
+
+    monkeypatch.setattr(csr, "SMALL_HOP_ROWS", small_rows)
+    switched_after: list[int] = []  # per walk handed to numpy: the hops it had walked in Python
+    in_python = 0  # walks wholly in Python
+    numpy_walk, python_answer = csr._walk, csr._SmallWalk.survey
+
+    def handed(index, visited, levels, *rest):
+        switched_after.append(len(levels) - 1)
+        return numpy_walk(index, visited, levels, *rest)
+
+    def answered(walk, *arguments):
+        nonlocal in_python
+        in_python += 1
+        return python_answer(walk, *arguments)
+
+    monkeypatch.setattr(csr, "_walk", handed)
+    monkeypatch.setattr(csr._SmallWalk, "survey", answered)
+    for number in range(8):
+        rng = random.Random(number)
+        records = random_records(rng, entities=50, edges=200)
+        db = tmp_path / f"random-{number}.db"
+        load_records(db, records, embedder="none")
+        backend = SqliteBackend(db)
+        assert await backend.wait_for_index(30)
+        try:
+            ids = [r.id for r in records if isinstance(r, EntityRecord)]
+            await _compare_walks(backend, rng.sample(ids, k=4), list(TYPES[:1]), rng)
+        finally:
+            await backend.aclose()
+    if small_rows == 0:
+        assert set(switched_after) == {0}  # every walk that meets a row with numpy from its seeds
+    else:
+        assert in_python and max(switched_after) >= 1  # some walks wholly in Python, some switching midway
 
 
 @pytest.mark.asyncio
@@ -550,6 +599,7 @@ async def test_a_walk_that_fails_midway_leaves_no_marks(bundle: Path, tmp_path: 
     assert await backend.wait_for_index(30)
     index = backend._csr
     assert index is not None
+    monkeypatch.setattr(csr, "SMALL_HOP_ROWS", 0)  # the walk with numpy, which marks
     first = csr.survey(index, ["A"], 2, 100, 100, [], 0, 100)
     assert first.node_count > 1
 

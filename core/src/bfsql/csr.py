@@ -15,7 +15,8 @@ Processes serving the same file from several graphs share one copy (:func:`share
 :func:`survey` runs a whole breadth-first traversal on the arrays with numpy, with the engine's
 exact rules (hub caps, ``max_nodes``, excluded types, dangling ends), and materialises only the
 page of the answer: the cost of a hub's two-hop survey is that of the edges it visits, with no
-Python object per edge.
+Python object per edge. Small hops (at most :data:`SMALL_HOP_ROWS` rows) run on Python sets
+instead, where numpy's fixed cost per call would be most of the walk.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import sqlite3
 import threading
 import weakref
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from itertools import pairwise
+from itertools import islice, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +77,8 @@ class Strings:
         return len(self.offsets) - 1
 
     def __getitem__(self, i: int) -> str:
-        return self.blob[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
+        offsets = self.offsets.data
+        return self.blob[offsets[i] : offsets[i + 1]].decode("utf-8")
 
     def many(self, indexes: Sequence[int] | np.ndarray) -> list[str]:
         """The strings at ``indexes``."""
@@ -83,6 +86,10 @@ class Strings:
         blob = self.blob
         return [blob[start:end].decode("utf-8")
                 for start, end in zip(self.offsets[at].tolist(), self.offsets[at + 1].tolist(), strict=True)]
+
+
+FEW_IDS = 16
+"""Ids up to which :meth:`CsrIndex.find` searches each in Python (numpy's fixed cost is more for a seed or two)."""
 
 
 def _hash(text: str) -> int:
@@ -137,13 +144,17 @@ class CsrIndex:
         """The index of each of ``ids`` that is an end of this graph (unknown ids left out)."""
         if not ids:
             return {}
-        wanted = np.fromiter((_hash(i) for i in ids), dtype=np.uint64, count=len(ids))
-        at = np.searchsorted(self.id_hashes, wanted)
+        hashes, size, hash_index = self.id_hashes.data, len(self.id_hashes), self.hash_index.data
+        if len(ids) <= FEW_IDS:
+            wanted = [_hash(i) for i in ids]
+            at = [bisect_left(hashes, h) for h in wanted]
+        else:
+            hashed = np.fromiter((_hash(i) for i in ids), dtype=np.uint64, count=len(ids))
+            wanted, at = hashed.tolist(), np.searchsorted(self.id_hashes, hashed).tolist()
         found: dict[str, int] = {}
-        hashes, size = self.id_hashes, len(self.id_hashes)
-        for entity_id, h, position in zip(ids, wanted.tolist(), at.tolist(), strict=True):
-            while position < size and int(hashes[position]) == h:  # equal hashes: compare the ids themselves
-                index = int(self.hash_index[position])
+        for entity_id, h, position in zip(ids, wanted, at, strict=True):
+            while position < size and hashes[position] == h:  # equal hashes: compare the ids themselves
+                index = hash_index[position]
                 if self.ids[index] == entity_id:
                     found[entity_id] = index
                     break
@@ -407,14 +418,17 @@ def shared_index(path: Path, conn: sqlite3.Connection) -> tuple[CsrIndex, bool]:
 
 
 def _gather(index: CsrIndex, frontier: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The first ``cap`` rows of every frontier node: (row's node, edge number), and the degrees and starts."""
+    """The first ``cap`` rows of every frontier node: (row's node, edge number), and the degrees and rows taken."""
     starts = index.offsets[frontier]
     degrees = index.offsets[frontier + 1] - starts
     taken = np.minimum(degrees, cap)
-    total = int(taken.sum())
+    return np.repeat(frontier, taken), _edges_from(index, starts, taken), degrees, taken
+
+
+def _edges_from(index: CsrIndex, starts: np.ndarray, taken: np.ndarray) -> np.ndarray:
+    """The edge numbers of ``taken`` rows from each of ``starts`` (positions in ``rows``), in that order."""
     firsts = np.cumsum(taken) - taken
-    positions = np.repeat(starts - firsts, taken) + np.arange(total, dtype=np.int64)
-    return np.repeat(frontier, taken), index.rows[positions], degrees, taken
+    return index.rows[np.repeat(starts - firsts, taken) + np.arange(int(taken.sum()), dtype=np.int64)]
 
 
 def survey(
@@ -434,14 +448,172 @@ def survey(
     rows only; an edge to a node reached before is kept, one to a new node keeps it unless
     its type is excluded (an end that is no entity is dangling); when ``max_nodes`` would be
     passed, the new nodes kept are the first by id and the walk stops there.
+
+    Hops of at most :data:`SMALL_HOP_ROWS` rows are walked with Python sets (:class:`_SmallWalk`);
+    from the first bigger hop on, the walk goes on with numpy on the whole frontier (:func:`_walk`).
     """
-    known = index.find(list(dict.fromkeys(seeds)))
-    starts = sorted({i for i in known.values() if index.type_code[i] >= 0})
-    unknown = [s for s in dict.fromkeys(seeds) if s not in known or index.type_code[known[s]] < 0]
-    levels = [np.array(starts, dtype=np.int64)]
+    known, type_code = index.find(list(dict.fromkeys(seeds))), index.type_code.data
+    starts = sorted({i for i in known.values() if type_code[i] >= 0})
+    unknown = [s for s in dict.fromkeys(seeds) if s not in known or type_code[known[s]] < 0]
+    excluded = [index.types.index(t) for t in exclude_types if t in index.types]
+    small = _SmallWalk(index, starts, max_nodes, max_edges_per_node, excluded)
+    if small.walk(hops):
+        return small.survey(unknown, offset, count)
+    levels = [np.array(level, dtype=np.int64) for level in small.levels]
+    kept = [np.fromiter(small.kept, dtype=np.int64, count=len(small.kept))]
     with _visited_marks(index) as visited:
-        return _walk(index, visited, levels, unknown, hops, max_nodes, max_edges_per_node, exclude_types, offset,
-                     count)
+        return _walk(index, visited, levels, kept, small.found, unknown, hops - small.hops, max_nodes,
+                     max_edges_per_node, excluded, offset, count)
+
+
+SMALL_HOP_ROWS = 512
+"""Rows up to which a walk's hop is walked with Python sets and lists rather than numpy: a numpy hop and the
+answer made from its arrays cost some 0.2 ms whatever their size (tens of numpy calls on tiny arrays), which made a
+1-hop walk of 50 edges on the HPO 3.5 times slower than in Python; a 1-hop survey costs the same both ways at about
+500 rows (on the HPO, 2026-11-25), and numpy wins above."""
+
+
+@dataclass
+class _Found:
+    """What a walk found besides its nodes and edges (both ways of walking a hop add to it)."""
+
+    excluded_types: set[int] = field(default_factory=set)
+    """Type codes of the new neighbours left out by ``exclude_types``."""
+    excluded_preds: set[int] = field(default_factory=set)
+    """Predicate codes of the edges to them."""
+    capped: dict[int, int] = field(default_factory=dict)
+    """Each hub whose rows were cut at ``max_edges_per_node``: its degree."""
+    dangling: int = 0
+    """Rows whose other end is no entity."""
+    nodes_cut: int = 0
+    """New neighbours not visited because ``max_nodes`` was reached."""
+
+
+class _SmallWalk:
+    """A walk's hops with Python sets and lists, for as long as each meets at most :data:`SMALL_HOP_ROWS` rows.
+
+    The same rules as :func:`_walk`, which goes on from :attr:`levels`, :attr:`kept` and :attr:`found` when a
+    hop is bigger; a walk whose hops are all small also makes its answer here (:meth:`survey`). The arrays
+    are read through memoryviews, whose items are Python ints: no numpy call at all.
+    """
+
+    def __init__(self, index: CsrIndex, starts: list[int], max_nodes: int, cap: int, excluded: list[int]) -> None:
+        self.index = index
+        self.max_nodes = max_nodes
+        self.cap = cap
+        self.excluded = frozenset(excluded)
+        self.type_code = index.type_code.data
+        self.levels: list[list[int]] = [starts]
+        """The nodes reached at each hop, sorted (level 0: the seeds)."""
+        self.type_of: dict[int, int] = {node: self.type_code[node] for node in starts}
+        """Every node reached: its type code."""
+        self.kept: dict[int, object] = {}
+        """Every edge kept (the keys; the order found)."""
+        self.found = _Found()
+        self.hops = 0
+        """Hops walked."""
+
+    def walk(self, hops: int) -> bool:
+        """Walk up to ``hops`` hops while they are small; whether the whole walk is done."""
+        while self.hops < hops and self.levels[-1] and not self.found.nodes_cut:
+            if not self._hop():
+                return False
+            self.hops += 1
+        return True
+
+    def _hop(self) -> bool:
+        """The next hop from the last level, unless it has more than :data:`SMALL_HOP_ROWS` rows (whether it ran)."""
+        index, found, type_of, kept, type_code = self.index, self.found, self.type_of, self.kept, self.type_code
+        offsets, cap = index.offsets.data, self.cap
+        spans = []
+        total = 0
+        for node in self.levels[-1]:
+            start, degree = offsets[node], offsets[node + 1] - offsets[node]
+            spans.append((node, start, start + min(degree, cap), degree))
+            total += min(degree, cap)
+            if total > SMALL_HOP_ROWS:
+                return False
+        rows, subjects, objects, excluded = index.rows.data, index.subjects.data, index.objects.data, self.excluded
+        new: dict[int, int] = {}  # the new ends: their type codes
+        fresh: dict[int, int] = {}  # the edges to them: their new end
+        dangling = 0
+        for node, start, stop, degree in spans:
+            if degree > stop - start:
+                found.capped[node] = degree
+            for edge in rows[start:stop].tolist():
+                other = subjects[edge]
+                if other == node:
+                    other = objects[edge]
+                if other in type_of:  # reached before this hop (the frontier included: a self-loop)
+                    kept[edge] = None
+                    continue
+                code = type_code[other]
+                if code < 0:
+                    dangling += 1
+                elif code in excluded:
+                    found.excluded_types.add(code)
+                    found.excluded_preds.add(index.preds.data[edge])
+                else:
+                    new[other] = code
+                    fresh[edge] = other
+        found.dangling += dangling
+        admitted = sorted(new)
+        room = self.max_nodes - len(type_of)
+        cut = len(admitted) > room
+        if cut:
+            found.nodes_cut += len(admitted) - room
+            admitted = admitted[: max(room, 0)]
+        for node in admitted:
+            type_of[node] = new[node]
+        if cut:  # an edge to a new end left out is no edge of the walk
+            fresh = {edge: other for edge, other in fresh.items() if other in type_of}
+        kept.update(fresh)
+        self.levels.append(admitted)
+        return True
+
+    def survey(self, unknown: list[str], offset: int, count: int) -> Survey:
+        """The walk's answer, its nodes at ``offset:offset + count`` listed (as :func:`_walk` makes it)."""
+        index, kept, found, type_of = self.index, self.kept, self.found, self.type_of
+        reached = len(type_of)
+        end = min(reached, offset + count)
+        listed = list(islice(((node, hop) for hop, level in enumerate(self.levels) for node in level), offset, end))
+        ids, id_at, names, name_at = index.ids.blob, index.ids.offsets.data, index.names.blob, index.names.offsets.data
+        has_name, types = index.has_name.data, index.types
+        page = [(ids[id_at[node] : id_at[node + 1]].decode("utf-8"), types[type_of[node]],
+                 names[name_at[node] : name_at[node + 1]].decode("utf-8") if has_name[node] else None, hop)
+                for node, hop in listed]
+        id_of = {node: row[0] for (node, _), row in zip(listed, page, strict=True)}
+        subjects, objects, preds = index.subjects.data, index.objects.data, index.preds.data
+        if offset == 0 and end == reached:  # the whole walk listed: every edge on the page
+            page_edges = sorted(kept)
+        else:
+            position = {node: at for at, node in enumerate(islice(
+                (node for level in self.levels for node in level), end))}
+            page_edges = sorted(edge for edge in kept if subjects[edge] in position and objects[edge] in position
+                                and max(position[subjects[edge]], position[objects[edge]]) >= offset)
+            earlier = list({node for edge in page_edges for node in (subjects[edge], objects[edge])
+                            if node not in id_of})
+            id_of.update(zip(earlier, _decode(index.ids, earlier), strict=True))  # ends on earlier pages
+        predicates = index.predicates
+        return Survey(
+            node_count=reached,
+            edge_count=len(kept),
+            page=page,  # type: ignore[arg-type]
+            edges=[(id_of[subjects[edge]], predicates[preds[edge]], id_of[objects[edge]])  # type: ignore[misc]
+                   for edge in page_edges],
+            entity_types=sorted(types[c] for c in set(type_of.values()) | found.excluded_types),
+            predicates=sorted(predicates[p] for p in {preds[edge] for edge in kept} | found.excluded_preds),
+            unknown_seeds=unknown,
+            capped=dict(zip(_decode(index.ids, found.capped), found.capped.values(), strict=True)),
+            nodes_cut=found.nodes_cut,
+            dangling_edges=found.dangling,
+        )
+
+
+def _decode(strings: Strings, indexes: Iterable[int]) -> list[str]:
+    """The strings at ``indexes``, one by one (for a few: :meth:`Strings.many` costs some numpy calls)."""
+    blob, offsets = strings.blob, strings.offsets.data
+    return [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in indexes]
 
 
 @contextmanager
@@ -467,23 +639,24 @@ def _walk(
     index: CsrIndex,
     visited: np.ndarray,
     levels: list[np.ndarray],
+    kept_parts: list[np.ndarray],
+    found: _Found,
     unknown: list[str],
     hops: int,
     max_nodes: int,
     max_edges_per_node: int,
-    exclude_types: Iterable[str],
+    exclude_codes: list[int],
     offset: int,
     count: int,
 ) -> Survey:
-    """:func:`survey`'s walk from ``levels[0]`` with ``visited`` cleared; leaves it cleared."""
-    kept_parts: list[np.ndarray] = []
-    excluded_codes = np.array([index.types.index(t) for t in exclude_types if t in index.types], dtype=np.int16)
-    excluded_types: set[int] = set()
-    excluded_preds: set[int] = set()
-    capped: dict[int, int] = {}
-    dangling = nodes_cut = 0
-    visited[levels[0]] = True
-    reached = len(levels[0])
+    """:func:`survey`'s walk with numpy, ``hops`` more hops from ``levels`` (its edges so far ``kept_parts``, the
+    rest ``found``) with ``visited`` cleared; leaves it cleared."""
+    excluded_codes = np.array(exclude_codes, dtype=np.int16)
+    excluded_types, excluded_preds, capped = found.excluded_types, found.excluded_preds, found.capped
+    dangling, nodes_cut = found.dangling, found.nodes_cut
+    reached_before = np.concatenate(levels)
+    visited[reached_before] = True
+    reached = len(reached_before)
     for _ in range(hops):
         frontier = levels[-1]
         if not len(frontier):
@@ -523,19 +696,19 @@ def _walk(
         if nodes_cut:
             break
     order = np.concatenate(levels)
-    kept_edges = _distinct(np.concatenate(kept_parts), index.spare_slots, index.edge_count) if kept_parts else (
-        np.zeros(0, dtype=np.int64))
+    kept_edges = _distinct(np.concatenate(kept_parts), index.spare_slots, index.edge_count)
     types = set(np.unique(index.type_code[order]).tolist()) | excluded_types
     preds = set(np.flatnonzero(np.bincount(index.preds[kept_edges], minlength=len(index.predicates))).tolist())
     preds |= excluded_preds
     listed = order[offset : offset + count]
     page_edges = _page_edges(index, visited, order, offset, offset + len(listed), kept_edges)
     distance = np.concatenate([np.full(len(level), hop) for hop, level in enumerate(levels)])[offset : offset + count]
+    page = _listed(index, listed, distance)
     return Survey(
         node_count=len(order),
         edge_count=len(kept_edges),
-        page=_listed(index, listed, distance),
-        edges=_triples(index, page_edges),
+        page=page,
+        edges=_triples(index, page_edges, dict(zip(listed.tolist(), [row[0] for row in page], strict=True))),
         entity_types=sorted(index.types[c] for c in types),
         predicates=sorted(index.predicates[p] for p in preds),
         unknown_seeds=unknown,
@@ -588,11 +761,15 @@ def _listed(index: CsrIndex, nodes: np.ndarray, distance: np.ndarray) -> list[Re
     return list(zip(index.ids.many(nodes), types, names, distance.tolist(), strict=True))  # type: ignore[arg-type]
 
 
-def _triples(index: CsrIndex, edges: np.ndarray) -> list[Edge]:
-    """The edges as plain (subject, predicate, object) tuples."""
+def _triples(index: CsrIndex, edges: np.ndarray, known: dict[int, str] | None = None) -> list[Edge]:
+    """The edges as plain (subject, predicate, object) tuples; ``known``: ids already decoded, by index."""
     subjects, objects = index.subjects[edges], index.objects[edges]
-    ends = np.unique(np.concatenate([subjects, objects]))
-    id_of = dict(zip(ends.tolist(), index.ids.many(ends), strict=True)).__getitem__
+    ends = np.unique(np.concatenate([subjects, objects])).tolist()
+    names = dict(known or {})
+    if names:
+        ends = [end for end in ends if end not in names]
+    names.update(zip(ends, index.ids.many(ends), strict=True))
+    id_of = names.__getitem__
     preds = map(index.predicates.__getitem__, index.preds[edges].tolist())
     return list(zip(map(id_of, subjects.tolist()), preds, map(id_of, objects.tolist()), strict=True))  # type: ignore[arg-type]
 
