@@ -843,8 +843,8 @@ async def open_falkordb(data: HpoData) -> AsyncIterator[Store]:
                 "Cypher statements run (tx.run, both sides); each side chunks to FalkorDB's 4 kB Bolt buffer",
                 target=1.5, target_text="every class median ratio <= 1.5", extra_statements=1,
             )
-            store.notes.append("FalkorDB's Bolt server stalls some statements by about 45 ms on both sides (not "
-                               "bfsql's doing): the small classes' ratios mostly measure where the stalls fall")
+            store.notes.append("both sides share the backend's quick acknowledgements on this port (FalkorDB "
+                               "answers over 4 kB otherwise wait ~40 ms each: docs/backends/neo4j.md)")
             if dropped:
                 store.notes.append(f"seeds dropped (not in the data): {', '.join(dropped)}")
             try:

@@ -231,3 +231,17 @@ async def test_unreachable_server_is_a_clear_failure(falkordb_server) -> None:
     config = falkordb_server.config(uri="bolt://127.0.0.1:1", query_timeout=3.0)
     with pytest.raises(Neo4jSetupError, match=re.escape("Cannot reach the Bolt server at bolt://127.0.0.1:1")):
         await Neo4jBackend.open(config)
+
+
+async def test_every_connection_to_falkordb_acknowledges_answers_at_once(falkordb_server, monkeypatch) -> None:
+    """FalkorDB writes an answer over 4 kB in pieces with Nagle on: each connection sets TCP_QUICKACK (quickack.py)."""
+    from bfsql_neo4j import quickack
+
+    sockets: list[object] = []
+    arm = quickack._arm
+    monkeypatch.setattr(quickack, "_arm", lambda bolt_socket: (sockets.append(bolt_socket), arm(bolt_socket)))
+    falkordb_server.use("standard", standard_records)
+    async for backend in falkordb_server.open():
+        assert await backend.get_nodes(["GENE:TP53"])
+        assert sockets, "no connection of the backend was armed"
+        assert all(quickack.armed(bolt_socket) for bolt_socket in sockets)

@@ -11,9 +11,11 @@ of the frontier in both directions with the other end's id, type and name.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import neo4j
 from neo4j.exceptions import AuthError, ConfigurationError, DriverError, ServiceUnavailable
@@ -37,6 +39,7 @@ from bfsql_neo4j.dialect import DIALECTS, Dialect, DialectName
 from bfsql_neo4j.fulltext import fulltext_query
 from bfsql_neo4j.indexes import Neo4jSetupError, check_fulltext, check_label, choose_id_property, read_indexes
 from bfsql_neo4j.mapping import EntityTypes, PropertyFilter, normalize_predicate
+from bfsql_neo4j.quickack import quick_acks
 from bfsql_neo4j.reads import BoltReads
 
 __all__ = ["Neo4jBackend"]
@@ -47,6 +50,8 @@ SEARCH_CANDIDATES = 1000
 """Full-text hits fetched and re-ranked (exact and prefix name matches first) per search."""
 CLOSE_TIMEOUT = 5.0
 """Seconds aclose() waits for the driver to close its connections before abandoning them."""
+DEFAULT_BOLT_PORT = 7687
+"""The port of a Bolt URI that names none."""
 _NO_RANK = (99, 0)
 
 
@@ -99,6 +104,9 @@ class Neo4jBackend(GraphBackend):
                 f"Copy the graph there (redis-cli GRAPH.COPY {config.database} falkordb) and unset --database.",
             )
         auth = (config.username, config.password.get_secret_value()) if config.password is not None else None
+        if config.dialect is DialectName.FALKORDB:
+            with contextlib.suppress(ValueError):  # an invalid URI is reported below
+                quick_acks(urlsplit(config.uri).port or DEFAULT_BOLT_PORT)
         try:
             driver = neo4j.AsyncGraphDatabase.driver(
                 config.uri,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
 import asyncpg
 from typing_extensions import override
@@ -84,6 +84,22 @@ def _storable(values: list[str]) -> list[str]:
 
 
 _UNPARSED: Any = object()
+K = TypeVar("K")
+
+
+def _from_memo(asked: list[K], known: Mapping[Any, Any], fields: Callable[[K], tuple[Any, ...]]) -> tuple[
+        list[Any], list[K]]:
+    """Rows for the keys of ``asked`` whose columns the traversal's hops brought (the key's ``fields``, then the
+    columns), and the keys left to fetch."""
+    rows: list[Any] = []
+    missing: list[K] = []
+    for key in asked:
+        columns = known.get(key)
+        if columns is None:
+            missing.append(key)
+        else:
+            rows.append((*fields(key), *columns))
+    return rows, missing
 
 
 def _json_texts() -> Callable[[str | None], Any]:
@@ -495,17 +511,8 @@ class PostgresBackend(GraphBackend):
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Metadata of each visible entity, in one statement (none for those the traversal's hops brought)."""
         asked = list(dict.fromkeys(entity_ids))
-        rows: list[Any] = []
         memo = hop_memo()
-        if memo is not None and memo.nodes:
-            known, missing = memo.nodes, []
-            for entity_id in asked:
-                columns = known.get(entity_id)
-                if columns is None:
-                    missing.append(entity_id)
-                else:
-                    rows.append((entity_id, *columns))
-            asked = missing
+        rows, asked = _from_memo(asked, memo.nodes if memo is not None else {}, lambda entity_id: (entity_id,))
         if asked:
             rows.extend(await self._fetch(self._node_metadata_sql, _storable(asked)))
         found: dict[str, dict[str, Any]] = {}
@@ -537,17 +544,8 @@ class PostgresBackend(GraphBackend):
         An unknown edge, or one touching a merged entity, is left out. Where a store holds
         a triple twice (no unique key), the row with the highest confidence wins.
         """
-        rows: list[Any] = []
         memo = hop_memo()
-        if memo is not None and memo.edges:
-            known, missing = memo.edges, []
-            for edge in edges:
-                columns = known.get(edge)
-                if columns is None:
-                    missing.append(edge)
-                else:
-                    rows.append((*edge, *columns))
-            edges = missing
+        rows, edges = _from_memo(edges, memo.edges if memo is not None else {}, tuple)
         if edges:
             rows.extend(await self._fetch(self._edge_metadata_sql, *self._triples(edges)))
         found: dict[Edge, dict[str, Any]] = {}
