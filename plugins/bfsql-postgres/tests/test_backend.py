@@ -24,7 +24,7 @@ from bfsql import (
     bfs_query,
     search_entities,
 )
-from bfsql.server.fitting import AnswerBudget
+from bfsql.server import AnswerBudget
 from bfsql.testing.standard_graph import (
     ASPIRIN,
     GASTRIC,

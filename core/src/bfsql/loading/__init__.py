@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from bfsql.loading.bundle import Record, parse_json_line, read_bundle
     from bfsql.loading.errors import BadRow
     from bfsql.loading.limits import LoadLimits
+    from bfsql.loading.plain import PlainEntities, PlainEntity, PlainRelationship, PlainRelationships
     from bfsql.loading.prefixes import compact_iri
     from bfsql.loading.readers import ImpliedEntity, detect_format, read_records
     from bfsql.loading.records import (
@@ -31,6 +32,10 @@ _WHERE = {
     "read_bundle": "bundle",
     "parse_json_line": "bundle",
     "LoadLimits": "limits",
+    "PlainEntities": "plain",
+    "PlainEntity": "plain",
+    "PlainRelationship": "plain",
+    "PlainRelationships": "plain",
     "BadRow": "errors",
     "compact_iri": "prefixes",
     "ImpliedEntity": "readers",
@@ -60,6 +65,10 @@ __all__ = [
     "EvidenceRecord",
     "ImpliedEntity",
     "LoadLimits",
+    "PlainEntities",
+    "PlainEntity",
+    "PlainRelationship",
+    "PlainRelationships",
     "Record",
     "RelationshipRecord",
     "compact_iri",

@@ -48,7 +48,7 @@ from bfsql import (
     preferred_embedder,
     read_records,
 )
-from bfsql.loading import read_bundle
+from bfsql.loading import PlainEntities, PlainEntity, PlainRelationships, read_bundle
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.schema import INDEXES, create_schema, ensure_vector_index, index_statement
 
@@ -459,12 +459,13 @@ async def _stage_bundle(staging: _Staging, path: Path, progress: Progress | None
 
     The reader gives a block of lines that are all bare relationships (most of a big graph's lines) as
     its triples, checked by one regular expression: their strings hold no backslash, quote or control
-    character, so they go to the database as COPY text without escaping. Other rows are staged one by one.
+    character, so they go to the database as COPY text without escaping. A block of plain entity lines
+    and the other rows are staged one by one.
     """
     first = staging.seq
     last = pending = 0
     for number, row in read_bundle(path, plain=True):
-        if isinstance(row, list):  # a block of bare relationships, from line ``number`` on
+        if isinstance(row, PlainRelationships):  # a block of bare relationships, from line ``number`` on
             seq = first + number
             staging.relationship_text.extend(
                 f"{seq + i}\t{s}\t{p}\t{o}\n" for i, (s, p, o) in enumerate(row)
@@ -473,6 +474,10 @@ async def _stage_bundle(staging: _Staging, path: Path, progress: Progress | None
             last = number + len(row) - 1
             if len(staging.relationship_text) >= CHUNK_ROWS:
                 await staging.flush_text()
+        elif isinstance(row, PlainEntities):  # a block of plain entities, from line ``number`` on
+            for i, entity in enumerate(row):
+                await staging.add(PlainEntity(*entity), first + number + i)
+            last = number + len(row) - 1
         else:
             await staging.add(row, first + number)
             last = number
