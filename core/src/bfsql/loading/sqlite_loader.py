@@ -43,7 +43,6 @@ end; loading the same sources twice gives the same store.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import json
 import os
@@ -54,13 +53,13 @@ import sqlite3
 import stat
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bfsql.csr import CsrIndex, Edges, build_index, entity_rows, index_of_entities, save_index
 from bfsql.embedders import Embedder, sync_embedding
-from bfsql.loading.background import InThread
 from bfsql.loading.bundle import Record, Row
 from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
@@ -607,7 +606,7 @@ def _fill(
     progress.step(_records(counts))
     edges = _write_relationships(conn, relationships, fresh, progress) if len(relationships) else None
     _rebuild_labels(conn, progress)
-    graph: InThread[CsrIndex] | None = None
+    graph: Future[CsrIndex] | None = None
     if fresh and edges is not None:
         progress.step("index by object")
         conn.execute(f"CREATE INDEX {_BY_OBJECT}")
@@ -615,7 +614,9 @@ def _fill(
         # (not read again), in another thread while SQLite builds the text indexes: statements that
         # release the GIL for their whole run. Not beside the index by object, whose sort holds up
         # to the page cache's size in memory.
-        graph = InThread(functools.partial(index_of_entities, entity_rows(conn), edges), "bfsql-load-graph")
+        pool = ThreadPoolExecutor(1, thread_name_prefix="bfsql-load-graph")
+        graph = pool.submit(index_of_entities, entity_rows(conn), edges)
+        pool.shutdown(wait=False)  # the load goes on; graph.result() waits for the index
     _rebuild_text_indexes(conn, progress)
     counts["embedded"] = _rebuild_vectors(conn, chosen, progress)
     counts["embedder"] = chosen.name if chosen is not None else None

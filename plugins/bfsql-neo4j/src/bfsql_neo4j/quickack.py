@@ -16,6 +16,7 @@ the answers stay right, only slower.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 from typing import Any
@@ -25,16 +26,14 @@ __all__ = ["armed", "quick_acks"]
 logger = logging.getLogger("bfsql_neo4j.quickack")
 
 _ports: set[int] = set()
-_installed: list[bool] = []
 
 
 def quick_acks(port: int) -> bool:
     """Acknowledge at once what Bolt servers on ``port`` send this process; whether it could be arranged."""
-    if not _installed:
-        _installed.append(_install())
-    if _installed[0]:
-        _ports.add(port)
-    return _installed[0]
+    if not _install():
+        return False
+    _ports.add(port)
+    return True
 
 
 def armed(bolt_socket: Any) -> bool:
@@ -43,7 +42,9 @@ def armed(bolt_socket: Any) -> bool:
     return getattr(protocol, "_bfsql_quick_acks", False)
 
 
+@functools.cache
 def _install() -> bool:
+    """Wrap the driver's connect function, once; whether it could be."""
     if not hasattr(socket, "TCP_QUICKACK"):
         logger.warning("TCP_QUICKACK is not available here: FalkorDB answers over 4 kB may wait ~40 ms each")
         return False
