@@ -270,7 +270,7 @@ class CachePlugin:
 
     def answer(self, spec: PrimitiveSpec, arguments: dict[str, Any]) -> Awaitable[Any] | None:
         """The cached answer of one primitive call (an awaitable), or None to pass the call on."""
-        if spec.cache not in self.policies or spec.cache is CachePolicy.NEVER:
+        if spec.cache not in self.policies:
             return None
         cache, rest = self.caches[spec.name], self._rest(spec.name)
         if spec.keys is not None:
@@ -290,4 +290,5 @@ def _cached(spec: PrimitiveSpec) -> Callable[..., Any]:
 
 
 for _spec in PRIMITIVES.values():
-    setattr(CachePlugin, _spec.name, _cached(_spec))
+    if _spec.cache is not CachePolicy.NEVER:  # a primitive never cached is no hook of the cache's
+        setattr(CachePlugin, _spec.name, _cached(_spec))

@@ -94,6 +94,8 @@ class _BackendTerminal:
         start = time.perf_counter()
         try:
             with primitive_span(self.graph, name):
+                if self.timeout is None:
+                    return await awaitable
                 async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for on 3.11
                     return await awaitable
         except TimeoutError:
