@@ -4,9 +4,10 @@ A load reads its sources once and sends every row to one of a few targets (a tab
 columns given). The rows of the target being copied go into that COPY's stream, a chunk at a
 time: the server parses and stores a chunk while Python reads the next (two processes, so on two
 cores they overlap; one ``COPY`` statement per chunk would leave each side waiting for the
-other). Rows of the other targets wait in memory; when a target's waiting rows pass
-:data:`WAITING_BYTES`, the stream ends and that target's stream starts, its waiting rows first.
-Each target receives its rows in the order they were read.
+other). Rows of the other tables wait in memory; when a table's waiting rows pass
+:data:`WAITING_BYTES`, the stream ends and that table's turn comes, its waiting rows first. Each
+table receives its rows in the order they were read (a table filled through two targets, such as
+bare relationships and relationships with columns, switches streams when the target changes).
 """
 
 from __future__ import annotations
@@ -58,37 +59,54 @@ def text_line(values: Iterable[Any]) -> str:
 
 async def copy_rows(conn: asyncpg.Connection, rows: Iterable[tuple[Target, str]]) -> None:
     """Send ``rows`` (each a target and its COPY text: lines ending in a line break) to their tables, in order per
-    target, the reading of ``rows`` overlapping the server's work (see the module)."""
+    table, the reading of ``rows`` overlapping the server's work (see the module)."""
     streams = _Streams(iter(rows))
-    current = streams.first()
-    while current is not None:
-        await _copy(conn, current, streams.stream(current))
-        current, streams.following = streams.following, None
-    for target in list(streams.waiting):
-        await _copy(conn, target, _once("".join(streams.waiting.pop(target)).encode()))
+    table = streams.first()
+    while table is not None:
+        *earlier, (target, texts) = streams.waiting.pop(table)
+        streams.waiting_bytes.pop(table)
+        for other, other_texts in earlier:
+            await _copy(conn, other, _once(other_texts))
+        await _copy(conn, target, streams.stream(target, texts))
+        table, streams.following = streams.following, None
+    for segments in streams.waiting.values():
+        for target, texts in segments:
+            await _copy(conn, target, _once(texts))
 
 
 class _Streams:
-    """The rows read, as streams of COPY text per target, and the rows waiting for their target's stream."""
+    """The rows read, as streams of COPY text per target, and the rows waiting for their table's turn: per table,
+    runs of rows of one target each, in the order read."""
 
     def __init__(self, rows: Iterator[tuple[Target, str]]) -> None:
         self.rows = rows
-        self.waiting: dict[Target, list[str]] = {}
-        self.waiting_bytes: dict[Target, int] = {}
-        self.following: Target | None = None
-        """The target whose waiting rows ended the last stream."""
+        self.waiting: dict[str, list[tuple[Target, list[str]]]] = {}
+        self.waiting_bytes: dict[str, int] = {}
+        self.following: str | None = None
+        """The table whose rows ended the last stream."""
 
-    def first(self) -> Target | None:
-        """The target of the first row (which then waits), None without rows."""
+    def first(self) -> str | None:
+        """The table of the first row (which then waits), None without rows."""
         for target, text in self.rows:
-            self.waiting[target], self.waiting_bytes[target] = [text], len(text)
-            return target
+            self.wait(target, text)
+            return target.table
         return None
 
-    async def stream(self, target: Target) -> AsyncIterator[bytes]:
-        """``target``'s waiting rows, then the rows read, in chunks, until the rows end or another target has
-        waited long enough (it is then :attr:`following`)."""
-        batch, size = self.waiting.pop(target, []), self.waiting_bytes.pop(target, 0)
+    def wait(self, target: Target, text: str) -> int:
+        """Hold ``text`` back for ``target``; the bytes its table holds back now."""
+        segments = self.waiting.setdefault(target.table, [])
+        if segments and segments[-1][0] == target:
+            segments[-1][1].append(text)
+        else:
+            segments.append((target, [text]))
+        self.waiting_bytes[target.table] = self.waiting_bytes.get(target.table, 0) + len(text)
+        return self.waiting_bytes[target.table]
+
+    async def stream(self, target: Target, texts: list[str]) -> AsyncIterator[bytes]:
+        """``texts``, then the rows read for ``target``, in chunks, until the rows end, a row for another target of
+        its table comes (its columns differ: its stream follows at once, which keeps the table's rows in order), or
+        another table has waited long enough (it is then :attr:`following`)."""
+        batch, size = texts, sum(map(len, texts))
         for row_target, text in self.rows:
             if row_target == target:
                 batch.append(text)
@@ -96,18 +114,15 @@ class _Streams:
                 if size >= CHUNK_BYTES:
                     yield "".join(batch).encode()
                     batch, size = [], 0
-            else:
-                self.waiting.setdefault(row_target, []).append(text)
-                self.waiting_bytes[row_target] = self.waiting_bytes.get(row_target, 0) + len(text)
-                if self.waiting_bytes[row_target] >= WAITING_BYTES:
-                    self.following = row_target
-                    break
+            elif self.wait(row_target, text) >= WAITING_BYTES or row_target.table == target.table:
+                self.following = row_target.table
+                break
         if batch:
             yield "".join(batch).encode()
 
 
-async def _once(data: bytes) -> AsyncIterator[bytes]:
-    yield data
+async def _once(texts: list[str]) -> AsyncIterator[bytes]:
+    yield "".join(texts).encode()
 
 
 async def _copy(conn: asyncpg.Connection, target: Target, data: AsyncIterator[bytes]) -> None:

@@ -84,7 +84,8 @@ _TO_EMBED = """
 SELECT e.entity_id, coalesce(nullif(btrim(e.name), ''), e.entity_id) AS text
 FROM entity e
 WHERE e.status IS DISTINCT FROM 'merged'
-  AND ($1 OR e.embedding IS NULL OR e.entity_id IN (SELECT entity_id FROM load_entity))
+  AND ($1 OR e.embedding IS NULL
+       OR e.entity_id IN (SELECT entity_id FROM load_entity UNION ALL SELECT entity_id FROM load_implied))
 ORDER BY e.entity_id
 """
 
@@ -206,7 +207,7 @@ class _Rows:
 
     def __init__(self, targets: dict[str, Target]) -> None:
         self.entity, self.implied = targets["entity"], targets["implied"]
-        self.relationship, self.evidence = targets["relationship"], targets["evidence"]
+        self.relationship, self.bare, self.evidence = targets["relationship"], targets["bare"], targets["evidence"]
         self.counts = {"entity": 0, "relationship": 0, "evidence": 0}
 
     def record(self, record: Record | PlainEntity | PlainRelationship) -> tuple[Target, str]:
@@ -224,7 +225,7 @@ class _Rows:
                 record.confidence, _dump(record.synonyms), record.source, record.canonical_url,
             )
             if isinstance(record, ImpliedEntity):
-                return self.implied, text_line((*values, "t"))
+                return self.implied, text_line(values)
             return self.entity, text_line(values)
         if isinstance(record, RelationshipRecord):
             self.counts["relationship"] += 1
@@ -241,6 +242,8 @@ class _Rows:
         """A block of bare relationships read by one regular expression: their strings hold no backslash, quote or
         control character, so they go to the database as they are."""
         self.counts["relationship"] += len(block)
+        if self.bare != self.relationship:
+            return self.bare, "\n".join(map("\t".join, block)) + "\n"
         return self.relationship, _RELATIONSHIP_REST.join(map("\t".join, block)) + _RELATIONSHIP_REST
 
     def entities(self, block: PlainEntities) -> tuple[Target, str]:
@@ -318,7 +321,7 @@ async def _load(
         await conn.execute(LOAD_SETTINGS)
         await conn.execute(STAGING)
         taken = {table: key for table in ("entity", "relationship") if (key := await take_empty(conn, table))}
-        rows = _Rows(targets(taken))
+        rows = _Rows(await targets(conn, taken))
         await copy_rows(conn, _source_rows(rows, sources, progress))
         await merge(conn, taken)
         embedded = await _embed(conn, chosen, column) if column is not None else 0

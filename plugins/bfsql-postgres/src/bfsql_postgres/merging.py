@@ -30,33 +30,48 @@ EVIDENCE_COLUMNS = ("relationship_key", "text_span", "confidence", "document_id"
 
 STAGING = """
 CREATE TEMP TABLE load_entity (
-    seq bigint GENERATED ALWAYS AS IDENTITY, implied boolean NOT NULL DEFAULT false, entity_id text,
-    entity_type text, name text, properties jsonb, status text, confidence double precision, synonyms jsonb,
-    source text, canonical_url text
+    seq bigint GENERATED ALWAYS AS IDENTITY, entity_id text, entity_type text, name text, properties jsonb,
+    status text, confidence double precision, synonyms jsonb, source text, canonical_url text
 ) ON COMMIT DROP;
+CREATE TEMP TABLE load_implied (LIKE load_entity INCLUDING IDENTITY) ON COMMIT DROP;
 CREATE TEMP TABLE load_relationship (
     seq bigint GENERATED ALWAYS AS IDENTITY, subject_id text, predicate text, object_id text,
-    confidence double precision, source_documents jsonb, properties jsonb
+    confidence double precision, source_documents jsonb DEFAULT '[]', properties jsonb DEFAULT '{}'
 ) ON COMMIT DROP;
 CREATE TEMP TABLE load_evidence (
     relationship_key text, text_span text, confidence double precision, document_id text, section text
 ) ON COMMIT DROP;
 """
-"""The staging tables; ``seq`` numbers the rows as they arrive, which is the order they were read."""
+"""The staging tables (``load_implied``: entities mentioned only by a triple table or RDF file); ``seq`` numbers
+the rows as they arrive, which is the order they were read."""
+
+_BARE_DEFAULTS = """
+SELECT count(*) = 3 FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attrelid = to_regclass($1) AND NOT a.attisdropped
+  AND (a.attname::text, coalesce(pg_get_expr(d.adbin, d.adrelid), '')) IN
+      (('confidence', ''), ('source_documents', '''[]''::jsonb'), ('properties', '''{}''::jsonb'))
+"""
+"""The relationship table gives a bare relationship's other columns by default: no confidence, ``[]``, ``{}``."""
 
 
-def targets(fresh: Iterable[str]) -> dict[str, Target]:
+async def targets(conn: asyncpg.Connection, fresh: Iterable[str]) -> dict[str, Target]:
     """Where each kind of row is copied: ``entity``, ``implied`` (entities mentioned only by a triple table or RDF
-    file), ``relationship``, ``evidence``; straight into the graph tables named in ``fresh``."""
+    file), ``relationship``, ``bare`` (a bare relationship's triple; the table's defaults give the rest) and
+    ``evidence``; straight into the graph tables named in ``fresh``."""
     fresh = set(fresh)
 
     def into(table: str, columns: tuple[str, ...]) -> Target:
         return Target(table, columns, freeze=True) if table in fresh else Target(f"load_{table}", columns)
 
+    relationship = into("relationship", RELATIONSHIP_COLUMNS)
+    bare = into("relationship", RELATIONSHIP_COLUMNS[:3])
+    if relationship.table == "relationship" and not await conn.fetchval(_BARE_DEFAULTS, "relationship"):
+        bare = relationship
     return {
         "entity": into("entity", ENTITY_COLUMNS),
-        "implied": Target("load_entity", (*ENTITY_COLUMNS, "implied")),
-        "relationship": into("relationship", RELATIONSHIP_COLUMNS),
+        "implied": Target("load_implied", ENTITY_COLUMNS),
+        "relationship": relationship,
+        "bare": bare,
         "evidence": Target("load_evidence", EVIDENCE_COLUMNS),
     }
 
@@ -67,7 +82,7 @@ _IMPLIED = f"""
 INSERT INTO entity ({_ENTITY_COLUMNS_LIST})
 SELECT DISTINCT ON (l.entity_id) l.entity_id, l.entity_type, l.name, l.properties, l.status, l.confidence,
        l.synonyms, l.source, l.canonical_url
-FROM load_entity l WHERE l.implied AND NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = l.entity_id)
+FROM load_implied l WHERE NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = l.entity_id)
 ORDER BY l.entity_id, l.seq
 """
 """Implied ids not known yet (after the full records)."""
@@ -78,7 +93,7 @@ _MERGE: dict[str, tuple[str, ...]] = {
     "entity": (
         """
         CREATE TEMP TABLE new_entity ON COMMIT DROP AS
-        SELECT DISTINCT ON (entity_id) * FROM load_entity WHERE NOT implied ORDER BY entity_id, seq DESC
+        SELECT DISTINCT ON (entity_id) * FROM load_entity ORDER BY entity_id, seq DESC
         """,
         """
         UPDATE entity e SET entity_type = n.entity_type, name = n.name, properties = n.properties,
@@ -140,7 +155,7 @@ _INTO_EMPTY: dict[str, tuple[str, ...]] = {
     "entity": (
         f"""
         INSERT INTO entity ({_ENTITY_COLUMNS_LIST})
-        SELECT DISTINCT ON (entity_id) {_ENTITY_COLUMNS_LIST} FROM load_entity WHERE NOT implied
+        SELECT DISTINCT ON (entity_id) {_ENTITY_COLUMNS_LIST} FROM load_entity
         ORDER BY entity_id, seq DESC
         """,
         _IMPLIED,
@@ -165,7 +180,7 @@ _INTO_EMPTY: dict[str, tuple[str, ...]] = {
 _WITHOUT_REPEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "entity": (
         "entity_id",
-        f"INSERT INTO entity ({_ENTITY_COLUMNS_LIST}) SELECT {_ENTITY_COLUMNS_LIST} FROM load_entity WHERE NOT implied",
+        f"INSERT INTO entity ({_ENTITY_COLUMNS_LIST}) SELECT {_ENTITY_COLUMNS_LIST} FROM load_entity",
         (_IMPLIED,),
     ),
     "relationship": (
