@@ -254,3 +254,25 @@ async def test_a_load_into_empty_tables_keeps_what_a_merge_keeps(
         stored.update({r[:3]: (r[3], json.loads(r[4])) for r in ours["relationship"]})
         assert stored == last
         assert len(ours["relationship"]) > 20_000 and len(ours["entity"]) > 30 and ours["evidence"]
+
+
+async def test_bare_relationships_get_their_columns_where_the_table_has_no_defaults(
+    pg_server: Server, tmp_path: Path
+) -> None:
+    """A relationship table made by another tool, without bfsql's defaults: bare relationships copied straight into
+    it still get no confidence, ``[]`` and ``{}`` (the table's defaults give them only when they are bfsql's)."""
+    dsn = await pg_server.create_database("nodefaults")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            "CREATE TABLE relationship (subject_id text NOT NULL, predicate text NOT NULL, object_id text NOT NULL, "
+            "confidence double precision DEFAULT 0.5, source_documents jsonb, properties jsonb, "
+            "PRIMARY KEY (subject_id, predicate, object_id))"
+        )
+    finally:
+        await conn.close()
+    path = tmp_path / "bare.jsonl"
+    path.write_text("\n".join(list(dict.fromkeys(_bare(random.Random(3), 30_000)))) + "\n", encoding="utf-8")
+    await load_postgres(dsn, [path], embedder="none")
+    rows = (await snapshot(dsn))["relationship"]
+    assert len(rows) > 25_000 and {r[3:] for r in rows} == {(None, "[]", "{}")}
