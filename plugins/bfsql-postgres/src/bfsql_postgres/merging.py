@@ -241,6 +241,9 @@ async def _drop(conn: asyncpg.Connection, index: str) -> bool:
 _KEYS = {"entity": ("entity_id",), "relationship": ("subject_id", "predicate", "object_id")}
 """The graph tables that can be filled straight by COPY, and their keys (their primary keys in bfsql's schema)."""
 
+_FRESH_SINCE = 140000
+"""PostgreSQL 14: ``COPY ... (FREEZE)`` sets the visibility map, and ``max(tid)`` settles repeated keys."""
+
 _TAKEABLE = """
 SELECT c.relkind = 'r' AND NOT c.relhastriggers AND NOT c.relrowsecurity FROM pg_class c WHERE c.oid = to_regclass($1)
 """
@@ -257,7 +260,9 @@ async def take_empty(conn: asyncpg.Connection, table: str) -> str | None:
     The table stays locked against readers (``ACCESS EXCLUSIVE``) until the commit: they wait for the new graph
     instead of finding an empty one.
     """
-    if table not in _KEYS or not await conn.fetchval(_EMPTY.format(table=table)):
+    if table not in _KEYS or int(await conn.fetchval("SHOW server_version_num")) < _FRESH_SINCE:
+        return None
+    if not await conn.fetchval(_EMPTY.format(table=table)):
         return None
     found = await conn.fetchrow(_PRIMARY_KEY, table)
     if not await conn.fetchval(_TAKEABLE, table) or found is None or found["columns"] != sorted(_KEYS[table]):
