@@ -17,7 +17,8 @@ import asyncpg
 import pytest
 from test_loader import snapshot
 
-from bfsql import BadRow, read_bundle
+from bfsql import BadRow, EntityRecord, RelationshipRecord, read_bundle
+from bfsql_postgres import copying
 from bfsql_postgres.loader import load_postgres, load_records
 
 from conftest import Server
@@ -202,3 +203,76 @@ async def test_bytes_that_are_not_utf8_are_named(pg_server: Server, tmp_path: Pa
     with pytest.raises(BadRow) as ours:
         await load_postgres(await pg_server.create_database("latin"), [path], embedder="none")
     assert str(ours.value) == str(core.value) and ":2:" in str(ours.value)
+
+
+SEED = [
+    '{"kind": "entity", "id": "SEED:1", "entity_type": "Seed"}',
+    '{"kind": "relationship", "subject": "SEED:1", "predicate": "seeds", "object": "SEED:1"}',
+    '{"kind": "evidence", "subject": "SEED:1", "predicate": "seeds", "object": "SEED:1", "text_span": "s"}',
+]
+
+
+def _without_seed(state: dict[str, Any]) -> dict[str, Any]:
+    return {name: [row for row in rows if not str(row[0]).startswith("SEED:")] for name, rows in state.items()}
+
+
+@pytest.mark.parametrize(("number", "small"), [(0, False), (1, False), (2, True)])
+async def test_a_load_into_empty_tables_keeps_what_a_merge_keeps(
+    pg_server: Server, tmp_path: Path, number: int, small: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Empty tables take the rows straight from COPY (a key given twice is settled after); tables that hold rows
+    take them through the staging tables' merge. Both keep the last record of every key, within a bundle (bare
+    relationships repeated in blocks and one by one, with columns or without, entities repeated) and across two;
+    also when the rows of each table wait for their turn only briefly (``small``: many COPY statements)."""
+    if small:
+        monkeypatch.setattr(copying, "WAITING_BYTES", 2_000)
+        monkeypatch.setattr(copying, "CHUNK_BYTES", 500)
+    rng = random.Random(100 + number)
+    bare = _bare(rng, 60_000)  # halves of 2.5 MB: each holds a block of the reader's that is all bare lines
+    first = [json.dumps({**json.loads(bare[14_000]), "confidence": 0.25}), *bundle_lines(rng, 200), *bare[:30_000],
+             *bundle_lines(rng, 200), *bare[30_000:], *bare[:5], *bare[20_000:20_005],
+             json.dumps({**json.loads(bare[15_000]), "confidence": 0.5}), *bundle_lines(rng, 50)]
+    second = [*bundle_lines(rng, 100), *bare[::7], json.dumps({**json.loads(bare[14]), "properties": {"w": 1}})]
+    paths = []
+    for name, lines in (("seed", SEED), ("first", first), ("second", second)):
+        paths.append(tmp_path / f"{name}.jsonl")
+        paths[-1].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fresh, merged = await pg_server.create_database("fresh"), await pg_server.create_database("merged")
+    await load_postgres(merged, [paths[0]], embedder="none")  # every table holds a row: the loads merge
+    last: dict[tuple[str, ...], tuple[Any, ...]] = {}  # core's reader's last record of each key
+    for path in paths[1:]:
+        for _, record in read_bundle(path):
+            if isinstance(record, EntityRecord):
+                last[(record.id,)] = (record.name, record.confidence)
+            elif isinstance(record, RelationshipRecord):
+                last[(record.subject, record.predicate, record.object)] = (record.confidence, record.source_documents)
+        await load_postgres(fresh, [path], embedder="none")
+        await load_postgres(merged, [path], embedder="none")
+        ours, theirs = await snapshot(fresh), _without_seed(await snapshot(merged))
+        assert ours == theirs
+        stored = {(r[0],): (r[2], r[5]) for r in ours["entity"]}
+        stored.update({r[:3]: (r[3], json.loads(r[4])) for r in ours["relationship"]})
+        assert stored == last
+        assert len(ours["relationship"]) > 20_000 and len(ours["entity"]) > 30 and ours["evidence"]
+
+
+async def test_bare_relationships_get_their_columns_where_the_table_has_no_defaults(
+    pg_server: Server, tmp_path: Path
+) -> None:
+    """A relationship table made by another tool, without bfsql's defaults: bare relationships copied straight into
+    it still get no confidence, ``[]`` and ``{}`` (the table's defaults give them only when they are bfsql's)."""
+    dsn = await pg_server.create_database("nodefaults")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            "CREATE TABLE relationship (subject_id text NOT NULL, predicate text NOT NULL, object_id text NOT NULL, "
+            "confidence double precision DEFAULT 0.5, source_documents jsonb, properties jsonb, "
+            "PRIMARY KEY (subject_id, predicate, object_id))"
+        )
+    finally:
+        await conn.close()
+    path = tmp_path / "bare.jsonl"
+    path.write_text("\n".join(list(dict.fromkeys(_bare(random.Random(3), 30_000)))) + "\n", encoding="utf-8")
+    await load_postgres(dsn, [path], embedder="none")
+    rows = (await snapshot(dsn))["relationship"]
+    assert len(rows) > 25_000 and {r[3:] for r in rows} == {(None, "[]", "{}")}

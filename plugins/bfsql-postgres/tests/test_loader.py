@@ -204,3 +204,16 @@ async def test_a_load_leaves_every_page_all_visible(scratch_dsn: str, tmp_path: 
             name: total for name, (total, _) in pages.items()}
     finally:
         await conn.close()
+
+
+async def test_a_load_into_empty_tables_stores_the_rows_frozen(scratch_dsn: str, tmp_path: Path) -> None:
+    """Rows copied straight into empty tables are stored frozen: no later VACUUM has to rewrite every page to
+    freeze them, and no reader has to set their hint bits."""
+    await load_postgres(scratch_dsn, [write_standard_bundle(tmp_path)], embedder="none")
+    conn = await asyncpg.connect(scratch_dsn)
+    try:
+        pages = {r[0]: (r[1], r[2]) for r in await conn.fetch(
+            "SELECT relname, relpages, relallfrozen FROM pg_class WHERE relname IN ('entity', 'relationship')")}
+        assert len(pages) == 2 and all(total > 0 and frozen == total for total, frozen in pages.values()), pages
+    finally:
+        await conn.close()

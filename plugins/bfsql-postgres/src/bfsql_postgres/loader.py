@@ -1,12 +1,14 @@
 """Bulk-loading bundles (and CSV/TSV/RDF files) into a kgraph-schema PostgreSQL database.
 
-Atomicity: a load is one transaction. The records are streamed with COPY into temporary
-tables (a JSONL bundle is read by core's reader: its blocks of bare relationships, most of a
-big graph, as COPY text, the other rows as binary COPY), then merged into ``entity``,
-``relationship`` and ``bundle_evidence`` with set-based statements; a bad row (named
-by file and line), an error or an interrupt anywhere rolls everything back. The target
-tables are locked against other loaders (``SHARE ROW EXCLUSIVE``) for the duration;
-readers are not blocked and see the old graph until the commit.
+Atomicity: a load is one transaction. The records are streamed as COPY text (a JSONL bundle is
+read by core's reader, its blocks of bare relationships or plain entities, most of a big graph,
+by one regular expression each; see :mod:`bfsql_postgres.copying`), the server storing one chunk
+while the next is read. A graph table that holds rows gets them through a temporary staging
+table and a set-based merge; an empty one (a fresh load) straight from COPY, its key and indexes
+built after the rows (see :mod:`bfsql_postgres.merging`). A bad row (named by file and line), an
+error or an interrupt anywhere rolls everything back. The target tables are locked against other
+loaders (``SHARE ROW EXCLUSIVE``) for the duration; readers are not blocked and see the old graph
+until the commit, except readers of a table that was empty: they wait for the commit.
 
 Idempotence: entities and relationships are upserted by key (within one load the last
 record with a key wins, as in the memory backend); implied entities (mentioned by a
@@ -27,9 +29,8 @@ refuses to compare the stored vectors with query vectors of another embedder.
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -48,14 +49,16 @@ from bfsql import (
     preferred_embedder,
     read_records,
 )
-from bfsql.loading import PlainEntities, PlainEntity, PlainRelationships, read_bundle
+from bfsql.loading import PlainEntities, PlainEntity, PlainRelationship, PlainRelationships, read_bundle
+from bfsql_postgres.copying import NULL, Target, copy_rows, text_line
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
-from bfsql_postgres.schema import INDEXES, create_schema, ensure_vector_index, index_statement
+from bfsql_postgres.merging import LOAD_SETTINGS, STAGING, merge, take_empty, targets
+from bfsql_postgres.schema import create_schema, ensure_vector_index
 
-__all__ = ["AUTO_EMBEDDER", "CHUNK_ROWS", "LoadReport", "connect", "load_postgres", "load_records"]
+__all__ = ["AUTO_EMBEDDER", "PROGRESS_ROWS", "LoadReport", "connect", "load_postgres", "load_records"]
 
-CHUNK_ROWS = 20_000
-"""Rows buffered per table before they are sent with one COPY."""
+PROGRESS_ROWS = 20_000
+"""Records (or bundle lines) read between two calls of the progress callback."""
 
 AUTO_EMBEDDER = "auto"
 """Embed with the embedder recorded in the database, else the default (``hashing``)."""
@@ -72,204 +75,6 @@ Progress = Callable[[int], None]
 Source: TypeAlias = tuple[Path, str] | Iterable[Record]
 """A file and its format, or records made in Python."""
 
-_STAGING = """
-CREATE TEMP TABLE load_entity (
-    seq bigint, implied boolean, entity_id text, entity_type text, name text, properties jsonb,
-    status text, confidence double precision, synonyms jsonb, source text, canonical_url text
-) ON COMMIT DROP;
-CREATE TEMP TABLE load_relationship (
-    seq bigint, subject_id text, predicate text, object_id text, confidence double precision,
-    source_documents jsonb DEFAULT '[]', properties jsonb DEFAULT '{}'
-) ON COMMIT DROP;
-CREATE TEMP TABLE load_evidence (
-    relationship_key text, text_span text, confidence double precision, document_id text, section text
-) ON COMMIT DROP;
-"""
-
-_ENTITY_COLUMNS = (
-    "seq", "implied", "entity_id", "entity_type", "name", "properties",
-    "status", "confidence", "synonyms", "source", "canonical_url",
-)
-_RELATIONSHIP_COLUMNS = ("seq", "subject_id", "predicate", "object_id", "confidence", "source_documents", "properties")
-_EVIDENCE_COLUMNS = ("relationship_key", "text_span", "confidence", "document_id", "section")
-
-_ENTITY_COLUMNS_LIST = "entity_id, entity_type, name, properties, status, confidence, synonyms, source, canonical_url"
-
-_IMPLIED = f"""
-INSERT INTO entity ({_ENTITY_COLUMNS_LIST})
-SELECT DISTINCT ON (l.entity_id) l.entity_id, l.entity_type, l.name, l.properties, l.status, l.confidence,
-       l.synonyms, l.source, l.canonical_url
-FROM load_entity l WHERE l.implied AND NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = l.entity_id)
-ORDER BY l.entity_id, l.seq
-"""
-"""Implied ids not known yet (after the full records)."""
-
-_MERGE: dict[str, tuple[str, ...]] = {
-    # Entities: the last full record of each id wins (rows that would not change are not rewritten);
-    # then implied ids not known yet.
-    "entity": (
-        """
-        CREATE TEMP TABLE new_entity ON COMMIT DROP AS
-        SELECT DISTINCT ON (entity_id) * FROM load_entity WHERE NOT implied ORDER BY entity_id, seq DESC
-        """,
-        """
-        UPDATE entity e SET entity_type = n.entity_type, name = n.name, properties = n.properties,
-            status = n.status, confidence = n.confidence, synonyms = n.synonyms, source = n.source,
-            canonical_url = n.canonical_url
-        FROM new_entity n
-        WHERE e.entity_id = n.entity_id
-          AND (e.entity_type, e.name, e.properties, e.status, e.confidence, e.synonyms, e.source, e.canonical_url)
-              IS DISTINCT FROM
-              (n.entity_type, n.name, n.properties, n.status, n.confidence, n.synonyms, n.source, n.canonical_url)
-        """,
-        f"""
-        INSERT INTO entity ({_ENTITY_COLUMNS_LIST})
-        SELECT n.entity_id, n.entity_type, n.name, n.properties, n.status, n.confidence, n.synonyms, n.source,
-               n.canonical_url
-        FROM new_entity n WHERE NOT EXISTS (SELECT 1 FROM entity e WHERE e.entity_id = n.entity_id)
-        """,
-        _IMPLIED,
-    ),
-    # Relationships: the last record of each triple wins.
-    "relationship": (
-        """
-        CREATE TEMP TABLE new_relationship ON COMMIT DROP AS
-        SELECT DISTINCT ON (subject_id, predicate, object_id) * FROM load_relationship
-        ORDER BY subject_id, predicate, object_id, seq DESC
-        """,
-        """
-        UPDATE relationship r SET confidence = n.confidence, source_documents = n.source_documents,
-            properties = n.properties
-        FROM new_relationship n
-        WHERE r.subject_id = n.subject_id AND r.predicate = n.predicate AND r.object_id = n.object_id
-          AND (r.confidence, r.source_documents, r.properties)
-              IS DISTINCT FROM (n.confidence, n.source_documents, n.properties)
-        """,
-        """
-        INSERT INTO relationship (subject_id, predicate, object_id, confidence, source_documents, properties)
-        SELECT n.subject_id, n.predicate, n.object_id, n.confidence, n.source_documents, n.properties
-        FROM new_relationship n WHERE NOT EXISTS (
-            SELECT 1 FROM relationship r
-            WHERE r.subject_id = n.subject_id AND r.predicate = n.predicate AND r.object_id = n.object_id)
-        """,
-    ),
-    # Evidence: each distinct row once.
-    "bundle_evidence": (
-        """
-        INSERT INTO bundle_evidence (relationship_key, text_span, confidence, document_id, section)
-        SELECT DISTINCT l.relationship_key, l.text_span, l.confidence, l.document_id, l.section
-        FROM load_evidence l WHERE NOT EXISTS (
-            SELECT 1 FROM bundle_evidence b
-            WHERE b.relationship_key = l.relationship_key AND b.text_span IS NOT DISTINCT FROM l.text_span
-              AND b.confidence IS NOT DISTINCT FROM l.confidence AND b.document_id IS NOT DISTINCT FROM l.document_id
-              AND b.section IS NOT DISTINCT FROM l.section)
-        """,
-    ),
-}
-"""Each table's merge of the staged records into what it holds."""
-
-_INTO_EMPTY: dict[str, tuple[str, ...]] = {
-    "entity": (
-        f"""
-        INSERT INTO entity ({_ENTITY_COLUMNS_LIST})
-        SELECT DISTINCT ON (entity_id) {_ENTITY_COLUMNS_LIST} FROM load_entity WHERE NOT implied
-        ORDER BY entity_id, seq DESC
-        """,
-        _IMPLIED,
-    ),
-    "relationship": (
-        """
-        INSERT INTO relationship (subject_id, predicate, object_id, confidence, source_documents, properties)
-        SELECT DISTINCT ON (subject_id, predicate, object_id) subject_id, predicate, object_id, confidence,
-               source_documents, properties
-        FROM load_relationship ORDER BY subject_id, predicate, object_id, seq DESC
-        """,
-    ),
-    "bundle_evidence": (
-        """
-        INSERT INTO bundle_evidence (relationship_key, text_span, confidence, document_id, section)
-        SELECT DISTINCT relationship_key, text_span, confidence, document_id, section FROM load_evidence
-        """,
-    ),
-}
-"""The same merges into a table that holds nothing yet: the staged records as they win, nothing compared."""
-
-_WITHOUT_REPEATS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "entity": (
-        "entity_id",
-        f"INSERT INTO entity ({_ENTITY_COLUMNS_LIST}) SELECT {_ENTITY_COLUMNS_LIST} FROM load_entity WHERE NOT implied",
-        (_IMPLIED,),
-    ),
-    "relationship": (
-        "subject_id, predicate, object_id",
-        "INSERT INTO relationship (subject_id, predicate, object_id, confidence, source_documents, properties) "
-        "SELECT subject_id, predicate, object_id, confidence, source_documents, properties FROM load_relationship",
-        (),
-    ),
-}
-"""A table whose primary key is the record's key, filled when no key is given twice: the key column(s), the insert
-of the staged records as they are, and what follows once the key is back. Sorting the records to keep the last of
-each key costs as much as building the key's index: when no key repeats (the usual bundle), it is not needed."""
-
-_EMPTY = "SELECT NOT EXISTS (SELECT FROM {table})"
-
-_LOAD_SETTINGS = "SET LOCAL work_mem = '256MB'; SET LOCAL maintenance_work_mem = '512MB'"
-"""Memory of this load's sorts and index builds (the loader's own transaction only)."""
-
-_PRIMARY_KEY = """
-SELECT c.conname, array_agg(a.attname::text ORDER BY a.attname) AS columns
-FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
-WHERE c.conrelid = to_regclass($1) AND c.contype = 'p' GROUP BY c.conname
-"""
-
-
-async def _fill_without_repeats(conn: asyncpg.Connection, table: str) -> bool:
-    """Fill the empty ``table`` with the staged records, its primary key dropped and built again after them; False
-    (and nothing done) when it has no such key, another role's, or a key is staged twice."""
-    if table not in _WITHOUT_REPEATS:
-        return False
-    key, insert, after = _WITHOUT_REPEATS[table]
-    found = await conn.fetchrow(_PRIMARY_KEY, table)
-    if found is None or sorted(found["columns"]) != sorted(c.strip() for c in key.split(",")):
-        return False
-    name = found["conname"]
-    try:
-        async with conn.transaction():
-            await conn.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
-            await conn.execute(insert)
-            await conn.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" PRIMARY KEY ({key})')
-    except (asyncpg.UniqueViolationError, asyncpg.InsufficientPrivilegeError):
-        return False
-    for sql in after:
-        await conn.execute(sql)
-    return True
-
-
-async def _drop(conn: asyncpg.Connection, index: str) -> bool:
-    """Drop ``index`` (to build it again later); False when the loader's role may not (another role's table)."""
-    try:
-        async with conn.transaction():
-            await conn.execute(f"DROP INDEX IF EXISTS {index}")
-    except asyncpg.InsufficientPrivilegeError:
-        return False
-    return True
-
-
-async def _merge(conn: asyncpg.Connection) -> None:
-    """Merge the staged records into each table. A table that holds nothing yet takes them without comparing, its
-    indexes dropped and built after the rows are in (its primary key too, when no key repeats); one that holds rows
-    is merged row by row (an upsert)."""
-    for table, statements in _MERGE.items():
-        empty = bool(await conn.fetchval(_EMPTY.format(table=table)))
-        indexes = [name for name, (on, _) in INDEXES.items() if on == table and empty and await _drop(conn, name)]
-        if not (empty and await _fill_without_repeats(conn, table)):
-            for sql in _INTO_EMPTY[table] if empty else statements:
-                await conn.execute(sql)
-        for name in indexes:
-            await conn.execute(index_statement(name))
-
-
-
 _AFTER_LOAD = ("VACUUM entity, relationship, bundle_evidence", "ANALYZE entity, relationship, bundle_evidence")
 """After the commit (VACUUM cannot run in a transaction): the visibility map, for index-only scans, then the
 statistics. As one ``VACUUM (ANALYZE)`` of the three tables, PostgreSQL 18 left the map of some of them empty
@@ -279,7 +84,8 @@ _TO_EMBED = """
 SELECT e.entity_id, coalesce(nullif(btrim(e.name), ''), e.entity_id) AS text
 FROM entity e
 WHERE e.status IS DISTINCT FROM 'merged'
-  AND ($1 OR e.embedding IS NULL OR e.entity_id IN (SELECT entity_id FROM load_entity))
+  AND ($1 OR e.embedding IS NULL
+       OR e.entity_id IN (SELECT entity_id FROM load_entity UNION ALL SELECT entity_id FROM load_implied))
 ORDER BY e.entity_id
 """
 
@@ -316,70 +122,6 @@ def _dump(value: Any) -> str:
     if not value:  # most records have no properties, synonyms or documents
         return "{}" if isinstance(value, dict) else "[]"
     return json.dumps(value, ensure_ascii=False)
-
-
-class _Staging:
-    """Buffers rows per staging table and sends each full buffer with one COPY.
-
-    ``seq`` numbers the records in the order they were read (the last record of a key wins).
-    """
-
-    def __init__(self, conn: asyncpg.Connection) -> None:
-        self.conn = conn
-        self.seq = 0
-        self.counts = {"entity": 0, "relationship": 0, "evidence": 0}
-        self.buffers: dict[str, list[tuple[Any, ...]]] = {"entity": [], "relationship": [], "evidence": []}
-        self.relationship_text: list[str] = []
-        """Bare relationships as lines of COPY text (``seq``, subject, predicate, object)."""
-
-    @staticmethod
-    def row(seq: int, record: Any) -> tuple[str, tuple[Any, ...]]:
-        """The staging table and row of ``record``: a :class:`~bfsql.Record`, or a plain entity or relationship
-        row of core's bundle reader (a named tuple: ``id, entity_type, name`` or ``subject, predicate, object``)."""
-        if isinstance(record, tuple):
-            if record.kind == "relationship":
-                return "relationship", (seq, *record, None, "[]", "{}")
-            return "entity", (seq, False, *record, "{}", None, None, "[]", None, None)
-        if isinstance(record, EntityRecord):
-            return "entity", (
-                seq, isinstance(record, ImpliedEntity), record.id, record.entity_type, record.name,
-                _dump(record.properties), record.status, record.confidence, _dump(record.synonyms), record.source,
-                record.canonical_url,
-            )
-        if isinstance(record, RelationshipRecord):
-            return "relationship", (
-                seq, record.subject, record.predicate, record.object, record.confidence,
-                _dump(record.source_documents), _dump(record.properties),
-            )
-        return "evidence", (
-            record.edge().key(), record.text_span, record.confidence, record.document_id, record.section,
-        )
-
-    async def add(self, record: Any, seq: int | None = None) -> None:
-        """Stage ``record``, numbered ``seq`` (by default the next number)."""
-        if seq is None:
-            self.seq += 1
-            seq = self.seq
-        kind, row = self.row(seq, record)
-        self.counts[kind] += 1
-        buffer = self.buffers[kind]
-        buffer.append(row)
-        if len(buffer) >= CHUNK_ROWS:
-            await self.flush(kind)
-
-    async def flush_text(self) -> None:
-        """Send the buffered COPY text lines of bare relationships."""
-        if self.relationship_text:
-            data = "".join(self.relationship_text).encode()
-            self.relationship_text = []
-            await self.conn.copy_to_table("load_relationship", source=io.BytesIO(data), format="text",
-                                          columns=["seq", "subject_id", "predicate", "object_id"])
-
-    async def flush(self, kind: str) -> None:
-        columns = {"entity": _ENTITY_COLUMNS, "relationship": _RELATIONSHIP_COLUMNS, "evidence": _EVIDENCE_COLUMNS}
-        if self.buffers[kind]:
-            await self.conn.copy_records_to_table(f"load_{kind}", records=self.buffers[kind], columns=columns[kind])
-            self.buffers[kind] = []
 
 
 async def _vector_column(conn: asyncpg.Connection) -> str | None:
@@ -453,68 +195,107 @@ async def _embed(conn: asyncpg.Connection, embedder: Embedder | None, column: st
     return len(rows)
 
 
-async def _stage_bundle(staging: _Staging, path: Path, progress: Progress | None) -> None:
-    """Stage the records of the JSONL bundle ``path`` as core's reader reads them (a bad row raises its
-    :class:`~bfsql.BadRow`), numbered by line after what was staged before.
+_ENTITY_REST = "\t{}\t" + NULL + "\t" + NULL + "\t[]\t" + NULL + "\t" + NULL + "\n"
+"""The COPY text of a plain entity after its name: no properties, status, confidence, synonyms, source or URL."""
+_RELATIONSHIP_REST = "\t" + NULL + "\t[]\t{}\n"
+"""The COPY text of a bare relationship after its triple: no confidence, documents or properties."""
 
-    The reader gives a block of lines that are all bare relationships (most of a big graph's lines) as
-    its triples, checked by one regular expression: their strings hold no backslash, quote or control
-    character, so they go to the database as COPY text without escaping. A block of plain entity lines
-    and the other rows are staged one by one.
-    """
-    first = staging.seq
+
+class _Rows:
+    """Turns what the readers give into COPY text for the load's targets (see :func:`~bfsql_postgres.merging.targets`)
+    and counts the records."""
+
+    def __init__(self, targets: dict[str, Target]) -> None:
+        self.entity, self.implied = targets["entity"], targets["implied"]
+        self.relationship, self.bare, self.evidence = targets["relationship"], targets["bare"], targets["evidence"]
+        self.counts = {"entity": 0, "relationship": 0, "evidence": 0}
+
+    def record(self, record: Record | PlainEntity | PlainRelationship) -> tuple[Target, str]:
+        """One record, or a plain row of core's bundle reader (its strings may need escaping)."""
+        if isinstance(record, PlainRelationship):
+            self.counts["relationship"] += 1
+            return self.relationship, text_line(record)[:-1] + _RELATIONSHIP_REST
+        if isinstance(record, PlainEntity):
+            self.counts["entity"] += 1
+            return self.entity, text_line(record)[:-1] + _ENTITY_REST
+        if isinstance(record, EntityRecord):
+            self.counts["entity"] += 1
+            values = (
+                record.id, record.entity_type, record.name, _dump(record.properties), record.status,
+                record.confidence, _dump(record.synonyms), record.source, record.canonical_url,
+            )
+            if isinstance(record, ImpliedEntity):
+                return self.implied, text_line(values)
+            return self.entity, text_line(values)
+        if isinstance(record, RelationshipRecord):
+            self.counts["relationship"] += 1
+            return self.relationship, text_line((
+                record.subject, record.predicate, record.object, record.confidence,
+                _dump(record.source_documents), _dump(record.properties),
+            ))
+        self.counts["evidence"] += 1
+        return self.evidence, text_line(
+            (record.edge().key(), record.text_span, record.confidence, record.document_id, record.section)
+        )
+
+    def relationships(self, block: PlainRelationships) -> tuple[Target, str]:
+        """A block of bare relationships read by one regular expression: their strings hold no backslash, quote or
+        control character, so they go to the database as they are."""
+        self.counts["relationship"] += len(block)
+        if self.bare != self.relationship:
+            return self.bare, "\n".join(map("\t".join, block)) + "\n"
+        return self.relationship, _RELATIONSHIP_REST.join(map("\t".join, block)) + _RELATIONSHIP_REST
+
+    def entities(self, block: PlainEntities) -> tuple[Target, str]:
+        """A block of plain entities read by one regular expression (nothing to escape either)."""
+        self.counts["entity"] += len(block)
+        return self.entity, "".join(
+            [f"{i}\t{kind}\t{NULL if name is None else name}{_ENTITY_REST}" for i, kind, name in block]
+        )
+
+
+def _bundle_rows(rows: _Rows, path: Path, progress: Progress | None) -> Iterator[tuple[Target, str]]:
+    """The rows of the JSONL bundle ``path`` as core's reader reads them (a bad row raises its
+    :class:`~bfsql.BadRow`); ``progress`` hears of the lines read."""
     last = pending = 0
     for number, row in read_bundle(path, plain=True):
         if isinstance(row, PlainRelationships):  # a block of bare relationships, from line ``number`` on
-            seq = first + number
-            staging.relationship_text.extend(
-                f"{seq + i}\t{s}\t{p}\t{o}\n" for i, (s, p, o) in enumerate(row)
-            )
-            staging.counts["relationship"] += len(row)
+            yield rows.relationships(row)
             last = number + len(row) - 1
-            if len(staging.relationship_text) >= CHUNK_ROWS:
-                await staging.flush_text()
-        elif isinstance(row, PlainEntities):  # a block of plain entities, from line ``number`` on
-            for i, entity in enumerate(row):
-                await staging.add(PlainEntity(*entity), first + number + i)
+        elif isinstance(row, PlainEntities):
+            yield rows.entities(row)
             last = number + len(row) - 1
         else:
-            await staging.add(row, first + number)
+            yield rows.record(row)
             last = number
-        if progress is not None and last - pending >= CHUNK_ROWS:
+        if progress is not None and last - pending >= PROGRESS_ROWS:
             progress(last - pending)
             pending = last
     if progress is not None and last > pending:
         progress(last - pending)
-    staging.seq = first + last
 
 
-async def _stage(
-    conn: asyncpg.Connection, staging: _Staging, sources: Iterable[Source], progress: Progress | None
-) -> None:
-    """Stage every record of ``sources`` in order: a JSONL bundle by :func:`_stage_bundle`, anything else through
-    core's readers."""
+def _source_rows(rows: _Rows, sources: Iterable[Source], progress: Progress | None) -> Iterator[tuple[Target, str]]:
+    """The rows of every source in order: a JSONL bundle by :func:`_bundle_rows`, anything else through core's
+    readers."""
     for source in sources:
         if isinstance(source, tuple):
             path, fmt = source
             if fmt == "jsonl":
-                await _stage_bundle(staging, path, progress)
+                yield from _bundle_rows(rows, path, progress)
                 continue
             records: Iterable[Record] = (record for _, record in read_records(path, fmt))
         else:
             records = source
         pending = 0
         for record in records:
-            await staging.add(record)
+            yield rows.record(record)
             pending += 1
-            if progress is not None and pending >= CHUNK_ROWS:
+            if progress is not None and pending >= PROGRESS_ROWS:
                 progress(pending)
                 pending = 0
         if progress is not None and pending:
             progress(pending)
-    await staging.flush_text()
-    for kind in staging.buffers:
-        await staging.flush(kind)
 
 
 async def _load(
@@ -537,13 +318,14 @@ async def _load(
             embedder = None
         chosen = await _resolve_embedder(conn, embedder)
         await conn.execute("LOCK TABLE entity, relationship, bundle_evidence IN SHARE ROW EXCLUSIVE MODE")
-        await conn.execute(_LOAD_SETTINGS)
-        await conn.execute(_STAGING)
-        staging = _Staging(conn)
-        await _stage(conn, staging, sources, progress)
-        await _merge(conn)
+        await conn.execute(LOAD_SETTINGS)
+        await conn.execute(STAGING)
+        taken = {table: key for table in ("entity", "relationship") if (key := await take_empty(conn, table))}
+        rows = _Rows(await targets(conn, taken))
+        await copy_rows(conn, _source_rows(rows, sources, progress))
+        await merge(conn, taken)
         embedded = await _embed(conn, chosen, column) if column is not None else 0
-    return staging.counts, chosen, embedded
+    return rows.counts, chosen, embedded
 
 
 async def connect(dsn: str) -> asyncpg.Connection:
