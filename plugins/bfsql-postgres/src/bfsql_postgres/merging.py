@@ -218,14 +218,19 @@ async def _fill_without_repeats(conn: asyncpg.Connection, table: str) -> bool:
     name = found["conname"]
     try:
         async with conn.transaction():
-            await conn.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+            await conn.execute(f"ALTER TABLE {table} DROP CONSTRAINT {_quoted(name)}")
             await conn.execute(insert)
-            await conn.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" PRIMARY KEY ({key})')
+            await conn.execute(f"ALTER TABLE {table} ADD CONSTRAINT {_quoted(name)} PRIMARY KEY ({key})")
     except (asyncpg.UniqueViolationError, asyncpg.InsufficientPrivilegeError):
         return False
     for sql in after:
         await conn.execute(sql)
     return True
+
+
+def _quoted(name: str) -> str:
+    """A constraint name read from the catalog, as an SQL identifier (any double quote in it doubled)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 async def _drop(conn: asyncpg.Connection, index: str) -> bool:
@@ -270,7 +275,7 @@ async def take_empty(conn: asyncpg.Connection, table: str) -> str | None:
     try:
         async with conn.transaction():
             await conn.execute(f"TRUNCATE {table}")
-            await conn.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{found["conname"]}"')
+            await conn.execute(f"ALTER TABLE {table} DROP CONSTRAINT {_quoted(found['conname'])}")
             for name, (on, _) in INDEXES.items():
                 if on == table:
                     await conn.execute(f"DROP INDEX IF EXISTS {name}")
@@ -284,7 +289,7 @@ async def _key_taken(conn: asyncpg.Connection, table: str, name: str) -> None:
     """Give the table filled by COPY its primary key back. A key copied more than once keeps its last row (the
     one COPY stored last: the table was truncated, so rows sit in the order received)."""
     key = _KEYS[table]
-    add = f'ALTER TABLE {table} ADD CONSTRAINT "{name}" PRIMARY KEY ({", ".join(key)})'
+    add = f"ALTER TABLE {table} ADD CONSTRAINT {_quoted(name)} PRIMARY KEY ({', '.join(key)})"
     try:
         async with conn.transaction():
             await conn.execute(add)
