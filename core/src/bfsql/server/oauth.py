@@ -101,6 +101,9 @@ class GraphScopes:
         self.prefix = prefix
         self.claim = claim
         self.graphs = list(graphs)
+        self._callers: dict[int, tuple[AccessToken, Caller]] = {}
+        """The caller of each grant seen lately, by the grant's identity (the verifier hands out the same grant
+        object for every call with a token it checked; an entry holds its grant, so the id is not reused)."""
 
     def scopes(self, claims: dict[str, Any]) -> list[str]:
         """The scopes a token's claims hold (a space-separated string or a list)."""
@@ -128,7 +131,14 @@ class GraphScopes:
         if not isinstance(user, AuthenticatedUser):
             return Caller("anonymous", frozenset())
         token = user.access_token
-        return Caller(f"user:{token.subject or token.client_id}", self.granted(token.scopes))
+        known = self._callers.get(id(token))
+        if known is not None and known[0] is token:
+            return known[1]
+        caller = Caller(f"user:{token.subject or token.client_id}", self.granted(token.scopes))
+        if len(self._callers) >= VERIFIED_TOKENS:
+            self._callers.clear()
+        self._callers[id(token)] = (token, caller)
+        return caller
 
 
 class JwtVerifier:
