@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import pytest
@@ -28,24 +26,9 @@ from bfsql.server.ratelimit import RateLimits
 from bfsql.server.run import open_server
 from bfsql.settings import GraphPlan, ServerSettings
 from bfsql_testsupport.spans import EXPORTER
-from bfsql_testsupport.team import mcp_client, serving
+from bfsql_testsupport.team import mcp_client, raw_call, serving
 
 TOKEN = "a-shared-token-long-enough"
-PROTOCOL = "2026-07-28"
-
-
-def _raw_call(url: str, tool: str, arguments: dict[str, Any], traceparent: str | None = None) -> httpx.Response:
-    """One sessionless (2026-07-28) tools/call POST, as a client sends it (with the caller's trace, if any)."""
-    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
-               "authorization": f"Bearer {TOKEN}", "mcp-protocol-version": PROTOCOL, "mcp-method": "tools/call",
-               "mcp-name": tool}
-    meta = {"io.modelcontextprotocol/protocolVersion": PROTOCOL, "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
-    if traceparent is not None:
-        meta["traceparent"] = traceparent
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments, "_meta": meta}}
-    return httpx.post(url, json=body, headers=headers, timeout=30)
 
 
 def _sample(metrics: str, name: str, **labels: str) -> float:
@@ -82,14 +65,14 @@ def test_limits_metrics_and_audit_over_http(tmp_path: Path):
         errors = asyncio.run(_calls(url))
         assert len(errors) == 1 and "Try again in" in errors[0] and "2/minute" in errors[0], errors
 
-        over = _raw_call(url, "bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 1})
+        over = raw_call(url, "bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 1}, TOKEN)
         assert over.status_code == 429
         assert 1 <= int(over.headers["retry-after"]) <= 60
         assert "Try again in" in over.json()["error"]["message"]
 
-        assert _raw_call(url, "describe_entity", {"id": "HGNC:RAF1"}).status_code == 200  # calls: 5 of 6
-        assert _raw_call(url, "describe_entity", {"id": "HGNC:RAF1"}).status_code == 200  # 6 of 6
-        assert _raw_call(url, "describe_entity", {"id": "HGNC:RAF1"}).status_code == 429
+        assert raw_call(url, "describe_entity", {"id": "HGNC:RAF1"}, TOKEN).status_code == 200  # calls: 5 of 6
+        assert raw_call(url, "describe_entity", {"id": "HGNC:RAF1"}, TOKEN).status_code == 200  # 6 of 6
+        assert raw_call(url, "describe_entity", {"id": "HGNC:RAF1"}, TOKEN).status_code == 429
 
         base = url.removesuffix("/mcp")
         assert httpx.get(base + "/metrics", timeout=30).status_code == 401, "metrics are behind the token"
@@ -181,53 +164,6 @@ async def test_a_call_continues_the_callers_trace_with_spans_per_primitive():
         assert span.attributes["bfsql.graph"] == "famplex"
 
 
-class _OtlpReceiver(BaseHTTPRequestHandler):
-    """An OTLP/HTTP trace endpoint: decodes each export request (protobuf) and keeps its spans."""
-
-    spans: ClassVar[list[Any]] = []
-
-    def do_POST(self) -> None:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(self.rfile.read(int(self.headers.get("content-length", 0))))
-        for resource in request.resource_spans:
-            for scope in resource.scope_spans:
-                self.spans.extend(scope.spans)
-        self.send_response(200)
-        self.send_header("content-type", "application/x-protobuf")
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        """Quiet."""
-
-
-def test_spans_are_exported_over_otlp_http_and_sampling_keeps_the_callers_trace(tmp_path: Path):
-    """``--otlp-endpoint`` sends spans as OTLP/HTTP protobuf; with ``--otlp-sample-ratio 0`` only the calls
-    that bring a sampled ``traceparent`` are traced, those whole (tool call, primitives, nothing else)."""
-    receiver = ThreadingHTTPServer(("127.0.0.1", 0), _OtlpReceiver)
-    threading.Thread(target=receiver.serve_forever, daemon=True).start()
-    trace_id = "0af7651916cd43dd8448eb211c80319c"
-    options = ["--auth-token", TOKEN, "--otlp-endpoint", f"http://127.0.0.1:{receiver.server_port}/v1/traces",
-               "--otlp-sample-ratio", "0"]
-    try:
-        with serving(options, log=tmp_path / "serve.log") as (url, _):
-            for number in range(3):
-                assert _raw_call(url, "bfs_query", {"seeds": ["FPLX:ERK"], "max_hops": 1 + number}).status_code == 200
-            traced = _raw_call(url, "bfs_query", {"seeds": ["FPLX:MEK"], "max_hops": 2},
-                               traceparent=f"00-{trace_id}-b7ad6b7169203331-01")
-            assert traced.status_code == 200
-        # The server exports what it holds when it stops.
-    finally:
-        receiver.shutdown()
-    spans = _OtlpReceiver.spans
-    assert spans, (tmp_path / "serve.log").read_text()[-2000:]
-    assert {span.trace_id.hex() for span in spans} == {trace_id}, "an unsampled call was traced"
-    names = [span.name for span in spans]
-    assert "tools/call bfs_query" in names and any(name.startswith("bfsql.primitive ") for name in names), names
-
-
 @pytest.mark.parametrize(("options", "said"), [
     (["--rate-limit", "lots"], "a rate is COUNT/PERIOD"),
     (["--oauth-issuer", "https://login.example.org"], "needs both --oauth-issuer and --oauth-resource"),
@@ -240,3 +176,28 @@ def test_team_settings_that_cannot_work_are_refused_at_start(options: list[str],
     done = subprocess.run([sys.executable, "-m", "bfsql", "serve", "--transport", "http", "--port", "0", *options],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and said in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("ratio", "traceparent", "traced"), [
+    (0.0, None, False),
+    (1.0, None, True),
+    (0.0, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", True),
+    (0.0, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", False),
+    (0.0, "00-not-a-trace-01", False),
+])
+async def test_whether_a_call_is_traced_is_decided_before_the_sdk_sees_it(ratio: float, traceparent: str | None,
+                                                                         traced: bool):
+    """:class:`SampledFirst` in front of the SDK's span middleware: the ratio for calls without a caller's trace,
+    the caller's decision otherwise; a malformed ``traceparent`` forces nothing."""
+    from bfsql.server.tracing import SampledFirst, annotate
+
+    async with await _served(ServerSettings()) as server:
+        server.observe = annotate
+        assert SampledFirst.install(server.middleware, ratio)
+        assert not SampledFirst.install(server.middleware, ratio), "installed once"
+        async with Client(server) as client:
+            EXPORTER.clear()
+            meta = {"traceparent": traceparent} if traceparent else None
+            assert not (await client.call_tool("describe_entity", {"id": "HGNC:BRAF"}, meta=meta)).is_error
+    names = [span.name for span in EXPORTER.get_finished_spans()]
+    assert ("tools/call describe_entity" in names) is traced, names

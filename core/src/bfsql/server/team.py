@@ -99,7 +99,8 @@ async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) 
         if settings.otlp_endpoint:
             from bfsql.server.tracing import install_exporter
 
-            closing.append(install_exporter(settings.otlp_endpoint, settings.otlp_sample_ratio).shutdown)
+            closing.append(install_exporter(settings.otlp_endpoint, settings.otlp_sample_ratio,
+                                             server.middleware).shutdown)
         if any(s.settings.rate_limit or s.settings.heavy_rate_limit for s in server.graphs.values()):
             server.limits = RateLimits({n: s.settings for n, s in server.graphs.items()}, settings.rate_limit_storage)
         server.observe = _observer(observers)
