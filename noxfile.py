@@ -54,7 +54,8 @@ POSTGRES = ROOT / "plugins" / "bfsql-postgres"
 @nox.session(tags=["team"])
 def team(session: nox.Session) -> None:
     """Serving a team (docs/deploying.md): OAuth against oidc-provider, HAProxy over replicas on PostgreSQL, metrics,
-    traces, rate limits, the audit log (tests/team; HAProxy and Node from tests/team/services.sh)."""
+    traces (to Phoenix, an OTLP receiver the tests install in a venv of its own), rate limits, the audit log
+    (tests/team; HAProxy and Node from tests/team/services.sh)."""
     session.install("-e", f"{CORE}[testing,team,otel]", "-e", str(SUPPORT), "-e", f"{POSTGRES}[test]", *TEST_DEPS)
     _pytest(session, "tests/team")
 

@@ -26,7 +26,7 @@ import pytest
 
 from bfsql_testsupport.balancer import Balancer
 from bfsql_testsupport.services import free_port, unavailable
-from bfsql_testsupport.team import mcp_client, serving
+from bfsql_testsupport.team import mcp_client, raw_call, serving
 
 REPLICAS = 3
 
@@ -202,3 +202,53 @@ async def test_statements_are_spans_under_their_primitive(famplex_dsn: str):
         assert "FPLX:RAF" not in statement.attributes["db.query.text"], "parameters are never recorded"
         parent = by_id[statement.parent.span_id]
         assert parent.name.startswith("bfsql.primitive "), parent.name
+
+
+def _traced_calls(url: str, trace_id: str, parent: str) -> None:
+    """Calls without a caller's trace, one under an unsampled caller's trace, one under a sampled caller's trace."""
+    for hops in (1, 2):
+        assert raw_call(url, "bfs_query", {"seeds": ["FPLX:ERK"], "max_hops": hops}).status_code == 200
+    unsampled = "00-11111111111111111111111111111111-2222222222222222-00"
+    assert raw_call(url, "describe_entity", {"id": "FPLX:ERK"}, traceparent=unsampled).status_code == 200
+    sampled = f"00-{trace_id}-{parent}-01"
+    assert raw_call(url, "bfs_query", {"seeds": ["FPLX:MEK"], "max_hops": 2}, traceparent=sampled).status_code == 200
+
+
+def _attributes(span: dict[str, Any]) -> dict[str, Any]:
+    """A span's attributes from OTLP JSON (``[{key, value: {string_value: …, int_value: None, …}}]``) as a dict."""
+    return {item["key"]: next((v for v in item["value"].values() if v is not None), None)
+            for item in span.get("attributes", [])}
+
+
+def test_traces_reach_a_real_otlp_receiver_whole_and_only_when_sampled(famplex_dsn: str, tmp_path: Path):
+    """``--otlp-endpoint`` to Phoenix with ``--otlp-sample-ratio 0``: only the call whose caller's trace is
+    sampled is traced, whole: the tool call under the caller's span, primitives under it, statements under them."""
+    from bfsql_testsupport.phoenix import Phoenix
+
+    trace_id, parent = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    with Phoenix() as phoenix:
+        options = ["--backend", "postgres", "--dsn", famplex_dsn, "--pool-size", "2",
+                   "--otlp-endpoint", phoenix.traces_url, "--otlp-sample-ratio", "0"]
+        with serving(options, log=tmp_path / "serve.log") as (url, _):
+            _traced_calls(url, trace_id, parent)
+        # The server sent what its exporter held when it stopped; Phoenix stores it a moment later.
+        deadline = time.monotonic() + 60
+        while not any(span["name"] == "postgresql query" for span in phoenix.spans()):
+            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-2000:]
+            time.sleep(0.5)
+        time.sleep(2)  # the rest of the batch
+        spans = phoenix.spans()
+    assert {span["trace_id"] for span in spans} == {trace_id}, "a call without a sampled caller's trace was traced"
+    (tool,) = [span for span in spans if span["name"] == "tools/call bfs_query"]
+    assert tool["parent_span_id"] == parent
+    assert _attributes(tool)["bfsql.graph"] == "postgres" and _attributes(tool)["bfsql.outcome"] == "ok"
+    by_id = {span["span_id"]: span for span in spans}
+    primitives = [span for span in spans if span["name"].startswith("bfsql.primitive ")]
+    statements = [span for span in spans if span["name"] == "postgresql query"]
+    assert primitives and statements, [span["name"] for span in spans]
+    assert all(span["parent_span_id"] == tool["span_id"] for span in primitives)
+    for statement in statements:
+        assert by_id[statement["parent_span_id"]]["name"].startswith("bfsql.primitive ")
+        assert _attributes(statement)["db.system.name"] == "postgresql"
+        assert "FPLX:MEK" not in _attributes(statement)["db.query.text"], "parameters are never recorded"
+    assert len(spans) == 1 + len(primitives) + len(statements), [span["name"] for span in spans]

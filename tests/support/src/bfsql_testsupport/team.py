@@ -10,13 +10,18 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import httpx
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from bfsql_testsupport.services import free_port
 
-__all__ = ["GRAPHS", "mcp_client", "serving", "two_graphs_config"]
+PROTOCOL = "2026-07-28"
+"""The sessionless protocol revision :func:`raw_call` speaks."""
+
+__all__ = ["GRAPHS", "PROTOCOL", "mcp_client", "raw_call", "serving", "two_graphs_config"]
 
 GRAPHS = ("famplex", "restricted")
 """The graphs the OAuth tests serve: the demo twice, under two names."""
@@ -84,3 +89,21 @@ async def mcp_client(url: str, token: str | None = None, mode: str = "auto",
     async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [note]}) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
             yield client
+
+
+def raw_call(url: str, tool: str, arguments: dict[str, Any], token: str | None = None,
+             traceparent: str | None = None) -> httpx.Response:
+    """One sessionless tools/call POST as a client sends it: no SDK in between, so nothing is added to its
+    ``_meta`` but the caller's trace, when given (the SDK's client injects the test process's own)."""
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "mcp-protocol-version": PROTOCOL, "mcp-method": "tools/call", "mcp-name": tool}
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    meta: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                            "io.modelcontextprotocol/clientCapabilities": {},
+                            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
+    if traceparent is not None:
+        meta["traceparent"] = traceparent
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments, "_meta": meta}}
+    return httpx.post(url, json=body, headers=headers, timeout=30)
