@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pluggy
+from pluggy import HookImpl
 
 from bfsql.backend import GraphBackend, gather_or_cancel, has_vector_search
 from bfsql.cache import CacheConfig, CachePlugin
@@ -79,7 +80,7 @@ class _BackendTerminal:
 
     def call(self, spec: PrimitiveSpec, arguments: dict[str, Any]) -> Awaitable[Any]:
         """The backend's answer to one primitive call, timed and bounded by the primitive timeout."""
-        values = list(arguments.values())
+        values = [arguments[name] for name in spec.params]
         if spec.name == "search_entities" and not self._search_takes_limit:
             limit = values.pop()
             return self._timed(spec.name, self._first(self.backend.search_entities(*values), limit))
@@ -163,9 +164,9 @@ class Graph(Primitives):
         """How the server describes the graph (a configuration file's words); None: the backend's own."""
         self.stats = BackendCallStats()
         self.pm: pluggy.PluginManager = new_plugin_manager()
-        for spec in PRIMITIVES.values():  # each stub of the table, answered by its hook
-            setattr(self, spec.name, hook_caller(spec, getattr(self.pm.hook, spec.name)))
         self._terminal = _BackendTerminal(backend, self.stats, primitive_timeout, name)
+        for spec in PRIMITIVES.values():  # each stub of the table, answered by its hook
+            setattr(self, spec.name, hook_caller(spec, self._answerer(spec)))
         self.pm.register(self._terminal, name="backend")
         if plugins is None:
             global_pm = get_plugin_manager()
@@ -189,6 +190,21 @@ class Graph(Primitives):
         self._embedder_bound = False
         self._bind_lock = asyncio.Lock()
         self._predicate_vectors: dict[str, list[float]] = {}
+
+    def _answerer(self, spec: PrimitiveSpec) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+        """How the graph answers a call of the primitive ``spec``: by its hook, or by the backend itself while
+        the backend alone implements the hook (no plugin, nor the cache, which hooks no primitive it never
+        caches), where pluggy's round would add nothing but its cost. (pluggy's call monitoring, which bfsql
+        does not use, then sees no such call.)"""
+        hook, terminal = getattr(self.pm.hook, spec.name), self._terminal
+
+        def answer(arguments: dict[str, Any]) -> Awaitable[Any]:
+            implementations: list[HookImpl] = hook.get_hookimpls()
+            if len(implementations) == 1 and implementations[0].plugin is terminal:
+                return terminal.call(spec, arguments)
+            return hook(**arguments)  # type: ignore[no-any-return]
+
+        return answer
 
     @property
     def hook(self) -> Any:

@@ -140,20 +140,26 @@ def _without_defaults(stub: Callable[..., Any]) -> Callable[..., Any]:
     return copy
 
 
-def hook_caller(spec: PrimitiveSpec, hook: Any) -> Callable[..., Awaitable[Any]]:
-    """A coroutine function calling ``hook`` with the stub's arguments (positional or keyword).
+def hook_caller(
+    spec: PrimitiveSpec, answer: Callable[[dict[str, Any]], Awaitable[Any]]
+) -> Callable[..., Awaitable[Any]]:
+    """A coroutine function taking the stub's arguments (positional or keyword), answered by ``answer(arguments)``
+    (arguments by name, defaults filled in; the graph's: its hook).
 
     An empty batch of keys is answered ``{}`` without calling anyone.
     """
     params, defaults, keys = spec.params, spec.defaults, spec.keys
 
     async def call(*args: Any, **kwargs: Any) -> Any:
-        arguments = {**defaults, **dict(zip(params, args, strict=False)), **kwargs}
+        arguments = dict(defaults)
+        for i, value in enumerate(args[: len(params)]):  # not zip(..., strict=): code no other step runs
+            arguments[params[i]] = value
+        arguments.update(kwargs)
         if keys is not None:
             if not arguments[keys]:
                 return {}
             arguments[keys] = list(arguments[keys])
-        return await hook(**arguments)
+        return await answer(arguments)
 
     call.__name__ = call.__qualname__ = spec.name
     call.__doc__ = spec.doc
