@@ -26,7 +26,6 @@ import sqlite3
 import threading
 import weakref
 from array import array
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -177,23 +176,41 @@ class CsrIndex:
         """The index of each of ``ids`` that is an end of this graph (unknown ids left out)."""
         if not ids:
             return {}
+        if len(ids) <= FEW_IDS:
+            return self._search(ids)
         hashes, hash_index = self.views.id_hashes, self.views.hash_index
         size = len(hashes)
-        if len(ids) <= FEW_IDS:
-            wanted = [_hash(i) for i in ids]
-            at = [bisect_left(hashes, h) for h in wanted]
-        else:
-            hashed = np.fromiter((_hash(i) for i in ids), dtype=np.uint64, count=len(ids))
-            wanted, at = hashed.tolist(), np.searchsorted(self.id_hashes, hashed).tolist()
+        hashed = np.fromiter((_hash(i) for i in ids), dtype=np.uint64, count=len(ids))
+        wanted, at = hashed.tolist(), np.searchsorted(self.id_hashes, hashed).tolist()
         found: dict[str, int] = {}
-        for i, entity_id in enumerate(ids):  # (zip with strict= parses keywords: cold code on a small call)
-            h, position = wanted[i], at[i]
+        for entity_id, h, position in zip(ids, wanted, at, strict=True):
             while position < size and hashes[position] == h:  # equal hashes: compare the ids themselves
                 index = hash_index[position]
                 if self.ids[index] == entity_id:
                     found[entity_id] = index
                     break
                 position += 1
+        return found
+
+    def _search(self, ids: Sequence[str]) -> dict[str, int]:
+        """:meth:`find` for a few ids: a binary search over the ids themselves, which are in code-point order, as
+        their UTF-8 bytes are. Its 16-20 probes cost about 1 µs more than hashing an id, but hashing ran code
+        (blake2b, int.from_bytes, bisect over 64-bit items) that nothing else of a small walk runs: a 5-node
+        walk's cache misses after a flush went from 3,870 to 3,570 (callgrind)."""
+        blob, at = self.ids.blob, self.ids.at
+        size = len(at) - 1
+        found: dict[str, int] = {}
+        for entity_id in ids:
+            key = entity_id.encode()
+            low, high = 0, size
+            while low < high:
+                middle = (low + high) >> 1
+                if blob[at[middle] : at[middle + 1]] < key:
+                    low = middle + 1
+                else:
+                    high = middle
+            if low < size and blob[at[low] : at[low + 1]] == key:
+                found[entity_id] = low
         return found
 
     def node(self, index: int) -> NodeInfo:
