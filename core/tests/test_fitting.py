@@ -16,7 +16,6 @@ import pytest
 
 from bfsql.budgets import CHARS_PER_TOKEN
 from bfsql.engine.answer import Detail, Traversal
-from bfsql.models import SchemaSummary
 from bfsql.server.fitting import AnswerBudget, clip_metadata, compact_json, fit_traversal
 
 IDS = ["S", "N1", "N2", "N3", "N4"]
@@ -34,7 +33,8 @@ def answer(description: int = 2000, offset: int = 0) -> Traversal:
         triples=[("S", "r", i) for i in IDS[1:]],
         node_count=5,
         edge_count=4,
-        schema_summary=SchemaSummary(entity_types_found=["T"], predicates_found=["r"]),
+        types_seen=["T"],
+        predicates_seen=["r"],
         node_metadata={i: {"name": i.lower(), "description": i * description} for i in IDS},
         edge_metadata={("S", "r", i): {"confidence": 0.5} for i in IDS[1:]},
         detail=Detail(),
@@ -63,6 +63,15 @@ def test_a_small_answer_is_whole():
     assert set(shown(fitted).values()) == {"full"}
     assert "truncated" not in fitted
     assert len(fitted["edges"]) == 4 and all("metadata" in e for e in fitted["edges"])
+
+
+def test_the_schema_summary_shows_a_plugins_edit():
+    """schema_summary is made when first asked (a process_result plugin may edit it); else read from the lists."""
+    assert fit_traversal(answer(), AnswerBudget(20000))["schema_summary"] == {
+        "entity_types_found": ["T"], "predicates_found": ["r"]}
+    edited = answer()
+    edited.schema_summary.predicates_found.append("s")
+    assert fit_traversal(edited, AnswerBudget(20000))["schema_summary"]["predicates_found"] == ["r", "s"]
 
 
 def test_long_values_are_clipped_from_the_farthest_node_back():

@@ -91,6 +91,20 @@ async def test_a_call_reaches_exactly_one_backend():
     assert other is not graph.backend
 
 
+async def test_a_plugin_registered_after_the_graph_was_made_takes_part():
+    """A primitive only the backend implements is answered without pluggy: a later plugin still sees its calls."""
+    log: list = []
+    graph = Graph(MemoryBackend(small_records()), plugins=[], cache=None)
+    assert set(await graph.get_nodes(["S", "nowhere"])) == {"S"}
+    recorder = Recorder(log)
+    graph.pm.register(recorder)
+    await graph.get_nodes(entity_ids=["S"])
+    graph.pm.unregister(recorder)
+    await graph.get_nodes(["A"])
+    assert log == [("before", ["S"]), ("after", ["S"])]
+    assert [hit.id for hit in await graph.search_entities("S", None, 1)] == ["S"]
+
+
 async def test_single_id_calls_are_not_hooks():
     assert not {"get_node", "edges_from", "edges_to", "metadata_for_node", "metadata_for_edge"} & set(PRIMITIVES)
     graph = Graph(MemoryBackend(small_records()), plugins=[])

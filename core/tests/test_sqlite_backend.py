@@ -242,6 +242,30 @@ async def test_a_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) ->
 
 
 @pytest.mark.asyncio
+async def test_a_few_ids_are_found_as_many_are(tmp_path: Path) -> None:
+    """The array index finds a few ids by a binary search over the ids (in code-point order, as their UTF-8 bytes
+    are) and many by their hashes: both find the same entities and dangling ends, and leave out the rest."""
+    from bfsql import csr
+
+    names = ["E1", "E10", "E1 ", "e1", "Gène", "Gene", "日本", "𝔘nicode", "Z", "A:1", "A:10", "A:2"]
+    rows: list[dict[str, Any]] = [{"kind": "entity", "id": i, "entity_type": "Gene"} for i in names]
+    rows += [{"kind": "relationship", "subject": a, "predicate": "r", "object": b}
+             for a, b in zip(names, [*names[1:], "GHOST"], strict=True)]
+    db = tmp_path / "ids.sqlite"
+    load_sqlite(db, [write_jsonl(tmp_path / "ids.jsonl", rows)])
+    backend = SqliteBackend(db)
+    assert await backend.wait_for_index(30)
+    index = backend._csr
+    assert index is not None
+    asked = [*names, "GHOST", "E", "E100", "", "\uffff", "zz", "A:", "Gènes"]
+    many = index.find(asked * (csr.FEW_IDS // len(asked) + 1))
+    assert set(many) == {*names, "GHOST"}
+    assert {i: index.find([i]).get(i) for i in asked} == {i: many.get(i) for i in asked}
+    assert [index.ids[many[i]] for i in names] == names
+    await backend.aclose()
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("small_rows", [0, 4, 12, 40])
 async def test_a_walk_answers_as_the_hop_walk_whichever_of_its_hops_are_small(
     tmp_path: Path, monkeypatch, small_rows: int

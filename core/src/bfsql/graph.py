@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pluggy
+from pluggy import HookImpl
 
 from bfsql.backend import GraphBackend, gather_or_cancel, has_vector_search
 from bfsql.cache import CacheConfig, CachePlugin
@@ -28,7 +29,7 @@ from bfsql.models import Node
 from bfsql.plugins import get_plugin_manager, new_plugin_manager
 from bfsql.primitives import PRIMITIVES, CachePolicy, Primitives, PrimitiveSpec, hook_caller, implementation
 from bfsql.rows import Edge
-from bfsql.tracing import primitive_span
+from bfsql.tracing import primitive_span, tracing
 
 __all__ = ["BackendCallStats", "Graph", "then"]
 
@@ -77,12 +78,11 @@ class _BackendTerminal:
         # Seed 000's search_entities takes no limit; such a backend's answer is cut here instead.
         self._search_takes_limit = "limit" in inspect.signature(backend.search_entities).parameters
 
-    def call(self, spec: PrimitiveSpec, arguments: dict[str, Any]) -> Awaitable[Any]:
-        """The backend's answer to one primitive call, timed and bounded by the primitive timeout."""
-        values = list(arguments.values())
+    def call(self, spec: PrimitiveSpec, values: tuple[Any, ...]) -> Awaitable[Any]:
+        """The backend's answer to one primitive call (its arguments in the table's order), timed and bounded by the
+        primitive timeout."""
         if spec.name == "search_entities" and not self._search_takes_limit:
-            limit = values.pop()
-            return self._timed(spec.name, self._first(self.backend.search_entities(*values), limit))
+            return self._timed(spec.name, self._first(self.backend.search_entities(*values[:-1]), values[-1]))
         return self._timed(spec.name, getattr(self.backend, spec.name)(*values))
 
     @staticmethod
@@ -93,6 +93,8 @@ class _BackendTerminal:
         self.stats.calls[name] = self.stats.calls.get(name, 0) + 1
         start = time.perf_counter()
         try:
+            if self.timeout is None and not tracing():
+                return await awaitable
             with primitive_span(self.graph, name):
                 if self.timeout is None:
                     return await awaitable
@@ -116,7 +118,8 @@ class _BackendTerminal:
 
 
 def _terminal(spec: PrimitiveSpec) -> Callable[..., Any]:
-    return implementation(spec, lambda terminal, arguments: terminal.call(spec, arguments), trylast=True)
+    return implementation(spec, lambda terminal, arguments: terminal.call(spec, tuple(arguments.values())),
+                          trylast=True)
 
 
 for _spec in PRIMITIVES.values():
@@ -163,9 +166,9 @@ class Graph(Primitives):
         """How the server describes the graph (a configuration file's words); None: the backend's own."""
         self.stats = BackendCallStats()
         self.pm: pluggy.PluginManager = new_plugin_manager()
-        for spec in PRIMITIVES.values():  # each stub of the table, answered by its hook
-            setattr(self, spec.name, hook_caller(spec, getattr(self.pm.hook, spec.name)))
         self._terminal = _BackendTerminal(backend, self.stats, primitive_timeout, name)
+        for spec in PRIMITIVES.values():  # each stub of the table, answered by its hook
+            setattr(self, spec.name, hook_caller(spec, self._answerer(spec)))
         self.pm.register(self._terminal, name="backend")
         if plugins is None:
             global_pm = get_plugin_manager()
@@ -189,6 +192,21 @@ class Graph(Primitives):
         self._embedder_bound = False
         self._bind_lock = asyncio.Lock()
         self._predicate_vectors: dict[str, list[float]] = {}
+
+    def _answerer(self, spec: PrimitiveSpec) -> Callable[[tuple[Any, ...]], Awaitable[Any]]:
+        """How the graph answers a call of the primitive ``spec``: by its hook, or by the backend itself while
+        the backend alone implements the hook (no plugin, nor the cache, which hooks no primitive it never
+        caches), where pluggy's round would add nothing but its cost. (pluggy's call monitoring, which bfsql
+        does not use, then sees no such call.)"""
+        hook, terminal = getattr(self.pm.hook, spec.name), self._terminal
+
+        def answer(values: tuple[Any, ...]) -> Awaitable[Any]:
+            implementations: list[HookImpl] = hook.get_hookimpls()
+            if len(implementations) == 1 and implementations[0].plugin is terminal:
+                return terminal.call(spec, values)
+            return hook(**dict(zip(spec.params, values, strict=True)))  # type: ignore[no-any-return]
+
+        return answer
 
     @property
     def hook(self) -> Any:

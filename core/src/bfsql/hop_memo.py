@@ -54,7 +54,10 @@ def remembers_hops(traversal: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
 
     @functools.wraps(traversal)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        token = _current.set(None if kwargs.get("topology_only") else HopMemo())
+        memo = None if kwargs.get("topology_only") else HopMemo()
+        if memo is None and _current.get() is None:  # nothing to set: a topology-only call outside any traversal
+            return await traversal(*args, **kwargs)
+        token = _current.set(memo)
         try:
             return await traversal(*args, **kwargs)
         finally:

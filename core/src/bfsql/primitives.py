@@ -44,6 +44,7 @@ __all__ = [
     "PrimitiveHookspecs",
     "PrimitiveSpec",
     "Primitives",
+    "bind",
     "hook_caller",
     "implementation",
     "primitive",
@@ -140,24 +141,44 @@ def _without_defaults(stub: Callable[..., Any]) -> Callable[..., Any]:
     return copy
 
 
-def hook_caller(spec: PrimitiveSpec, hook: Any) -> Callable[..., Awaitable[Any]]:
-    """A coroutine function calling ``hook`` with the stub's arguments (positional or keyword).
+def hook_caller(
+    spec: PrimitiveSpec, answer: Callable[[tuple[Any, ...]], Awaitable[Any]]
+) -> Callable[..., Awaitable[Any]]:
+    """A coroutine function taking the stub's arguments (positional or keyword), answered by ``answer(values)``:
+    the values of the stub's parameters in their order, defaults filled in (the graph's answer: its hook).
 
     An empty batch of keys is answered ``{}`` without calling anyone.
     """
-    params, defaults, keys = spec.params, spec.defaults, spec.keys
+    count, keys = len(spec.params), spec.params.index(spec.keys) if spec.keys is not None else None
 
     async def call(*args: Any, **kwargs: Any) -> Any:
-        arguments = {**defaults, **dict(zip(params, args, strict=False)), **kwargs}
+        if kwargs or len(args) != count:
+            args = bind(spec, args, kwargs)
         if keys is not None:
-            if not arguments[keys]:
+            if not args[keys]:
                 return {}
-            arguments[keys] = list(arguments[keys])
-        return await hook(**arguments)
+            args = (*args[:keys], list(args[keys]), *args[keys + 1 :])
+        return await answer(args)
 
     call.__name__ = call.__qualname__ = spec.name
     call.__doc__ = spec.doc
     return call
+
+
+def bind(spec: PrimitiveSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """The values of ``spec``'s parameters, in order, from a call's arguments and the defaults.
+
+    Keyword arguments the primitive has no parameter for are ignored, as pluggy ignores them.
+    """
+    values = list(args[: len(spec.params)])
+    for name in spec.params[len(values) :]:
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif name in spec.defaults:
+            values.append(spec.defaults[name])
+        else:
+            raise TypeError(f"{spec.name}() missing its argument {name!r}")
+    return tuple(values)
 
 
 def implementation(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Protocol, TypedDict
 
 from bfsql.models import BfsResult, ConnectionPath, IntersectionResult, Node, ResultEdge, SchemaSummary, Truncation
@@ -101,7 +102,10 @@ class Traversal:
     node_count: int
     """Nodes of the whole traversal (every page)."""
     edge_count: int
-    schema_summary: SchemaSummary
+    types_seen: list[str]
+    """Every entity type the traversal saw, sorted (``schema_summary``'s)."""
+    predicates_seen: list[str]
+    """Every predicate the traversal saw, sorted."""
     node_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Metadata of the nodes shown with detail (the others are stubs)."""
     edge_metadata: dict[Triple, dict[str, Any]] = field(default_factory=dict)
@@ -116,7 +120,7 @@ class Traversal:
     """intersect_subgraphs: the seeds and the other nodes on ``paths`` that are not shared nodes, in that order
     (shown as stubs, so that every id of the answer has a type and a name); their types and names are in
     ``types`` and ``names``."""
-    detail: Detail = field(default_factory=lambda: Detail())
+    detail: Detail = Detail()
     """Which items the call asked detail for (node_types, predicates, topology_only)."""
     found_by: list[int] | None = None
     """When ``triples`` are in the order a bfs_query found them: how many were found by the end of each hop.
@@ -126,6 +130,18 @@ class Traversal:
     cross_by: list[list[int]] | None = None
     """With ``found_by``: for each hop, the positions of the edges it found between nodes reached before it.
     The edges among nodes at distance ≤ d are then the first ``found_by[d - 1]`` and ``cross_by[d]``."""
+
+    @cached_property
+    def schema_summary(self) -> SchemaSummary:
+        """The types and predicates seen as the protocol's model, made when first asked (a plugin may edit it)."""
+        return SchemaSummary(entity_types_found=self.types_seen, predicates_found=self.predicates_seen)
+
+    def schema_record(self) -> dict[str, list[str]]:
+        """``schema_summary`` as an answer's JSON holds it; the model is made only if someone asked for it first."""
+        model = self.__dict__.get("schema_summary")
+        if model is not None:
+            return model.model_dump()  # type: ignore[no-any-return]
+        return {"entity_types_found": list(self.types_seen), "predicates_found": list(self.predicates_seen)}
 
     @property
     def nodes(self) -> list[Node]:

@@ -12,10 +12,9 @@ from typing import Any
 from bfsql.backend import gather_or_cancel
 from bfsql.engine.answer import AnswerRoom, Detail, Traversal, Triple
 from bfsql.graph import Graph
-from bfsql.models import SchemaSummary
 from bfsql.rows import Edge
 
-__all__ = ["Detail", "drop_low_mentions", "fetch_detail", "page_edges", "schema_summary"]
+__all__ = ["Detail", "drop_low_mentions", "fetch_detail", "page_edges"]
 
 
 def _mentions(metadata: dict[str, Any]) -> float | None:
@@ -56,11 +55,6 @@ def page_edges(order: list[str], triples: list[Triple], start: int, stop: int) -
         return triples
     position = {node_id: i for i, node_id in enumerate(order)}
     return [e for e in triples if start <= max(position[e[0]], position[e[2]]) < stop]
-
-
-def schema_summary(types: set[str], predicates: set[str]) -> SchemaSummary:
-    """A sorted schema summary."""
-    return SchemaSummary(entity_types_found=sorted(types), predicates_found=sorted(predicates))
 
 
 async def fetch_detail(

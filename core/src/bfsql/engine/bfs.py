@@ -5,13 +5,13 @@ from __future__ import annotations
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.engine.answer import AnswerRoom, Traversal, page_columns
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds
-from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges, schema_summary
+from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges
 from bfsql.engine.filters import read_filters
-from bfsql.engine.traverse import Expansion, ProgressFn, expand
+from bfsql.engine.traverse import ProgressFn, expand, truncations
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_hops
-from bfsql.models import SchemaSummary, Truncation
+from bfsql.models import Truncation
 
 __all__ = ["bfs_query"]
 
@@ -64,10 +64,8 @@ async def bfs_query(
     distance = reached.distance
     order = reached.order()
     found = list(reached.edges)
-    summary = schema_summary(
-        set(reached.types.values()) | reached.excluded_types,
-        reached.predicates | reached.excluded_predicates,
-    )
+    types_seen = sorted(set(reached.types.values()) | reached.excluded_types)
+    predicates_seen = sorted(reached.predicates | reached.excluded_predicates)
     order, triples, known = await drop_low_mentions(graph, order, found, min_mentions, set(seeds))
 
     total = len(order)
@@ -84,7 +82,8 @@ async def bfs_query(
         triples=page,
         node_count=total,
         edge_count=len(triples),
-        schema_summary=summary,
+        types_seen=types_seen,
+        predicates_seen=predicates_seen,
         truncated=[*reached.truncations(limits), *graph.backend.truncations(set(distance)),
                    *_page_note(offset, stop, total)],
         warnings=[*filters.warnings, *_warnings(reached.unknown_seeds, reached.dangling_edges)],
@@ -114,7 +113,6 @@ async def _surveyed(
         raise UnknownEntity(survey.unknown_seeds)
     total = survey.node_count
     stop = total if limit is None else min(total, offset + limit)
-    expansion = Expansion(capped_nodes=survey.capped, nodes_cut=survey.nodes_cut)
     columns = page_columns(survey.page)
     return Traversal(
         tool="bfs_query",
@@ -124,8 +122,10 @@ async def _surveyed(
         triples=list(survey.edges),
         node_count=total,
         edge_count=survey.edge_count,
-        schema_summary=SchemaSummary(entity_types_found=survey.entity_types, predicates_found=survey.predicates),
-        truncated=[*expansion.truncations(limits), *graph.backend.truncations(set(columns["node_ids"])),
+        types_seen=survey.entity_types,
+        predicates_seen=survey.predicates,
+        truncated=[*truncations(survey.capped, survey.nodes_cut, limits),
+                   *graph.backend.truncations(set(columns["node_ids"])),
                    *_page_note(offset, stop, total)],
         warnings=_warnings(survey.unknown_seeds, survey.dangling_edges),
         offset=offset,

@@ -9,7 +9,7 @@ list every type) and, when the schema is comprehensive, warned about.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bfsql.backend import gather_or_cancel
 from bfsql.engine.answer import Detail
@@ -28,8 +28,12 @@ class Filters:
     """Which nodes and edges keep their metadata (node_types, predicates, topology_only)."""
     excluded: frozenset[str] = frozenset()
     """Types neither kept nor expanded (exclude_node_types)."""
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     """Values the graph's comprehensive schema does not hold."""
+
+
+_UNFILTERED = {topology: Filters(Detail(topology_only=topology)) for topology in (False, True)}
+"""The filters of a call that gives none, by ``topology_only`` (most calls: made once, not per call)."""
 
 
 def match_names(values: frozenset[str], known: list[str]) -> tuple[frozenset[str], list[str]]:
@@ -59,6 +63,8 @@ async def read_filters(
 ) -> Filters:
     """The filter arguments checked (:class:`~bfsql.errors.InvalidArgument` for a wrong shape) and matched to
     the graph's schema (see the module)."""
+    if node_types is None and predicates is None and exclude_node_types is None:
+        return _UNFILTERED[bool(topology_only)]
     given = {
         "node_types": type_set(node_types, "node_types"),
         "predicates": type_set(predicates, "predicates"),
@@ -85,5 +91,5 @@ async def read_filters(
     return Filters(
         Detail(matched["node_types"], matched["predicates"], bool(topology_only)),
         matched["exclude_node_types"] or frozenset(),
-        warnings,
+        tuple(warnings),
     )

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.engine.answer import AnswerRoom, Traversal, page_columns
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds
-from bfsql.engine.assemble import drop_low_mentions, fetch_detail, schema_summary
+from bfsql.engine.assemble import drop_low_mentions, fetch_detail
 from bfsql.engine.filters import read_filters
-from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped
+from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped, truncations
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_hops
-from bfsql.models import ConnectionPath, SchemaSummary, Truncation
+from bfsql.models import ConnectionPath, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import Neighbourhood
 
@@ -241,7 +241,7 @@ async def intersect_subgraphs(
     edges = await _induced_edges(graph, common)
 
     order = sorted(common, key=lambda n: (reach.common[n], n))
-    summary = schema_summary({reach.types[n] for n in common}, {e[1] for e in edges})
+    types_seen, predicates_seen = sorted({reach.types[n] for n in common}), sorted({e[1] for e in edges})
     order, triples, metadata = await drop_low_mentions(graph, order, list(edges), min_mentions, set(seeds))
 
     truncated = [*reach.cuts.truncations(limits), *graph.backend.truncations(reach.visited)]
@@ -261,7 +261,8 @@ async def intersect_subgraphs(
         triples=triples,
         node_count=len(order),
         edge_count=len(triples),
-        schema_summary=summary,
+        types_seen=types_seen,
+        predicates_seen=predicates_seen,
         truncated=truncated,
         warnings=[*filters.warnings,
                   *([f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [])],
@@ -293,7 +294,7 @@ async def _overlapped(
     shared nodes listed."""
     count = limits.max_nodes if room is None else room.most_nodes()
     found = await graph.intersect(seeds, k, limits, sorted(excluded), count, PATHS_NODES, PATHS_MAX)
-    truncated = Expansion(capped_nodes=found.capped, nodes_cut=found.nodes_cut).truncations(limits)
+    truncated = truncations(found.capped, found.nodes_cut, limits)
     left_out = found.paths_left_out + max(0, found.node_count - PATHS_NODES) * len(seeds)
     if left_out:
         truncated.append(_paths_note(min(found.node_count, PATHS_NODES), left_out))
@@ -306,7 +307,8 @@ async def _overlapped(
         triples=[(s, p, o) for s, p, o in found.edges],
         node_count=found.node_count,
         edge_count=found.edge_count,
-        schema_summary=SchemaSummary(entity_types_found=found.entity_types, predicates_found=found.predicates),
+        types_seen=found.entity_types,
+        predicates_seen=found.predicates,
         truncated=truncated,
         warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
         paths=[ConnectionPath(seed=p.seed, node=p.node, edges=[(s, q, o) for s, q, o in p.edges]) for p in found.paths],

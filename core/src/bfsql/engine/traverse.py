@@ -19,7 +19,7 @@ from bfsql.models import Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge
 
-__all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand"]
+__all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand", "truncations"]
 
 ProgressFn = Callable[[int, int, str], Awaitable[None]]
 """``progress(done, total, message)``."""
@@ -62,31 +62,37 @@ class Expansion:
 
     def truncations(self, limits: TraversalLimits) -> list[Truncation]:
         """Report every cut made because of the limits."""
-        cuts: list[Truncation] = []
-        if self.capped_nodes:
-            skipped = sum(total - limits.max_edges_per_node for total in self.capped_nodes.values())
-            cuts.append(
-                Truncation(
-                    reason="max_edges_per_node",
-                    detail=(
-                        f"{len(self.capped_nodes)} hub node(s) have more than {limits.max_edges_per_node} edges; "
-                        f"{skipped} of their edges were not followed."
-                    ),
-                    hint="Seed a bfs_query at a hub with exclude_node_types to skip high-volume neighbours, "
-                    "or use intersect_subgraphs to narrow the question.",
-                    capped_nodes=sorted(self.capped_nodes)[:20],
-                )
+        return truncations(self.capped_nodes, self.nodes_cut, limits)
+
+
+def truncations(capped_nodes: dict[str, int], nodes_cut: int, limits: TraversalLimits) -> list[Truncation]:
+    """The cuts a walk made because of ``limits``: the hubs whose edges were capped (with their edge counts), and
+    the neighbours not visited once ``max_nodes`` was reached."""
+    cuts: list[Truncation] = []
+    if capped_nodes:
+        skipped = sum(total - limits.max_edges_per_node for total in capped_nodes.values())
+        cuts.append(
+            Truncation(
+                reason="max_edges_per_node",
+                detail=(
+                    f"{len(capped_nodes)} hub node(s) have more than {limits.max_edges_per_node} edges; "
+                    f"{skipped} of their edges were not followed."
+                ),
+                hint="Seed a bfs_query at a hub with exclude_node_types to skip high-volume neighbours, "
+                "or use intersect_subgraphs to narrow the question.",
+                capped_nodes=sorted(capped_nodes)[:20],
             )
-        if self.nodes_cut:
-            cuts.append(
-                Truncation(
-                    reason="max_nodes",
-                    detail=f"The traversal reached its limit of {limits.max_nodes} nodes; "
-                    f"{self.nodes_cut} further neighbour(s) were not visited.",
-                    hint="Lower max_hops, add exclude_node_types, or start from a more specific seed.",
-                )
+        )
+    if nodes_cut:
+        cuts.append(
+            Truncation(
+                reason="max_nodes",
+                detail=f"The traversal reached its limit of {limits.max_nodes} nodes; "
+                f"{nodes_cut} further neighbour(s) were not visited.",
+                hint="Lower max_hops, add exclude_node_types, or start from a more specific seed.",
             )
-        return cuts
+        )
+    return cuts
 
 
 def capped(node_id: str, rows: list[HopEdge], limits: TraversalLimits, hubs: dict[str, int]) -> list[HopEdge]:

@@ -510,7 +510,7 @@ def _envelope(
         edge_count=answer.edge_count,
         nodes=nodes,
         edges=edges,
-        schema_summary=answer.schema_summary.model_dump(),
+        schema_summary=answer.schema_record(),
     )
     if paths:
         envelope["paths"] = paths
