@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from bfsql.csr import Edges
+from bfsql.loading.id_codes import CodedRelationships, IdCodes
 from bfsql.loading.progress import LoadProgress
 
 __all__ = ["RelationshipBuffer"]
@@ -48,8 +49,8 @@ class RelationshipBuffer:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._ids: dict[str, int] = {}
-        self._predicates: dict[str, int] = {}
+        self.codes = IdCodes()
+        """The codes of the ids and predicates read (rows coded elsewhere come in these codes)."""
         self._subjects, self._preds, self._objects = array("i"), array("i"), array("i")
         self._extra = bytearray()
         """1 for a relationship with more than its triple (a row of ``relationship_extra``)."""
@@ -65,12 +66,15 @@ class RelationshipBuffer:
 
     def extend(self, triples: Sequence[tuple[str, str, str]]) -> None:
         """Relationships with nothing but their triples, in the order read."""
-        ids, predicates = self._ids, self._predicates
-        known, kind = ids.setdefault, predicates.setdefault
-        self._subjects.extend([known(t[0], len(ids)) for t in triples])
-        self._preds.extend([kind(t[1], len(predicates)) for t in triples])
-        self._objects.extend([known(t[2], len(ids)) for t in triples])
+        self.codes.code(triples, self._subjects, self._preds, self._objects)
         self._extra.extend(bytes(len(triples)))
+
+    def extend_codes(self, coded: CodedRelationships) -> None:
+        """Relationships with nothing but their triples, coded already (in :attr:`codes`), in the order read."""
+        self._subjects.frombytes(coded.subjects.astype(np.int32, copy=False).tobytes())
+        self._preds.frombytes(coded.preds.astype(np.int32, copy=False).tobytes())
+        self._objects.frombytes(coded.objects.astype(np.int32, copy=False).tobytes())
+        self._extra.extend(bytes(len(coded)))
 
     def add_row(self, row: tuple[str, str, str, float | None, str, str]) -> None:
         """A relationship as its columns (triple, confidence, source documents and properties as JSON)."""
@@ -96,7 +100,7 @@ class RelationshipBuffer:
         """Upsert every relationship in key order, the last of each triple; the edges written, in triple order."""
         if self._pending:
             self._flush_extra()
-        names, predicate_names = list(self._ids), list(self._predicates)
+        names, predicate_names = list(self.codes.ids), list(self.codes.predicates)
         ends, id_rank = _ranks(names)
         predicates, pred_rank = _ranks(predicate_names)
         codes = [np.frombuffer(a, dtype=np.int32) for a in (self._subjects, self._preds, self._objects)]

@@ -62,11 +62,21 @@ from bfsql.csr import CsrIndex, Edges, build_index, entity_rows, index_of_entiti
 from bfsql.embedders import Embedder, sync_embedding
 from bfsql.loading.bundle import Record, Row
 from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
+from bfsql.loading.id_codes import CodedRelationships, IdCodes
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
+from bfsql.loading.parallel_reading import read_in_parts
 from bfsql.loading.plain import PlainEntities, PlainEntity, PlainRelationship, PlainRelationships
 from bfsql.loading.prefixes import PrefixMap, parse_prefix, turtle_prefixes
 from bfsql.loading.progress import LoadProgress
-from bfsql.loading.readers import FORMATS, ImpliedEntity, check_format, detect_format, read_records, require_rdflib
+from bfsql.loading.readers import (
+    FORMATS,
+    ImpliedEntity,
+    check_format,
+    detect_format,
+    read_records,
+    refuse_sqlite_source,
+    require_rdflib,
+)
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
 from bfsql.loading.relationship_buffer import RelationshipBuffer
 from bfsql.plugins import create_embedder, preferred_embedder
@@ -522,9 +532,13 @@ def _prefix_map(conn: sqlite3.Connection, reading: _Reading) -> PrefixMap:
 
 
 def _streams(
-    conn: sqlite3.Connection, reading: _Reading, errors: RowErrors, progress: LoadProgress
-) -> Iterator[Iterator[tuple[int, Row]]]:
-    """One stream of records per source, in order; the read phase counts their bytes (or records)."""
+    conn: sqlite3.Connection, reading: _Reading, errors: RowErrors, progress: LoadProgress, codes: IdCodes
+) -> Iterator[Iterator[tuple[int, Row | CodedRelationships]]]:
+    """One stream of records per source, in order; the read phase counts their bytes (or records).
+
+    A bundle is read in parts by several processes at once (:mod:`bfsql.loading.parallel_reading`),
+    its bare relationships coded in ``codes``.
+    """
     if reading.records is not None:
         progress.start("read", None, "records")
         yield ((0, record) for record in reading.records)
@@ -535,10 +549,15 @@ def _streams(
     regular = all(stat.S_ISREG(size.st_mode) for size in sizes)
     prefixes = _prefix_map(conn, reading) if any(fmt in _RDF_FORMATS for _, fmt in reading.files) else None
     progress.start("read", sum(size.st_size for size in sizes) if regular else None, "bytes")
-    for path, fmt in reading.files:
-        yield read_records(
-            path, fmt, limits=reading.limits, errors=errors, prefixes=prefixes, on_bytes=progress.advance, plain=True
-        )
+    for (path, fmt), size in zip(reading.files, sizes, strict=True):
+        if fmt == "jsonl" and stat.S_ISREG(size.st_mode):
+            refuse_sqlite_source(path)
+            yield read_in_parts(path, codes, limits=reading.limits, errors=errors, on_bytes=progress.advance)
+        else:
+            yield read_records(
+                path, fmt, limits=reading.limits, errors=errors, prefixes=prefixes, on_bytes=progress.advance,
+                plain=True,
+            )
 
 
 def _records(counts: dict[str, Any]) -> str:
@@ -553,57 +572,11 @@ def _fill(
     progress: LoadProgress,
     embedder: Embedder | str | None = AUTO_EMBEDDER,
 ) -> dict[str, Any]:
-    counts: dict[str, Any] = {"entity": 0, "relationship": 0, "evidence": 0}
-    batch: dict[str, list[tuple[Any, ...]]] = {sql: [] for sql in _STATEMENT_ORDER}
-    errors = RowErrors(reading.max_errors)
-    pending = 0
     chosen = _resolve_embedder(conn, embedder)
     conn.execute("BEGIN")
     fresh = conn.execute("SELECT 1 FROM relationship LIMIT 1").fetchone() is None
     relationships = RelationshipBuffer(conn)
-    triples: list[tuple[str, str, str]] = []  # the most frequent rows, given to the buffer a batch at a time
-    for stream in _streams(conn, reading, errors, progress):
-        try:
-            for _, record in stream:
-                pending += 1
-                if isinstance(record, PlainRelationship):
-                    triples.append(record)
-                elif isinstance(record, PlainRelationships):
-                    triples.extend(record)
-                    pending += len(record) - 1
-                elif isinstance(record, PlainEntities):
-                    counts["entity"] += len(record)
-                    pending += len(record) - 1
-                    if not errors.count:
-                        batch[_UPSERT_ENTITY].extend(
-                            [(i, kind, name, "[]", "{}", None, None, None, None) for i, kind, name in record]
-                        )
-                else:
-                    counts[record.kind] += 1
-                    if errors.count:
-                        pass  # the load fails: only look for more bad rows
-                    elif isinstance(record, RelationshipRecord):
-                        if triples:  # those read before it come before it
-                            _take(relationships, triples, counts, errors)
-                        relationships.add_row(_relationship_row(record))
-                    else:
-                        sql, params = _statement(record)
-                        batch[sql].append(params)
-                if pending >= PROGRESS_EVERY:
-                    _take(relationships, triples, counts, errors)
-                    _flush(conn, batch)
-                    if reading.records is not None:
-                        progress.advance(pending)
-                    pending = 0
-                    progress.step(_records(counts))
-        except BadRow as exc:  # a row after which the source cannot be read on
-            errors.add(exc)
-    _take(relationships, triples, counts, errors)
-    errors.raise_if_any()
-    _flush(conn, batch)
-    if reading.records is not None:
-        progress.advance(pending)
-    progress.step(_records(counts))
+    counts = _read(conn, reading, progress, relationships)
     edges = _write_relationships(conn, relationships, fresh, progress) if len(relationships) else None
     _rebuild_labels(conn, progress)
     graph: Future[CsrIndex] | None = None
@@ -627,6 +600,71 @@ def _fill(
     save_index(conn, graph.result() if graph is not None else build_index(conn))
     progress.start("commit")
     conn.execute("COMMIT")
+    return counts
+
+
+def _read(
+    conn: sqlite3.Connection, reading: _Reading, progress: LoadProgress, relationships: RelationshipBuffer
+) -> dict[str, Any]:
+    """Read every source: entities and evidence written, relationships given to ``relationships``; the counts."""
+    counts: dict[str, Any] = {"entity": 0, "relationship": 0, "evidence": 0}
+    batch: dict[str, list[tuple[Any, ...]]] = {sql: [] for sql in _STATEMENT_ORDER}
+    errors = RowErrors(reading.max_errors)
+    pending = 0
+    triples: list[tuple[str, str, str]] = []  # the most frequent rows, given to the buffer a batch at a time
+    for stream in _streams(conn, reading, errors, progress, relationships.codes):
+        try:
+            try:
+                for _, record in stream:
+                    pending += 1
+                    if isinstance(record, PlainRelationship):
+                        triples.append(record)
+                    elif isinstance(record, PlainRelationships):
+                        triples.extend(record)
+                        pending += len(record) - 1
+                    elif isinstance(record, CodedRelationships):
+                        _take(relationships, triples, counts, errors)  # those read before them come before them
+                        counts["relationship"] += len(record)
+                        pending += len(record) - 1
+                        if not errors.count:
+                            relationships.extend_codes(record)
+                    elif isinstance(record, PlainEntities):
+                        counts["entity"] += len(record)
+                        pending += len(record) - 1
+                        if not errors.count:
+                            batch[_UPSERT_ENTITY].extend(
+                                [(i, kind, name, "[]", "{}", None, None, None, None) for i, kind, name in record]
+                            )
+                    else:
+                        counts[record.kind] += 1
+                        if errors.count:
+                            pass  # the load fails: only look for more bad rows
+                        elif isinstance(record, RelationshipRecord):
+                            if triples:  # those read before it come before it
+                                _take(relationships, triples, counts, errors)
+                            relationships.add_row(_relationship_row(record))
+                        else:
+                            sql, params = _statement(record)
+                            batch[sql].append(params)
+                    if pending >= PROGRESS_EVERY:
+                        _take(relationships, triples, counts, errors)
+                        _flush(conn, batch)
+                        if reading.records is not None:
+                            progress.advance(pending)
+                        pending = 0
+                        progress.step(_records(counts))
+            finally:  # an error or a signal here stops the stream's helper processes
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+        except BadRow as exc:  # a row after which the source cannot be read on
+            errors.add(exc)
+    _take(relationships, triples, counts, errors)
+    errors.raise_if_any()
+    _flush(conn, batch)
+    if reading.records is not None:
+        progress.advance(pending)
+    progress.step(_records(counts))
     return counts
 
 
