@@ -1,6 +1,6 @@
-"""A big load's helper processes: a bundle read in parts.
+"""A big load's helper processes: a bundle read in parts, relationships written into a side store.
 
-They give what the loading process alone gives (rows, bad rows with their file and line, the
+Both give what the loading process alone gives (rows, bad rows with their file and line, the
 store), and stop with it (an error, a signal), leaving no process or file behind. The sizes
 from which they start are lowered here so that small files use them.
 """
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from bfsql.csr import build_index, load_index
-from bfsql.loading import parallel_reading
+from bfsql.loading import parallel_reading, relationship_writer, sqlite_loader
 from bfsql.loading.bundle import read_bundle
 from bfsql.loading.errors import BadRow, BadRows, LoadError, LoadInterrupted, RowErrors
 from bfsql.loading.helper_process import HelperProcess
@@ -37,14 +37,17 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="needs POS
 
 
 def _with_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Helpers for any file: parts of 2 kB, three processors."""
+    """Helpers for any file: parts of 2 kB, three processors, a side writer for any number of rows."""
     monkeypatch.setattr(parallel_reading, "MIN_PART_BYTES", 2048)
     monkeypatch.setattr(parallel_reading, "processors", lambda: 3)
+    monkeypatch.setattr(sqlite_loader, "processors", lambda: 3)
+    monkeypatch.setattr(sqlite_loader, "MIN_ROWS", 0)
 
 
 def _alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """No helper process at all."""
     monkeypatch.setattr(parallel_reading, "processors", lambda: 1)
+    monkeypatch.setattr(sqlite_loader, "processors", lambda: 1)
 
 
 @pytest.fixture
@@ -194,7 +197,7 @@ def test_a_load_with_helpers_writes_the_store_a_load_alone_writes(
         with monkeypatch.context() as patch:
             way(patch)
             db = tmp_path / f"{way.__name__}.sqlite"
-            load_sqlite(db, [first], embedder=None)  # an empty store
+            load_sqlite(db, [first], embedder=None)  # an empty store: the side writer
             fresh = _dump(db)
             load_sqlite(db, [second], embedder=None)  # into a store with relationships: upserts
             stores.append((fresh, _dump(db)))
@@ -217,7 +220,7 @@ def test_every_bad_row_of_every_part_is_reported_with_its_file_and_line(tmp_path
 
 
 class SignalWhen(LoadProgress):
-    """Sends ``signum`` to this process at the first bytes read, or when ``phase`` starts."""
+    """Sends ``signum`` to this process at the first bytes read, or when the phase or step ``phase`` starts."""
 
     def __init__(self, signum: int, phase: str | None = None) -> None:
         self.signum, self.phase, self.reading = signum, phase, False
@@ -225,6 +228,10 @@ class SignalWhen(LoadProgress):
     def start(self, phase: str, total: int | None = None, unit: str = "") -> None:
         self.reading = phase == "read"
         if phase == self.phase:
+            os.kill(os.getpid(), self.signum)
+
+    def step(self, text: str) -> None:
+        if text == self.phase:
             os.kill(os.getpid(), self.signum)
 
     def advance(self, amount: int) -> None:
@@ -250,7 +257,7 @@ def _helpers_running() -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes through /proc")
-@pytest.mark.parametrize("phase", [None, "write"])
+@pytest.mark.parametrize("phase", [None, "write", "index", "relationships", "graph"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_the_helpers_and_leaves_the_store_as_it_was(
     tmp_path: Path, helpers: None, phase: str | None, signum: int
@@ -277,13 +284,22 @@ def test_a_failing_helper_is_a_load_error() -> None:
         HelperProcess(int, "x").result()
 
 
+def test_the_side_writer_gives_up_when_the_loading_process_is_gone(tmp_path: Path) -> None:
+    side = tmp_path / "side.sqlite"
+    rows = (np.array([0]), np.array([0]), np.array([1]))
+    table = "CREATE TABLE relationship (subject_id TEXT, predicate TEXT, object_id TEXT)"
+    relationship_writer._write(side, table, ["A", "B"], ["p"], rows, os.getpid() + 1_000_000)
+    assert not side.exists()
+
+
 def test_a_script_without_a_main_guard_loads_with_helpers(tmp_path: Path) -> None:
     source = _write(tmp_path / "g.jsonl", _graph(random.Random(2), 300))
     script = tmp_path / "script.py"
     script.write_text(
         "from bfsql.loading import parallel_reading, sqlite_loader\n"
         "parallel_reading.MIN_PART_BYTES = 2048\n"
-        "parallel_reading.processors = lambda: 2\n"
+        "parallel_reading.processors = sqlite_loader.processors = lambda: 2\n"
+        "sqlite_loader.MIN_ROWS = 0\n"
         f"print(sqlite_loader.load_sqlite({str(tmp_path / 's.sqlite')!r}, [{str(source)!r}], embedder=None)"
         ".relationships)\n",
         encoding="utf-8",
