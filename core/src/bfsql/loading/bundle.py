@@ -11,7 +11,7 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, BinaryIO, Literal, overload
 
 from pydantic import ValidationError
 
@@ -19,7 +19,7 @@ from bfsql.errors import clip
 from bfsql.loading.errors import BadRow, RowErrors, report
 from bfsql.loading.hints import guess_kind, suggest_field, suggest_kind
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, check_row, may_break_limits
-from bfsql.loading.lines import ByteCallback, bounded_blocks, decode_line
+from bfsql.loading.lines import ByteCallback, ByteRange, bounded_blocks, decode_line
 from bfsql.loading.plain import (
     PlainEntities,
     PlainEntity,
@@ -32,7 +32,7 @@ from bfsql.loading.plain import (
 )
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
 
-__all__ = ["BadRow", "Record", "Row", "parse_json_line", "parse_record", "read_bundle"]
+__all__ = ["BadRow", "Record", "Row", "parse_json_line", "parse_record", "read_bundle", "read_bundle_range"]
 
 Record = EntityRecord | RelationshipRecord | EvidenceRecord
 Row = Record | PlainEntity | PlainRelationship | PlainRelationships | PlainEntities
@@ -213,33 +213,64 @@ def read_bundle(
     :class:`~bfsql.loading.plain.PlainRelationships` (all entities with at most a name: one
     :class:`~bfsql.loading.plain.PlainEntities`) at the number of its first line.
     """
-    name = str(path)
+    with open(path, "rb") as handle:
+        yield from _rows(handle, str(path), 1, limits, errors, on_bytes, plain)
+
+
+def read_bundle_range(
+    path: str | Path,
+    start: int,
+    end: int,
+    first_line: int,
+    *,
+    limits: LoadLimits = DEFAULT_LIMITS,
+    errors: RowErrors | None = None,
+    on_bytes: ByteCallback | None = None,
+    plain: bool = False,
+) -> Iterator[tuple[int, Row]]:
+    """Yield the rows of the bytes ``start`` to ``end`` of a bundle as :func:`read_bundle` does.
+
+    ``start`` is where line ``first_line`` of the file begins, and ``end`` where a line begins
+    (or the file ends), so that line numbers, in rows and errors, are the file's.
+    """
+    with open(path, "rb") as handle:
+        yield from _rows(ByteRange(handle, start, end), str(path), first_line, limits, errors, on_bytes, plain)
+
+
+def _rows(
+    handle: BinaryIO | ByteRange,
+    name: str,
+    first_line: int,
+    limits: LoadLimits,
+    errors: RowErrors | None,
+    on_bytes: ByteCallback | None,
+    plain: bool,
+) -> Iterator[tuple[int, Row]]:
     plain_line = line_reader(limits) if plain else None
     plain_block = block_reader(limits) if plain else None
-    number = 0
-    with open(path, "rb") as handle:
-        for block in bounded_blocks(handle, name, limits.line_bytes, on_bytes):
-            if plain_block is not None and not block.startswith(BOM):
-                rows = plain_block(block)
-                if rows is not None:
-                    yield number + 1, rows
-                    number += len(rows)
-                    continue
-            for raw in io.BytesIO(block):
-                number += 1
+    number = first_line - 1
+    for block in bounded_blocks(handle, name, limits.line_bytes, on_bytes, first_line):
+        if plain_block is not None and not block.startswith(BOM):
+            rows = plain_block(block)
+            if rows is not None:
+                yield number + 1, rows
+                number += len(rows)
+                continue
+        for raw in io.BytesIO(block):
+            number += 1
+            try:
                 try:
-                    try:
-                        text = raw.decode("utf-8").strip()
-                    except UnicodeDecodeError:
-                        text = decode_line(raw, name, number)  # raises naming the byte
-                    if number == 1:
-                        text = text.removeprefix("\ufeff")
-                    if not text:
-                        continue
-                    record = (plain_line and plain_line(text)) or parse_json_line(
-                        text, name, number, limits, plain=plain
-                    )
-                except BadRow as exc:
-                    report(errors, exc)
+                    text = raw.decode("utf-8").strip()
+                except UnicodeDecodeError:
+                    text = decode_line(raw, name, number)  # raises naming the byte
+                if number == 1:
+                    text = text.removeprefix("\ufeff")
+                if not text:
                     continue
-                yield number, record
+                record = (plain_line and plain_line(text)) or parse_json_line(
+                    text, name, number, limits, plain=plain
+                )
+            except BadRow as exc:
+                report(errors, exc)
+                continue
+            yield number, record

@@ -9,7 +9,10 @@ from typing import BinaryIO
 from bfsql.loading.errors import BadRow
 from bfsql.loading.limits import describe_size
 
-__all__ = ["BLOCK_BYTES", "ByteCallback", "bounded_blocks", "bounded_lines", "check_lines", "decode_line", "too_long"]
+__all__ = [
+    "BLOCK_BYTES", "ByteCallback", "ByteRange", "bounded_blocks", "bounded_lines", "check_lines", "decode_line",
+    "too_long",
+]
 
 ByteCallback = Callable[[int], None]
 """Told how many bytes were read since its previous call (for progress)."""
@@ -29,15 +32,33 @@ BLOCK_BYTES = 1 << 20
 """Bytes read at a time: lines are cut from blocks, not read one call each."""
 
 
-def bounded_blocks(handle: BinaryIO, path: str, limit: int, on_bytes: ByteCallback | None = None) -> Iterator[bytes]:
+class ByteRange:
+    """The bytes ``start`` to ``end`` of an open binary file, read like a file of their own."""
+
+    def __init__(self, handle: BinaryIO, start: int, end: int) -> None:
+        handle.seek(start)
+        self._handle = handle
+        self._left = end - start
+
+    def read(self, size: int) -> bytes:
+        """At most ``size`` bytes, never past the range's end."""
+        data = self._handle.read(min(size, self._left))
+        self._left -= len(data)
+        return data
+
+
+def bounded_blocks(
+    handle: BinaryIO | ByteRange, path: str, limit: int, on_bytes: ByteCallback | None = None, first_line: int = 1
+) -> Iterator[bytes]:
     """Yield ``handle`` in blocks of whole lines, raising :class:`BadRow` at a line longer than ``limit``.
 
     Reads up to :data:`BLOCK_BYTES` at a time, but never more than ``limit + 1`` bytes of one
     line, so a line without end (``/dev/zero``) fails fast instead of filling memory. Every
     block but the last ends with a line break; the lines before an over-long one are yielded
-    before the error. ``on_bytes`` hears of every block read.
+    before the error. ``on_bytes`` hears of every block read. The first line is numbered
+    ``first_line`` (in errors).
     """
-    number = 0  # lines yielded
+    number = first_line - 1  # lines yielded
     pending = b""  # the start of a line whose break is not read yet
     while block := handle.read(min(BLOCK_BYTES, limit + 1 - len(pending))):
         if on_bytes is not None:

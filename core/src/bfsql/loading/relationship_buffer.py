@@ -11,6 +11,11 @@ triple ("later wins", as writing them one by one would), and upserts them in tha
 The sorted codes are also the store's relationships for the array index (:mod:`bfsql.csr`)
 when the store had none before.
 
+A big load into an empty table has the rows with nothing but their triple written by another
+process, into a side store copied in afterwards (:mod:`bfsql.loading.relationship_writer`):
+:meth:`RelationshipBuffer.write` hands them over and returns, :meth:`RelationshipBuffer.finish`
+copies them and writes the rest.
+
 Memory: 12 bytes and a flag per relationship read, plus each distinct id once.
 """
 
@@ -23,7 +28,9 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from bfsql.csr import Edges
+from bfsql.loading.id_codes import CodedRelationships, IdCodes
 from bfsql.loading.progress import LoadProgress
+from bfsql.loading.relationship_writer import SideStore, SideWriter
 
 __all__ = ["RelationshipBuffer"]
 
@@ -48,13 +55,18 @@ class RelationshipBuffer:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._ids: dict[str, int] = {}
-        self._predicates: dict[str, int] = {}
+        self.codes = IdCodes()
+        """The codes of the ids and predicates read (rows coded elsewhere come in these codes)."""
         self._subjects, self._preds, self._objects = array("i"), array("i"), array("i")
         self._extra = bytearray()
         """1 for a relationship with more than its triple (a row of ``relationship_extra``)."""
         self._pending: list[tuple[object, ...]] = []
         self._has_extra_table = False
+        self._side: SideWriter | None = None
+        self._side_rows = 0
+        """Rows the side process writes (copied in by :meth:`finish`)."""
+        self._extra_rows = 0
+        """Rows with more than their triple, kept to be written."""
 
     def __len__(self) -> int:
         return len(self._subjects)
@@ -65,12 +77,15 @@ class RelationshipBuffer:
 
     def extend(self, triples: Sequence[tuple[str, str, str]]) -> None:
         """Relationships with nothing but their triples, in the order read."""
-        ids, predicates = self._ids, self._predicates
-        known, kind = ids.setdefault, predicates.setdefault
-        self._subjects.extend([known(t[0], len(ids)) for t in triples])
-        self._preds.extend([kind(t[1], len(predicates)) for t in triples])
-        self._objects.extend([known(t[2], len(ids)) for t in triples])
+        self.codes.code(triples, self._subjects, self._preds, self._objects)
         self._extra.extend(bytes(len(triples)))
+
+    def extend_codes(self, coded: CodedRelationships) -> None:
+        """Relationships with nothing but their triples, coded already (in :attr:`codes`), in the order read."""
+        self._subjects.frombytes(coded.subjects.astype(np.int32, copy=False).tobytes())
+        self._preds.frombytes(coded.preds.astype(np.int32, copy=False).tobytes())
+        self._objects.frombytes(coded.objects.astype(np.int32, copy=False).tobytes())
+        self._extra.extend(bytes(len(coded)))
 
     def add_row(self, row: tuple[str, str, str, float | None, str, str]) -> None:
         """A relationship as its columns (triple, confidence, source documents and properties as JSON)."""
@@ -92,11 +107,15 @@ class RelationshipBuffer:
         self._conn.executemany("INSERT INTO temp.relationship_extra VALUES (?, ?, ?, ?, ?, ?, ?)", self._pending)
         self._pending.clear()
 
-    def write(self, progress: LoadProgress) -> Edges:
-        """Upsert every relationship in key order, the last of each triple; the edges written, in triple order."""
+    def write(self, progress: LoadProgress, side: SideStore | None = None) -> Edges:
+        """Upsert every relationship in key order, the last of each triple; the edges written, in triple order.
+
+        With ``side`` (the table is empty), the rows with nothing but their triple go to a side
+        process instead, and :meth:`finish` writes them and the others.
+        """
         if self._pending:
             self._flush_extra()
-        names, predicate_names = list(self._ids), list(self._predicates)
+        names, predicate_names = list(self.codes.ids), list(self.codes.predicates)
         ends, id_rank = _ranks(names)
         predicates, pred_rank = _ranks(predicate_names)
         codes = [np.frombuffer(a, dtype=np.int32) for a in (self._subjects, self._preds, self._objects)]
@@ -113,16 +132,41 @@ class RelationshipBuffer:
             gone = np.flatnonzero(replaced & extra).tolist()
             self._conn.executemany("DELETE FROM temp.relationship_extra WHERE row = ?", ((row,) for row in gone))
         progress.advance(len(order) - len(kept))  # rows replaced by a later one: done
-        self._upsert_triples(_triples(names, predicate_names, codes, kept[~extra[kept]]), progress)
-        if extra.any():
-            self._conn.execute(
-                f"INSERT INTO relationship ({_TRIPLE_COLUMNS}, confidence, source_documents, properties) "
-                f"SELECT {_TRIPLE_COLUMNS}, confidence, source_documents, properties FROM temp.relationship_extra "
-                f"WHERE true ORDER BY {_TRIPLE_COLUMNS} {_UPDATE}"
-            )
-            progress.advance(int(np.count_nonzero(extra[kept])))
-            self._conn.execute("DROP TABLE temp.relationship_extra")
+        plain = kept[~extra[kept]]
+        self._extra_rows = int(np.count_nonzero(extra[kept]))
+        if side is None:
+            self._upsert_triples(_triples(names, predicate_names, codes, plain), progress)
+            self._write_extra(progress)
+        else:
+            self._side = SideWriter(side, names, predicate_names, (codes[0][plain], codes[1][plain], codes[2][plain]))
+            self._side_rows = len(plain)
         return Edges(ends, predicates, subjects[last], preds[last], objects[last])
+
+    def finish(self, progress: LoadProgress) -> None:
+        """Copy in the rows of the side store (once written) and write those with more than their triple."""
+        if self._side is not None:
+            self._side.copy_into(self._conn)
+            progress.advance(self._side_rows)
+            self.close()
+        self._write_extra(progress)
+
+    def close(self) -> None:
+        """Stop the side process, if any, and remove its store."""
+        if self._side is not None:
+            self._side.close()
+            self._side = None
+
+    def _write_extra(self, progress: LoadProgress) -> None:
+        if not self._has_extra_table:
+            return
+        self._conn.execute(
+            f"INSERT INTO relationship ({_TRIPLE_COLUMNS}, confidence, source_documents, properties) "
+            f"SELECT {_TRIPLE_COLUMNS}, confidence, source_documents, properties FROM temp.relationship_extra "
+            f"WHERE true ORDER BY {_TRIPLE_COLUMNS} {_UPDATE}"
+        )
+        progress.advance(self._extra_rows)
+        self._conn.execute("DROP TABLE temp.relationship_extra")
+        self._has_extra_table = False
 
     def _upsert_triples(self, triples: Iterator[list[tuple[str, str, str]]], progress: LoadProgress) -> None:
         for batch in triples:

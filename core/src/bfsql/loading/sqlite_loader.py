@@ -16,6 +16,13 @@ signal during the final sync and rename waits for the rename and then raises wit
 the old file until it reopens. Two concurrent loads into the same store do not corrupt
 it, but the last to finish wins.
 
+Helper processes: on a machine of several processors, a big bundle is read in parts by
+helper processes at once (:mod:`bfsql.loading.parallel_reading`), and the relationships of a
+big load into an empty table are written by a helper into a side store
+(``.<name>.*.relationships.loading``) that is copied in (:mod:`bfsql.loading.relationship_writer`).
+They change nothing of the above: rows keep the sources' order, bad rows their file and
+line, and a failure or a signal stops the helpers and removes the side store with the copy.
+
 Bad rows: every source is read to its end (or to a row after which nothing can be
 read, such as an over-long line), and all bad rows are reported together
 (:class:`~bfsql.loading.errors.BadRows`: the first ``max_errors`` and their count).
@@ -62,13 +69,25 @@ from bfsql.csr import CsrIndex, Edges, build_index, entity_rows, index_of_entiti
 from bfsql.embedders import Embedder, sync_embedding
 from bfsql.loading.bundle import Record, Row
 from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
+from bfsql.loading.helper_process import processors
+from bfsql.loading.id_codes import CodedRelationships, IdCodes
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
+from bfsql.loading.parallel_reading import read_in_parts
 from bfsql.loading.plain import PlainEntities, PlainEntity, PlainRelationship, PlainRelationships
 from bfsql.loading.prefixes import PrefixMap, parse_prefix, turtle_prefixes
 from bfsql.loading.progress import LoadProgress
-from bfsql.loading.readers import FORMATS, ImpliedEntity, check_format, detect_format, read_records, require_rdflib
+from bfsql.loading.readers import (
+    FORMATS,
+    ImpliedEntity,
+    check_format,
+    detect_format,
+    read_records,
+    refuse_sqlite_source,
+    require_rdflib,
+)
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
 from bfsql.loading.relationship_buffer import RelationshipBuffer
+from bfsql.loading.relationship_writer import MIN_ROWS, SideStore
 from bfsql.plugins import create_embedder, preferred_embedder
 
 __all__ = [
@@ -522,9 +541,13 @@ def _prefix_map(conn: sqlite3.Connection, reading: _Reading) -> PrefixMap:
 
 
 def _streams(
-    conn: sqlite3.Connection, reading: _Reading, errors: RowErrors, progress: LoadProgress
-) -> Iterator[Iterator[tuple[int, Row]]]:
-    """One stream of records per source, in order; the read phase counts their bytes (or records)."""
+    conn: sqlite3.Connection, reading: _Reading, errors: RowErrors, progress: LoadProgress, codes: IdCodes
+) -> Iterator[Iterator[tuple[int, Row | CodedRelationships]]]:
+    """One stream of records per source, in order; the read phase counts their bytes (or records).
+
+    A bundle is read in parts by several processes at once (:mod:`bfsql.loading.parallel_reading`),
+    its bare relationships coded in ``codes``.
+    """
     if reading.records is not None:
         progress.start("read", None, "records")
         yield ((0, record) for record in reading.records)
@@ -535,10 +558,15 @@ def _streams(
     regular = all(stat.S_ISREG(size.st_mode) for size in sizes)
     prefixes = _prefix_map(conn, reading) if any(fmt in _RDF_FORMATS for _, fmt in reading.files) else None
     progress.start("read", sum(size.st_size for size in sizes) if regular else None, "bytes")
-    for path, fmt in reading.files:
-        yield read_records(
-            path, fmt, limits=reading.limits, errors=errors, prefixes=prefixes, on_bytes=progress.advance, plain=True
-        )
+    for (path, fmt), size in zip(reading.files, sizes, strict=True):
+        if fmt == "jsonl" and stat.S_ISREG(size.st_mode):
+            refuse_sqlite_source(path)
+            yield read_in_parts(path, codes, limits=reading.limits, errors=errors, on_bytes=progress.advance)
+        else:
+            yield read_records(
+                path, fmt, limits=reading.limits, errors=errors, prefixes=prefixes, on_bytes=progress.advance,
+                plain=True,
+            )
 
 
 def _records(counts: dict[str, Any]) -> str:
@@ -552,72 +580,39 @@ def _fill(
     description: str | None,
     progress: LoadProgress,
     embedder: Embedder | str | None = AUTO_EMBEDDER,
+    side: Path | None = None,
 ) -> dict[str, Any]:
-    counts: dict[str, Any] = {"entity": 0, "relationship": 0, "evidence": 0}
-    batch: dict[str, list[tuple[Any, ...]]] = {sql: [] for sql in _STATEMENT_ORDER}
-    errors = RowErrors(reading.max_errors)
-    pending = 0
+    """Apply ``reading`` to the store ``conn`` writes; ``side``: where a side store may go
+    (:mod:`bfsql.loading.relationship_writer`)."""
     chosen = _resolve_embedder(conn, embedder)
     conn.execute("BEGIN")
     fresh = conn.execute("SELECT 1 FROM relationship LIMIT 1").fetchone() is None
     relationships = RelationshipBuffer(conn)
-    triples: list[tuple[str, str, str]] = []  # the most frequent rows, given to the buffer a batch at a time
-    for stream in _streams(conn, reading, errors, progress):
-        try:
-            for _, record in stream:
-                pending += 1
-                if isinstance(record, PlainRelationship):
-                    triples.append(record)
-                elif isinstance(record, PlainRelationships):
-                    triples.extend(record)
-                    pending += len(record) - 1
-                elif isinstance(record, PlainEntities):
-                    counts["entity"] += len(record)
-                    pending += len(record) - 1
-                    if not errors.count:
-                        batch[_UPSERT_ENTITY].extend(
-                            [(i, kind, name, "[]", "{}", None, None, None, None) for i, kind, name in record]
-                        )
-                else:
-                    counts[record.kind] += 1
-                    if errors.count:
-                        pass  # the load fails: only look for more bad rows
-                    elif isinstance(record, RelationshipRecord):
-                        if triples:  # those read before it come before it
-                            _take(relationships, triples, counts, errors)
-                        relationships.add_row(_relationship_row(record))
-                    else:
-                        sql, params = _statement(record)
-                        batch[sql].append(params)
-                if pending >= PROGRESS_EVERY:
-                    _take(relationships, triples, counts, errors)
-                    _flush(conn, batch)
-                    if reading.records is not None:
-                        progress.advance(pending)
-                    pending = 0
-                    progress.step(_records(counts))
-        except BadRow as exc:  # a row after which the source cannot be read on
-            errors.add(exc)
-    _take(relationships, triples, counts, errors)
-    errors.raise_if_any()
-    _flush(conn, batch)
-    if reading.records is not None:
-        progress.advance(pending)
-    progress.step(_records(counts))
-    edges = _write_relationships(conn, relationships, fresh, progress) if len(relationships) else None
-    _rebuild_labels(conn, progress)
-    graph: Future[CsrIndex] | None = None
-    if fresh and edges is not None:
-        progress.step("index by object")
-        conn.execute(f"CREATE INDEX {_BY_OBJECT}")
-        # The relationships just written are the whole table, so the array index is made of them
-        # (not read again), in another thread while SQLite builds the text indexes: statements that
-        # release the GIL for their whole run. Not beside the index by object, whose sort holds up
-        # to the page cache's size in memory.
-        pool = ThreadPoolExecutor(1, thread_name_prefix="bfsql-load-graph")
-        graph = pool.submit(index_of_entities, entity_rows(conn), edges)
-        pool.shutdown(wait=False)  # the load goes on; graph.result() waits for the index
-    _rebuild_text_indexes(conn, progress)
+    try:
+        counts = _read(conn, reading, progress, relationships)
+        side_store = _side_store(conn, side) if fresh and len(relationships) >= max(MIN_ROWS, 1) else None
+        edges = _write_relationships(conn, relationships, fresh, progress, side_store) if len(relationships) else None
+        _rebuild_labels(conn, progress)
+        graph: Future[CsrIndex] | None = None
+        if side_store is None and fresh and edges is not None:
+            _index_by_object(conn, progress)
+        if fresh and edges is not None:
+            # The relationships just written are the whole table, so the array index is made of them
+            # (not read again), in another thread while SQLite builds the text indexes: statements that
+            # release the GIL for their whole run. Not beside the index by object, whose sort holds up
+            # to the page cache's size in memory.
+            pool = ThreadPoolExecutor(1, thread_name_prefix="bfsql-load-graph")
+            graph = pool.submit(index_of_entities, entity_rows(conn), edges)
+            pool.shutdown(wait=False)  # the load goes on; graph.result() waits for the index
+        _rebuild_text_indexes(conn, progress)
+        if side_store is not None:
+            progress.step("relationships")
+        relationships.finish(progress)
+        if side_store is not None:
+            _index_by_object(conn, progress)
+        progress.step("")
+    finally:
+        relationships.close()
     counts["embedded"] = _rebuild_vectors(conn, chosen, progress)
     counts["embedder"] = chosen.name if chosen is not None else None
     if description is not None:
@@ -627,6 +622,71 @@ def _fill(
     save_index(conn, graph.result() if graph is not None else build_index(conn))
     progress.start("commit")
     conn.execute("COMMIT")
+    return counts
+
+
+def _read(
+    conn: sqlite3.Connection, reading: _Reading, progress: LoadProgress, relationships: RelationshipBuffer
+) -> dict[str, Any]:
+    """Read every source: entities and evidence written, relationships given to ``relationships``; the counts."""
+    counts: dict[str, Any] = {"entity": 0, "relationship": 0, "evidence": 0}
+    batch: dict[str, list[tuple[Any, ...]]] = {sql: [] for sql in _STATEMENT_ORDER}
+    errors = RowErrors(reading.max_errors)
+    pending = 0
+    triples: list[tuple[str, str, str]] = []  # the most frequent rows, given to the buffer a batch at a time
+    for stream in _streams(conn, reading, errors, progress, relationships.codes):
+        try:
+            try:
+                for _, record in stream:
+                    pending += 1
+                    if isinstance(record, PlainRelationship):
+                        triples.append(record)
+                    elif isinstance(record, PlainRelationships):
+                        triples.extend(record)
+                        pending += len(record) - 1
+                    elif isinstance(record, CodedRelationships):
+                        _take(relationships, triples, counts, errors)  # those read before them come before them
+                        counts["relationship"] += len(record)
+                        pending += len(record) - 1
+                        if not errors.count:
+                            relationships.extend_codes(record)
+                    elif isinstance(record, PlainEntities):
+                        counts["entity"] += len(record)
+                        pending += len(record) - 1
+                        if not errors.count:
+                            batch[_UPSERT_ENTITY].extend(
+                                [(i, kind, name, "[]", "{}", None, None, None, None) for i, kind, name in record]
+                            )
+                    else:
+                        counts[record.kind] += 1
+                        if errors.count:
+                            pass  # the load fails: only look for more bad rows
+                        elif isinstance(record, RelationshipRecord):
+                            if triples:  # those read before it come before it
+                                _take(relationships, triples, counts, errors)
+                            relationships.add_row(_relationship_row(record))
+                        else:
+                            sql, params = _statement(record)
+                            batch[sql].append(params)
+                    if pending >= PROGRESS_EVERY:
+                        _take(relationships, triples, counts, errors)
+                        _flush(conn, batch)
+                        if reading.records is not None:
+                            progress.advance(pending)
+                        pending = 0
+                        progress.step(_records(counts))
+            finally:  # an error or a signal here stops the stream's helper processes
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+        except BadRow as exc:  # a row after which the source cannot be read on
+            errors.add(exc)
+    _take(relationships, triples, counts, errors)
+    errors.raise_if_any()
+    _flush(conn, batch)
+    if reading.records is not None:
+        progress.advance(pending)
+    progress.step(_records(counts))
     return counts
 
 
@@ -640,15 +700,36 @@ def _take(
     triples.clear()
 
 
+def _side_store(conn: sqlite3.Connection, path: Path | None) -> SideStore | None:
+    """Where and how a side process writes the relationships, when there is room for one."""
+    if path is None or processors() < 2:
+        return None
+    (table,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'relationship'").fetchone()
+    return SideStore(path, table)
+
+
+def _index_by_object(conn: sqlite3.Connection, progress: LoadProgress) -> None:
+    """Build the index by object of a table filled by this load, sorting in as many threads as there are
+    processors (nothing else of the load runs meanwhile)."""
+    progress.step("index by object")
+    conn.execute(f"PRAGMA threads = {processors() - 1}")
+    conn.execute(f"CREATE INDEX {_BY_OBJECT}")
+    conn.execute("PRAGMA threads = 0")
+
+
 def _write_relationships(
-    conn: sqlite3.Connection, relationships: RelationshipBuffer, fresh: bool, progress: LoadProgress
+    conn: sqlite3.Connection,
+    relationships: RelationshipBuffer,
+    fresh: bool,
+    progress: LoadProgress,
+    side: SideStore | None,
 ) -> Edges:
-    """Write the relationships read, in key order; an empty table gets its index by object afterwards (in
-    :func:`_fill`), so it is dropped here."""
+    """Write the relationships read, in key order (or hand them to a side process); an empty table gets its
+    index by object afterwards (in :func:`_fill`), so it is dropped here."""
     progress.start("write", len(relationships), "relationships")
     if fresh:
         conn.execute("DROP INDEX IF EXISTS relationship_by_object")
-    return relationships.write(progress)
+    return relationships.write(progress, side)
 
 
 def _fsync(path: Path, directory: bool = False) -> None:
@@ -776,7 +857,8 @@ def _build(
     if not db.parent.is_dir():
         raise LoadError(f"cannot write the store {db}: the directory {db.parent} does not exist (create it first)")
     _check_store_file(db)
-    tmp = db.parent / f".{db.name}.{secrets.token_hex(8)}.loading"
+    token = secrets.token_hex(8)
+    tmp = db.parent / f".{db.name}.{token}.loading"
     with _Interruptible() as signals:
         try:
             # Created like any new file (mode 0o666 minus the umask), exclusively, next to the store.
@@ -797,7 +879,8 @@ def _build(
                 except StoreFormatError as exc:
                     raise StoreFormatError(f"{db}: {exc}{_source_hint(db)}") from None
                 with _cycles_collected_after():
-                    counts = _fill(conn, reading, description, progress, embedder)
+                    side = db.parent / f".{db.name}.{token}.relationships.loading"
+                    counts = _fill(conn, reading, description, progress, embedder, side)
             finally:
                 conn.close()
             with signals.critical():
