@@ -28,7 +28,7 @@ from bfsql.loading.bundle import read_bundle
 from bfsql.loading.errors import BadRow, BadRows, LoadError, LoadInterrupted, RowErrors
 from bfsql.loading.helper_process import HelperProcess
 from bfsql.loading.id_codes import CodedRelationships, IdCodes
-from bfsql.loading.limits import LoadLimits
+from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
 from bfsql.loading.plain import PlainRelationship, PlainRelationships
 from bfsql.loading.progress import LoadProgress
 from bfsql.loading.sqlite_loader import load_sqlite
@@ -39,6 +39,7 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="needs POS
 def _with_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Helpers for any file: parts of 2 kB, three processors, a side writer for any number of rows."""
     monkeypatch.setattr(parallel_reading, "MIN_PART_BYTES", 2048)
+    monkeypatch.setattr(parallel_reading, "MIN_BARE_SHARE", 0.0)
     monkeypatch.setattr(parallel_reading, "processors", lambda: 3)
     monkeypatch.setattr(sqlite_loader, "processors", lambda: 3)
     monkeypatch.setattr(sqlite_loader, "MIN_ROWS", 0)
@@ -271,6 +272,24 @@ def test_a_signal_stops_the_helpers_and_leaves_the_store_as_it_was(
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     assert not list(tmp_path.glob(".*loading"))
     assert _helpers_running() == []
+
+
+def test_a_bundle_of_rich_rows_is_read_without_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel_reading, "MIN_PART_BYTES", 2048)
+    monkeypatch.setattr(parallel_reading, "processors", lambda: 3)
+
+    def no_helper(*args: object) -> None:
+        raise AssertionError("a helper was started for rows it would hand back as objects")
+
+    monkeypatch.setattr(parallel_reading, "HelperProcess", no_helper)
+    rich = [{"kind": "relationship", "subject": f"E{i}", "predicate": "p", "object": "E0", "confidence": 0.5}
+            for i in range(300)]
+    bare = [{"kind": "relationship", "subject": f"E{i}", "predicate": "p", "object": "E0"} for i in range(300)]
+    path = _write(tmp_path / "rich.jsonl", rich)
+    assert len(_read(path, DEFAULT_LIMITS, parts=True)[0]) == 300
+    monkeypatch.setattr(parallel_reading, "HelperProcess", HelperProcess)
+    assert parallel_reading._bare_share(path, [0], DEFAULT_LIMITS) == 0.0
+    assert parallel_reading._bare_share(_write(tmp_path / "bare.jsonl", bare), [0], DEFAULT_LIMITS) == 1.0
 
 
 def test_a_failing_helper_is_a_load_error() -> None:
