@@ -113,6 +113,20 @@ def _seconds(text: str) -> float:
     return sum(p * 60**i for i, p in enumerate(reversed(parts)))
 
 
+_MEASURED = """
+import json, os, subprocess, sys, time
+started = time.perf_counter()
+pid = subprocess.Popen(sys.argv[2:]).pid
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    json.dump({"seconds": time.perf_counter() - started, "status": os.waitstatus_to_exitcode(status),
+               "cpu": usage.ru_utime + usage.ru_stime, "peak_kb": usage.ru_maxrss}, out)
+"""
+"""Runs a command and writes its wall time, exit status, CPU time and peak memory (with the helpers it waited
+for) to a file. A process started by this benchmark would report this process's own peak as its own (Linux
+keeps the largest resident size across the exec); one started by this small script reports its own."""
+
+
 def load(bundle: Path, store: Path, env: dict[str, str], src: Path | None = None) -> Load:
     """Load ``bundle`` into a new ``store`` with ``bfsql load --embedder none`` (of ``src`` when given)."""
     store.unlink(missing_ok=True)
@@ -120,20 +134,16 @@ def load(bundle: Path, store: Path, env: dict[str, str], src: Path | None = None
     if src is not None:
         run_env["PYTHONPATH"] = str(src)
     command = [sys.executable, "-m", "bfsql", "load", "--db", str(store), "--embedder", "none", str(bundle)]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(command, env=run_env, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own CPU time and peak memory
-        seconds = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if proc.returncode:
-        raise RuntimeError(f"bfsql load failed ({proc.returncode}): {stderr[-2000:]}")
-    phases = {m[1]: _seconds(m[2]) for line in stderr.splitlines() if (m := _PHASE.match(line.strip()))}
-    report = json.loads(stdout.strip().splitlines()[-1])
-    return Load(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, phases, report["relationships"])
+    with tempfile.TemporaryDirectory() as tmp:
+        measured = Path(tmp) / "usage.json"
+        proc = subprocess.run([sys.executable, "-c", _MEASURED, str(measured), *command], env=run_env,
+                              capture_output=True, text=True)
+        usage = json.loads(measured.read_text()) if measured.exists() else {"status": proc.returncode}
+    if proc.returncode or usage["status"]:
+        raise RuntimeError(f"bfsql load failed ({usage['status']}): {proc.stderr[-2000:]}")
+    phases = {m[1]: _seconds(m[2]) for line in proc.stderr.splitlines() if (m := _PHASE.match(line.strip()))}
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    return Load(usage["seconds"], usage["cpu"], usage["peak_kb"] / 1024, phases, report["relationships"])
 
 
 # --- the server --------------------------------------------------------------------------------
