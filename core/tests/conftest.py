@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
 from bfsql import Graph, postprocess
@@ -39,6 +42,30 @@ def small_records() -> list:
         rel("D", "mentions", "C"),
         EvidenceRecord(subject="C", predicate="treats", object="B", text_span="C treats B", document_id="doc2"),
     ]
+
+
+def random_bundle(rng: random.Random, relationships: int) -> list[dict[str, Any]]:
+    """Bundle rows of a random graph, shuffled: entities (some merged, some unnamed), relationships to a few
+    favoured ends and to dangling ones, repeated triples, some with more than their triple."""
+    rows: list[dict[str, Any]] = []
+    ids = [f"E{i}" for i in range(40)] + ["é", "Z", "a b"]
+    for entity_id in ids[:-5]:
+        row: dict[str, Any] = {"kind": "entity", "id": entity_id, "entity_type": rng.choice(["T", "U"])}
+        if rng.random() < 0.8:
+            row["name"] = f"name {entity_id}"
+        if rng.random() < 0.1:
+            row["status"] = "merged"
+        rows.append(row)
+    for _ in range(relationships):
+        row = {"kind": "relationship", "subject": rng.choice(ids), "predicate": rng.choice(["p", "q", "r"]),
+               "object": rng.choice(ids[:10]) if rng.random() < 0.5 else rng.choice(ids)}
+        if rng.random() < 0.3:
+            row["confidence"] = round(rng.random(), 3)
+        if rng.random() < 0.1:
+            row["source_documents"] = [f"doc{rng.randrange(3)}"]
+        rows.append(row)
+    rng.shuffle(rows)
+    return rows
 
 
 @pytest.fixture

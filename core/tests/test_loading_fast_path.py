@@ -38,6 +38,8 @@ from bfsql.loading.progress import StderrProgress
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 from bfsql.loading.sqlite_loader import load_sqlite
 
+from conftest import random_bundle
+
 LIMITS = LoadLimits(id_chars=6, name_chars=8)
 """Small limits, so that generated values cross them."""
 
@@ -246,29 +248,6 @@ def test_the_lines_before_an_over_long_line_are_read(tmp_path: Path) -> None:
 # -- the loader --------------------------------------------------------------------------------
 
 
-def _random_graph(rng: random.Random, relationships: int) -> list[dict[str, Any]]:
-    """Entities (some merged), relationships with repeated triples, some with more than their triple."""
-    rows: list[dict[str, Any]] = []
-    ids = [f"E{i}" for i in range(40)] + ["é", "Z", "a b"]
-    for entity_id in ids[:-5]:
-        row: dict[str, Any] = {"kind": "entity", "id": entity_id, "entity_type": rng.choice(["T", "U"])}
-        if rng.random() < 0.8:
-            row["name"] = f"name {entity_id}"
-        if rng.random() < 0.1:
-            row["status"] = "merged"
-        rows.append(row)
-    for _ in range(relationships):
-        row = {"kind": "relationship", "subject": rng.choice(ids), "predicate": rng.choice(["p", "q", "r"]),
-               "object": rng.choice(ids[:10]) if rng.random() < 0.5 else rng.choice(ids)}
-        if rng.random() < 0.3:
-            row["confidence"] = round(rng.random(), 3)
-        if rng.random() < 0.1:
-            row["source_documents"] = [f"doc{rng.randrange(3)}"]
-        rows.append(row)
-    rng.shuffle(rows)
-    return rows
-
-
 def _expected(*loads: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """The relationship table after the loads: one row per triple, the last one read."""
     table: dict[tuple[str, str, str], tuple[Any, ...]] = {}
@@ -300,7 +279,7 @@ def _same_index(db: Path) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_a_load_writes_the_last_of_each_triple_and_the_index_of_the_store(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
-    first, second = _random_graph(rng, 300), _random_graph(rng, 200)
+    first, second = random_bundle(rng, 300), random_bundle(rng, 200)
     db = tmp_path / "s.sqlite"
     source = tmp_path / "g.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in first), encoding="utf-8")

@@ -33,6 +33,8 @@ from bfsql.loading.plain import PlainRelationship, PlainRelationships
 from bfsql.loading.progress import LoadProgress
 from bfsql.loading.sqlite_loader import load_sqlite
 
+from conftest import random_bundle
+
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="needs POSIX signals")
 
 
@@ -142,27 +144,6 @@ def test_no_cut_where_no_line_break_comes_within_the_limit(tmp_path: Path) -> No
     assert parallel_reading.cut_points(path, 2, 5000) == [0, 5001, 5011]
 
 
-def _graph(rng: random.Random, relationships: int) -> list[dict[str, Any]]:
-    """Entities (some merged), relationships with repeated triples, some with more than their triple."""
-    rows: list[dict[str, Any]] = []
-    ids = [f"E{i}" for i in range(50)] + ["é", "Z", "a b"]
-    for entity_id in ids[:-5]:
-        row: dict[str, Any] = {"kind": "entity", "id": entity_id, "entity_type": rng.choice(["T", "U"])}
-        if rng.random() < 0.8:
-            row["name"] = f"name {entity_id}"
-        if rng.random() < 0.1:
-            row["status"] = "merged"
-        rows.append(row)
-    for _ in range(relationships):
-        row = {"kind": "relationship", "subject": rng.choice(ids), "predicate": rng.choice(["p", "q", "r"]),
-               "object": rng.choice(ids)}
-        if rng.random() < 0.2:
-            row["confidence"] = round(rng.random(), 3)
-        rows.append(row)
-    rng.shuffle(rows)
-    return rows
-
-
 def _dump(db: Path) -> list[Any]:
     """Everything a store holds that a load writes, in a fixed order."""
     with sqlite3.connect(db) as conn:
@@ -191,8 +172,8 @@ def test_a_load_with_helpers_writes_the_store_a_load_alone_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
     rng = random.Random(seed)
-    first = _write(tmp_path / "first.jsonl", _graph(rng, 600))
-    second = _write(tmp_path / "second.jsonl", _graph(rng, 300))
+    first = _write(tmp_path / "first.jsonl", random_bundle(rng, 600))
+    second = _write(tmp_path / "second.jsonl", random_bundle(rng, 300))
     stores = []
     for way in (_alone, _with_helpers):
         with monkeypatch.context() as patch:
@@ -266,7 +247,7 @@ def test_a_signal_stops_the_helpers_and_leaves_the_store_as_it_was(
     db = tmp_path / "s.sqlite"
     load_sqlite(db, [_write(tmp_path / "a.jsonl", [{"kind": "entity", "id": "A", "entity_type": "T"}])])
     before = hashlib.sha256(db.read_bytes()).hexdigest()
-    source = _write(tmp_path / "g.jsonl", _graph(random.Random(1), 400))
+    source = _write(tmp_path / "g.jsonl", random_bundle(random.Random(1), 400))
     with pytest.raises(LoadInterrupted):
         load_sqlite(db, [source], embedder=None, progress=SignalWhen(signum, phase))
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
@@ -312,7 +293,7 @@ def test_the_side_writer_gives_up_when_the_loading_process_is_gone(tmp_path: Pat
 
 
 def test_a_script_without_a_main_guard_loads_with_helpers(tmp_path: Path) -> None:
-    source = _write(tmp_path / "g.jsonl", _graph(random.Random(2), 300))
+    source = _write(tmp_path / "g.jsonl", random_bundle(random.Random(2), 300))
     script = tmp_path / "script.py"
     script.write_text(
         "from bfsql.loading import parallel_reading, sqlite_loader\n"

@@ -15,6 +15,7 @@ import pytest
 from bfsql import Edge, EntityStub, Graph, Node, NodeInfo
 from bfsql.backends.memory import MemoryBackend
 from bfsql.backends.sqlite import READERS, SqliteBackend, SqliteConfig, SqliteStoreError, fts_query
+from bfsql.csr import CsrIndex
 from bfsql.loading.sqlite_loader import load_sqlite
 from bfsql.plugins import get_backends
 
@@ -82,6 +83,15 @@ ALL_IDS = ["A", "B", "C", "D", "M", "Q", "GHOST", "nope", "A"]
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return path
+
+
+async def _indexed(db: Path, source: Path) -> tuple[SqliteBackend, CsrIndex]:
+    """A store loaded from ``source``, served once its array index is read, and that index."""
+    load_sqlite(db, [source])
+    backend = SqliteBackend(db)
+    assert await backend.wait_for_index(30)
+    assert backend._csr is not None
+    return backend, backend._csr
 
 
 @pytest.fixture
@@ -214,12 +224,7 @@ async def test_a_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) ->
         subject = "E0" if rng.random() < 0.2 else rng.choice(ends)  # E0: a hub
         rows.append({"kind": "relationship", "subject": subject, "predicate": rng.choice(["a", "b"]),
                      "object": rng.choice(ends)})
-    db = tmp_path / "random.sqlite"
-    load_sqlite(db, [write_jsonl(tmp_path / "random.jsonl", rows)])
-    backend = SqliteBackend(db)
-    assert await backend.wait_for_index(30)
-    index = backend._csr
-    assert index is not None
+    backend, index = await _indexed(tmp_path / "random.sqlite", write_jsonl(tmp_path / "random.jsonl", rows))
     monkeypatch.setattr(csr, "SMALL_HOP_ROWS", 0)  # every hop of a walk with numpy, in pieces
     cases = [(seeds, k, max_nodes, cap, excluded)
              for seeds in (["E0", "E5"], ["E7", "E8", "E9"], ["E1", "E0"])
@@ -251,12 +256,7 @@ async def test_a_few_ids_are_found_as_many_are(tmp_path: Path) -> None:
     rows: list[dict[str, Any]] = [{"kind": "entity", "id": i, "entity_type": "Gene"} for i in names]
     rows += [{"kind": "relationship", "subject": a, "predicate": "r", "object": b}
              for a, b in zip(names, [*names[1:], "GHOST"], strict=True)]
-    db = tmp_path / "ids.sqlite"
-    load_sqlite(db, [write_jsonl(tmp_path / "ids.jsonl", rows)])
-    backend = SqliteBackend(db)
-    assert await backend.wait_for_index(30)
-    index = backend._csr
-    assert index is not None
+    backend, index = await _indexed(tmp_path / "ids.sqlite", write_jsonl(tmp_path / "ids.jsonl", rows))
     asked = [*names, "GHOST", "E", "E100", "", "\uffff", "zz", "A:", "Gènes"]
     many = index.find(asked * (csr.FEW_IDS // len(asked) + 1))
     assert set(many) == {*names, "GHOST"}
@@ -617,12 +617,7 @@ async def test_a_walk_that_fails_midway_leaves_no_marks(bundle: Path, tmp_path: 
     that fails after marking must not leave its marks to the next one."""
     from bfsql import csr
 
-    db = tmp_path / "graph.sqlite"
-    load_sqlite(db, [bundle])
-    backend = SqliteBackend(db)
-    assert await backend.wait_for_index(30)
-    index = backend._csr
-    assert index is not None
+    backend, index = await _indexed(tmp_path / "graph.sqlite", bundle)
     monkeypatch.setattr(csr, "SMALL_HOP_ROWS", 0)  # the walk with numpy, which marks
     first = csr.survey(index, ["A"], 2, 100, 100, [], 0, 100)
     assert first.node_count > 1
