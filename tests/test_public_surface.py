@@ -56,6 +56,16 @@ def test_import_bfsql_loads_the_contract_only():
     assert loaded < every / 4, f"import bfsql loads {loaded} of bfsql's {every} modules"
 
 
+def test_loading_the_plugins_leaves_the_mcp_sdk_unloaded():
+    """Every command loads every installed plugin; a plugin that took a name from ``bfsql.server`` (the
+    JSON-LD one takes ``HostPolicy``) loaded the MCP SDK with it, half a second of every ``bfsql load``."""
+    code = ("import sys; from bfsql.plugins import get_backends, list_plugins; get_backends(); "
+            "print(len(list_plugins()), 'mcp' in sys.modules)")
+    plugins, mcp_loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                         check=True).stdout.split()
+    assert int(plugins) > 1 and mcp_loaded == "False"
+
+
 def test_every_public_name_resolves():
     for name, namespace in NAMESPACES.items():
         for attribute in namespace.__all__:

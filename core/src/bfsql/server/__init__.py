@@ -4,15 +4,44 @@ A public namespace: ``build_server`` over an open graph, its ``ServerSettings``,
 ``ToolContext`` a plugin tool may ask for, ``open_graph`` for a backend from its spec and
 config, the HTTP guards, the backends' command-line options, and the ``AnswerBudget`` the
 server fits answers to (pass one as ``room`` to a traversal to get the page it would show).
+
+Each name is imported on first use: the MCP SDK (about half a second) is loaded only by what
+needs it, not by a plugin that takes ``HostPolicy`` or by a command that serves nothing.
 """
 
-from bfsql.backend_options import backend_click_options, resolve_config
-from bfsql.server.app import build_server
-from bfsql.server.fitting import AnswerBudget
-from bfsql.server.http import HostPolicy, is_loopback
-from bfsql.server.run import open_graph
-from bfsql.server.tool_spec import ToolContext
-from bfsql.settings import ServerSettings
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bfsql.backend_options import backend_click_options, resolve_config
+    from bfsql.server.app import build_server
+    from bfsql.server.fitting import AnswerBudget
+    from bfsql.server.http import HostPolicy, is_loopback
+    from bfsql.server.run import open_graph
+    from bfsql.server.tool_spec import ToolContext
+    from bfsql.settings import ServerSettings
+
+_HOMES = {
+    "AnswerBudget": "bfsql.server.fitting",
+    "HostPolicy": "bfsql.server.http",
+    "ServerSettings": "bfsql.settings",
+    "ToolContext": "bfsql.server.tool_spec",
+    "backend_click_options": "bfsql.backend_options",
+    "build_server": "bfsql.server.app",
+    "is_loopback": "bfsql.server.http",
+    "open_graph": "bfsql.server.run",
+    "resolve_config": "bfsql.backend_options",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
 
 __all__ = [
     "AnswerBudget",
