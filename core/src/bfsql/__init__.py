@@ -16,8 +16,7 @@ may change between releases.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bfsql.backend import (
     PROVENANCE_KEYS,
@@ -32,6 +31,7 @@ from bfsql.budgets import TraversalLimits
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.hop_memo import HopMemo, hop_memo
+from bfsql.lazy import lazy_names
 from bfsql.models import (
     BfsResult,
     EntityStub,
@@ -132,13 +132,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if module == __name__:
-        return importlib.import_module(f"{__name__}.{name}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = [

@@ -6,8 +6,9 @@ names (the loader and the readers are imported on first use).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bfsql.lazy import lazy_names
 
 if TYPE_CHECKING:
     from bfsql.loading.bundle import Record, parse_json_line, read_bundle
@@ -28,35 +29,31 @@ if TYPE_CHECKING:
     from bfsql.loading.sqlite_loader import load_sqlite
 
 _WHERE = {
-    "Record": "bundle",
-    "read_bundle": "bundle",
-    "parse_json_line": "bundle",
-    "LoadLimits": "limits",
-    "PlainEntities": "plain",
-    "PlainEntity": "plain",
-    "PlainRelationship": "plain",
-    "PlainRelationships": "plain",
-    "BadRow": "errors",
-    "compact_iri": "prefixes",
-    "ImpliedEntity": "readers",
-    "detect_format": "readers",
-    "read_records": "readers",
-    "EntityRecord": "records",
-    "EvidenceRecord": "records",
-    "RelationshipRecord": "records",
-    "edge_metadata": "records",
-    "entity_metadata": "records",
-    "node_metadata": "records",
-    "relationship_metadata": "records",
-    "load_sqlite": "sqlite_loader",
+    "Record": ".bundle",
+    "read_bundle": ".bundle",
+    "parse_json_line": ".bundle",
+    "LoadLimits": ".limits",
+    "PlainEntities": ".plain",
+    "PlainEntity": ".plain",
+    "PlainRelationship": ".plain",
+    "PlainRelationships": ".plain",
+    "BadRow": ".errors",
+    "compact_iri": ".prefixes",
+    "ImpliedEntity": ".readers",
+    "detect_format": ".readers",
+    "read_records": ".readers",
+    "EntityRecord": ".records",
+    "EvidenceRecord": ".records",
+    "RelationshipRecord": ".records",
+    "edge_metadata": ".records",
+    "entity_metadata": ".records",
+    "node_metadata": ".records",
+    "relationship_metadata": ".records",
+    "load_sqlite": ".sqlite_loader",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_names(__name__, _WHERE)
 
 
 __all__ = [

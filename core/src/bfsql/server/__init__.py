@@ -11,8 +11,9 @@ needs it, not by a plugin that takes ``HostPolicy`` or by a command that serves 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bfsql.lazy import lazy_names
 
 if TYPE_CHECKING:
     from bfsql.backend_options import backend_click_options, resolve_config
@@ -36,11 +37,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 __all__ = [
