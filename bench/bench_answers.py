@@ -31,7 +31,7 @@ from typing import Any
 
 from bfsql import Graph
 from bfsql.budgets import DEFAULT_MAX_TOKENS
-from bfsql.server.fitting import AnswerBudget
+from bfsql.server.answers import AnswerBudget
 from bfsql.server.pipeline import fit_and_serialise, postprocess
 from bfsql.server.run import tune_garbage_collector
 from bfsql.server.tool_spec import ToolContext

@@ -199,7 +199,7 @@ def bfsql_side(backend: Any, limits: TraversalLimits, hop_walk: bool = False, pa
     """bfs_query on a new Graph (built by the caller before the clock starts); ``paged``: with the default
     answer budget, as the server asks."""
     from bfsql import ServerSettings
-    from bfsql.server.fitting import AnswerBudget
+    from bfsql.server.answers import AnswerBudget
 
     room = AnswerBudget(ServerSettings().max_tokens) if paged else None
 
@@ -555,7 +555,7 @@ SELECT (SELECT count(*) FROM (SELECT s FROM e1 UNION SELECT o FROM e1 UNION SELE
 async def run_rmat(args: argparse.Namespace) -> bool:
     """Load an R-MAT graph, then time the hub's surveys and median entities' walks; whether the targets are met."""
     from bfsql import ServerSettings
-    from bfsql.server.fitting import AnswerBudget
+    from bfsql.server.answers import AnswerBudget
 
     room = AnswerBudget(ServerSettings().max_tokens)
     with tempfile.TemporaryDirectory(prefix="bfsql-bench-rmat-") as tmp:

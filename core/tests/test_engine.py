@@ -234,7 +234,7 @@ class CountingBackend(MemoryBackend):
 
 @pytest.mark.parametrize("max_tokens", [200, 300, 100_000])
 async def test_metadata_no_answer_could_hold_is_not_fetched_and_the_fitted_answer_is_the_same(max_tokens):
-    from bfsql.server.fitting import AnswerBudget, fit_traversal
+    from bfsql.server.answers.fitting import AnswerBudget, fit_traversal
 
     budget = AnswerBudget(max_tokens)
     answers, asked = [], []
@@ -250,7 +250,7 @@ async def test_metadata_no_answer_could_hold_is_not_fetched_and_the_fitted_answe
 
 
 async def test_metadata_of_nodes_past_the_room_is_not_fetched():
-    from bfsql.server.fitting import AnswerBudget, fit_traversal
+    from bfsql.server.answers.fitting import AnswerBudget, fit_traversal
 
     records = [entity("H", "Hub")] + [entity(f"L{i:03d}", "Leaf") for i in range(300)]
     records += [rel("H", "has", f"L{i:03d}") for i in range(300)]

@@ -16,7 +16,7 @@ import pytest
 
 from bfsql.budgets import CHARS_PER_TOKEN
 from bfsql.engine.answer import Detail, Traversal
-from bfsql.server.fitting import AnswerBudget, clip_metadata, compact_json, fit_traversal
+from bfsql.server.answers.fitting import AnswerBudget, clip_metadata, compact_json, fit_traversal
 
 IDS = ["S", "N1", "N2", "N3", "N4"]
 
@@ -187,7 +187,7 @@ async def test_edges_owned_are_the_same_with_the_hops_cross_edge_index(room):
     from bfsql import Graph
     from bfsql.backends.memory import MemoryBackend
     from bfsql.engine import bfs_query
-    from bfsql.server.fitting import _owners
+    from bfsql.server.answers.fitting import _owners
 
     from conftest import entity, rel
 

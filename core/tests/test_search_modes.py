@@ -368,11 +368,11 @@ async def test_search_entities_tool_takes_mode_and_alpha():
         assert {"query", "node_types", "mode", "alpha", "limit", "offset", "min_similarity"} == set(
             tool.input_schema["properties"])
         result = await client.call_tool("search_entities", {"query": "q", "mode": "rrf"})
-        hits = json.loads(result.content[0].text)
+        hits = json.loads(result.content[0].text)["items"]
         assert [h["id"] for h in hits] == ["B", "A", "D", "C"] and hits[0]["rankers"] == ["lexical", "vector"]
         assert hits[0]["vector_score"] == 0.9 and hits[0]["lexical_score"] == 0.2
         result = await client.call_tool("search_entities", {"query": "q", "mode": "vector", "min_similarity": 0.05})
-        assert [h["id"] for h in json.loads(result.content[0].text)] == ["B", "D", "A"]
+        assert [h["id"] for h in json.loads(result.content[0].text)["items"]] == ["B", "D", "A"]
         result = await client.call_tool("search_entities", {"query": "q", "mode": "hybrid", "alpha": 7})
         assert result.is_error and "alpha must be a number from 0 to 1" in result.content[0].text
     plain = Graph(LexicalOnly(RECORDS), plugins=[postprocess])

@@ -13,7 +13,7 @@ from bfsql.backends.memory import MemoryBackend
 from bfsql.budgets import CHARS_PER_TOKEN
 from bfsql.plugins import get_plugin_manager
 from bfsql.server import build_server
-from bfsql.server.fitting import AnswerBudget, compact_json, fit_list, fit_record
+from bfsql.server.answers.fitting import AnswerBudget, compact_json, fit_list, fit_record
 from bfsql.settings import ServerSettings
 
 from conftest import entity, rel, small_records
@@ -83,7 +83,8 @@ async def test_describe_entity_is_flat_and_describe_entities_omits_unknown():
         assert payload(await client.call_tool("describe_entity", {"id": "E"})) == {
             "id": "E", "entity_type": "Gene", "name": "e", "total_mentions": 1}
         many = payload(await client.call_tool("describe_entities", {"ids": ["E", "nope", "E"]}))
-        assert many == [{"id": "E", "entity_type": "Gene", "metadata": {"name": "e", "total_mentions": 1}}]
+        assert many == {"unknown_ids": ["nope"],
+                        "items": [{"id": "E", "entity_type": "Gene", "metadata": {"name": "e", "total_mentions": 1}}]}
 
 
 async def test_vectors_never_reach_the_client():
@@ -136,8 +137,8 @@ async def test_every_answer_fits_the_budget_with_a_continuation():
         assert len(seen) == 401
         result = await client.call_tool("describe_entities", {"ids": [f"L{i:04d}" for i in range(300)]})
         many = payload(result)
-        assert tokens(many) <= 2000 and all("id" in item for item in many)
-        assert "remaining_ids" in result.meta["bfsql/notes"][-1]
+        assert tokens(many) <= 2000 and all("id" in item for item in many["items"])
+        assert "remaining_ids" in many["truncated"][-1]
 
 
 async def test_a_call_may_ask_for_a_smaller_budget_never_a_larger_one():
@@ -151,7 +152,7 @@ async def test_a_call_may_ask_for_a_smaller_budget_never_a_larger_one():
 def test_fit_functions_leave_small_answers_alone():
     budget = AnswerBudget(1000)
     assert fit_record({"id": "a"}, budget) == {"id": "a"}
-    assert fit_list([{"id": "a"}], budget, what="x") == ([{"id": "a"}], [])
+    assert fit_list([{"id": "a"}], budget, what="x") == {"items": [{"id": "a"}]}
     long = fit_record({"id": "a", "entity_type": "T", "text": "z" * 100_000}, budget)
     assert tokens(long) <= 1000 and long["_clipped"] == {"text": 100_000}
 
@@ -177,7 +178,7 @@ async def test_plugins_add_tools_with_the_graph_injected():
             assert tools["types_with_prefix"].annotations.read_only_hint is True
             result = await client.call_tool("types_with_prefix", {"prefix": "D"})
             assert not result.is_error
-            assert json.loads(result.content[0].text) == ["Disease", "Drug"]
+            assert json.loads(result.content[0].text) == {"items": ["Disease", "Drug"]}
     finally:
         pm.unregister(plugin)
 
@@ -226,7 +227,7 @@ async def test_a_plugin_tool_passes_the_same_pipeline_as_the_built_in_ones():
             assert "backend" not in text.split("not a problem")[0]  # a plugin's bug is not the backend's fault
             huge = await client.call_tool("huge", {})
             fitted = payload(huge)
-            assert tokens(fitted) <= 1000 and huge.meta["bfsql/notes"][-1]["count"] > 4900
+            assert tokens(fitted) <= 1000 and fitted["truncated"][-1]["count"] > 4900
             refused = await client.call_tool("huge", {"rows": 3, "bogus": 1})
             assert refused.is_error and "Unknown argument 'bogus': huge takes rows." in refused.content[0].text
     finally:

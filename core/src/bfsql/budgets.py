@@ -3,7 +3,7 @@
 * :class:`TraversalLimits` bound what a traversal may visit (nodes, a hub's edges): the
   engine's concern. Whatever they cut is reported in the answer.
 * The **answer budget** bounds what an answer may show, in estimated tokens
-  (``max_tokens``): the tool pipeline's concern (:mod:`bfsql.server.fitting`). Only its
+  (``max_tokens``): the tool pipeline's concern (:mod:`bfsql.server.answers.fitting`). Only its
   numbers live here, so that settings and fitting share them.
 """
 

@@ -373,40 +373,51 @@ def _render_traversal(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _render_list(tool: str, data: dict[str, Any]) -> str:
+    """A list answer for people: a line per item, then where the page stands and what is unknown or cut."""
+    items = data["items"]
+    if not items:
+        lines = ["No match." if tool == "search_entities" else "Nothing found."]
+    elif all(isinstance(i, dict) and "id" in i for i in items):
+        lines = [
+            f"{i['id']}  [{i.get('entity_type', '')}]  {i.get('name') or (i.get('metadata') or {}).get('name', '')}"
+            .rstrip()
+            + (f"  score={i['score']:.3f}" if isinstance(i.get("score"), int | float) else "")
+            + (f"  ({'+'.join(i['rankers'])})" if i.get("rankers") else "")
+            for i in items
+        ]
+    else:
+        lines = [json.dumps(i, ensure_ascii=False) for i in items]
+    page = data.get("page")
+    if page and page.get("next_offset") is not None:
+        lines.append(f"page: {page['offset']}..{page['offset'] + page['returned'] - 1} of {page['total']}; "
+                     f"offset={page['next_offset']} for the next")
+    for field in ("unknown_ids", "unknown_edges"):
+        if data.get(field):
+            lines.append(f"{field.replace('_', ' ')}: {', '.join(map(str, data[field]))}")
+    return "\n".join([*lines, *_note_lines(data.get("truncated", []))])
+
+
 def _render(tool: str, data: Any) -> str:
     if isinstance(data, dict) and "results" in data and "metadata" in data:
         return _render_path(data)
     if isinstance(data, dict) and "nodes" in data and "edges" in data:
         return _render_traversal(data)
-    if data == []:
-        return "No match." if tool == "search_entities" else "Nothing found."
-    if isinstance(data, list) and all(isinstance(i, dict) and "id" in i for i in data):
-        return "\n".join(
-            f"{i['id']}  [{i.get('entity_type', '')}]  {i.get('name') or (i.get('metadata') or {}).get('name', '')}"
-            .rstrip()
-            + (f"  score={i['score']:.3f}" if isinstance(i.get("score"), int | float) else "")
-            + (f"  ({'+'.join(i['rankers'])})" if i.get("rankers") else "")
-            for i in data
-        )
+    if isinstance(data, dict) and isinstance(data.get("items"), list):
+        return _render_list(tool, data)
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-async def _call_tool(plans: list[Any], tool: str, arguments: dict[str, Any]) -> tuple[bool, Any, list[Any]]:
-    """Whether the call answered, its answer (or error text), and the notes beside a list answer."""
+async def _call_tool(plans: list[Any], tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
+    """Whether the call answered, and its answer's document (or error text)."""
     from mcp import Client
 
-    from bfsql.server.pipeline import answer_text, notes_of
+    from bfsql.server.answers import document_of
     from bfsql.server.run import open_server
 
     async with open_server(plans) as server, Client(server) as client:
         result = await client.call_tool(tool, arguments)
-    text = answer_text(result)
-    if result.is_error:
-        return False, text, []
-    try:
-        return True, json.loads(text), notes_of(result)
-    except json.JSONDecodeError:
-        return True, text, notes_of(result)
+    return not result.is_error, document_of(result)
 
 
 @click.command(cls=GraphCommand)
@@ -463,7 +474,7 @@ def _print_answer(
     """Call ``tool`` on the graph the command's options describe and print its answer (or fail with its error)."""
     _, plans = _resolve(options)
     try:
-        ok, data, notes = asyncio.run(_call_tool(plans, tool, arguments))
+        ok, data = asyncio.run(_call_tool(plans, tool, arguments))
     except BfsqlError as exc:
         _fail(exc)
         return
@@ -475,9 +486,9 @@ def _print_answer(
         click.echo(draw(tool, data, diagram), nl=False)
         return
     if as_json:
-        click.echo(json.dumps({"result": data, "notes": notes} if notes else data, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         return
-    click.echo("\n".join([_render(tool, data), *_note_lines(notes)]).strip())
+    click.echo(_render(tool, data).strip())
 
 
 EXPLORE_PORT = 8765

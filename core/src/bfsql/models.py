@@ -8,7 +8,7 @@ tuple, is re-exported here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -21,7 +21,9 @@ __all__ = [
     "EntityStub",
     "GraphListing",
     "IntersectionResult",
+    "ListAnswer",
     "Node",
+    "Page",
     "PathEntity",
     "PathMetadata",
     "PathQueryResult",
@@ -106,6 +108,35 @@ class Truncation(BaseModel):
     remaining_ids: list[str] | None = Field(default=None, description="Ids left out of a cut list (first 100).")
 
 
+class Page(BaseModel):
+    """Where a paged list answer stands in the whole list."""
+
+    offset: int = Field(description="Index of the first item returned.")
+    returned: int = Field(description="Items returned.")
+    total: int = Field(description="Items in the whole list (with a search_depth note: at least this many).")
+    next_offset: int | None = Field(default=None, description="The offset of the next page, when there is one.")
+
+
+Item = TypeVar("Item")
+
+
+class ListAnswer(BaseModel, Generic[Item]):
+    """The answer of a list tool (search_entities, describe_entities, describe_edges, a plugin's list).
+
+    ``items`` holds only items, as Appendix A types the list; what is said about the list comes
+    beside it in the same document: the page, the ids or edges the graph does not know, and the
+    notes of what was cut (docs/protocol.md).
+    """
+
+    items: list[Item]
+    page: Page | None = None
+    unknown_ids: list[str] | None = Field(default=None, description="Ids asked for that the graph does not have.")
+    unknown_edges: list[tuple[str, str, str]] | None = Field(
+        default=None, description="Edges asked for that the graph does not have."
+    )
+    truncated: list[Truncation] | None = None
+
+
 class ConnectionPath(BaseModel):
     """How a shared node of intersect_subgraphs reaches one seed: the edges of a shortest path, seed first."""
 
@@ -178,6 +209,7 @@ class SchemaDescription(BaseModel):
     next_steps: str
     tool_usage_notes: str
     graphs: list[GraphListing] | None = None
+    truncated: list[Truncation] | None = None
 
 
 class PathStep(BaseModel):

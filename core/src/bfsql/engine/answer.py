@@ -207,9 +207,12 @@ class EdgeRecords:
 
 @dataclass
 class Listing:
-    """A list answer (search hits, a plugin's list) and the notes said beside it, never inside it."""
+    """A list answer (search hits, a plugin's list) and the notes said beside its items, never among them."""
 
     items: list[Any]
     notes: list[Truncation] = field(default_factory=list)
     offset: int | None = None
-    """Index of the first item, for a paged list (a cut then says where to go on)."""
+    """Index of the first item, for a paged list: its answer then says where the page stands (and a cut, where to
+    go on)."""
+    total: int | None = None
+    """Items of the whole list, for a paged list (default: up to the end of this page)."""

@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bfsql.server.app import BfsqlServer
 from bfsql.server.http import HostPolicy
-from bfsql.server.pipeline import answer_text, notes_of
+from bfsql.server.answers import document_of
 from bfsql.server.run import check_exposure, graceful_server, open_server, serve_announced
 from bfsql.settings import GraphPlan, ServerSettings
 from bfsql.type_styles import type_style
@@ -98,12 +98,9 @@ def build_app(
         if not isinstance(arguments, dict):
             return JSONResponse({"error": "The request body must be a JSON object of the tool's arguments."}, 400)
         result = await server.call_tool(tool, arguments)
-        text = answer_text(result)
         if result.is_error:
-            return JSONResponse({"error": text}, 422)
-        notes = notes_of(result)  # beside a list answer, as the MCP result has them
-        return Response(text, media_type="application/json",
-                        headers={"bfsql-notes": json.dumps(notes, ensure_ascii=True)} if notes else None)
+            return JSONResponse({"error": document_of(result)}, 422)
+        return Response(result.content[0].text, media_type="application/json")  # type: ignore[union-attr]
 
     app = Starlette(routes=[
         Route("/", index),

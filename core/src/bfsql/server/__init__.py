@@ -18,14 +18,14 @@ from bfsql.lazy import lazy_names
 if TYPE_CHECKING:
     from bfsql.backend_options import backend_click_options, resolve_config
     from bfsql.server.app import build_server
-    from bfsql.server.fitting import AnswerBudget
+    from bfsql.server.answers import AnswerBudget
     from bfsql.server.http import HostPolicy, is_loopback
     from bfsql.server.run import open_graph
     from bfsql.server.tool_spec import ToolContext
     from bfsql.settings import ServerSettings
 
 _HOMES = {
-    "AnswerBudget": "bfsql.server.fitting",
+    "AnswerBudget": "bfsql.server.answers",
     "HostPolicy": "bfsql.server.http",
     "ServerSettings": "bfsql.settings",
     "ToolContext": "bfsql.server.tool_spec",

@@ -12,9 +12,10 @@
    internal error of bfsql or a plugin, never blamed on the backend.
 4. **Post-processing**, once per answer and only here: the ``process_nodes`` and
    ``process_edges`` hooks edit the metadata of the entities and edges the answer shows with
-   detail, then ``process_result`` edits the typed answer (:func:`postprocess`).
-5. **Fitting** (:mod:`bfsql.server.fitting`) holds the answer to its budget and serialises it
-   once.
+   detail, then ``process_result`` edits the typed answer
+   (:func:`~bfsql.server.answers.postprocess`).
+5. **The document** (:mod:`bfsql.server.answers`): the answer fitted to its budget, as one JSON
+   object that carries every note, serialised once.
 
 Every call, whatever its end, is logged and handed as one :class:`CallRecord` to the server's
 observer (metrics, audit log, trace attributes: set up by :mod:`bfsql.server.team`).
@@ -28,46 +29,34 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel
+from mcp_types import CallToolResult, ToolAnnotations
 
-from bfsql.budgets import CHARS_PER_TOKEN, MIN_MAX_TOKENS
-from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
+from bfsql.budgets import MIN_MAX_TOKENS
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, clip
 from bfsql.graph import Graph
-from bfsql.models import GraphListing, PathQueryResult, SchemaDescription, Truncation, to_output
+from bfsql.models import GraphListing
 from bfsql.pacing import light_call
-from bfsql.server.fitting import (
+from bfsql.server.answers import (
+    ERROR_CHARS,
     AnswerBudget,
-    answer_limit,
     compact_json,
-    fit_list,
-    fit_paths,
-    fit_record,
-    fit_schema,
-    fit_traversal,
-    hold_texts,
-    note_text,
+    document,
+    error_result,
+    postprocess,
+    result_of,
+    was_cut,
 )
 from bfsql.server.tool_spec import MAX_TOKENS_ARGUMENT, ToolContext, ToolSpec, validate
 from bfsql.settings import ServerSettings
 
 __all__ = [
-    "NOTES_KEY",
     "OUTCOMES",
     "READ_ONLY",
     "CallRecord",
     "answer_budget",
-    "answer_text",
-    "error_result",
-    "fit",
-    "fit_and_serialise",
-    "notes_of",
-    "postprocess",
-    "result_of",
     "run_tool",
 ]
 
@@ -75,120 +64,6 @@ logger = logging.getLogger("bfsql.server")
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False)
 """Every tool is read-only and idempotent."""
-
-
-# -- stages 4 and 5: post-processing and fitting -----------------------------------------
-
-
-def postprocess(graph: Graph, answer: Any, tool: str) -> None:
-    """Run the post-processing hooks over one answer, once each (stage 4).
-
-    ``process_nodes`` gets the metadata of every entity the answer shows with detail,
-    ``process_edges`` every edge's, then ``process_result`` the whole typed answer.
-    """
-    nodes: dict[str, dict[str, Any]] = {}
-    edges: dict[tuple[str, str, str], dict[str, Any]] = {}
-    if isinstance(answer, Traversal):
-        nodes, edges = answer.node_metadata, answer.edge_metadata
-    elif isinstance(answer, EntityRecords):
-        nodes = answer.metadata
-    elif isinstance(answer, EdgeRecords):
-        edges = answer.metadata
-    elif isinstance(answer, PathQueryResult):
-        nodes = {r.entity.id: r.entity.metadata for r in answer.results if r.entity.metadata is not None}
-    graph.process_nodes(nodes, tool)
-    graph.process_edges(edges, tool)
-    if isinstance(answer, PathQueryResult):  # the hooks may have replaced a record: put it back
-        for result in answer.results:
-            if result.entity.id in nodes:
-                result.entity.metadata = nodes[result.entity.id]
-    graph.process_result(answer, tool)
-
-
-Notes = list[dict[str, Any]]
-"""What is said beside a list answer (see :func:`result_of`)."""
-
-NOTES_KEY = "bfsql/notes"
-"""The key of a result's ``_meta`` under which a list answer's notes lie, for programs (docs/protocol.md)."""
-
-
-def _unknown(what: str, missing: list[str]) -> list[Truncation]:
-    if not missing:
-        return []
-    return [Truncation(
-        reason="unknown_ids",
-        detail=f"{len(missing)} of the {what} asked for are not in the graph: "
-        f"{', '.join(clip(m) for m in missing[:20])}{' …' if len(missing) > 20 else ''}.",
-        hint="Check the ids (search_entities finds canonical ones); the list holds the others.",
-        count=len(missing),
-    )]
-
-
-def _entity_records(answer: EntityRecords, budget: AnswerBudget) -> tuple[Any, Notes]:
-    if answer.single:
-        entity_id = answer.ids[0]
-        return fit_record({**answer.metadata[entity_id], "id": entity_id, "entity_type": answer.types[entity_id]},
-                          budget), []
-    items = [{"id": i, "entity_type": answer.types[i], "metadata": answer.metadata[i]} for i in answer.ids]
-    return fit_list(items, budget, what="entities", notes=_unknown("ids", answer.missing))
-
-
-def _edge_records(answer: EdgeRecords, budget: AnswerBudget) -> tuple[Any, Notes]:
-    items = [{"subject": s, "predicate": p, "object": o, "metadata": answer.metadata[(s, p, o)]}
-             for s, p, o in answer.edges]
-    missing = [f"[{s}, {p}, {o}]" for s, p, o in answer.missing]
-    return fit_list(items, budget, what="edges", id_key="subject", notes=_unknown("edges", missing))
-
-
-def fit(answer: Any, budget: AnswerBudget) -> tuple[Any, Notes]:
-    """The answer as plain data within ``budget``, by its kind, and the notes said beside a list answer."""
-    if isinstance(answer, Traversal):
-        return fit_traversal(answer, budget), []
-    if isinstance(answer, EntityRecords):
-        return _entity_records(answer, budget)
-    if isinstance(answer, EdgeRecords):
-        return _edge_records(answer, budget)
-    if isinstance(answer, Listing):
-        items = [to_output(i) if isinstance(i, BaseModel) else i for i in answer.items]
-        return fit_list(items, budget, what="items", notes=answer.notes, offset=answer.offset)
-    if isinstance(answer, PathQueryResult):
-        return fit_paths(to_output(answer), budget), []
-    if isinstance(answer, SchemaDescription):
-        return fit_schema(to_output(answer), budget), []
-    if isinstance(answer, BaseModel):
-        answer = to_output(answer)
-    if isinstance(answer, list):
-        return fit_list([to_output(i) if isinstance(i, BaseModel) else i for i in answer], budget, what="items")
-    if isinstance(answer, dict):
-        return fit_record(answer, budget), []
-    return answer, []
-
-
-def result_of(data: Any, text: str | None = None, notes: Notes | None = None) -> CallToolResult:
-    """A tool result: the answer as compact JSON text (``text``, when already made) and as structured content.
-
-    A list holds only its items (Appendix A types them so); its notes (a page that goes on, a cut,
-    unknown ids) follow in a second text block, where the model reads them, and in the result's
-    ``_meta`` under :data:`NOTES_KEY`, where a program finds them without parsing prose.
-    """
-    structured = {"result": data} if isinstance(data, list) else data
-    content: list[Any] = [TextContent(type="text", text=compact_json(data) if text is None else text)]
-    if notes:
-        content.append(TextContent(type="text", text="\n".join(map(note_text, notes))))
-    return CallToolResult.model_validate({
-        "content": content,
-        "structuredContent": structured if isinstance(structured, dict) else None,
-        "_meta": {NOTES_KEY: notes} if notes else None,
-    })
-
-
-ERROR_CHARS = 2000
-"""Longest error text: an error says what to do in a few sentences, whatever the arguments echoed."""
-
-
-def error_result(text: str, max_chars: int = ERROR_CHARS) -> CallToolResult:
-    """A tool error the model reads, clipped to ``max_chars`` (echoed input counts against the budget)."""
-    return CallToolResult(content=[TextContent(type="text", text=clip(text, max_chars))], is_error=True)
 
 
 # -- the pipeline ----------------------------------------------------------------------
@@ -260,18 +135,18 @@ async def run_tool(
     waiting = slots is not None and spec.heavy
     most = min(ERROR_CHARS, AnswerBudget(settings.max_tokens).chars)
 
-    async def answer(call: dict[str, Any], budget: AnswerBudget) -> tuple[Any, str, Notes]:
+    async def answer(call: dict[str, Any], budget: AnswerBudget) -> tuple[dict[str, Any], str]:
         nonlocal waiting
         if spec.heavy:
             async with slots or contextlib.nullcontext():
                 waiting = False
                 result = await _invoke(spec.fn, call)
             postprocess(graph, result, spec.name)
-            return await asyncio.to_thread(fit_and_serialise, result, budget)
+            return await asyncio.to_thread(document, result, budget)
         with light_call():
             result = await _invoke(spec.fn, call)
             postprocess(graph, result, spec.name)
-            return fit_and_serialise(result, budget)  # small: a thread would cost more than it saves
+            return document(result, budget)  # small: a thread would cost more than it saves
 
     try:
         arguments = validate(spec, raw)
@@ -281,10 +156,10 @@ async def run_tool(
             call[spec.graph_param] = graph
         if spec.context_param:
             call[spec.context_param] = ToolContext(graph, settings, budget, report, graphs)
-        fitted, text, notes = await asyncio.wait_for(answer(call, budget), settings.timeout)
-        kind, chars, cut = "ok", len(text), _was_cut(fitted, notes)
+        fitted, text = await asyncio.wait_for(answer(call, budget), settings.timeout)
+        kind, chars, cut = "ok", len(text), was_cut(fitted)
         outcome = f"{len(text)} chars" + (", cut" if cut else "")
-        return result_of(fitted, text, notes)
+        return result_of(fitted, text)
     except BfsqlError as exc:
         kind = "backend_error" if isinstance(exc, BackendFailure) else "invalid"
         outcome = f"error: {clip(exc.message, 200)}"
@@ -326,43 +201,8 @@ async def run_tool(
             observe(CallRecord(spec.name, graph.name, raw, kind, seconds, chars, cut))
 
 
-def fit_and_serialise(answer: Any, budget: AnswerBudget) -> tuple[Any, str, Notes]:
-    """The answer fitted to ``budget``, its wire text, and the notes beside it (stage 5, as the pipeline runs it)."""
-    for _ in range(3):
-        data, notes = fit(answer, budget)
-        data, text = hold_texts(data, budget)
-        floor = budget.floor_note()
-        notes = [floor, *notes] if floor else notes
-        size = len(text) + sum(len(note_text(n)) + 1 for n in notes)
-        if size <= answer_limit(budget.max_tokens):
-            break
-        # Even the smallest answer (one node, the counts, the notes) is more than the budget: give it what it
-        # takes, and say so, rather than report a budget the answer exceeds.
-        budget = replace(budget, max_tokens=-(-size // CHARS_PER_TOKEN) + 10, asked=budget.asked or budget.max_tokens)
-    return data, text, notes
-
-
-def _was_cut(data: Any, notes: Notes) -> bool:
-    """Whether a fitted answer says something was left out (a truncation note)."""
-    if isinstance(data, dict):
-        return bool(data.get("truncated")) or bool((data.get("metadata") or {}).get("truncated"))
-    return any(n.get("reason") in ("max_tokens", "page") for n in notes)
-
-
 async def _invoke(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:
     result = fn(**arguments)
     if inspect.isawaitable(result):
         result = await result
     return result
-
-
-def answer_text(result: CallToolResult) -> str:
-    """The answer (or error) of a tool result: its first text block (a second one holds a list's notes)."""
-    first = result.content[0] if result.content else None
-    return getattr(first, "text", "") if first is not None else ""
-
-
-def notes_of(result: CallToolResult) -> Notes:
-    """The notes beside a list answer (empty for other answers and errors)."""
-    notes: Notes = (result.meta or {}).get(NOTES_KEY) or []
-    return notes

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from bfsql.errors import InvalidArgument, clip, plain_problem
 from bfsql.graph import Graph
-from bfsql.models import GraphListing
-from bfsql.server.fitting import AnswerBudget, compact_json
+from bfsql.models import GraphListing, ListAnswer
+from bfsql.server.answers import AnswerBudget, compact_json
 from bfsql.settings import ServerSettings
 
 __all__ = ["MAX_TOKENS_ARGUMENT", "ToolContext", "ToolSpec", "argument_error", "tool_spec", "validate"]
@@ -107,7 +107,8 @@ class ToolSpec:
                          if _admits(prop, definitions, "integer") and not _admits(prop, definitions, "number"))
 
     def output_schema(self) -> dict[str, Any] | None:
-        """The JSON schema of the answer (lists are wrapped as ``{"result": [...]}``, as MCP wants objects).
+        """The JSON schema of the answer's document (docs/protocol.md): a list answer is a
+        :class:`~bfsql.models.ListAnswer` of its items, any other value that is not an object ``{"result": value}``.
 
         A copy of its own: the caller may change it.
         """
@@ -117,6 +118,8 @@ class ToolSpec:
     def _output_schema(self) -> dict[str, Any] | None:
         if self.output is None:
             return None
+        if typing.get_origin(self.output) is list:
+            return ListAnswer[typing.get_args(self.output) or Any].model_json_schema()  # type: ignore[misc]
         schema = TypeAdapter(self.output).json_schema()
         if schema.get("type") != "object":
             schema = {"type": "object", "properties": {"result": schema}, "required": ["result"], "$defs": schema.pop(

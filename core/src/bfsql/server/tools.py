@@ -26,6 +26,7 @@ from bfsql.models import (
     BfsResult,
     EntityStub,
     IntersectionResult,
+    ListAnswer,
     Node,
     PathQueryResult,
     ResultEdge,
@@ -33,7 +34,7 @@ from bfsql.models import (
     Truncation,
 )
 from bfsql.rows import Edge
-from bfsql.server.fitting import compact_json
+from bfsql.server.answers import compact_json
 from bfsql.server.instructions import DEFAULT_NEXT_STEPS, TOOL_DESCRIPTIONS, TOOL_USAGE_NOTES
 from bfsql.server.tool_spec import ToolContext
 
@@ -116,23 +117,14 @@ async def search_entities(
     ranked = await hybrid.search_entities(
         ctx.graph, query, node_types, mode=mode, alpha=alpha, limit=SEARCH_DEPTH, min_similarity=min_similarity
     )
-    stop = offset + limit
     notes = []
-    if len(ranked) > stop:
-        notes.append(Truncation(
-            reason="page",
-            detail=f"Returned results {offset}..{stop - 1} of {len(ranked)}"
-            f"{' or more' if len(ranked) == SEARCH_DEPTH else ''}.",
-            hint=f"Repeat the call with offset={stop} for the next results.",
-            next_offset=stop,
-        ))
-    elif len(ranked) == SEARCH_DEPTH and stop >= SEARCH_DEPTH:
+    if len(ranked) == SEARCH_DEPTH and offset + limit >= SEARCH_DEPTH:
         notes.append(Truncation(
             reason="search_depth",
             detail=f"Search ranks the best {SEARCH_DEPTH} matches; more entities may match.",
             hint="Narrow the query (more words, node_types) to reach others.",
         ))
-    return Listing(ranked[offset:stop], notes, offset)
+    return Listing(ranked[offset:offset + limit], notes, offset, len(ranked))
 
 
 async def _traversal(
@@ -291,13 +283,13 @@ async def describe_edges(
 
 BUILTIN_TOOLS: tuple[tuple[Any, Any, bool, bool], ...] = (
     (describe_schema, SchemaDescription, False, False),
-    (search_entities, list[EntityStub], False, False),
+    (search_entities, ListAnswer[EntityStub], False, False),
     (bfs_query, BfsResult, True, True),
     (describe_entity, dict[str, Any], False, True),
-    (describe_entities, list[Node], False, True),
+    (describe_entities, ListAnswer[Node], False, True),
     (intersect_subgraphs, IntersectionResult, True, True),
     (path_query, PathQueryResult, True, True),
-    (describe_edges, list[ResultEdge], False, True),
+    (describe_edges, ListAnswer[ResultEdge], False, True),
 )
 """(function, answer model, whether it traverses, whether a call may set its own max_tokens), in the order clients
 see them. A traversal's description lists the schema, and it waits for one of its graph's heavy-call slots."""

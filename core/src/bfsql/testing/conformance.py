@@ -754,7 +754,7 @@ class BackendConformance(ExactAnswerChecks):
                 assert schema["predicates"] == list(EXPECTED_PREDICATES)
 
             query = {"query": "LFS", "node_types": ["Disease"], "mode": "lexical"}
-            hits = _payload(await client.call_tool("search_entities", query), "search_entities")
+            hits = _payload(await client.call_tool("search_entities", query), "search_entities")["items"]
             assert all(hit["entity_type"] == "Disease" for hit in hits), hits
             if tested_capabilities.lexical_search:
                 assert ids.to_standard(hits[0]["id"]) == LFS, hits
@@ -764,7 +764,7 @@ class BackendConformance(ExactAnswerChecks):
             check_node_metadata(flat, EXPECTED_NODE_METADATA[TP53], "describe_entity")
 
             asked = [ids.to_backend(i) for i in DESCRIBE_ENTITIES_IDS]
-            many = _payload(await client.call_tool("describe_entities", {"ids": asked}), "describe_entities")
+            many = _payload(await client.call_tool("describe_entities", {"ids": asked}), "describe_entities")["items"]
             assert [ids.to_standard(n["id"]) for n in many] == list(EXPECTED_DESCRIBE_ENTITIES)
             for node in many:
                 check_node_metadata(node["metadata"], EXPECTED_NODE_METADATA[ids.to_standard(node["id"])], "describe")

@@ -24,7 +24,7 @@ from bfsql.backend import GraphBackend
 from bfsql.budgets import CHARS_PER_TOKEN, MIN_MAX_TOKENS
 from bfsql.engine.search import available_modes
 from bfsql.graph import Graph
-from bfsql.server.pipeline import NOTES_KEY
+from bfsql.server.answers import notes_in
 from bfsql.testing.applicability import requires
 from bfsql.testing.idmap import IdMap
 from bfsql.testing.standard_graph import (
@@ -47,25 +47,29 @@ PAGED_QUERIES = ("TP53", "p53", "gastric cancer", "syndrome", "nutlin inhibits",
 
 
 def _items(result: Any, what: str) -> list[Any]:
-    """A list answer's items, after checking that the list holds nothing else and its structured copy agrees."""
+    """A list answer's items, after checking that the list holds nothing else and that the answer is one document,
+    the same as structured content and as text."""
     assert not result.is_error, f"{what} failed: {result.content[0].text}"
-    items = json.loads(result.content[0].text)
-    assert isinstance(items, list), f"{what} must answer a list, got {type(items).__name__}"
-    for item in items:
+    assert len(result.content) == 1, f"{what}: the answer must be one text block, the document"
+    answer = json.loads(result.content[0].text)
+    assert result.structured_content == answer, f"{what}: structuredContent differs from the text"
+    assert isinstance(answer, dict) and isinstance(answer.get("items"), list), f"{what} must answer a list document"
+    for item in answer["items"]:
         assert isinstance(item, dict) and ("id" in item or "subject" in item), f"{what}: {item!r} is not an item"
         assert "truncated" not in item and "reason" not in item, f"{what}: a note inside the list: {item!r}"
-    assert result.structured_content == {"result": items}, f"{what}: structuredContent differs from the text"
+    items: list[Any] = answer["items"]
     return items
 
 
 def _notes(result: Any) -> list[dict[str, Any]]:
-    """The notes beside an answer (``_meta``), after checking the model reads them too (a second text block)."""
-    notes = list((result.meta or {}).get(NOTES_KEY) or [])
-    if notes:
-        assert len(result.content) == 2, "notes must follow the answer in a second text block"
-        for note in notes:
-            assert note["detail"] in result.content[1].text
-    return notes
+    """The notes of an answer's document (what was cut, the budget floor)."""
+    return notes_in(json.loads(result.content[0].text))
+
+
+def _document(result: Any) -> dict[str, Any]:
+    """An answer's document."""
+    answer: dict[str, Any] = json.loads(result.content[0].text)
+    return answer
 
 
 def _size(result: Any) -> int:
@@ -85,19 +89,19 @@ class ExactAnswerChecks:
     # 1. lists hold only their items ----------------------------------------------------------------------
 
     async def test_list_answers_hold_only_their_items(self, backend: GraphBackend, ids: IdMap) -> None:
-        """search_entities, describe_entities and describe_edges answer lists of their item type; a page that goes
-        on, a cut and unknown ids are said beside the list (a second block and ``_meta``)."""
+        """search_entities, describe_entities and describe_edges answer documents whose ``items`` hold only items of
+        their type; a page that goes on, a cut and unknown ids are said beside the items in the same document."""
         asked = [ids.to_backend(i) for i in (TP53, MDM2, LFS, GASTRIC, NUTLIN, ASPIRIN)] + ["NOPE:404"]
         async with await self._client(backend) as client:
             cut = await client.call_tool("describe_entities", {"ids": asked, "max_tokens": MIN_MAX_TOKENS})
             items = _items(cut, "describe_entities")
-            notes = _notes(cut)
-            assert {n["reason"] for n in notes} >= {"max_tokens", "unknown_ids"}, notes
+            assert [n["reason"] for n in _notes(cut)] == ["max_tokens"], _notes(cut)
+            assert _document(cut)["unknown_ids"] == ["NOPE:404"]
             assert all("metadata" in item for item in items)
             for query in ("p53", "TP53", "gastric cancer"):
                 page = await client.call_tool("search_entities", {"query": query, "limit": 1})
                 assert len(_items(page, "search_entities")) <= 1
-                _notes(page)
+                assert _document(page)["page"]["returned"] == len(_items(page, "search_entities"))
             edges = [list(ids.edge(MDM2_INHIBITS_TP53))] * 2 + [["NOPE:1", "X", "NOPE:2"]]
             described = await client.call_tool("describe_edges", {"edges": edges})
             assert len(_items(described, "describe_edges")) == 1
@@ -124,10 +128,11 @@ class ExactAnswerChecks:
                 page = await client.call_tool("search_entities",
                                               {"query": query, "mode": mode, "limit": limit, "offset": offset})
                 paged += _items(page, "search_entities")
-                going_on = [n for n in _notes(page) if n["reason"] == "page"]
-                if not going_on:
+                where = _document(page)["page"]
+                assert where["offset"] == offset and where["total"] == len(whole), where
+                if where.get("next_offset") is None:
                     break
-                assert going_on[0]["next_offset"] == offset + limit
+                assert where["next_offset"] == offset + limit
                 offset += limit
             assert [(h["id"], h["score"]) for h in paged] == [(h["id"], h["score"]) for h in whole]
 
@@ -171,12 +176,11 @@ class ExactAnswerChecks:
             unknown = ids.to_backend(UNKNOWN)
             found = await client.call_tool("describe_entities", {"ids": [ids.to_backend(TP53), unknown]})
             assert [ids.to_standard(n["id"]) for n in _items(found, "describe_entities")] == [TP53]
-            (note,) = [n for n in _notes(found) if n["reason"] == "unknown_ids"]
-            assert unknown in json.dumps(note, ensure_ascii=False)
+            assert _document(found)["unknown_ids"] == [unknown]
             edges = [list(ids.edge(MDM2_INHIBITS_TP53)), [ids.to_backend(UNKNOWN), "INHIBITS", ids.to_backend(TP53)]]
             described = await client.call_tool("describe_edges", {"edges": edges})
             assert len(_items(described, "describe_edges")) == 1
-            assert any(n["reason"] == "unknown_ids" for n in _notes(described))
+            assert _document(described)["unknown_edges"] == [edges[1]]
 
     # 6. one case rule for filters ----------------------------------------------------------------------------
 

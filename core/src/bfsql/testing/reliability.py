@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from pydantic import BaseModel
 
 from bfsql.loading.records import EntityRecord, RelationshipRecord
-from bfsql.server.pipeline import answer_text, notes_of
+from bfsql.server.answers import notes_in
 from bfsql.testing.standard_graph import standard_records
 
 __all__ = [
@@ -42,12 +42,16 @@ __all__ = [
 
 
 class Outcome:
-    """What one tool call gave: a parsed answer or an error text, and the notes beside a list answer."""
+    """What one tool call gave: an answer's document as text, or an error text."""
 
-    def __init__(self, is_error: bool, text: str, notes: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, is_error: bool, text: str) -> None:
         self.is_error = is_error
         self.text = text
-        self.notes = notes or []
+
+    @property
+    def notes(self) -> list[dict[str, Any]]:
+        """The answer's notes (what was cut, what is unknown): see :func:`~bfsql.server.answers.notes_in`."""
+        return [] if self.is_error else notes_in(self.data())
 
     def data(self) -> Any:
         """The answer as JSON data (only for successful calls)."""
@@ -116,7 +120,7 @@ class SessionThread:
         """Call a tool; an answer or a tool error, never a hang (the call timeout raises)."""
         self.calls += 1
         result = self.run(lambda client: client.call_tool(tool, arguments))
-        return Outcome(bool(result.is_error), answer_text(result), notes_of(result))
+        return Outcome(bool(result.is_error), "".join(getattr(block, "text", "") for block in result.content))
 
 
 @contextlib.contextmanager
@@ -294,9 +298,8 @@ def lexical_match(query: str, labels: str) -> bool:
 
 
 def hits_of(outcome: Outcome) -> list[dict[str, Any]]:
-    """The entity stubs of a search_entities or describe_entities answer (bare list or ``{"result": [...]}``)."""
-    data = outcome.data()
-    hits: list[dict[str, Any]] = data["result"] if isinstance(data, dict) else data
+    """The entity stubs of a search_entities or describe_entities answer (its ``items``)."""
+    hits: list[dict[str, Any]] = outcome.data()["items"]
     return hits
 
 

@@ -83,8 +83,6 @@ async function call(tool, args, graph = state.graph) {
     throw new ToolError(`${tool} failed (${response.status}): ${text || response.statusText}`);
   }
   if (!response.ok) throw new ToolError(body.error || `${tool} failed (${response.status})`);
-  const notes = response.headers.get("bfsql-notes");  // a list answer's notes travel beside it
-  if (notes && Array.isArray(body)) body.notes = JSON.parse(notes);
   return body;
 }
 
@@ -512,7 +510,7 @@ async function selectEdge(edge) {
   details.replaceChildren(el("p", { class: "hint" }, `Loading ${source} ${predicate} ${target}…`));
   await working(async () => {
     try {
-      const [found] = await call("describe_edges", { edges: [[source, predicate, target]] });
+      const [found] = (await call("describe_edges", { edges: [[source, predicate, target]] })).items;
       if (state.selected !== edge.id()) return;
       details.replaceChildren(
         el("h3", {}, `${label(source)} —${predicate}→ ${label(target)}`),
@@ -525,7 +523,16 @@ async function selectEdge(edge) {
   });
 }
 
-async function renderHits(title, hits) {
+// A list answer is one document: its items, and beside them the page and what was cut.
+function listNotes(answer) {
+  const notes = (answer.truncated || []).map((note) => `${note.detail} ${note.hint}`);
+  const page = answer.page;
+  if (page && page.next_offset != null) notes.unshift(`Showing ${page.returned} of ${page.total} matches.`);
+  return notes;
+}
+
+async function renderHits(title, answer) {
+  const hits = answer.items;
   await learnStyles(hits.map((hit) => hit.entity_type));
   $("#hits-panel").hidden = false;
   $("#hits-panel h2").textContent = title;
@@ -534,7 +541,7 @@ async function renderHits(title, hits) {
     el("span", { class: "meta" }, `${hit.entity_type}${typeof hit.score === "number" ? ` · score ${hit.score.toFixed(3)}` : ""}`
       + `${hit.rankers ? ` · ${hit.rankers.join("+")}` : ""}`)));
   $("#search-hits").replaceChildren(...(items.length ? items : [el("li", { class: "hint" }, "No entity matches.")]));
-  for (const note of hits.notes || []) $("#search-hits").append(el("li", { class: "hint" }, `${note.detail} ${note.hint}`));
+  for (const note of listNotes(answer)) $("#search-hits").append(el("li", { class: "hint" }, note));
 }
 
 async function search(view) {

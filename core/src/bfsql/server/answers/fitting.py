@@ -27,7 +27,7 @@ from typing import Any
 
 from bfsql.budgets import CHARS_PER_TOKEN, MIN_MAX_TOKENS
 from bfsql.engine.answer import Traversal, Triple
-from bfsql.models import Truncation
+from bfsql.models import Page, Truncation
 
 __all__ = [
     "AnswerBudget",
@@ -40,7 +40,6 @@ __all__ = [
     "fit_schema",
     "fit_traversal",
     "hold_texts",
-    "note_text",
 ]
 
 NOTES_RESERVE = 700
@@ -66,11 +65,6 @@ def answer_limit(max_tokens: int) -> int:
     return max(max_tokens, MIN_MAX_TOKENS) * CHARS_PER_TOKEN
 
 
-def note_text(note: dict[str, Any]) -> str:
-    """A note as the model reads it beside an answer (its detail and hint)."""
-    return f"{note['detail']} {note.get('hint', '')}".strip()
-
-
 def _jlen(text: str) -> int:
     """Length of ``text`` as a JSON string literal."""
     if '"' not in text and "\\" not in text and text.isprintable():
@@ -82,6 +76,7 @@ _BARE_NODE = len(compact_json({"id": "", "entity_type": ""})) - 4
 _NAME = len(compact_json({"name": ""})) - 4  # ,"name":
 _METADATA = len(',"metadata":')
 _BARE_EDGE = len(compact_json({"subject": "", "predicate": "", "object": ""})) - 6
+_NOTES_KEY = len(',"truncated":[]')
 
 
 @dataclass(frozen=True)
@@ -99,7 +94,7 @@ class AnswerBudget:
     def chars(self) -> int:
         """Characters of compact JSON the answer may use (less the floor note's, when there is one)."""
         note = self.floor_note()
-        return answer_limit(self.max_tokens) - (len(note_text(note)) + 1 if note else 0)
+        return answer_limit(self.max_tokens) - (len(compact_json(note)) + _NOTES_KEY if note else 0)
 
     def floor_note(self) -> dict[str, Any] | None:
         """What the answer says when it was given more than the budget asked, else None."""
@@ -542,8 +537,8 @@ def _build(
             node["metadata"] = sizes.clipped(node_id)
         elif level == NAMED and sizes.names.get(node_id) is not None:
             node["name"] = sizes.names[node_id]
-        if level < sizes.asked(node_id):
-            counts[CLIPPED if level == CLIPPED else NAMED if level == NAMED else BARE] += 1
+        if level < sizes.asked(node_id):  # a named stub without a name to show is a bare stub
+            counts[CLIPPED if level == CLIPPED else NAMED if "name" in node else BARE] += 1
         nodes.append(node)
         for e in owned[i]:
             edge_levels[e] = _edge_level(level, sizes.cap(node_id))
@@ -628,59 +623,73 @@ def fit_list(
     what: str,
     id_key: str = "id",
     notes: Sequence[Truncation] = (),
-    offset: int | None = None,
-) -> tuple[list[Any], list[dict[str, Any]]]:
-    """A list answer within the budget, and what is said beside it: long values clipped, then items cut from the end.
+    page: tuple[int, int] | None = None,
+    beside: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A list answer's document within the budget: long values clipped, then items cut from the end.
 
-    The list holds only its items; ``notes`` (a page that goes on, unknown ids) and the cut, if
-    any, come back apart, as plain dicts, and count against the budget with the items. A cut
-    says how to get the rest: the offset to continue from for a paged list (``offset`` = index
-    of the first item), else the ids left out (as many as the budget holds).
+    The document holds the items under ``items`` and, beside them, what is said about the list:
+    ``page`` (for a paged list, ``page`` = (offset of the first item, items in the whole list)),
+    ``beside``'s fields (the unknown ids) and ``truncated``, the ``notes`` plus the cut, if any.
+    Everything counts against the budget. A cut says how to get the rest: the offset to
+    continue from for a paged list, else the ids left out (as many as the budget holds).
     """
     items = [fit_record(i, budget) if isinstance(i, dict) else i for i in items]
     given = [n.model_dump(exclude_none=True) for n in notes]
 
-    def cut_at(keep: int) -> tuple[list[Any], list[dict[str, Any]]]:
-        if keep == len(items):
-            return items, given
-        cut = Truncation(
-            reason="max_tokens",
-            detail=f"{len(items) - keep} of {len(items)} {what} did not fit {budget.max_tokens} tokens.",
-            hint="",
-            count=len(items) - keep,
-        )
-        if offset is not None:
-            cut.next_offset = offset + keep
-            cut.hint = f"Call again with offset={cut.next_offset} for the rest."
-        else:
-            rest, room = [], budget.chars // 4
-            for item in items[keep:]:
-                if isinstance(item, dict) and item.get(id_key) is not None:
-                    room -= len(str(item[id_key])) + 3
-                    if room < 0:
-                        break
-                    rest.append(str(item[id_key]))
-            cut.remaining_ids = rest
-            cut.hint = "Call again with the remaining ids" + (
-                f" (the first {len(rest)} are listed)." if len(rest) < len(items) - keep else "."
-            )
-        kept_notes = [n for n in given if n.get("reason") != "page"]  # the cut says where to go on
-        return items[:keep], [*kept_notes, cut.model_dump(exclude_none=True)]
+    def document(keep: int) -> dict[str, Any]:
+        said = list(given)
+        if keep < len(items):
+            said.append(_list_cut(items, keep, budget, what, id_key, None if page is None else page[0]))
+        fitted: dict[str, Any] = {}
+        if page is not None:
+            offset, total = page
+            fitted["page"] = Page(offset=offset, returned=keep, total=total,
+                                  next_offset=offset + keep if offset + keep < total else None
+                                  ).model_dump(exclude_none=True)
+        fitted.update(beside or {})
+        if said:
+            fitted["truncated"] = said
+        fitted["items"] = items[:keep]
+        return fitted
 
-    def fits(keep: int) -> bool:
-        listed, said = cut_at(keep)
-        return len(compact_json(listed)) + len(compact_json(said)) <= budget.chars
-
-    if fits(len(items)):
-        return cut_at(len(items))
+    if _fits(document(len(items)), budget):
+        return document(len(items))
     low, high = 0, len(items) - 1
     while low < high:
         middle = (low + high + 1) // 2
-        if fits(middle):
+        if _fits(document(middle), budget):
             low = middle
         else:
             high = middle - 1
-    return cut_at(low)
+    return document(low)
+
+
+def _list_cut(items: list[Any], keep: int, budget: AnswerBudget, what: str, id_key: str,
+              offset: int | None) -> dict[str, Any]:
+    """The note of a list cut to the budget after ``keep`` items, saying how to get the rest."""
+    cut = Truncation(
+        reason="max_tokens",
+        detail=f"{len(items) - keep} of {len(items)} {what} did not fit {budget.max_tokens} tokens.",
+        hint="",
+        count=len(items) - keep,
+    )
+    if offset is not None:
+        cut.next_offset = offset + keep
+        cut.hint = f"Call again with offset={cut.next_offset} for the rest."
+        return cut.model_dump(exclude_none=True)
+    rest, room = [], budget.chars // 4
+    for item in items[keep:]:
+        if isinstance(item, dict) and item.get(id_key) is not None:
+            room -= len(str(item[id_key])) + 3
+            if room < 0:
+                break
+            rest.append(str(item[id_key]))
+    cut.remaining_ids = rest
+    cut.hint = "Call again with the remaining ids" + (
+        f" (the first {len(rest)} are listed)." if len(rest) < len(items) - keep else "."
+    )
+    return cut.model_dump(exclude_none=True)
 
 
 def fit_schema(schema: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
@@ -693,12 +702,12 @@ def fit_schema(schema: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
     while keep > 0:
         fitted["entity_types"], fitted["predicates"] = types[:keep], preds[:keep]
         fitted["comprehensive"] = False
-        fitted["truncated"] = {
+        fitted["truncated"] = [*schema.get("truncated", []), {
             "reason": "max_tokens",
             "detail": f"Only the first {keep} entity types and predicates are listed "
             f"(of {len(types)} and {len(preds)}).",
             "hint": "Use schema_summary from a bfs_query survey for the types and predicates near your seeds.",
-        }
+        }]
         if _fits(fitted, budget):
             break
         keep //= 2
@@ -730,7 +739,7 @@ def hold_texts(data: Any, budget: AnswerBudget) -> tuple[Any, str]:
     """
     text = compact_json(data)
     for max_chars in ECHO_CLIPS:
-        if len(text) <= budget.chars:
+        if len(text) <= answer_limit(budget.max_tokens):  # the whole document, its notes included
             break
         data = _clip_strings(data, max_chars)
         text = compact_json(data)
