@@ -32,9 +32,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from bfsql.server.answers import document_of
 from bfsql.server.app import BfsqlServer
 from bfsql.server.http import HostPolicy
-from bfsql.server.answers import document_of
 from bfsql.server.run import check_exposure, graceful_server, open_server, serve_announced
 from bfsql.settings import GraphPlan, ServerSettings
 from bfsql.type_styles import type_style

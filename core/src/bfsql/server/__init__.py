@@ -17,8 +17,8 @@ from bfsql.lazy import lazy_names
 
 if TYPE_CHECKING:
     from bfsql.backend_options import backend_click_options, resolve_config
-    from bfsql.server.app import build_server
     from bfsql.server.answers import AnswerBudget
+    from bfsql.server.app import build_server
     from bfsql.server.http import HostPolicy, is_loopback
     from bfsql.server.run import open_graph
     from bfsql.server.tool_spec import ToolContext
