@@ -35,6 +35,7 @@ from typing import Literal
 
 from bfsql.backend import gather_or_cancel
 from bfsql.embedders import min_similarity as embedder_min_similarity
+from bfsql.engine.filters import match_names
 from bfsql.engine.graph_ranker import graph_ranking
 from bfsql.engine.labels import labels_of
 from bfsql.errors import InvalidArgument, clip
@@ -321,6 +322,8 @@ async def search_entities(
         )
     if node_types == []:
         return []
+    if node_types is not None:  # one case rule for every filter: "paper" names the type Paper
+        node_types = sorted(match_names(frozenset(node_types), await graph.entity_types())[0])
     text = store_text(query)
     if chosen == "exact":
         hits = await _lexical(graph, query, text, node_types, limit)

@@ -15,13 +15,19 @@ import pytest
 
 # Plain asserts in the suite's helpers report their operands like asserts in test files.
 pytest.register_assert_rewrite(
-    "bfsql.testing.answers", "bfsql.testing.conformance", "bfsql.testing.idmap", "bfsql.testing.parity"
+    "bfsql.testing.answers", "bfsql.testing.conformance", "bfsql.testing.idmap", "bfsql.testing.parity",
+    "bfsql.testing.profile_checks", "bfsql.testing.profiles",
 )
 
-__all__ = ["BackendConformance", "IdMap", "assert_parity", "reset_plugins"]
+__all__ = ["CLIENT_PROFILES", "BackendConformance", "ClientProfile", "IdMap", "assert_parity", "read_as",
+           "reset_plugins", "seen_by"]
 
 _LAZY = {
     "BackendConformance": "bfsql.testing.conformance",
+    "CLIENT_PROFILES": "bfsql.testing.profiles",
+    "ClientProfile": "bfsql.testing.profiles",
+    "read_as": "bfsql.testing.profiles",
+    "seen_by": "bfsql.testing.profiles",
     "IdMap": "bfsql.testing.idmap",
     "assert_parity": "bfsql.testing.parity",
 }

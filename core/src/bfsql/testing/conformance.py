@@ -58,6 +58,7 @@ from bfsql.testing.applicability import requires, skip, unmet
 from bfsql.testing.exact_answers import ExactAnswerChecks
 from bfsql.testing.idmap import IdMap, IdMapLike
 from bfsql.testing.parity import assert_parity
+from bfsql.testing.profile_checks import ClientProfileChecks
 from bfsql.testing.random_graphs import TYPES, random_records
 from bfsql.testing.standard_graph import (
     ALL_EDGES,
@@ -146,7 +147,7 @@ def _payload(result: Any, what: str) -> Any:
     return json.loads(result.content[0].text)
 
 
-class BackendConformance(ExactAnswerChecks):
+class BackendConformance(ExactAnswerChecks, ClientProfileChecks):
     """The standard tests of a bfsql backend. Subclass it (``class TestMine(BackendConformance)``).
 
     Provide the ``backend`` fixture: a :class:`~bfsql.GraphBackend` (or
@@ -721,13 +722,13 @@ class BackendConformance(ExactAnswerChecks):
 
     # --- the MCP tool layer -------------------------------------------------
 
-    async def _client(self, backend: GraphBackend, max_edges_per_node: int | None = None) -> Any:
+    async def _client(self, backend: GraphBackend, max_edges_per_node: int | None = None, **options: Any) -> Any:
         from mcp import Client
 
         from bfsql.server import build_server
         from bfsql.settings import ServerSettings
 
-        settings = ServerSettings()
+        settings = ServerSettings(**options)
         if max_edges_per_node is not None:
             settings = settings.for_graph({"max_edges_per_node": max_edges_per_node})
         return Client(await build_server(Graph(backend, plugins=[postprocess]), settings))

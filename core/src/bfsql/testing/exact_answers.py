@@ -79,7 +79,7 @@ def _size(result: Any) -> int:
 class ExactAnswerChecks:
     """The exact-answer checks of the conformance suite (issue 26); mixed into BackendConformance."""
 
-    async def _client(self, backend: GraphBackend, max_edges_per_node: int | None = None) -> Any:
+    async def _client(self, backend: GraphBackend, max_edges_per_node: int | None = None, **settings: Any) -> Any:
         raise NotImplementedError  # BackendConformance provides it
 
     async def _call(self, backend: GraphBackend, tool: str, arguments: dict[str, Any]) -> Any:
@@ -186,7 +186,7 @@ class ExactAnswerChecks:
 
     async def test_filter_values_match_the_schema_ignoring_case(self, backend: GraphBackend, ids: IdMap) -> None:
         """exclude_node_types=["paper"] excludes Paper nodes (Appendix A's own example); node_types and
-        predicates match the same way, without a warning."""
+        predicates match the same way, without a warning; so does search's node_types."""
         seed = [ids.to_backend(TP53)]
         async with await self._client(backend) as client:
             exact = json.loads((await client.call_tool(
@@ -202,6 +202,10 @@ class ExactAnswerChecks:
             inhibits = [e for e in typed["edges"] if e["predicate"] == "INHIBITS"]
             assert inhibits and all("metadata" in e for e in inhibits)
             assert all("metadata" not in e for e in typed["edges"] if e["predicate"] != "INHIBITS")
+            for spelling in ("Disease", "disease", "DISEASE"):
+                hits = _items(await client.call_tool(
+                    "search_entities", {"query": "LFS", "node_types": [spelling]}), "search_entities")
+                assert LFS in {ids.to_standard(h["id"]) for h in hits}, (spelling, hits)
 
     # 7. min_mentions -----------------------------------------------------------------------------------------
 
