@@ -20,6 +20,7 @@ bfs_query(seeds, max_hops=1, topology_only=true) to survey -> describe_entities 
 interesting stubs -> filtered bfs_query (node_types / predicates from schema_summary).
 Use intersect_subgraphs for "what do all of these share?", and path_query to follow a
 chain of relations in one call, e.g. "BRAF" -[isa]-> type:Family <-[isa]- type:Gene.
+Every answer is one JSON object; lists come under "items" with their page beside them.
 Answers are kept within a size budget: when a result says "truncated", follow its hint
 (e.g. the next offset)."""
 
@@ -41,13 +42,14 @@ TOOL_USAGE_NOTES = """\
 - intersect_subgraphs: nodes within k undirected hops of every seed; no paging.
 - search_entities: mode = exact | lexical | vector | hybrid | rrf (default: the best
   the graph supports; rrf adds a graph ranker: "nutlin inhibits" finds what Nutlin-3
-  inhibits); each hit has a score and the rankers that found it. Paging notes come
-  after the list, not in it.
+  inhibits); each hit has a score and the rankers that found it. The answer is
+  {"page": {offset, returned, total, next_offset}, "items": [hits]}: call again with
+  offset=next_offset for more.
 - path_query: a chain "name" or @id, then edges -[terms]-> / <-[terms]- ([*] = any
   relation), each optionally followed by type:T, @id or "text". Empty answers explain
   why in metadata (reason, available_relations, hint).
 - describe_entity / describe_entities: full records for stubs. Unknown ids are
-  an error (describe_entity) or named in a note after the list (describe_entities).
+  an error (describe_entity) or listed in "unknown_ids" beside "items" (describe_entities).
 - Type and predicate filters match ignoring case.
 - Stubs carry the entity's name when the graph has one. Answers fit a size budget
   (max_tokens, per call or the server's): far nodes lose detail first (clipped
@@ -72,22 +74,22 @@ TOOL_DESCRIPTIONS = {
     "describe_schema": "Orient: what the graph contains — description, entity types, predicates, "
     "and workflow advice (next_steps). Call first.",
     "search_entities": "Resolve a name, alias or partial name to canonical entity ids (ranked stubs with "
-    "id, entity_type, name, score). Always call before bfs_query unless you already have an id. "
-    "node_types restricts the types returned.",
+    "id, entity_type, name, score) under items, with the page beside them (total matches, next_offset). Always "
+    "call before bfs_query unless you already have an id. node_types restricts the types returned.",
     "bfs_query": "Traverse: the union of the seeds' neighbourhoods up to max_hops (1-5; 1-3 typical), "
     "edges followed in both directions. node_types/predicates choose full detail (others become stubs); "
     "topology_only=true returns the bare structure; exclude_node_types removes types entirely; "
     "min_mentions drops rarely mentioned nodes; limit/offset page through nodes.",
     "describe_entity": "Expand one stub: the entity's id, entity_type and all metadata as one flat object.",
     "describe_entities": "Expand several stubs in one call: a list of full nodes, in the order asked. Ids the "
-    "graph does not know are named in a note after the list.",
+    "graph does not know are listed in unknown_ids, beside the items.",
     "intersect_subgraphs": "Intersect: only nodes within k undirected hops (1-5) of every seed (2 or more), "
     "with the edges among them, paths from each seed to the nearest, and the seeds and path nodes as context "
     "stubs. Use for 'what do all of these share?'. Same detail filters as bfs_query; no paging.",
     "path_query": PATH_QUERY_DESCRIPTION,
     "describe_edges": "Expand edges: the full metadata of given edges ([subject, predicate, object] triples, or "
     "the edge objects bfs_query answers), with the provenance (evidence text, documents) that traversals leave "
-    "out. Edges the graph does not have are named in a note after the list.",
+    "out. Edges the graph does not have are listed in unknown_edges, beside the items.",
 }
 
 INJECTION_MAX_TYPES = 20
