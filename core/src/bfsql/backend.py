@@ -142,6 +142,10 @@ class GraphBackend(Primitives, ABC):
     capabilities: Capabilities = Capabilities(batch_primitives=True)
     """Flags read by the engine, the cache and the conformance suite."""
 
+    slow_store_advice: str = "The graph store is slow or unreachable; try again, or narrow the query."
+    """What a call that timed out waiting for this store tells the caller to do (an embedded store is never
+    unreachable: it is busy)."""
+
     vector_embedder: tuple[str, int] | None = None
     """``(name, dimension)`` of the embedder that made the store's entity vectors, when the store
     says; with the default embedder setting (``auto``) the server embeds queries with that one

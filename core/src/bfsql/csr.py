@@ -22,9 +22,11 @@ instead, where numpy's fixed cost per call would be most of the walk.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 import weakref
+import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,12 +40,14 @@ import numpy as np
 from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
 
 __all__ = [
-    "CSR_VERSION", "CsrIndex", "Edges", "EntityRow", "build_index", "entity_rows", "index_of_edges",
+    "CSR_VERSION", "CsrIndex", "DamagedIndex", "Edges", "EntityRow", "build_index", "entity_rows", "index_of_edges",
     "index_of_entities", "load_index", "overlap", "save_index", "shared_index", "survey",
 ]
 
 CSR_VERSION = "1"
 """Format of the saved arrays; a store with another version has its index built when opened."""
+
+logger = logging.getLogger("bfsql.csr")
 
 PART_BYTES = 128 << 20
 """Largest blob of one saved array part (SQLite's own limit is 1 GB)."""
@@ -409,11 +413,15 @@ def save_index(conn: sqlite3.Connection, index: CsrIndex) -> None:
     blobs |= {"ids": index.ids.blob, "ids_offsets": index.ids.offsets.tobytes(), "names": index.names.blob,
               "names_offsets": index.names.offsets.tobytes(), "types": "\n".join(index.types).encode("utf-8"),
               "predicates": "\n".join(index.predicates).encode("utf-8")}
-    for name, blob in blobs.items():
+    checksum = 0
+    for name in sorted(blobs):
+        blob = blobs[name]
         parts = [blob[start : start + PART_BYTES] for start in range(0, len(blob), PART_BYTES)] or [b""]
         conn.executemany("INSERT INTO csr_part (name, part, data) VALUES (?, ?, ?)",
                          [(name, i, part) for i, part in enumerate(parts)])
+        checksum = _checksum(checksum, name, parts)
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('csr', ?)", (_stamp(conn),))
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('csr_checksum', ?)", (str(checksum),))
 
 
 _DTYPES = {"has_name": np.bool_, "type_code": np.int16, "offsets": np.int64, "rows": np.int32, "subjects": np.int32,
@@ -421,26 +429,74 @@ _DTYPES = {"has_name": np.bool_, "type_code": np.int16, "offsets": np.int64, "ro
            "ids_offsets": np.int64, "names_offsets": np.int64}
 
 
+class DamagedIndex(ValueError):
+    """The array index saved in a store does not hold what was saved (a damaged file, a partial copy)."""
+
+
+def _checksum(running: int, name: str, parts: Iterable[bytes]) -> int:
+    """``running`` CRC-32 carried over one saved array's name and parts."""
+    running = zlib.crc32(name.encode("utf-8"), running)
+    for part in parts:
+        running = zlib.crc32(part, running)
+    return running
+
+
 def load_index(conn: sqlite3.Connection) -> CsrIndex | None:
-    """The index saved in the store, or None when there is none or it does not match the store."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'csr'").fetchone()
-    if row is None or row[0] != _stamp(conn):
+    """The index saved in the store, or None when there is none or it does not match the store.
+
+    :class:`DamagedIndex` when the saved arrays do not hold what was saved: their checksum
+    (stores written before checksums were saved are read without one) or their shapes differ.
+    """
+    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('csr', 'csr_checksum')").fetchall())
+    if meta.get("csr") != _stamp(conn):
         return None
     blobs: dict[str, list[bytes]] = {}
     for name, data in conn.execute("SELECT name, data FROM csr_part ORDER BY name, part"):
         blobs.setdefault(name, []).append(data)
+    if "csr_checksum" in meta:
+        checksum = 0
+        for name in sorted(blobs):
+            checksum = _checksum(checksum, name, blobs[name])
+        if str(checksum) != meta["csr_checksum"]:
+            raise DamagedIndex("its checksum differs from the one saved with it")
     whole = {name: b"".join(parts) for name, parts in blobs.items()}
-    arrays: dict[str, Any] = {name: np.frombuffer(whole[name], dtype=dtype) for name, dtype in _DTYPES.items()}
+    try:
+        arrays: dict[str, Any] = {name: np.frombuffer(whole[name], dtype=dtype) for name, dtype in _DTYPES.items()}
+    except (KeyError, ValueError) as exc:
+        raise DamagedIndex(f"an array is missing or cut ({exc})") from None
 
     def listed(name: str) -> list[str]:
         text = whole[name].decode("utf-8")
         return text.split("\n") if text else []
 
-    return CsrIndex(
+    index = CsrIndex(
         ids=Strings(whole["ids"], arrays.pop("ids_offsets")),
         names=Strings(whole["names"], arrays.pop("names_offsets")),
         types=listed("types"), predicates=listed("predicates"), **arrays,
     )
+    _check_shapes(index)
+    return index
+
+
+def _check_shapes(index: CsrIndex) -> None:
+    """:class:`DamagedIndex` unless the arrays fit together (lengths and bounds a walk relies on)."""
+    ends, edges = len(index.ids.offsets) - 1, len(index.subjects)
+    problems = [
+        what for what, wrong in (
+            ("names", len(index.names.offsets) - 1 != ends or len(index.has_name) != ends),
+            ("types", len(index.type_code) != ends or bool(ends and index.type_code.max() >= len(index.types))),
+            ("offsets", len(index.offsets) != ends + 1 or bool(ends and (index.offsets[-1] != len(index.rows)
+                                                                         or (np.diff(index.offsets) < 0).any()))),
+            ("edges", len(index.objects) != edges or len(index.preds) != edges),
+            ("edge ends", bool(edges and (index.subjects.max() >= ends or index.objects.max() >= ends
+                                          or index.subjects.min() < 0 or index.objects.min() < 0))),
+            ("predicates", bool(edges and index.preds.max() >= len(index.predicates))),
+            ("rows", bool(len(index.rows) and (index.rows.max() >= edges or index.rows.min() < 0))),
+            ("id hashes", len(index.id_hashes) != ends or len(index.hash_index) != ends),
+        ) if wrong
+    ]
+    if problems:
+        raise DamagedIndex(f"its arrays do not fit together ({', '.join(problems)})")
 
 
 _shared: weakref.WeakValueDictionary[tuple[Any, ...], CsrIndex] = weakref.WeakValueDictionary()
@@ -451,8 +507,10 @@ _shared_lock = threading.Lock()
 def shared_index(path: Path, conn: sqlite3.Connection) -> tuple[CsrIndex, bool]:
     """The index of the store at ``path``, shared by every graph of this process that serves the same file.
 
-    Loaded from the store when it was saved there, else built (a store from an older bfsql).
-    Returns the index and whether it was saved in the store.
+    Loaded from the store when it was saved there, else built (a store from an older bfsql). A
+    damaged saved index is refused, said in one line on the log, and built from the store's
+    tables instead, so that no answer is read from it. Returns the index and whether it was
+    saved in the store (and sound).
     """
     stat = path.stat()
     key = (str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size)
@@ -460,7 +518,13 @@ def shared_index(path: Path, conn: sqlite3.Connection) -> tuple[CsrIndex, bool]:
         index = _shared.get(key)
         if index is not None:
             return index, True
-        loaded = load_index(conn)
+        try:
+            loaded = load_index(conn)
+        except DamagedIndex as exc:
+            logger.warning("The array index saved in %s is damaged (%s): it is not used; building it from the "
+                           "store's tables for this run. Load the store again (bfsql load) to save a sound one.",
+                           path, exc)
+            loaded = None
         index = loaded if loaded is not None else build_index(conn)
         _shared[key] = index
         return index, loaded is not None

@@ -102,8 +102,7 @@ class _BackendTerminal:
                     return await awaitable
         except TimeoutError:
             raise BackendFailure(
-                f"The backend did not answer {name} within {self.timeout:g}s.",
-                "The graph store is slow or unreachable; try again, or narrow the query.",
+                f"The backend did not answer {name} within {self.timeout:g}s.", self.backend.slow_store_advice,
             ) from None
         except BfsqlError:
             raise

@@ -38,7 +38,7 @@ from bfsql.backend import Capabilities, GraphBackend
 from bfsql.budgets import TraversalLimits
 from bfsql.csr import CsrIndex, overlap, shared_index, survey
 from bfsql.embedders import Embedder, EmbedderMismatch
-from bfsql.errors import BfsqlError, clip
+from bfsql.errors import BackendFailure, BfsqlError, clip
 from bfsql.hookspecs import hookimpl
 from bfsql.loading.records import (
     EntityRecord,
@@ -106,6 +106,16 @@ class SqliteStoreError(BfsqlError):
     """The SQLite file is missing or is not a usable bfsql store."""
 
     code = "store_error"
+
+
+class DamagedStore(BackendFailure):
+    """SQLite found the store's file damaged while reading it: trying again will not help."""
+
+    code = "store_damaged"
+
+
+_DAMAGE = ("malformed", "not a database", "disk image", "corrupt")
+"""Words of SQLite's errors for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB)."""
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -248,6 +258,8 @@ class _Gate:
 class SqliteBackend(GraphBackend):
     """A read-only view of a SQLite store written by :func:`bfsql.loading.sqlite_loader.load_sqlite`."""
 
+    slow_store_advice = ("The embedded store is busy (the machine's processors are loaded, or the call walks far); "
+                         "try again, or narrow the query.")
     capabilities = Capabilities(batch_primitives=True, provenance=True)
 
     def __init__(
@@ -612,8 +624,17 @@ class SqliteBackend(GraphBackend):
         return await loop.run_in_executor(executor, functools.partial(self._read, fn, *args))
 
     def _read(self, fn: Callable[..., T], *args: Any) -> T:
-        with self._gate.read():
-            return fn(*args)
+        try:
+            with self._gate.read():
+                return fn(*args)
+        except sqlite3.DatabaseError as exc:
+            if not any(word in str(exc).lower() for word in _DAMAGE):
+                raise
+            raise DamagedStore(
+                f"The SQLite store {clip(str(self.path), 200)} is damaged ({exc}).",
+                "Trying again will not help: load it again from its sources (bfsql load --db FILE ...), or restore "
+                "a copy.",
+            ) from None
 
     async def search_entities(
         self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
