@@ -141,6 +141,7 @@ def _fifo(tmp_path):
     (_fifo, "is not a regular file"),
     (lambda tmp: "/proc/self/mem", "cannot be opened as a SQLite store"),
     (lambda tmp: "x" * 5000, "cannot be reached"),
+    (lambda tmp: "a\\u0000b", "has a NUL character in its path"),
 ])
 def test_a_store_path_that_is_no_store_says_what_it_is(tmp_path, db, says):
     """Issue 23.8: directories, devices and pipes were 'does not exist'; /proc/self/mem and a 5,000-character

@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import random_bundle
 
 from bfsql import Graph
 from bfsql.backends.sqlite import SqliteBackend
@@ -19,6 +18,8 @@ from bfsql.csr import DamagedIndex, build_index, load_index
 from bfsql.engine import bfs_query
 from bfsql.errors import BackendFailure
 from bfsql.loading.sqlite_loader import load_sqlite
+
+from conftest import random_bundle
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

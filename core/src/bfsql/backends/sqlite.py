@@ -196,6 +196,9 @@ class _VectorIndex:
 def _check_store_path(path: Path) -> None:
     """:class:`SqliteStoreError` unless ``path`` names a regular file that can be read, saying what it is instead."""
     shown = clip(str(path), 200)
+    if "\0" in str(path):
+        raise SqliteStoreError(f"SQLite store {shown!r} has a NUL character in its path; no file is named so.",
+                               "Check the path given as db.")
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:

@@ -73,6 +73,7 @@ from bfsql.loading.helper_process import processors
 from bfsql.loading.id_codes import CodedRelationships, IdCodes
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
 from bfsql.loading.parallel_reading import read_in_parts
+from bfsql.loading.partial_files import partial_copy, remove_stale
 from bfsql.loading.plain import PlainEntities, PlainEntity, PlainRelationship, PlainRelationships
 from bfsql.loading.prefixes import PrefixMap, parse_prefix, turtle_prefixes
 from bfsql.loading.progress import LoadProgress
@@ -857,36 +858,37 @@ def _build(
     if not db.parent.is_dir():
         raise LoadError(f"cannot write the store {db}: the directory {db.parent} does not exist (create it first)")
     _check_store_file(db)
+    remove_stale(db)
     token = secrets.token_hex(8)
     tmp = db.parent / f".{db.name}.{token}.loading"
     with _Interruptible() as signals:
         try:
-            # Created like any new file (mode 0o666 minus the umask), exclusively, next to the store.
-            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
-            source = db if db.exists() else copy_from
-            if source is not None:
-                _copy(source, tmp, progress)
-            # The copy is private until the rename, so SQLite's own journal is not needed.
-            conn = sqlite3.connect(tmp, isolation_level=None)
-            try:
+            with partial_copy(tmp):  # locked while this load writes it: a later load leaves it alone
+                source = db if db.exists() else copy_from
+                if source is not None:
+                    _copy(source, tmp, progress)
+                # The copy is private until the rename, so SQLite's own journal is not needed.
+                conn = sqlite3.connect(tmp, isolation_level=None)
                 try:
-                    conn.execute("PRAGMA journal_mode = OFF")
-                    conn.execute("PRAGMA synchronous = OFF")
-                    conn.execute("PRAGMA cache_size = -262144")  # 256 MiB: random-key upserts thrash the 2 MiB default
-                    create_schema(conn)
-                except sqlite3.DatabaseError as exc:
-                    raise StoreFormatError(f"{db}: not a SQLite database ({exc}){_source_hint(db)}") from None
-                except StoreFormatError as exc:
-                    raise StoreFormatError(f"{db}: {exc}{_source_hint(db)}") from None
-                with _cycles_collected_after():
-                    side = db.parent / f".{db.name}.{token}.relationships.loading"
-                    counts = _fill(conn, reading, description, progress, embedder, side)
-            finally:
-                conn.close()
-            with signals.critical():
-                _fsync(tmp)
-                os.replace(tmp, db)
-                _fsync(db.parent, directory=True)
+                    try:
+                        conn.execute("PRAGMA journal_mode = OFF")
+                        conn.execute("PRAGMA synchronous = OFF")
+                        # 256 MiB: random-key upserts thrash the 2 MiB default
+                        conn.execute("PRAGMA cache_size = -262144")
+                        create_schema(conn)
+                    except sqlite3.DatabaseError as exc:
+                        raise StoreFormatError(f"{db}: not a SQLite database ({exc}){_source_hint(db)}") from None
+                    except StoreFormatError as exc:
+                        raise StoreFormatError(f"{db}: {exc}{_source_hint(db)}") from None
+                    with _cycles_collected_after():
+                        side = db.parent / f".{db.name}.{token}.relationships.loading"
+                        counts = _fill(conn, reading, description, progress, embedder, side)
+                finally:
+                    conn.close()
+                with signals.critical():
+                    _fsync(tmp)
+                    os.replace(tmp, db)
+                    _fsync(db.parent, directory=True)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
