@@ -13,12 +13,14 @@ import dataclasses
 import json
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from bfsql.client_config import CLIENTS, merged, server_entry
 from bfsql.errors import BfsqlError, clip
 from bfsql.version import __version__
 
@@ -715,6 +717,59 @@ def plugins(as_json: bool) -> None:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3])
 
 
+def _server_name(serve_args: tuple[str, ...]) -> str:
+    """A name for the server in a client: the store's or configuration file's name, else ``bfsql``."""
+    for flag in ("--db", "--config"):
+        for i, arg in enumerate(serve_args):
+            if arg == flag and i + 1 < len(serve_args):
+                return Path(serve_args[i + 1]).stem or "bfsql"
+            if arg.startswith(f"{flag}="):
+                return Path(arg.removeprefix(f"{flag}=")).stem or "bfsql"
+    return "bfsql"
+
+
+@click.command("client-config", context_settings={"ignore_unknown_options": True})
+@click.argument("client", type=click.Choice(sorted(CLIENTS)))
+@click.argument("serve_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--name", default=None, help="The server's name in the client (default: the store's file name, or "
+              "bfsql).")
+@click.option("--write", is_flag=True, help="Merge it into the client's configuration file (Claude Desktop's own; "
+              ".mcp.json, .cursor/mcp.json or .vscode/mcp.json in this folder), keeping the other servers.")
+def client_config(client: str, serve_args: tuple[str, ...], name: str | None, write: bool) -> None:
+    """Print (or --write) what starts this bfsql in an MCP client: Claude Desktop, Claude Code, Cursor or VS Code.
+
+    The command is this installation's bfsql by absolute path, so the client finds it outside
+    this virtualenv; flags after CLIENT are passed to 'bfsql serve', paths made absolute:
+
+    \b
+      bfsql client-config claude-desktop --write
+      bfsql client-config cursor --db graph.sqlite --write
+    """
+    serve_command = build_cli().commands["serve"]
+    try:
+        serve_command.make_context("serve", list(serve_args))
+    except click.UsageError as exc:
+        raise click.UsageError(f"not a flag of 'bfsql serve': {exc.format_message()}") from None
+    target = CLIENTS[client]
+    name = name or _server_name(serve_args)
+    entry = server_entry(target, serve_args)
+    if not write:
+        click.echo(json.dumps({target.key: {name: entry}}, indent=2))
+        if client == "claude-code":
+            click.echo("\nor: claude mcp add " + shlex.join([name, "--", entry["command"], *entry["args"]]))
+        return
+    path = target.file()
+    try:
+        config, replaced = merged(path.read_text() if path.exists() else None, target, name, entry)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f"cannot merge into {path}: {exc}; fix or move it, or copy the entry without "
+                                   "--write.") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    click.echo(f"{'Replaced' if replaced else 'Wrote'} the server {name!r} in {path.resolve()}: "
+               f"{entry['command']} {shlex.join(entry['args'])}")
+
+
 def build_cli() -> click.Group:
     """The command group with built-in and plugin commands."""
     from bfsql.plugins import get_plugin_manager
@@ -726,6 +781,7 @@ def build_cli() -> click.Group:
     group.add_command(load)
     group.add_command(tools)
     group.add_command(plugins)
+    group.add_command(client_config)
     get_plugin_manager().hook.register_commands(cli=group)
     return group
 

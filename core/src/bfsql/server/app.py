@@ -33,9 +33,10 @@ from bfsql.graph import Graph
 from bfsql.models import GraphListing
 from bfsql.pacing import HeavySlots
 from bfsql.plugins import collect, create_embedder, resolve_embedder_name
+from bfsql.server.answers import error_result
 from bfsql.server.callers import Caller, current_caller
 from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection, schema_injection
-from bfsql.server.pipeline import READ_ONLY, CallRecord, Observer, error_result, run_tool
+from bfsql.server.pipeline import READ_ONLY, CallRecord, Observer, run_tool
 from bfsql.server.ratelimit import RateLimits
 from bfsql.server.tool_spec import ToolSpec, tool_spec
 from bfsql.server.tools import register_builtin_tools

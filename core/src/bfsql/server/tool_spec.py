@@ -119,7 +119,9 @@ class ToolSpec:
         if self.output is None:
             return None
         if typing.get_origin(self.output) is list:
-            return ListAnswer[typing.get_args(self.output) or Any].model_json_schema()  # type: ignore[misc]
+            (item,) = typing.get_args(self.output) or (Any,)
+            listed: dict[str, Any] = ListAnswer[item].model_json_schema()  # type: ignore[valid-type]
+            return listed
         schema = TypeAdapter(self.output).json_schema()
         if schema.get("type") != "object":
             schema = {"type": "object", "properties": {"result": schema}, "required": ["result"], "$defs": schema.pop(

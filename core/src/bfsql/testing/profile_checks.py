@@ -41,10 +41,10 @@ def _reasons(*reasons: str) -> Callable[[Any, IdMap], bool]:
 
 def _next_page(answer: Any, _ids: IdMap) -> bool:
     """The page says where it stands, and where the next one starts when more match."""
-    page = answer.get("page", {})
+    page: dict[str, Any] = answer.get("page", {})
     more = page.get("total", 0) > page.get("returned", 0)
-    return page.get("returned") == len(answer["items"]) and page.get("next_offset") == (page["returned"] if more
-                                                                                        else None)
+    return bool(page.get("returned") == len(answer["items"])
+                and page.get("next_offset") == (page["returned"] if more else None))
 
 
 def _unknown_id(answer: Any, ids: IdMap) -> bool:
@@ -56,7 +56,7 @@ def _unknown_edge(answer: Any, ids: IdMap) -> bool:
 
 
 def _no_match(answer: Any, _ids: IdMap) -> bool:
-    return answer.get("items") == [] and answer.get("page", {}).get("total") == 0
+    return bool(answer.get("items") == [] and answer.get("page", {}).get("total") == 0)
 
 
 def _whole(key: str) -> Callable[[Any, IdMap], bool]:
