@@ -221,3 +221,23 @@ description = "Std"
     assert "famplex (sqlite, default): the store's own: 'FamPlex 0.0.5" in graphs
     assert "standard (sqlite): the configuration file's: 'Std' (the store's own," in graphs
     assert "is longer and not shown: remove 'description' from [graphs.standard] to show it" in graphs
+
+
+async def test_each_answer_names_its_graph_and_an_unnamed_call_the_others(tmp_path: Path, standard_db: Path):
+    """A search the default graph cannot answer says which graph answered and which others the call may name,
+    so that a miss there is not taken for a miss everywhere."""
+    async with serve(two_graphs(tmp_path, standard_db)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert {"graph", "other_graphs"} <= set(tools["search_entities"].output_schema["properties"])
+        missed = await client.call_tool("search_entities", {"query": "nutlin-3", "mode": "exact"})
+        assert missed.structured_content == json.loads(missed.content[0].text)
+        assert {k: missed.structured_content[k] for k in ("graph", "other_graphs", "items")} == {
+            "graph": "famplex", "other_graphs": ["standard"], "items": []}
+        named = json.loads((await client.call_tool("search_entities", {"query": "TP53", "graph": "standard"}))
+                           .content[0].text)
+        assert named["graph"] == "standard" and "other_graphs" not in named and named["items"][0]["id"] == TP53
+        record = json.loads((await client.call_tool("describe_entity", {"id": TP53, "graph": "standard"}))
+                            .content[0].text)
+        assert record["_graph"] == "standard" and record["id"] == TP53
+        walk = await client.call_tool("bfs_query", {"seeds": [TP53], "max_hops": 2, "graph": "standard"})
+        assert walk.structured_content["graph"] == "standard" and len(walk.content[0].text) <= 2000 * 3

@@ -140,6 +140,16 @@ class BfsqlServer(MCPServer):
         return spec.description.removesuffix(self.injected) + (
             graphs_injection(visible, with_schema=True) if visible else "")
 
+    def _output_schema(self, spec: ToolSpec) -> dict[str, Any] | None:
+        schema = spec.output_schema()
+        if schema is not None and len(self.graphs) > 1 and "properties" in schema:
+            schema["properties"] |= {
+                "graph": {"type": "string", "description": "The graph that answered."},
+                "other_graphs": {"type": "array", "items": {"type": "string"},
+                                 "description": "When the call named no graph: the other graphs it may name."},
+            }
+        return schema
+
     async def list_tools(self) -> list[Tool]:
         """Every tool with its input and output schema, read-only (naming only the graphs the caller may see)."""
         visible = self.visible()
@@ -148,7 +158,7 @@ class BfsqlServer(MCPServer):
                 name=spec.name,
                 description=self._description(spec, visible),
                 input_schema=self._input_schema(spec, visible),
-                output_schema=spec.output_schema(),
+                output_schema=self._output_schema(spec),
                 annotations=READ_ONLY,
             )
             for spec in self.tools.values()
@@ -196,9 +206,12 @@ class BfsqlServer(MCPServer):
                 f"The other graphs answer: {others}. Restart the server once its store is reachable."
             )
         listing = None if chosen is not None else [g.listing(g is visible[0]) for g in visible]
+        about: dict[str, Any] = {"graph": served.name}
+        if chosen is None and len(visible) > 1:  # so that a miss here is not taken for a miss everywhere
+            about["other_graphs"] = [g.name for g in visible if g is not served]
         refused = self._refusal(spec, served, caller, arguments)
         result = refused or await run_tool(spec, arguments, served.graph, served.settings, report, graphs=listing,
-                                           slots=self.slots[served.name], observe=self.observe)
+                                           slots=self.slots[served.name], observe=self.observe, about=about)
         if result.is_error:
             text = "".join(getattr(block, "text", "") for block in result.content)
             result.content = [TextContent(type="text", text=f"[graph {served.name}] {text}")]

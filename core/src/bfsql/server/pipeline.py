@@ -122,12 +122,14 @@ async def run_tool(
     graphs: list[GraphListing] | None = None,
     slots: asyncio.Semaphore | None = None,
     observe: Observer | None = None,
+    about: dict[str, Any] | None = None,
 ) -> CallToolResult:
     """Run one call of ``spec`` through every stage; an answer or a tool error, never an exception.
 
     A heavy tool first waits for one of the server's ``slots``; the timeout covers the wait, the
     tool and the fitting. Fitting and serialising run in a worker thread, so that a large answer
-    does not hold the event loop. ``observe`` gets the call's :class:`CallRecord` once it ends.
+    does not hold the event loop. ``observe`` gets the call's :class:`CallRecord` once it ends. ``about`` is what
+    the answer's document says of the call besides the answer (which graph answered).
     """
     started = time.perf_counter()
     outcome = "error"
@@ -142,11 +144,11 @@ async def run_tool(
                 waiting = False
                 result = await _invoke(spec.fn, call)
             postprocess(graph, result, spec.name)
-            return await asyncio.to_thread(document, result, budget)
+            return await asyncio.to_thread(document, result, budget, about)
         with light_call():
             result = await _invoke(spec.fn, call)
             postprocess(graph, result, spec.name)
-            return document(result, budget)  # small: a thread would cost more than it saves
+            return document(result, budget, about)  # small: a thread would cost more than it saves
 
     try:
         arguments = validate(spec, raw)

@@ -19,7 +19,7 @@ from mcp_types import CallToolResult, TextContent
 from bfsql.budgets import CHARS_PER_TOKEN
 from bfsql.errors import clip
 from bfsql.server.answers.fitting import AnswerBudget, answer_limit, compact_json, hold_texts
-from bfsql.server.answers.kinds import kind_of
+from bfsql.server.answers.kinds import RECORD_NOTES, kind_of
 
 __all__ = ["ERROR_CHARS", "document", "document_of", "error_result", "notes_in", "result_of", "was_cut"]
 
@@ -31,19 +31,26 @@ def _with_notes(data: dict[str, Any], where: tuple[str, ...], notes: list[dict[s
     return {**data, where[0]: [*notes, *data.get(where[0], [])]}
 
 
-def document(answer: Any, budget: AnswerBudget) -> tuple[dict[str, Any], str]:
+def document(answer: Any, budget: AnswerBudget, about: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     """The answer as its document within ``budget``, and the document's wire text.
 
+    ``about`` is what the document says of the call besides the answer (which graph answered it,
+    on a server of several), first; a flat record marks its keys with ``_`` as it does its notes.
     When even the smallest answer (one node, the counts, the notes) is more than the budget, it
     is given what it takes, and the document says so in a ``max_tokens_floor`` note, rather than
     report a budget the answer exceeds.
     """
     kind = kind_of(answer)
+    if about:
+        about = {f"_{key}": value for key, value in about.items()} if kind.notes_at == RECORD_NOTES else about
+        budget = replace(budget, reserved=len(compact_json(about)))
     for _ in range(3):
         data = kind.fit(answer, budget)
         floor = budget.floor_note()
         if floor:
             data = _with_notes(data, kind.notes_at, [floor])
+        if about:
+            data = {**about, **data}
         data, text = hold_texts(data, budget)
         if len(text) <= answer_limit(budget.max_tokens):
             break

@@ -89,12 +89,15 @@ class AnswerBudget:
     asked: int | None = None
     """The budget asked (the call's max_tokens, else the server's), when ``max_tokens`` is more: below
     :data:`~bfsql.budgets.MIN_MAX_TOKENS`, or less than the smallest answer of the call. The answer says so."""
+    reserved: int = 0
+    """Characters kept for what the document says of the call besides the answer (which graph answered)."""
 
     @property
     def chars(self) -> int:
-        """Characters of compact JSON the answer may use (less the floor note's, when there is one)."""
+        """Characters of compact JSON the answer may use (less the floor note's, when there is one, and the
+        reserved ones)."""
         note = self.floor_note()
-        return answer_limit(self.max_tokens) - (len(compact_json(note)) + _NOTES_KEY if note else 0)
+        return answer_limit(self.max_tokens) - self.reserved - (len(compact_json(note)) + _NOTES_KEY if note else 0)
 
     def floor_note(self) -> dict[str, Any] | None:
         """What the answer says when it was given more than the budget asked, else None."""
