@@ -145,3 +145,41 @@ def test_tests_never_use_the_users_cache():
     from bfsql.demo import cache_dir
 
     assert cache_dir() != Path.home() / ".cache" / "bfsql"
+
+
+def test_the_demo_store_is_keyed_by_the_embedder_that_built_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A cache built by a virtualenv with a semantic embedder does not stop one without it (issue 38.1): each finds
+    its own store, and installing the embedder gives the demo its vectors at the next start."""
+    monkeypatch.setenv("BFSQL_CACHE_DIR", str(tmp_path))
+
+    class Plugin:
+        @hookimpl
+        def register_embedders(self, register):
+            register("meaningful", _Meaningful, "a test embedder")
+
+    monkeypatch.setattr("bfsql.plugins.PREFERRED_EMBEDDERS", ("meaningful",))
+    plugins.reset()
+    plugins.get_plugin_manager().register(Plugin(), name="meaningful-plugin")
+    try:
+        with_embedder = demo_store("auto")
+        assert with_embedder.name.endswith("-meaningful.sqlite")
+        with sqlite3.connect(with_embedder) as conn:
+            assert conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone() == ("meaningful",)
+    finally:
+        plugins.reset()
+    lexical = demo_store("auto")  # the embedder uninstalled: a store of its own, no mismatch
+    assert lexical != with_embedder and lexical.name.endswith("-lexical.sqlite")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".sqlite") == sorted(
+        [with_embedder.name, lexical.name])
+
+
+def test_the_cache_follows_the_platform_unless_bfsql_cache_dir_says_where(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    from bfsql.demo import cache_dir
+
+    monkeypatch.delenv("BFSQL_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert cache_dir() == tmp_path / "xdg" / "bfsql"
+    monkeypatch.setenv("BFSQL_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine"

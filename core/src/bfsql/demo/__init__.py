@@ -16,11 +16,13 @@ import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
+import platformdirs
+
 from bfsql.embedders import AUTO, is_semantic
 from bfsql.loading import sqlite_loader
 from bfsql.loading.bundle import Record
 from bfsql.loading.records import EntityRecord, RelationshipRecord
-from bfsql.plugins import create_embedder
+from bfsql.plugins import create_embedder, preferred_embedder
 from bfsql.version import __version__
 
 __all__ = [
@@ -142,11 +144,16 @@ def famplex_description(records: list[Record]) -> str:
 CACHE_DIR_VARIABLE = "BFSQL_CACHE_DIR"
 """The environment variable that moves the cache of built demo stores."""
 
+LEXICAL = "lexical"
+"""The last part of the name of a demo store built without vectors (no semantic embedder installed)."""
+
 
 def cache_dir() -> Path:
-    """Where built demo stores live: ``$BFSQL_CACHE_DIR``, else ``~/.cache/bfsql``."""
+    """Where built demo stores live: ``$BFSQL_CACHE_DIR``, else the platform's cache folder for bfsql
+    (``$XDG_CACHE_HOME/bfsql``, by default ``~/.cache/bfsql``, on Linux; ``~/Library/Caches/bfsql`` on macOS;
+    ``%LOCALAPPDATA%\\bfsql\\Cache`` on Windows)."""
     configured = os.environ.get(CACHE_DIR_VARIABLE)
-    return Path(configured) if configured else Path.home() / ".cache" / "bfsql"
+    return Path(configured) if configured else Path(platformdirs.user_cache_dir("bfsql", appauthor=False))
 
 
 @functools.cache
@@ -161,14 +168,18 @@ def _content_hash() -> str:
 def ensure_demo_db() -> Path:
     """The path of the built demo store, building it first if needed.
 
-    The file name carries the bfsql version and a hash of the data and build code,
-    so an upgrade builds a fresh store. The build goes through
+    The file name carries the bfsql version, a hash of the data and build code, and the
+    embedder that made its vectors (the preferred semantic embedder installed, else none:
+    ``lexical``), so an upgrade builds a fresh store, virtualenvs with different embedders
+    sharing a cache each find their own, and installing an embedder gives the demo its
+    vectors at the next start. The build goes through
     :func:`~bfsql.loading.sqlite_loader.load_records`, which writes a temporary file
     and renames it into place, so a reader never sees a half-built store and two
     processes building at once both end with a complete one.
     """
 
-    path = cache_dir() / f"famplex-{FAMPLEX_VERSION}-bfsql-{__version__}-{_content_hash()}.sqlite"
+    built_by = preferred_embedder() or LEXICAL
+    path = cache_dir() / f"famplex-{FAMPLEX_VERSION}-bfsql-{__version__}-{_content_hash()}-{built_by}.sqlite"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         records = famplex_records()
