@@ -91,6 +91,23 @@ def test_load_report_and_progress(tmp_path: Path) -> None:
     assert "2500 entities" in report.summary()
 
 
+@pytest.mark.parametrize("relationships", [3_000, 260_000])  # written in the loader, and by a side process
+def test_every_phase_counts_to_its_total(tmp_path: Path, relationships: int) -> None:
+    """Issue 38.6: with a side process the write phase said 0 of N and the index phase counted the relationships
+    as entities. Every phase with a total now ends at it, duplicates and rows with metadata included."""
+    rows: list[dict[str, Any]] = [{"kind": "entity", "id": f"n{i}", "entity_type": "T"} for i in range(2000)]
+    rows += [{"kind": "relationship", "subject": f"n{i % 2000}", "predicate": f"p{i % 3}", "object": f"n{i % 1999}"}
+             for i in range(relationships)]
+    rows += [{**row, "confidence": 0.5} for row in rows[2000:2100]]  # a hundred said again, with metadata
+    phases = Phases()
+    load_sqlite(tmp_path / "p.sqlite", [write_jsonl(tmp_path / "p.jsonl", rows)], progress=phases, embedder=None)
+    totals = {phase: (total, done) for phase, total, _, done in phases.seen if total is not None}
+    assert [phase for phase, *_ in phases.seen] == ["read", "index", "write", "graph", "commit"] if \
+        relationships > 250_000 else ["read", "write", "index", "graph", "commit"]
+    assert all(done == total for total, done in totals.values()), phases.seen
+    assert totals["write"][0] == relationships + 100 and totals["index"][0] == 2000
+
+
 def test_bad_row_names_file_and_line_and_changes_nothing(store: Path, tmp_path: Path) -> None:
     before = digest(store)
     good = write_jsonl(tmp_path / "good.jsonl", [{"kind": "entity", "id": "C", "entity_type": "Gene"}])

@@ -64,7 +64,8 @@ class RelationshipBuffer:
         self._has_extra_table = False
         self._side: SideWriter | None = None
         self._side_rows = 0
-        """Rows the side process writes (copied in by :meth:`finish`)."""
+        """Rows the side process writes (copied in by :meth:`finish`), and those they replaced: the write's progress
+        when they are in."""
         self._extra_rows = 0
         """Rows with more than their triple, kept to be written."""
 
@@ -131,15 +132,16 @@ class RelationshipBuffer:
             replaced[kept] = False
             gone = np.flatnonzero(replaced & extra).tolist()
             self._conn.executemany("DELETE FROM temp.relationship_extra WHERE row = ?", ((row,) for row in gone))
-        progress.advance(len(order) - len(kept))  # rows replaced by a later one: done
+        replaced = len(order) - len(kept)  # rows replaced by a later one: done when the others are
         plain = kept[~extra[kept]]
         self._extra_rows = int(np.count_nonzero(extra[kept]))
         if side is None:
+            progress.advance(replaced)
             self._upsert_triples(_triples(names, predicate_names, codes, plain), progress)
             self._write_extra(progress)
         else:
             self._side = SideWriter(side, names, predicate_names, (codes[0][plain], codes[1][plain], codes[2][plain]))
-            self._side_rows = len(plain)
+            self._side_rows = len(plain) + replaced
         return Edges(ends, predicates, subjects[last], preds[last], objects[last])
 
     def finish(self, progress: LoadProgress) -> None:

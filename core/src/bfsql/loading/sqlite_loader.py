@@ -606,8 +606,8 @@ def _fill(
             graph = pool.submit(index_of_entities, entity_rows(conn), edges)
             pool.shutdown(wait=False)  # the load goes on; graph.result() waits for the index
         _rebuild_text_indexes(conn, progress)
-        if side_store is not None:
-            progress.step("relationships")
+        if side_store is not None:  # written meanwhile by the side process: counted as it is copied in
+            progress.start("write", len(relationships), "relationships")
         relationships.finish(progress)
         if side_store is not None:
             _index_by_object(conn, progress)
@@ -725,9 +725,11 @@ def _write_relationships(
     progress: LoadProgress,
     side: SideStore | None,
 ) -> Edges:
-    """Write the relationships read, in key order (or hand them to a side process); an empty table gets its
-    index by object afterwards (in :func:`_fill`), so it is dropped here."""
-    progress.start("write", len(relationships), "relationships")
+    """Write the relationships read, in key order (or hand them to a side process, whose write phase :func:`_fill`
+    shows when it waits for it); an empty table gets its index by object afterwards (in :func:`_fill`), so it is
+    dropped here."""
+    if side is None:
+        progress.start("write", len(relationships), "relationships")
     if fresh:
         conn.execute("DROP INDEX IF EXISTS relationship_by_object")
     return relationships.write(progress, side)
