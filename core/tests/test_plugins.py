@@ -128,3 +128,37 @@ def test_plugins_are_not_loaded_at_import_time():
     code = "import bfsql, bfsql.plugins as p; print(p._pm is None)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "True"
+
+
+MISSPELT = """
+    import bfsql
+
+    @bfsql.hookimpl
+    def process_node(metadata, tool):
+        return None
+
+    @bfsql.hookimpl
+    def register_backend(register):
+        raise AssertionError("never called")
+"""
+
+
+def test_a_misspelt_hook_refuses_the_plugin(site, monkeypatch):
+    """pluggy's check_pending, per plugin: a hook no spec names is an error of that plugin, not silence."""
+    install_dist(site, "bfsql-misspelt", "bfsql_misspelt", MISSPELT)
+    plugins.reset()
+    (error,) = [e["error"] for e in plugins.load_errors() if e["name"] == "misspelt"]
+    assert "'process_node' (did you mean 'process_nodes'?)" in error
+    assert "'register_backend' (did you mean 'register_backends'?)" in error
+    assert plugins.get_plugin_manager().get_plugin("misspelt") is None  # refused, not half-registered
+    assert "good" in plugins.get_backends()
+    monkeypatch.setenv("BFSQL_STRICT_PLUGINS", "1")
+    monkeypatch.setenv("BFSQL_DISABLE_PLUGINS", "broken,badreg")
+    plugins.reset()
+    with pytest.raises(plugins.PluginLoadError, match="misspelt.*process_node"):
+        plugins.get_plugin_manager()
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "bfsql", "plugins"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert any(line.startswith("misspelt") and "FAILED TO LOAD" in line and "process_node" in line
+               for line in done.stdout.splitlines()), done.stdout

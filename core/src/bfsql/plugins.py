@@ -2,7 +2,8 @@
 
 Plugins are found through the entry-point group ``bfsql`` and loaded lazily, on the
 first call of :func:`get_plugin_manager`, never at import time. A plugin that fails
-to import or register is recorded in :func:`load_errors` and shown by
+to import or register, or that implements a hook bfsql does not have (a misspelt
+``process_node``), is refused, recorded in :func:`load_errors` and shown by
 ``bfsql plugins``; it never stops the CLI unless ``BFSQL_STRICT_PLUGINS=1``.
 
 Environment:
@@ -15,6 +16,7 @@ Environment:
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 import os
@@ -38,6 +40,7 @@ __all__ = [
     "BackendSpec",
     "EmbedderSpec",
     "PluginLoadError",
+    "UnknownHook",
     "collect",
     "create_embedder",
     "get_backends",
@@ -155,10 +158,37 @@ def new_plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
+class UnknownHook(ValueError):
+    """A plugin implements a hook bfsql does not have (a misspelt name, a hook of another version)."""
+
+
+def _unknown_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
+    """The hooks ``plugin`` implements that no hookspec names (pluggy's ``check_pending``, for one plugin)."""
+    return sorted(caller.name for caller in pm.get_hookcallers(plugin) or []
+                  if caller.spec is None and any(not impl.optionalhook for impl in caller.get_hookimpls()
+                                                 if impl.plugin is plugin))
+
+
+def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+    """Register ``plugin``, refusing it (unregistered again) when it implements a hook bfsql does not have."""
+    pm.register(plugin, name=name)
+    unknown = _unknown_hooks(pm, plugin)
+    if unknown:
+        pm.unregister(plugin)
+        known = [hook for hook in dir(pm.hook) if not hook.startswith("_") and getattr(pm.hook, hook).spec]
+        said = ", ".join(f"{hook!r}{_did_you_mean(hook, known)}" for hook in unknown)
+        raise UnknownHook(f"it implements hooks bfsql does not have: {said}")
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _load(pm: pluggy.PluginManager) -> None:
     for module_name in BUILTIN_PLUGINS:
         try:
-            pm.register(importlib.import_module(module_name), name=module_name)
+            _register(pm, importlib.import_module(module_name), module_name)
         except Exception as exc:
             _record(module_name, exc)
 
@@ -171,7 +201,7 @@ def _load(pm: pluggy.PluginManager) -> None:
             continue
         try:
             plugin = ep.load()
-            pm.register(plugin, name=ep.name)
+            _register(pm, plugin, ep.name)
         except Exception as exc:  # a broken plugin must never brick the CLI
             _record(ep.name, exc)
             continue
