@@ -155,7 +155,7 @@ def test_a_misspelt_hook_refuses_the_plugin(site, monkeypatch):
     monkeypatch.setenv("BFSQL_STRICT_PLUGINS", "1")
     monkeypatch.setenv("BFSQL_DISABLE_PLUGINS", "broken,badreg")
     plugins.reset()
-    with pytest.raises(plugins.PluginLoadError, match="misspelt.*process_node"):
+    with pytest.raises(plugins.PluginLoadError, match=r"misspelt.*process_node"):
         plugins.get_plugin_manager()
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-m", "bfsql", "plugins"], capture_output=True, text=True, env=env,
