@@ -19,12 +19,13 @@ Three families of hooks:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
 if TYPE_CHECKING:
     import click
+    from pydantic import BaseModel
 
 PROJECT_NAME = "bfsql"
 
@@ -55,13 +56,54 @@ def process_result(result: Any, tool: str) -> None:
 # --- registration hooks ----------------------------------------------------
 
 
+class RegisterBackend(Protocol):
+    """The ``register`` a ``register_backends`` implementation gets."""
+
+    def __call__(
+        self,
+        name: str,
+        factory: Callable[[Any], Any],
+        config_model: type[BaseModel],
+        description: str,
+        env_aliases: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        """Register the backend ``name``: ``factory(config)`` (a validated ``config_model``) returns it, or an
+        awaitable of it; ``env_aliases`` names conventional variables per config field
+        (``{"dsn": ("DATABASE_URL",)}``)."""
+
+
+class RegisterEmbedder(Protocol):
+    """The ``register`` a ``register_embedders`` implementation gets."""
+
+    def __call__(self, name: str, factory: Callable[[], Any], description: str = "") -> None:
+        """Register the embedder ``name``: ``factory()`` returns an :class:`~bfsql.embedders.Embedder`."""
+
+
+class RegisterTool(Protocol):
+    """The ``register`` a ``register_tools`` implementation gets (see docs/hooks.md)."""
+
+    def __call__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        output: Any = None,
+        injects_schema: bool = False,
+        heavy: bool = False,
+        max_tokens: bool = False,
+    ) -> None:
+        """Register ``fn`` as an MCP tool: its parameters are the arguments, its return annotation the answer's
+        type; ``heavy`` tools wait for a heavy-call slot, ``max_tokens`` ones take a per-call budget."""
+
+
 @hookspec
-def register_backends(register: Callable[..., None]) -> None:
+def register_backends(register: RegisterBackend) -> None:
     """Register backends: ``register(name, factory, config_model, description)``."""
 
 
 @hookspec
-def register_embedders(register: Callable[..., None]) -> None:
+def register_embedders(register: RegisterEmbedder) -> None:
     """Register embedders: ``register(name, factory, description)``; ``factory()`` returns an Embedder."""
 
 
@@ -71,5 +113,5 @@ def register_commands(cli: click.Group) -> None:
 
 
 @hookspec
-def register_tools(register: Callable[..., None]) -> None:
+def register_tools(register: RegisterTool) -> None:
     """Add MCP tools: ``register(fn, name=None, description=None)``; see docs/hooks.md."""

@@ -132,16 +132,16 @@ class RelationshipBuffer:
             replaced[kept] = False
             gone = np.flatnonzero(replaced & extra).tolist()
             self._conn.executemany("DELETE FROM temp.relationship_extra WHERE row = ?", ((row,) for row in gone))
-        replaced = len(order) - len(kept)  # rows replaced by a later one: done when the others are
+        superseded = len(order) - len(kept)  # rows replaced by a later one: done when the others are
         plain = kept[~extra[kept]]
         self._extra_rows = int(np.count_nonzero(extra[kept]))
         if side is None:
-            progress.advance(replaced)
+            progress.advance(superseded)
             self._upsert_triples(_triples(names, predicate_names, codes, plain), progress)
             self._write_extra(progress)
         else:
             self._side = SideWriter(side, names, predicate_names, (codes[0][plain], codes[1][plain], codes[2][plain]))
-            self._side_rows = len(plain) + replaced
+            self._side_rows = len(plain) + superseded
         return Edges(ends, predicates, subjects[last], preds[last], objects[last])
 
     def finish(self, progress: LoadProgress) -> None:

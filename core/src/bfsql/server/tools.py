@@ -22,6 +22,7 @@ from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD
 from bfsql.engine.paths import path_query as run_path_query
 from bfsql.errors import InvalidArgument, UnknownEntity, clip
+from bfsql.hookspecs import RegisterTool
 from bfsql.models import (
     BfsResult,
     EntityStub,
@@ -295,7 +296,7 @@ BUILTIN_TOOLS: tuple[tuple[Any, Any, bool, bool], ...] = (
 see them. A traversal's description lists the schema, and it waits for one of its graph's heavy-call slots."""
 
 
-def register_builtin_tools(register: Any) -> None:
+def register_builtin_tools(register: RegisterTool) -> None:
     """Register the built-in tools with the server's ``register`` (the callback plugins get from ``register_tools``)."""
     for fn, output, traverses, budgeted in BUILTIN_TOOLS:
         register(fn, description=TOOL_DESCRIPTIONS[fn.__name__], output=output, injects_schema=traverses,
