@@ -183,8 +183,22 @@ def test_quoted_terms_and_types_and_edges_without_filters():
         ("@a -[...]->", 5, "no letters or digits"),
         ("@a -[!enemy]->", 5, "negation ('!enemy') is a future extension"),
         ("@a -[isa, !enemy]->", 10, "negation"),
-        ("@a -[enemy*2..4]->", 5, "variable-length edges ('enemy*2..4') are a future extension"),
-        ("@a -[enemy*]->", 5, "variable-length"),
+        ("@a -[*2..4]->", 5, "'*' (any relation) takes no quantifier"),
+        ("@a -[**]->", 5, "takes no quantifier"),
+        ("@a -[ * ..3]->", 6, "takes no quantifier"),
+        ("@a -[isa*, partof]->", 8, "a quantifier ends the relation list"),
+        ("@a -[isa*2, partof*]->", 8, "a quantifier ends the relation list"),
+        ("@a -[isa*0..3]->", 8, "at least one edge"),
+        ("@a -[isa*0]->", 8, "at least one edge"),
+        ("@a -[isa*4..2]->", 8, "the range *4..2 is empty"),
+        ("@a -[isa*51]->", 8, "at most 50 edges deep; got 51"),
+        ("@a -[isa*2..51]->", 8, "at most 50 edges deep; got 51"),
+        ("@a -[isa*..]->", 8, "'*..' gives no bound"),
+        ("@a -[isa*2..4x]->", 13, "unexpected character 'x' after the quantifier"),
+        ("@a -[isa**]->", 9, "unexpected character '*' after the quantifier"),
+        ("@a -[isa*2...4]->", 12, "unexpected character '.' after the quantifier"),
+        ("@a -[isa*-1]->", 9, "after the quantifier"),
+        ("@a -[isa*2", 4, "expected ']'"),
         ("@a -[born]->? type:Place", 12, "optional edges ('->?') are a future extension"),
         ("@a -[isa]-> type:Gene{name: 'x'}", 21, "property filters"),
         ("@a -[isa]-> type:Gene as $g", 22, "named captures"),
@@ -391,6 +405,19 @@ async def test_a_hop_extends_the_best_paths_until_its_work_bound(history, monkey
     assert [e for e, _ in ends(cut)] == ["D:1732", "P:tj", "PL:mv"]
     notes = {note.reason: note for note in cut.metadata.truncated}
     assert "1 lower-scoring paths were not extended" in notes["max_extensions"].detail
+
+
+async def test_a_variable_length_edge_matches_fuzzy_terms_and_k_at_every_level(history):
+    """Closures (test_path_closures.py) match relations like any edge."""
+    # KNOWS matches "knows" exactly (1); BORN_ON matches "born" by 1/sqrt(2). From P:gw: P:tj (KNOWS), D:1732
+    # (BORN_ON); from P:tj: P:wi (P:gw is the start); from P:wi: D:1783. Scores multiply along the walk.
+    result = await path_query(history, "@P:gw -[knows, born*]->")
+    assert [(r.entity.id, r.score, r.depth) for r in result.results] == [
+        ("P:tj", 1.0, 1), ("P:wi", 1.0, 2), ("D:1732", 0.7071, 1), ("D:1783", 0.7071, 3)]
+    # k=1: one predicate per entity, the best: KNOWS where there is one, so D:1732 is not reached
+    best_only = await path_query(history, "@P:gw -[knows, born*]->", k=1)
+    assert [(r.entity.id, r.depth) for r in best_only.results] == [("P:tj", 1), ("P:wi", 2), ("D:1783", 3)]
+    assert [s.score for s in best_only.results[-1].path if s.edge] == [1.0, 1.0, 0.7071]
 
 
 async def test_one_hop_call_per_hop(history):

@@ -317,7 +317,7 @@ def _render_path(data: dict[str, Any]) -> str:
         entity = result["entity"]
         lines.append(
             f"  {entity['id']}  [{entity['entity_type']}]" + (f"  {entity['name']}" if entity.get("name") else "")
-            + f"  score={result['score']:.3f}"
+            + f"  score={result['score']:.3f}" + (f"  depth={result['depth']}" if "depth" in result else "")
         )
         lines.append("    " + " ".join(step_text(step) for step in result["path"]))
     if meta.get("error"):
@@ -450,6 +450,7 @@ def path(path_query: str, k: int, threshold: float, max_results: int, as_json: b
     \b
       bfsql path '"BRAF" -[isa]-> type:Family <-[isa]- type:Gene'
       bfsql path '@FPLX:RAF <-[*]- type:Gene' --k 5 --json
+      bfsql path '@HGNC:BRAF -[isa*]->'
 
     See docs/path-queries.md for the language.
     """
