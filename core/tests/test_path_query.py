@@ -239,8 +239,8 @@ def test_too_many_hops_and_too_long_queries():
 
 
 async def test_simple_attribute_lookup_with_hand_computed_scores(history):
-    # entries: P:gw (exact name, 1.0) and P:wi ("Washington Irving": 1 shared word of 2 and 2 -> 0.5)
-    result = await path_query(history, '"George Washington" -[born, birth]-> type:Date')
+    # entries (k given): P:gw (exact name, 1.0) and P:wi ("Washington Irving": 1 shared word of 2 and 2 -> 0.5)
+    result = await path_query(history, '"George Washington" -[born, birth]-> type:Date', k=3)
     assert ends(result) == [("D:1732", pytest.approx(R2, abs=1e-4)), ("D:1783", pytest.approx(0.5 * R2, abs=1e-4))]
     assert [(s.entity, s.score) for s in result.metadata.entry_points] == [("P:gw", 1.0), ("P:wi", 0.5)]
     first = result.results[0]
@@ -444,3 +444,61 @@ async def test_default_embedder_on_the_demo_shapes():
         assert steps == ["HGNC:BRAF", "isa", "FPLX:RAF", "isa", "HGNC:ARAF"]
         member = await path_query(demo, "@HGNC:BRAF -[member]-> type:Family")
         assert member.metadata.reason == "no_matching_relations" and member.metadata.available_relations == ["isa"]
+
+
+# -- an exact name enters there only (issue 35.5a) ------------------------------------------------------
+
+
+def caffeine_records() -> list:
+    """caffeine's class has one other member; Caffeine-D3's (a near namesake) has two."""
+    return [
+        entity("CHEBI:27732", "Drug", name="caffeine", synonyms=["guaranine", "1,3,7-trimethylxanthine"]),
+        entity("CHEBI:28946", "Drug", name="theobromine"),
+        entity("X:d3", "Drug", name="Caffeine-D3"),
+        entity("X:l1", "Drug", name="Labelled one"),
+        entity("X:l2", "Drug", name="Labelled two"),
+        entity("C:purine", "Class", name="purine alkaloid"),
+        entity("C:labelled", "Class", name="labelled compound"),
+        rel("CHEBI:27732", "isa", "C:purine"),
+        rel("CHEBI:28946", "isa", "C:purine"),
+        rel("X:d3", "isa", "C:labelled"),
+        rel("X:l1", "isa", "C:labelled"),
+        rel("X:l2", "isa", "C:labelled"),
+    ]
+
+
+@pytest.fixture
+def caffeine() -> Graph:
+    return Graph(MemoryBackend(caffeine_records()), plugins=[postprocess])
+
+
+async def test_a_name_matching_one_entity_exactly_enters_there_only(caffeine):
+    siblings = '"caffeine" -[isa]-> <-[isa]-'
+    result = await path_query(caffeine, siblings)
+    assert [s.entity for s in result.metadata.entry_points] == ["CHEBI:27732"]
+    assert ends(result) == [("CHEBI:28946", 1.0)]
+    assert result.metadata.k == 3
+    # a synonym, in any case, is as exact as the name
+    by_synonym = await path_query(caffeine, '"GUARANINE" -[isa]->')
+    assert [s.entity for s in by_synonym.metadata.entry_points] == ["CHEBI:27732"]
+
+
+async def test_an_explicit_k_keeps_the_near_namesakes(caffeine):
+    result = await path_query(caffeine, '"caffeine" -[isa]-> <-[isa]-', k=3, threshold=0.0)
+    assert [s.entity for s in result.metadata.entry_points][:2] == ["CHEBI:27732", "X:d3"]
+    assert {"CHEBI:28946", "X:l1", "X:l2"} <= {e for e, _ in ends(result)}
+
+
+async def test_without_an_exact_match_the_best_k_enter(caffeine):
+    auto = await path_query(caffeine, '"caffeine labelled"', threshold=0.0)
+    explicit = await path_query(caffeine, '"caffeine labelled"', k=3, threshold=0.0)
+    assert len(auto.metadata.entry_points) > 1
+    assert auto.metadata.entry_points == explicit.metadata.entry_points
+
+
+async def test_every_exact_match_enters():
+    twins = [entity("A:1", "Drug", name="Caffeine"), entity("B:1", "Drug", name="caffeine"),
+             entity("C:1", "Drug", name="Caffeine-D3")]
+    graph = Graph(MemoryBackend(twins), plugins=[postprocess])
+    result = await path_query(graph, '"caffeine"')
+    assert {e for e, _ in ends(result)} == {"A:1", "B:1"}

@@ -33,7 +33,7 @@ import heapq
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from bfsql.backend import gather_or_cancel
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
@@ -56,7 +56,7 @@ from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
 from bfsql.models import PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
-from bfsql.rows import HopEdge, Neighbourhood
+from bfsql.rows import HopEdge, Neighbourhood, NodeInfo
 
 __all__ = [
     "DEFAULT_K",
@@ -89,8 +89,8 @@ a walk still going then stops and says so, leaving the rest of the time to answe
 Direction = Literal["outgoing", "incoming"]
 
 
-def _check_parameters(k: int, threshold: float, max_results: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+def _check_parameters(k: int | None, threshold: float, max_results: int) -> None:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K):
         raise InvalidArgument(
             f"k must be an integer from 1 to {MAX_K}; got {k!r}.",
             "k is how many entry points, relations per entity and semantic matches are kept; 3 is the default.",
@@ -177,6 +177,8 @@ class _Run:
     k: int
     threshold: float
     limits: TraversalLimits
+    k_given: bool = True
+    """False when the caller left k unset: a semantic entry then keeps only its exact matches, when it has some."""
     time_limit: float | None = None
     deadline: float | None = None
     """The :func:`time.perf_counter` time after which walks stop (``time_limit`` after the query began)."""
@@ -208,27 +210,38 @@ async def semantic_scores(graph: Graph, text: str, ids: list[str]) -> dict[str, 
     is as well as what it is called. Unknown ids are left out. One ``metadata_for_nodes``
     and one ``get_nodes`` batch, and one embedder call for all labels.
     """
+    scores, _ = await _similarity(graph, text, ids)
+    return scores
+
+
+async def _similarity(graph: Graph, text: str, ids: list[str]) -> tuple[dict[str, float], set[str]]:
+    """:func:`semantic_scores`, and the ids whose id, name or a synonym is the text (ignoring case)."""
     if not ids:
-        return {}
+        return {}, set()
     wanted_ids = list(dict.fromkeys(ids))
     metadata, nodes = await gather_or_cancel(graph.metadata_for_nodes(wanted_ids), graph.get_nodes(wanted_ids))
-    wanted = text.strip().casefold()
+    labels, exact = _labels(text, metadata, nodes)
+    texts = list(dict.fromkeys(n for i, names in labels.items() if i not in exact for n in names))
+    vectors = await graph.embed([text, *texts]) if texts else [[]]
+    query, by_label = vectors[0], dict(zip(texts, vectors[1:], strict=True))
+    scores = {i: 1.0 if i in exact else max(0.0, min(1.0, max(dot(query, by_label[n]) for n in names)))
+              for i, names in labels.items()}
+    return scores, exact
+
+
+def _labels(
+    text: str, metadata: dict[str, dict[str, Any]], nodes: dict[str, NodeInfo]
+) -> tuple[dict[str, list[str]], set[str]]:
+    """Each entity's labels to embed (name, synonyms, name with type), and the ids whose id, name or a synonym
+    is the text (ignoring case)."""
     labels = {i: labels_of(i, meta) for i, meta in metadata.items()}
-    exact = {i for i, names in labels.items() if i.casefold() == wanted or any(n.casefold() == wanted for n in names)}
+    wanted = text.strip().casefold()
+    exact = {i for i, names in labels.items() if wanted in (i.casefold(), *(n.casefold() for n in names))}
     for entity_id, names in labels.items():
         node = nodes.get(entity_id)
         if node is not None and node.entity_type:
             names.append(f"{names[0]} ({split_identifier(node.entity_type) or node.entity_type})")
-    texts = list(dict.fromkeys(n for i, names in labels.items() if i not in exact for n in names))
-    vectors = await graph.embed([text, *texts]) if texts else [[]]
-    query, by_label = vectors[0], dict(zip(texts, vectors[1:], strict=True))
-    scores: dict[str, float] = {}
-    for entity_id, names in labels.items():
-        if entity_id in exact:
-            scores[entity_id] = 1.0
-        else:
-            scores[entity_id] = max(0.0, min(1.0, max(dot(query, by_label[n]) for n in names)))
-    return scores
+    return labels, exact
 
 
 async def relation_scores(graph: Graph, relation: Relation, predicates: list[str]) -> dict[str, float]:
@@ -270,15 +283,22 @@ async def _entry(run: _Run, entry: SemanticText | ExactEntity) -> tuple[list[_Pa
             )
         run.types[entry.id] = found[entry.id].entity_type
         return [_Path((entry.id,), (), (None,), 1.0)], None, None
+    return await _semantic_entry(run, entry)
 
+
+async def _semantic_entry(run: _Run, entry: SemanticText) -> tuple[list[_Path], str | None, str | None]:
+    """The best ``k`` candidates of a search for the text (only its exact matches when k is unset and it has some)."""
     hits = await search_entities(run.graph, entry.text, limit=SEARCH_LIMIT)
     run.explored += len(hits)
     for hit in hits:
         run.types.setdefault(hit.id, hit.entity_type)
     position = {h.id: i for i, h in reversed(list(enumerate(hits)))}
-    scores = await semantic_scores(run.graph, entry.text, list(position))
+    scores, exact = await _similarity(run.graph, entry.text, list(position))
     ranked = sorted(scores, key=lambda i: (-scores[i], position[i], i))
-    kept = [i for i in ranked if scores[i] >= run.threshold][: run.k]
+    if exact and not run.k_given:  # "caffeine" names one entity: its near namesakes are other questions
+        kept = [i for i in ranked if i in exact]
+    else:
+        kept = [i for i in ranked if scores[i] >= run.threshold][: run.k]
     if not kept:
         closest = ", ".join(f"{i} ({scores[i]:.2f})" for i in ranked[:3])
         hint = (
@@ -673,7 +693,7 @@ async def path_query(
     graph: Graph,
     query: str,
     *,
-    k: int = DEFAULT_K,
+    k: int | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     max_results: int = DEFAULT_MAX_RESULTS,
     limits: TraversalLimits = DEFAULT_LIMITS,
@@ -681,13 +701,15 @@ async def path_query(
 ) -> PathQueryResult:
     """Run a path query; syntax and argument errors raise, empty outcomes are explained in ``metadata``.
 
-    Variable-length edges stop walking ``time_limit`` seconds after the query began (None: no limit), and say so.
+    ``k`` None (unset) is :data:`DEFAULT_K`, except that a semantic entry whose text is the id, name or a synonym
+    of some candidates keeps only those. Variable-length edges stop walking ``time_limit`` seconds after the query
+    began (None: no limit), and say so.
     """
     started = time.perf_counter()
     _check_parameters(k, threshold, max_results)
     parsed = parse_path_query(query)
     threshold = float(threshold)
-    run = _Run(graph, k, threshold, limits, time_limit=time_limit,
+    run = _Run(graph, k or DEFAULT_K, threshold, limits, k_given=k is not None, time_limit=time_limit,
                deadline=None if time_limit is None else started + time_limit)
     type_names, _ = await gather_or_cancel(
         _resolve_types(graph, parsed, run.warnings), _check_filter_ids(graph, parsed)

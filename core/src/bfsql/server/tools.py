@@ -223,9 +223,10 @@ async def path_query(
               "(see the tool description for the syntax).", examples=['"BRAF" -[isa]-> type:Family']),
     ],
     k: Annotated[
-        int, Field(description="Entry points, relations per entity and semantic matches kept per hop (1-50).",
-                   examples=[3])
-    ] = DEFAULT_K,
+        int | None, Field(description=f"Entry points, relations per entity and semantic matches kept per hop (1-50). "
+                          f"Unset: {DEFAULT_K}, and a name that matches entities exactly enters at those only.",
+                          examples=[3])
+    ] = None,
     threshold: Annotated[
         float, Field(description="Least similarity (0-1) for a fuzzy relation or semantic match.", examples=[0.5])
     ] = DEFAULT_THRESHOLD,
