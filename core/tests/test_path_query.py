@@ -502,3 +502,47 @@ async def test_every_exact_match_enters():
     graph = Graph(MemoryBackend(twins), plugins=[postprocess])
     result = await path_query(graph, '"caffeine"')
     assert {e for e, _ in ends(result)} == {"A:1", "B:1"}
+
+
+# -- a fitted answer keeps sayable names (issue 35.5b) ------------------------------------------------------
+
+
+def long_answer(name_length: int, results: int, entries: int) -> dict:
+    """A path answer whose entities have long names and big metadata."""
+    def name(i: int) -> str:
+        return (f"entity {i} " + "with a long descriptive name " * 20)[:name_length]
+
+    def entity_of(i: int) -> dict:
+        return {"id": f"E:{i}", "entity_type": "T", "name": name(i),
+                "metadata": {"name": name(i), "description": "x" * 5000, **{f"k{j}": "y" * 300 for j in range(20)}}}
+
+    return {
+        "results": [{"entity": entity_of(i), "score": 1.0,
+                     "path": [{"entity": "E:0", "label": name(0)}, {"edge": "isa", "direction": "outgoing"},
+                              {"entity": f"E:{i}", "label": name(i)}]} for i in range(1, results + 1)],
+        "metadata": {"query": "@E:0 -[isa]->", "hops": 1, "k": 3, "threshold": 0.5, "max_results": 20,
+                     "total_results": results, "hint": "h" * 1000,
+                     "entry_points": [{"entity": f"E:{i}", "label": name(i)} for i in range(entries)]},
+    }
+
+
+def names_in(value) -> list[str]:
+    """Every entity name and step label in ``value``, but not inside an entity's metadata (cut first)."""
+    if isinstance(value, dict):
+        return [v for k, v in value.items() if k in ("name", "label") and isinstance(v, str)] + [
+            n for k, v in value.items() if k not in ("name", "label", "metadata") for n in names_in(v)]
+    return [n for v in value for n in names_in(v)] if isinstance(value, list) else []
+
+
+@pytest.mark.parametrize("tokens, entries", [(20000, 1), (4000, 1), (1500, 1), (200, 3)])
+def test_fitting_never_clips_a_name_below_a_sayable_length(tokens, entries):
+    from bfsql.server.fitting import SAYABLE_CHARS, AnswerBudget, fit_paths
+
+    answer = long_answer(200, 10, entries)
+    fitted = fit_paths(answer, AnswerBudget(tokens))
+    assert "truncated" in fitted["metadata"]
+    names = names_in(fitted["results"]) + names_in(fitted["metadata"]["entry_points"])
+    assert names and all(len(n) >= SAYABLE_CHARS for n in names), sorted(names, key=len)[:1]
+    assert all(n.startswith("entity ") for n in names)
+    if tokens >= 4000:
+        assert fitted["results"] and all(len(r["entity"]["name"]) == 200 for r in fitted["results"])
