@@ -104,6 +104,33 @@ async def test_edge_cases_explain_themselves():
         assert data(await client.call_tool("describe_schema", {}))["predicates"] == ["isa", "partof"]
 
 
+async def test_closures_in_one_call():
+    """Issue 35: ancestors and descendants through a variable-length edge, each result with its depth."""
+    async with stdio() as client:
+        tool = {t.name: t for t in (await client.list_tools()).tools}["path_query"]
+        assert "-[isa*]->" in tool.description and tool.input_schema["properties"]["k"].get("default") is None
+        up = data(await client.call_tool("path_query", {"query": "@HGNC:CACNA1A -[isa*]->"}))
+        assert [(r["entity"]["id"], r["depth"]) for r in up["results"]] == [
+            ("FPLX:CACNA1", 1), ("FPLX:CACN", 2), ("FPLX:Calcium_channels", 3), ("FPLX:Voltage_gated_ion_channels", 3),
+            ("FPLX:Cation_channels", 4)]
+        assert steps(up["results"][-1]) == ["HGNC:CACNA1A", "isa", "FPLX:CACNA1", "isa", "FPLX:CACN", "isa",
+                                            "FPLX:Calcium_channels", "isa", "FPLX:Cation_channels"]
+        assert up["metadata"]["total_results"] == 5 and "truncated" not in up["metadata"]
+
+        # FPLX:MAPK's families (ERK, JNK, p38 …) at depth 1, their genes at depth 2
+        down = data(await client.call_tool(
+            "path_query", {"query": "@FPLX:MAPK <-[isa*]- type:Gene", "max_results": 50}))
+        genes = {r["entity"]["id"]: r["depth"] for r in down["results"]}
+        assert len(genes) == down["metadata"]["total_results"] == 9 and set(genes.values()) == {2}
+        assert {"HGNC:MAPK1", "HGNC:MAPK3"} <= set(genes)
+        shallow = data(await client.call_tool("path_query", {"query": "@FPLX:MAPK <-[isa*1]-", "max_results": 50}))
+        assert {r["depth"] for r in shallow["results"]} == {1} and "FPLX:ERK" in {
+            r["entity"]["id"] for r in shallow["results"]}
+
+        refused = await client.call_tool("path_query", {"query": "@FPLX:MAPK <-[*2]-"})
+        assert refused.is_error and "takes no quantifier" in refused.content[0].text
+
+
 async def test_search_modes_over_the_demo():
     # Without a semantic embedder installed the demo store has no vectors: search is lexical, and honest.
     async with stdio() as client:
@@ -136,6 +163,10 @@ def test_bfsql_path_command():
     assert done.returncode == 0, done.stderr
     assert "2 of 2 result(s)" in done.stdout
     assert "BRAF (HGNC:BRAF) -isa-> RAF Family (FPLX:RAF) <-isa- ARAF (HGNC:ARAF)" in done.stdout
+    closure = subprocess.run([sys.executable, "-m", "bfsql", "path", "@HGNC:BRAF -[isa*]->"],
+                             capture_output=True, text=True, timeout=120)
+    assert closure.returncode == 0, closure.stderr
+    assert "FPLX:MAP3K  [Family]" in closure.stdout and "depth=2" in closure.stdout
     as_json = subprocess.run([sys.executable, "-m", "bfsql", "path", "@HGNC:BRAF -[member]->", "--json"],
                              capture_output=True, text=True, timeout=120)
     assert json.loads(as_json.stdout)["metadata"]["available_relations"] == ["isa"]

@@ -183,8 +183,22 @@ def test_quoted_terms_and_types_and_edges_without_filters():
         ("@a -[...]->", 5, "no letters or digits"),
         ("@a -[!enemy]->", 5, "negation ('!enemy') is a future extension"),
         ("@a -[isa, !enemy]->", 10, "negation"),
-        ("@a -[enemy*2..4]->", 5, "variable-length edges ('enemy*2..4') are a future extension"),
-        ("@a -[enemy*]->", 5, "variable-length"),
+        ("@a -[*2..4]->", 5, "'*' (any relation) takes no quantifier"),
+        ("@a -[**]->", 5, "takes no quantifier"),
+        ("@a -[ * ..3]->", 6, "takes no quantifier"),
+        ("@a -[isa*, partof]->", 8, "a quantifier ends the relation list"),
+        ("@a -[isa*2, partof*]->", 8, "a quantifier ends the relation list"),
+        ("@a -[isa*0..3]->", 8, "at least one edge"),
+        ("@a -[isa*0]->", 8, "at least one edge"),
+        ("@a -[isa*4..2]->", 8, "the range *4..2 is empty"),
+        ("@a -[isa*51]->", 8, "at most 50 edges deep; got 51"),
+        ("@a -[isa*2..51]->", 8, "at most 50 edges deep; got 51"),
+        ("@a -[isa*..]->", 8, "'*..' gives no bound"),
+        ("@a -[isa*2..4x]->", 13, "unexpected character 'x' after the quantifier"),
+        ("@a -[isa**]->", 9, "unexpected character '*' after the quantifier"),
+        ("@a -[isa*2...4]->", 12, "unexpected character '.' after the quantifier"),
+        ("@a -[isa*-1]->", 9, "after the quantifier"),
+        ("@a -[isa*2", 4, "expected ']'"),
         ("@a -[born]->? type:Place", 12, "optional edges ('->?') are a future extension"),
         ("@a -[isa]-> type:Gene{name: 'x'}", 21, "property filters"),
         ("@a -[isa]-> type:Gene as $g", 22, "named captures"),
@@ -225,8 +239,8 @@ def test_too_many_hops_and_too_long_queries():
 
 
 async def test_simple_attribute_lookup_with_hand_computed_scores(history):
-    # entries: P:gw (exact name, 1.0) and P:wi ("Washington Irving": 1 shared word of 2 and 2 -> 0.5)
-    result = await path_query(history, '"George Washington" -[born, birth]-> type:Date')
+    # entries (k given): P:gw (exact name, 1.0) and P:wi ("Washington Irving": 1 shared word of 2 and 2 -> 0.5)
+    result = await path_query(history, '"George Washington" -[born, birth]-> type:Date', k=3)
     assert ends(result) == [("D:1732", pytest.approx(R2, abs=1e-4)), ("D:1783", pytest.approx(0.5 * R2, abs=1e-4))]
     assert [(s.entity, s.score) for s in result.metadata.entry_points] == [("P:gw", 1.0), ("P:wi", 0.5)]
     first = result.results[0]
@@ -393,6 +407,19 @@ async def test_a_hop_extends_the_best_paths_until_its_work_bound(history, monkey
     assert "1 lower-scoring paths were not extended" in notes["max_extensions"].detail
 
 
+async def test_a_variable_length_edge_matches_fuzzy_terms_and_k_at_every_level(history):
+    """Closures (test_path_closures.py) match relations like any edge."""
+    # KNOWS matches "knows" exactly (1); BORN_ON matches "born" by 1/sqrt(2). From P:gw: P:tj (KNOWS), D:1732
+    # (BORN_ON); from P:tj: P:wi (P:gw is the start); from P:wi: D:1783. Scores multiply along the walk.
+    result = await path_query(history, "@P:gw -[knows, born*]->")
+    assert [(r.entity.id, r.score, r.depth) for r in result.results] == [
+        ("P:tj", 1.0, 1), ("P:wi", 1.0, 2), ("D:1732", 0.7071, 1), ("D:1783", 0.7071, 3)]
+    # k=1: one predicate per entity, the best: KNOWS where there is one, so D:1732 is not reached
+    best_only = await path_query(history, "@P:gw -[knows, born*]->", k=1)
+    assert [(r.entity.id, r.depth) for r in best_only.results] == [("P:tj", 1), ("P:wi", 2), ("D:1783", 3)]
+    assert [s.score for s in best_only.results[-1].path if s.edge] == [1.0, 1.0, 0.7071]
+
+
 async def test_one_hop_call_per_hop(history):
     await path_query(history, "@O:cc -[member]-> type:Person -[knows]-> type:Person <-[*]-")
     assert history.stats.calls["hop"] == 3
@@ -417,3 +444,105 @@ async def test_default_embedder_on_the_demo_shapes():
         assert steps == ["HGNC:BRAF", "isa", "FPLX:RAF", "isa", "HGNC:ARAF"]
         member = await path_query(demo, "@HGNC:BRAF -[member]-> type:Family")
         assert member.metadata.reason == "no_matching_relations" and member.metadata.available_relations == ["isa"]
+
+
+# -- an exact name enters there only (issue 35.5a) ------------------------------------------------------
+
+
+def caffeine_records() -> list:
+    """caffeine's class has one other member; Caffeine-D3's (a near namesake) has two."""
+    return [
+        entity("CHEBI:27732", "Drug", name="caffeine", synonyms=["guaranine", "1,3,7-trimethylxanthine"]),
+        entity("CHEBI:28946", "Drug", name="theobromine"),
+        entity("X:d3", "Drug", name="Caffeine-D3"),
+        entity("X:l1", "Drug", name="Labelled one"),
+        entity("X:l2", "Drug", name="Labelled two"),
+        entity("C:purine", "Class", name="purine alkaloid"),
+        entity("C:labelled", "Class", name="labelled compound"),
+        rel("CHEBI:27732", "isa", "C:purine"),
+        rel("CHEBI:28946", "isa", "C:purine"),
+        rel("X:d3", "isa", "C:labelled"),
+        rel("X:l1", "isa", "C:labelled"),
+        rel("X:l2", "isa", "C:labelled"),
+    ]
+
+
+@pytest.fixture
+def caffeine() -> Graph:
+    return Graph(MemoryBackend(caffeine_records()), plugins=[postprocess])
+
+
+async def test_a_name_matching_one_entity_exactly_enters_there_only(caffeine):
+    siblings = '"caffeine" -[isa]-> <-[isa]-'
+    result = await path_query(caffeine, siblings)
+    assert [s.entity for s in result.metadata.entry_points] == ["CHEBI:27732"]
+    assert ends(result) == [("CHEBI:28946", 1.0)]
+    assert result.metadata.k == 3
+    # a synonym, in any case, is as exact as the name
+    by_synonym = await path_query(caffeine, '"GUARANINE" -[isa]->')
+    assert [s.entity for s in by_synonym.metadata.entry_points] == ["CHEBI:27732"]
+
+
+async def test_an_explicit_k_keeps_the_near_namesakes(caffeine):
+    result = await path_query(caffeine, '"caffeine" -[isa]-> <-[isa]-', k=3, threshold=0.0)
+    assert [s.entity for s in result.metadata.entry_points][:2] == ["CHEBI:27732", "X:d3"]
+    assert {"CHEBI:28946", "X:l1", "X:l2"} <= {e for e, _ in ends(result)}
+
+
+async def test_without_an_exact_match_the_best_k_enter(caffeine):
+    auto = await path_query(caffeine, '"caffeine labelled"', threshold=0.0)
+    explicit = await path_query(caffeine, '"caffeine labelled"', k=3, threshold=0.0)
+    assert len(auto.metadata.entry_points) > 1
+    assert auto.metadata.entry_points == explicit.metadata.entry_points
+
+
+async def test_every_exact_match_enters():
+    twins = [entity("A:1", "Drug", name="Caffeine"), entity("B:1", "Drug", name="caffeine"),
+             entity("C:1", "Drug", name="Caffeine-D3")]
+    graph = Graph(MemoryBackend(twins), plugins=[postprocess])
+    result = await path_query(graph, '"caffeine"')
+    assert {e for e, _ in ends(result)} == {"A:1", "B:1"}
+
+
+# -- a fitted answer keeps sayable names (issue 35.5b) ------------------------------------------------------
+
+
+def long_answer(name_length: int, results: int, entries: int) -> dict:
+    """A path answer whose entities have long names and big metadata."""
+    def name(i: int) -> str:
+        return (f"entity {i} " + "with a long descriptive name " * 20)[:name_length]
+
+    def entity_of(i: int) -> dict:
+        return {"id": f"E:{i}", "entity_type": "T", "name": name(i),
+                "metadata": {"name": name(i), "description": "x" * 5000, **{f"k{j}": "y" * 300 for j in range(20)}}}
+
+    return {
+        "results": [{"entity": entity_of(i), "score": 1.0,
+                     "path": [{"entity": "E:0", "label": name(0)}, {"edge": "isa", "direction": "outgoing"},
+                              {"entity": f"E:{i}", "label": name(i)}]} for i in range(1, results + 1)],
+        "metadata": {"query": "@E:0 -[isa]->", "hops": 1, "k": 3, "threshold": 0.5, "max_results": 20,
+                     "total_results": results, "hint": "h" * 1000,
+                     "entry_points": [{"entity": f"E:{i}", "label": name(i)} for i in range(entries)]},
+    }
+
+
+def names_in(value) -> list[str]:
+    """Every entity name and step label in ``value``, but not inside an entity's metadata (cut first)."""
+    if isinstance(value, dict):
+        return [v for k, v in value.items() if k in ("name", "label") and isinstance(v, str)] + [
+            n for k, v in value.items() if k not in ("name", "label", "metadata") for n in names_in(v)]
+    return [n for v in value for n in names_in(v)] if isinstance(value, list) else []
+
+
+@pytest.mark.parametrize("tokens, entries", [(20000, 1), (4000, 1), (1500, 1), (200, 3)])
+def test_fitting_never_clips_a_name_below_a_sayable_length(tokens, entries):
+    from bfsql.server.fitting import SAYABLE_CHARS, AnswerBudget, fit_paths
+
+    answer = long_answer(200, 10, entries)
+    fitted = fit_paths(answer, AnswerBudget(tokens))
+    assert "truncated" in fitted["metadata"]
+    names = names_in(fitted["results"]) + names_in(fitted["metadata"]["entry_points"])
+    assert names and all(len(n) >= SAYABLE_CHARS for n in names), sorted(names, key=len)[:1]
+    assert all(n.startswith("entity ") for n in names)
+    if tokens >= 4000:
+        assert fitted["results"] and all(len(r["entity"]["name"]) == 200 for r in fitted["results"])

@@ -319,7 +319,7 @@ def _render_path(data: dict[str, Any]) -> str:
         entity = result["entity"]
         lines.append(
             f"  {entity['id']}  [{entity['entity_type']}]" + (f"  {entity['name']}" if entity.get("name") else "")
-            + f"  score={result['score']:.3f}"
+            + f"  score={result['score']:.3f}" + (f"  depth={result['depth']}" if "depth" in result else "")
         )
         lines.append("    " + " ".join(step_text(step) for step in result["path"]))
     if meta.get("error"):
@@ -451,22 +451,26 @@ def query(tool: str, arguments: tuple[str, ...], as_json: bool, diagram: str | N
 
 @click.command(cls=GraphCommand)
 @click.argument("path_query", metavar="QUERY")
-@click.option("--k", "k", type=int, default=3, show_default=True,
-              help="Entry points, relations per entity and semantic matches kept per hop.")
+@click.option("--k", "k", type=int, default=None,
+              help="Entry points, relations per entity and semantic matches kept per hop.  [default: 3, and a name "
+              "that matches entities exactly enters at those only]")
 @click.option("--threshold", type=float, default=0.5, show_default=True,
               help="Least similarity (0-1) for fuzzy relation and semantic matches.")
 @click.option("--max-results", type=int, default=20, show_default=True, help="Most results returned.")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON answer.")
-def path(path_query: str, k: int, threshold: float, max_results: int, as_json: bool, **options: Any) -> None:
+def path(path_query: str, k: int | None, threshold: float, max_results: int, as_json: bool, **options: Any) -> None:
     """Run a path query (the path_query tool) from the terminal.
 
     \b
       bfsql path '"BRAF" -[isa]-> type:Family <-[isa]- type:Gene'
       bfsql path '@FPLX:RAF <-[*]- type:Gene' --k 5 --json
+      bfsql path '@HGNC:BRAF -[isa*]->'
 
     See docs/path-queries.md for the language.
     """
-    arguments = {"query": path_query, "k": k, "threshold": threshold, "max_results": max_results}
+    arguments = {"query": path_query, "threshold": threshold, "max_results": max_results}
+    if k is not None:  # unset, as for the tool: a name matching an entity exactly enters there only
+        arguments["k"] = k
     _print_answer("path_query", arguments, as_json, options)
 
 

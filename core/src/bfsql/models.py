@@ -236,11 +236,17 @@ class PathEntity(BaseModel):
 
 
 class PathResult(BaseModel):
-    """One answer of ``path_query``: the entity reached, its best path, and the path's score."""
+    """One answer of ``path_query``: the entity reached, its best path, the path's score and, for a query with a
+    variable-length edge, its depth."""
 
     entity: PathEntity
     path: list[PathStep]
     score: float
+    depth: int | None = Field(
+        default=None,
+        description="Edges walked by the query's variable-length edges (-[isa*]->) to reach the entity: its least "
+        "depth (the sum, with several); absent when the query has none.",
+    )
 
 
 class PathMetadata(BaseModel):

@@ -6,9 +6,10 @@ Grammar (whitespace is allowed between any two tokens)::
     entry_point  := semantic | exact_entity
     edge         := "-[" relation "]->"            outgoing
                   | "<-[" relation "]-"            incoming
-    relation     := "*" | term ("," term)*
+    relation     := "*" | term ("," term)* quantifier?
+    quantifier   := "*" | "*" n | "*" n ".." | "*" ".." n | "*" n ".." n     (1 <= n <= MAX_WALK_DEPTH)
     term         := bare_term | quoted
-    bare_term    := one or more characters other than , [ ] " < > and control characters,
+    bare_term    := one or more characters other than , [ ] " < > * and control characters,
                     containing a letter or digit; inner spaces allowed ("took place")
     filter       := "type:" (typename | quoted) | exact_entity | semantic | (nothing)
     typename     := [letters digits _ - . : /]+
@@ -17,9 +18,12 @@ Grammar (whitespace is allowed between any two tokens)::
     semantic     := quoted
     quoted       := '"' (any character but " and \\, or \\" or \\\\)+ '"'
 
-``[]`` is an error (use ``[*]``). At most :data:`MAX_PATH_HOPS` edges. What seed 002 lists as future
-extensions is refused with a syntax error that says so: negation ``-[!enemy]->``, variable-length edges
-``-[knows*2..4]->``, optional edges ``-[born]->?``, property filters ``type:person{…}`` and named captures
+``[]`` is an error (use ``[*]``). At most :data:`MAX_PATH_HOPS` edges. A quantifier makes the edge
+variable-length (``-[isa*]->``: one or more ``isa`` edges; ``*3`` exactly three; ``*2..4``; ``*2..``;
+``*..4``); it ends the relation list and applies to all its terms. The wildcard takes no quantifier
+(``[*2]`` would read as Cypher's "any relation, two deep" while ``[*]`` here is one edge of any relation).
+What seed 002 lists as other future extensions is refused with a syntax error that says so: negation
+``-[!enemy]->``, optional edges ``-[born]->?``, property filters ``type:person{…}`` and named captures
 ``as $w`` (a quoted term is literal: ``["!enemy"]`` is the relation named ``!enemy``).
 """
 
@@ -34,11 +38,13 @@ __all__ = [
     "ID_CHARACTERS",
     "MAX_PATH_HOPS",
     "MAX_QUERY_LENGTH",
+    "MAX_WALK_DEPTH",
     "ExactEntity",
     "Filter",
     "Hop",
     "PathQuery",
     "PathSyntaxError",
+    "Quantifier",
     "Relation",
     "SemanticText",
     "TypeFilter",
@@ -49,10 +55,12 @@ MAX_PATH_HOPS = 5
 """Most edges in one query."""
 MAX_QUERY_LENGTH = 2000
 """Longest query text accepted."""
+MAX_WALK_DEPTH = 50
+"""Deepest a variable-length edge walks: the bound of ``*`` and ``*n..``, and the largest bound one may write."""
 ID_CHARACTERS = "_:./#+~%-"
 """Characters besides letters and digits allowed in an unquoted ``@id``."""
 _TYPE_CHARACTERS = "_-.:/"
-_TERM_STOP = ',[]"<>'
+_TERM_STOP = ',[]"<>*'
 
 
 @dataclass(frozen=True)
@@ -83,12 +91,38 @@ Filter = SemanticText | ExactEntity | TypeFilter
 
 
 @dataclass(frozen=True)
+class Quantifier:
+    """``*``, ``*n``, ``*n..m``, ``*n..`` or ``*..m`` after the terms: walk the relation ``least`` to ``most`` deep."""
+
+    least: int
+    most: int | None
+    """None: as deep as the walk goes (at most :data:`MAX_WALK_DEPTH`)."""
+    position: int
+
+    def describe(self) -> str:
+        """The quantifier in its shortest form: ``*``, ``*3``, ``*2..``, ``*..4``, ``*2..4``."""
+        if self.most is None:
+            return "*" if self.least == 1 else f"*{self.least}.."
+        if self.least == self.most:
+            return f"*{self.least}"
+        return f"*..{self.most}" if self.least == 1 else f"*{self.least}..{self.most}"
+
+
+@dataclass(frozen=True)
 class Relation:
-    """The bracketed part of an edge: ``*`` (any relation) or fuzzy terms."""
+    """The bracketed part of an edge: ``*`` (any relation) or fuzzy terms, with an optional quantifier."""
 
     terms: tuple[str, ...]
     wildcard: bool
     position: int
+    quantifier: Quantifier | None = None
+    """Present on a variable-length edge (``-[isa*]->``)."""
+
+    def describe(self) -> str:
+        """The inside of the brackets: ``*``, or the terms and the quantifier (``isa, partof*2..4``)."""
+        if self.wildcard:
+            return "*"
+        return ", ".join(self.terms) + (self.quantifier.describe() if self.quantifier else "")
 
 
 @dataclass(frozen=True)
@@ -99,6 +133,11 @@ class Hop:
     relation: Relation
     filter: Filter | None
     position: int
+
+    def edge(self) -> str:
+        """The edge as written in canonical form: ``-[isa]->``, ``<-[isa, partof*]-``."""
+        inner = self.relation.describe()
+        return f"-[{inner}]->" if self.direction == "outgoing" else f"<-[{inner}]-"
 
 
 @dataclass(frozen=True)
@@ -113,8 +152,7 @@ class PathQuery:
         """The query in canonical form (one space between tokens)."""
         parts = [_show(self.entry)]
         for hop in self.hops:
-            inner = "*" if hop.relation.wildcard else ", ".join(hop.relation.terms)
-            parts.append(f"-[{inner}]->" if hop.direction == "outgoing" else f"<-[{inner}]-")
+            parts.append(hop.edge())
             if hop.filter is not None:
                 parts.append(_show(hop.filter))
         return " ".join(parts)
@@ -155,6 +193,7 @@ class PathSyntaxError(InvalidArgument):
 
 
 _EXAMPLE = 'Example: "BRAF" -[isa]-> type:Family <-[isa]- type:Gene'
+_QUANTIFIERS = "Quantifiers: * (1 or more), *3 (exactly 3), *2..4, *2.. (2 or more), *..4 (1 to 4); then ']'."
 
 
 class _Parser:
@@ -258,67 +297,132 @@ class _Parser:
         if self.char() == "]":
             raise self.error("empty relation list '[]'.", "Use [*] to follow any relation, or name one: [isa].")
         if self.char() == "*":
-            self.pos += 1
-            self.skip_ws()
-            if self.char() != "]":
-                raise self.error(
-                    "'*' must stand alone in the brackets.", "Write [*] for any relation, or list terms: [isa, partof]."
-                )
-            self.pos += 1
-            return Relation((), True, open_at)
+            return self.wildcard(open_at)
         terms: list[str] = []
         while True:
             self.skip_ws()
-            term_at = self.pos
-            if self.char() == '"':
-                term = self.quoted("relation term")
-            else:
-                while not self.at_end() and self.text[self.pos] not in _TERM_STOP and self.text[self.pos].isprintable():
-                    self.pos += 1
-                term = " ".join(self.text[term_at : self.pos].split())
-                if not term:
-                    if self.at_end() or self.char() in "<>[":
-                        raise self.error(
-                            "expected ']' to close the relation list.", "An edge is -[term]-> or <-[term]-.", open_at
-                        )
-                    raise self.error("empty relation term.", "Remove the extra ',' or write a term: [isa, partof].")
-                if term == "*":
-                    raise self.error("'*' must stand alone in the brackets.", "Write [*] for any relation.", term_at)
-                if term.startswith("!"):
-                    raise self.error(
-                        f"negation ({term!r}) is a future extension of the path language, not supported.",
-                        "Name the relations to follow, or follow [*] and narrow the hop with a type: filter.",
-                        term_at,
-                    )
-                if "*" in term:
-                    raise self.error(
-                        f"variable-length edges ({term!r}) are a future extension of the path language, not "
-                        "supported.",
-                        "Write one edge per hop: -[knows]-> -[knows]-> (up to 5 edges in a query).",
-                        term_at,
-                    )
-                if not any(c.isalnum() for c in term):
-                    raise self.error(
-                        f"relation term {term!r} has no letters or digits.", "Name a relation: [isa], [part of].",
-                        term_at,
-                    )
-            terms.append(term)
+            terms.append(self.term(open_at))
             self.skip_ws()
-            if self.char() == ",":
+            quantifier = self.quantifier() if self.char() == "*" else None
+            self.skip_ws()
+            if self.char() == "," and quantifier is None:
                 self.pos += 1
                 continue
             if self.char() == "]":
                 self.pos += 1
-                return Relation(tuple(terms), False, open_at)
+                return Relation(tuple(terms), False, open_at, quantifier)
+            raise self.relation_end_error(open_at, quantifier)
+
+    def relation_end_error(self, open_at: int, quantifier: Quantifier | None) -> PathSyntaxError:
+        """What is wrong where a relation list should go on (``,``) or end (``]``)."""
+        if quantifier is not None and self.char() == ",":
+            return self.error(
+                "a quantifier ends the relation list: it applies to all its terms.",
+                "Put it after the last term: [isa, partof*] walks isa and partof edges.",
+                quantifier.position,
+            )
+        if quantifier is not None and not self.at_end() and self.char() not in "<>[":
+            return self.error(f"unexpected character {self.char()!r} after the quantifier.", _QUANTIFIERS)
+        if self.at_end() or self.char() in "<>[":
+            return self.error(
+                "expected ']' to close the relation list opened here.", "An edge is -[term]-> or <-[term]-.", open_at
+            )
+        return self.error(
+            f"unexpected character {self.char()!r} in a relation list.",
+            "Separate terms with commas and close with ']': -[isa, partof]->; quote unusual terms: [\"a|b\"].",
+        )
+
+    def wildcard(self, open_at: int) -> Relation:
+        """``[*]``: any relation, one edge (the wildcard takes no quantifier)."""
+        star = self.pos
+        self.pos += 1
+        self.skip_ws()
+        if self.char() == "*" or self.char() == "." or (self.char().isascii() and self.char().isdigit()):
+            raise self.error(
+                "'*' (any relation) takes no quantifier: a variable-length edge names the relations it walks.",
+                "Name them: -[isa*]->, -[isa, partof*1..3]->; for any relation write one edge per hop "
+                "(-[*]-> -[*]->) or use bfs_query.",
+                star,
+            )
+        if self.char() != "]":
+            raise self.error(
+                "'*' must stand alone in the brackets.", "Write [*] for any relation, or list terms: [isa, partof]."
+            )
+        self.pos += 1
+        return Relation((), True, open_at)
+
+    def term(self, open_at: int) -> str:
+        """One relation term, quoted or bare (a bare term ends at , [ ] " < > or the quantifier's '*')."""
+        term_at = self.pos
+        if self.char() == '"':
+            return self.quoted("relation term")
+        while not self.at_end() and self.text[self.pos] not in _TERM_STOP and self.text[self.pos].isprintable():
+            self.pos += 1
+        term = " ".join(self.text[term_at : self.pos].split())
+        if not term:
+            if self.char() == "*":
+                raise self.error("'*' must stand alone in the brackets.", "Write [*] for any relation.", term_at)
             if self.at_end() or self.char() in "<>[":
                 raise self.error(
-                    "expected ']' to close the relation list opened here.", "An edge is -[term]-> or <-[term]-.",
-                    open_at,
+                    "expected ']' to close the relation list.", "An edge is -[term]-> or <-[term]-.", open_at
                 )
+            raise self.error("empty relation term.", "Remove the extra ',' or write a term: [isa, partof].")
+        if term.startswith("!"):
             raise self.error(
-                f"unexpected character {self.char()!r} in a relation list.",
-                "Separate terms with commas and close with ']': -[isa, partof]->; quote unusual terms: [\"a|b\"].",
+                f"negation ({term!r}) is a future extension of the path language, not supported.",
+                "Name the relations to follow, or follow [*] and narrow the hop with a type: filter.",
+                term_at,
             )
+        if not any(c.isalnum() for c in term):
+            raise self.error(
+                f"relation term {term!r} has no letters or digits.", "Name a relation: [isa], [part of].", term_at
+            )
+        return term
+
+    def number(self) -> int | None:
+        """The ASCII digits here as a number, or None when there are none."""
+        begin = self.pos
+        while self.char().isascii() and self.char().isdigit():
+            self.pos += 1
+        return int(self.text[begin : self.pos]) if self.pos > begin else None
+
+    def quantifier(self) -> Quantifier:
+        """``*``, ``*n``, ``*n..``, ``*..m`` or ``*n..m``, checked: 1 <= least <= most <= MAX_WALK_DEPTH."""
+        start = self.pos
+        self.pos += 1  # '*'
+        self.skip_ws()
+        least = self.number()
+        self.skip_ws()
+        if not self.peek(".."):
+            return self.checked(Quantifier(1, None, start) if least is None else Quantifier(least, least, start))
+        self.pos += 2
+        self.skip_ws()
+        most = self.number()
+        if least is None and most is None:
+            raise self.error("'*..' gives no bound.", "Write * for one or more edges, or *..4 for one to four.", start)
+        return self.checked(Quantifier(1 if least is None else least, most, start))
+
+    def checked(self, quantifier: Quantifier) -> Quantifier:
+        """The quantifier, or the error of a range that is empty, starts at 0 or goes deeper than a walk goes."""
+        least, most = quantifier.least, quantifier.most
+        if least == 0:
+            raise self.error(
+                "a variable-length edge walks at least one edge; zero-length ranges (*0..) are not supported.",
+                "Start the range at 1 (*1..3); to keep the entity itself too, also run the query without the edge.",
+                quantifier.position,
+            )
+        if max(least, most or 0) > MAX_WALK_DEPTH:
+            raise self.error(
+                f"a walk goes at most {MAX_WALK_DEPTH} edges deep; got {max(least, most or 0)}.",
+                f"Write * (up to {MAX_WALK_DEPTH} deep) or a smaller bound: *..10.",
+                quantifier.position,
+            )
+        if most is not None and most < least:
+            raise self.error(
+                f"the range *{least}..{most} is empty.", f"Write the smaller bound first: *{most}..{least}.",
+                quantifier.position,
+            )
+        return quantifier
 
     def edge(self) -> tuple[Literal["outgoing", "incoming"], Relation, int]:
         start = self.pos

@@ -14,13 +14,17 @@ Execution (docs/path-queries.md states it in full):
    predicate by embedding similarity (predicates split on ``_`` and camelCase). Per
    entity, the best ``k`` predicates scoring at least ``threshold`` are followed (``[*]``
    follows all, score 1). An entity already on a path is not visited again by that path
-   (other paths may visit it).
+   (other paths may visit it). A **variable-length** edge (``-[isa*]->``) walks its relation
+   level by level from the ends of all paths at once (:mod:`bfsql.engine.closures`): every
+   entity is reached once, at its least depth, and those at a depth the quantifier allows
+   pass on to the filter (which does not stop the walk).
 3. **Filters**: ``type:T`` keeps entities of type T, ``@id`` keeps that entity, ``"text"``
    keeps the ``k`` candidates of the hop most similar to the text (at least
    ``threshold``), no filter keeps all.
 4. A path's **score** is the product of its entry score, relation scores and semantic
    filter scores. Each entity reached at the end is returned once, with its best path;
-   results are ordered by score, then id, and cut at ``max_results``.
+   results are ordered by score, then depth (the edges walked by variable-length edges),
+   then id, and cut at ``max_results``.
 """
 
 from __future__ import annotations
@@ -28,16 +32,19 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from bfsql.backend import gather_or_cancel
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.embedders import dot, split_identifier
+from bfsql.engine.closures import Option, Reach, Start, Walk, walk
 from bfsql.engine.path_syntax import (
+    MAX_WALK_DEPTH,
     ExactEntity,
     Hop,
     PathQuery,
+    Quantifier,
     Relation,
     SemanticText,
     TypeFilter,
@@ -49,7 +56,7 @@ from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
 from bfsql.models import PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
-from bfsql.rows import HopEdge, Neighbourhood
+from bfsql.rows import HopEdge, Neighbourhood, NodeInfo
 
 __all__ = [
     "DEFAULT_K",
@@ -57,6 +64,7 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "MAX_K",
     "MAX_RESULTS",
+    "WALK_TIME_SHARE",
     "path_query",
     "relation_scores",
     "semantic_scores",
@@ -74,12 +82,15 @@ and the rest are pruned (and reported) before anything is built. This bounds a h
 time whatever the frontier (a wildcard chain from a hub grows by its fan-out at every hop)."""
 SEMANTIC_CANDIDATES = 2_000
 """Most entities of one hop a semantic filter scores (the best by path score): each costs an embedding."""
+WALK_TIME_SHARE = 0.5
+"""Share of a call's timeout the variable-length edges of a query may walk (a server passes it as ``time_limit``):
+a walk still going then stops and says so, leaving the rest of the time to answer."""
 
 Direction = Literal["outgoing", "incoming"]
 
 
-def _check_parameters(k: int, threshold: float, max_results: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+def _check_parameters(k: int | None, threshold: float, max_results: int) -> None:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K):
         raise InvalidArgument(
             f"k must be an integer from 1 to {MAX_K}; got {k!r}.",
             "k is how many entry points, relations per entity and semantic matches are kept; 3 is the default.",
@@ -96,11 +107,25 @@ def _check_parameters(k: int, threshold: float, max_results: int) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class _Walked:
+    """The part of a path a variable-length edge walked, kept as the walk until the path is shown or extended."""
+
+    walk: Walk
+    prefix: _Path
+    direction: Direction
+    match: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class _Path:
     nodes: tuple[str, ...]
     edges: tuple[tuple[str, Direction, float], ...] = ()
     node_scores: tuple[float | None, ...] = ()
     score: float = 1.0
+    depth: int = 0
+    """Edges walked by the variable-length edges of the path."""
+    walked: _Walked | None = None
+    """Set on a walk's result: ``nodes`` then holds the walk's prefix and its end only (see :meth:`expanded`)."""
 
     def extend(self, node: str, predicate: str, direction: Direction, relation: float, match: float | None) -> _Path:
         return _Path(
@@ -108,10 +133,34 @@ class _Path:
             (*self.edges, (predicate, direction, relation)),
             (*self.node_scores, match),
             self.score * relation * (1.0 if match is None else match),
+            self.depth,
         )
 
-    def order(self) -> tuple[float, tuple[str, ...]]:
-        return (-self.score, self.nodes)
+    def expanded(self) -> _Path:
+        """The path with every edge of its walk spelled out (itself when there is none)."""
+        if self.walked is None:
+            return self
+        path, steps = self.walked.prefix, self.walked.walk.chain(self.nodes[-1])
+        for predicate, relation, node in steps[:-1]:
+            path = path.extend(node, predicate, self.walked.direction, relation, None)
+        predicate, relation, node = steps[-1]
+        return replace(path.extend(node, predicate, self.walked.direction, relation, self.walked.match),
+                       depth=self.depth)
+
+    def order(self) -> tuple[float, int, tuple[str, ...]]:
+        return (-self.score, self.depth, self.nodes)
+
+    def rank(self) -> tuple[float, int, str]:
+        """The order of results: best score, then least depth, then id."""
+        return (-self.score, self.depth, self.nodes[-1])
+
+
+def _walked_path(prefix: _Path, entity: str, reach: Reach, walked: Walk, direction: Direction,
+                 match: float | None) -> _Path:
+    """A walk's result as a path: the prefix's nodes and the end, the walk's score and depth added."""
+    return _Path((*prefix.nodes, entity), prefix.edges, prefix.node_scores,
+                 reach.score * (1.0 if match is None else match), prefix.depth + reach.depth,
+                 _Walked(walked, prefix, direction, match))
 
 
 @dataclass
@@ -128,6 +177,11 @@ class _Run:
     k: int
     threshold: float
     limits: TraversalLimits
+    k_given: bool = True
+    """False when the caller left k unset: a semantic entry then keeps only its exact matches, when it has some."""
+    time_limit: float | None = None
+    deadline: float | None = None
+    """The :func:`time.perf_counter` time after which walks stop (``time_limit`` after the query began)."""
     types: dict[str, str] = field(default_factory=dict)
     explored: int = 0
     capped: dict[str, int] = field(default_factory=dict)
@@ -138,6 +192,8 @@ class _Run:
     """Entities a semantic filter did not score (beyond SEMANTIC_CANDIDATES)."""
     dangling: int = 0
     warnings: list[str] = field(default_factory=list)
+    walk_notes: list[Truncation] = field(default_factory=list)
+    """What cut a walk short (depth, max_nodes, time), with the count reached so far."""
     pacer: Pacer = field(default_factory=Pacer)
     """Yields the event loop during long hops (so timeouts fire and other calls are served)."""
 
@@ -154,27 +210,38 @@ async def semantic_scores(graph: Graph, text: str, ids: list[str]) -> dict[str, 
     is as well as what it is called. Unknown ids are left out. One ``metadata_for_nodes``
     and one ``get_nodes`` batch, and one embedder call for all labels.
     """
+    scores, _ = await _similarity(graph, text, ids)
+    return scores
+
+
+async def _similarity(graph: Graph, text: str, ids: list[str]) -> tuple[dict[str, float], set[str]]:
+    """:func:`semantic_scores`, and the ids whose id, name or a synonym is the text (ignoring case)."""
     if not ids:
-        return {}
+        return {}, set()
     wanted_ids = list(dict.fromkeys(ids))
     metadata, nodes = await gather_or_cancel(graph.metadata_for_nodes(wanted_ids), graph.get_nodes(wanted_ids))
-    wanted = text.strip().casefold()
+    labels, exact = _labels(text, metadata, nodes)
+    texts = list(dict.fromkeys(n for i, names in labels.items() if i not in exact for n in names))
+    vectors = await graph.embed([text, *texts]) if texts else [[]]
+    query, by_label = vectors[0], dict(zip(texts, vectors[1:], strict=True))
+    scores = {i: 1.0 if i in exact else max(0.0, min(1.0, max(dot(query, by_label[n]) for n in names)))
+              for i, names in labels.items()}
+    return scores, exact
+
+
+def _labels(
+    text: str, metadata: dict[str, dict[str, Any]], nodes: dict[str, NodeInfo]
+) -> tuple[dict[str, list[str]], set[str]]:
+    """Each entity's labels to embed (name, synonyms, name with type), and the ids whose id, name or a synonym
+    is the text (ignoring case)."""
     labels = {i: labels_of(i, meta) for i, meta in metadata.items()}
-    exact = {i for i, names in labels.items() if i.casefold() == wanted or any(n.casefold() == wanted for n in names)}
+    wanted = text.strip().casefold()
+    exact = {i for i, names in labels.items() if wanted in (i.casefold(), *(n.casefold() for n in names))}
     for entity_id, names in labels.items():
         node = nodes.get(entity_id)
         if node is not None and node.entity_type:
             names.append(f"{names[0]} ({split_identifier(node.entity_type) or node.entity_type})")
-    texts = list(dict.fromkeys(n for i, names in labels.items() if i not in exact for n in names))
-    vectors = await graph.embed([text, *texts]) if texts else [[]]
-    query, by_label = vectors[0], dict(zip(texts, vectors[1:], strict=True))
-    scores: dict[str, float] = {}
-    for entity_id, names in labels.items():
-        if entity_id in exact:
-            scores[entity_id] = 1.0
-        else:
-            scores[entity_id] = max(0.0, min(1.0, max(dot(query, by_label[n]) for n in names)))
-    return scores
+    return labels, exact
 
 
 async def relation_scores(graph: Graph, relation: Relation, predicates: list[str]) -> dict[str, float]:
@@ -216,15 +283,22 @@ async def _entry(run: _Run, entry: SemanticText | ExactEntity) -> tuple[list[_Pa
             )
         run.types[entry.id] = found[entry.id].entity_type
         return [_Path((entry.id,), (), (None,), 1.0)], None, None
+    return await _semantic_entry(run, entry)
 
+
+async def _semantic_entry(run: _Run, entry: SemanticText) -> tuple[list[_Path], str | None, str | None]:
+    """The best ``k`` candidates of a search for the text (only its exact matches when k is unset and it has some)."""
     hits = await search_entities(run.graph, entry.text, limit=SEARCH_LIMIT)
     run.explored += len(hits)
     for hit in hits:
         run.types.setdefault(hit.id, hit.entity_type)
     position = {h.id: i for i, h in reversed(list(enumerate(hits)))}
-    scores = await semantic_scores(run.graph, entry.text, list(position))
+    scores, exact = await _similarity(run.graph, entry.text, list(position))
     ranked = sorted(scores, key=lambda i: (-scores[i], position[i], i))
-    kept = [i for i in ranked if scores[i] >= run.threshold][: run.k]
+    if exact and not run.k_given:  # "caffeine" names one entity: its near namesakes are other questions
+        kept = [i for i in ranked if i in exact]
+    else:
+        kept = [i for i in ranked if scores[i] >= run.threshold][: run.k]
     if not kept:
         closest = ", ".join(f"{i} ({scores[i]:.2f})" for i in ranked[:3])
         hint = (
@@ -253,25 +327,25 @@ def _other_direction_hint(rows_of: dict[str, Neighbourhood], frontier: list[str]
     return f" {other_direction.capitalize()} relations there: {', '.join(preds[:20])} (follow them with {arrow})."
 
 
-async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: str | None) -> list[_Path] | _Stop:
+async def _edge_options(
+    run: _Run, rows_of: dict[str, Neighbourhood], frontier: list[str], relation: Relation, direction: Direction
+) -> tuple[dict[str, list[Option]], list[str], dict[str, float]]:
+    """The edges a hop follows from each frontier entity (those of its best ``k`` matching predicates; every
+    edge for ``[*]``), the predicates met there, and their relation scores."""
     pacer = run.pacer
-    frontier = sorted({p.nodes[-1] for p in paths})
-    rows_of = await run.graph.hop(frontier)
     edge_lists: dict[str, list[HopEdge]] = {}
     for node in frontier:
-        edge_lists[node] = capped(node, _directed(rows_of, node, hop.direction), run.limits, run.capped)
+        edge_lists[node] = capped(node, _directed(rows_of, node, direction), run.limits, run.capped)
         pacer.work += len(edge_lists[node]) + 16
         if pacer.work > WORK_BETWEEN_CHECKS:
             await pacer.pause()
     local = sorted({row[1] for rows in edge_lists.values() for row in rows})
-    scores = await relation_scores(run.graph, hop.relation, local)
-
-    # Per frontier entity, the edges the hop follows: (predicate, relation score, other end, its type).
-    options_of: dict[str, list[tuple[str, float, str, str | None]]] = {}
-    outgoing = hop.direction == "outgoing"
+    scores = await relation_scores(run.graph, relation, local)
+    options_of: dict[str, list[Option]] = {}
+    outgoing = direction == "outgoing"
     for node, edges in edge_lists.items():
         preds = sorted({row[1] for row in edges if scores[row[1]] >= run.threshold}, key=lambda p: (-scores[p], p))
-        if not hop.relation.wildcard:
+        if not relation.wildcard:
             preds = preds[: run.k]
         if preds:
             matched = {p: scores[p] for p in preds}
@@ -280,23 +354,54 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
             pacer.work += len(edges)
             if pacer.work > WORK_BETWEEN_CHECKS:
                 await pacer.pause()
+    return options_of, local, scores
+
+
+def _no_match(run: _Run, hop: Hop, number: int, rows_of: dict[str, Neighbourhood], frontier: list[str],
+              local: list[str], scores: dict[str, float]) -> _Stop:
+    """The stop of a hop whose relation matches no edge of its frontier, naming the relations there."""
     word = hop.direction
-    if not options_of:
-        ranked = sorted(local, key=lambda p: (-scores[p], p))
-        terms = "*" if hop.relation.wildcard else ", ".join(hop.relation.terms)
-        near = [f"{p} ({scores[p]:.2f})" for p in ranked[:3] if scores[p] > 0]
-        hint = (
-            f"No {word} relation here matches [{terms}] at threshold {run.threshold:g}"
-            + (f"; closest: {', '.join(near)}" if near else "")
-            + (
-                f". {word.capitalize()} relations here: {', '.join(ranked[:20])}."
-                if ranked
-                else f". There are no {word} edges here."
-            )
-            + _other_direction_hint(rows_of, frontier, hop.direction)
-            + " Use one of the available relations, [*], or a lower threshold."
+    ranked = sorted(local, key=lambda p: (-scores[p], p))
+    near = [f"{p} ({scores[p]:.2f})" for p in ranked[:3] if scores[p] > 0]
+    hint = (
+        f"No {word} relation here matches [{hop.relation.describe()}] at threshold {run.threshold:g}"
+        + (f"; closest: {', '.join(near)}" if near else "")
+        + (
+            f". {word.capitalize()} relations here: {', '.join(ranked[:20])}."
+            if ranked
+            else f". There are no {word} edges here."
         )
-        return _Stop(number, "no_matching_relations", hint, ranked[:AVAILABLE_RELATIONS_SHOWN])
+        + _other_direction_hint(rows_of, frontier, hop.direction)
+        + " Use one of the available relations, [*], or a lower threshold."
+    )
+    return _Stop(number, "no_matching_relations", hint, ranked[:AVAILABLE_RELATIONS_SHOWN])
+
+
+async def _filter_matches(run: _Run, hop: Hop, reached: list[str], type_name: str | None) -> dict[str, float | None]:
+    """The entities reached (best first) that pass the hop's filter, with their semantic score (None: exact)."""
+    flt = hop.filter
+    if flt is None:
+        return dict.fromkeys(reached)
+    if isinstance(flt, TypeFilter):
+        wanted = (type_name or flt.type_name).casefold()
+        return {c: None for c in reached if run.types[c].casefold() == wanted}
+    if isinstance(flt, ExactEntity):
+        return {c: None for c in reached if c == flt.id}
+    scored = reached[:SEMANTIC_CANDIDATES]  # the best by path score: each costs an embedding
+    run.unscored += len(reached) - len(scored)
+    similarity = await semantic_scores(run.graph, flt.text, scored)
+    ranked = sorted(similarity, key=lambda i: (-similarity[i], i))
+    kept = [i for i in ranked if similarity[i] >= run.threshold][: run.k]
+    return {i: similarity[i] for i in kept}
+
+
+async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: str | None) -> list[_Path] | _Stop:
+    pacer = run.pacer
+    frontier = sorted({p.nodes[-1] for p in paths})
+    rows_of = await run.graph.hop(frontier)
+    options_of, local, scores = await _edge_options(run, rows_of, frontier, hop.relation, hop.direction)
+    if not options_of:
+        return _no_match(run, hop, number, rows_of, frontier, local, scores)
 
     # Paths come best first: they are extended in that order until MAX_EXTENSIONS extensions are
     # counted, so the work of a hop is bounded before anything is built.
@@ -340,31 +445,16 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
         )
         return _Stop(number, "no_candidates", f"The matched relations were followed, but {why}.")
 
-    match: dict[str, float | None] = {}
-    flt = hop.filter
-    if flt is None:
-        match = dict.fromkeys(reached)
-    elif isinstance(flt, TypeFilter):
-        wanted = (type_name or flt.type_name).casefold()
-        match = {c: None for c in reached if run.types[c].casefold() == wanted}
-    elif isinstance(flt, ExactEntity):
-        match = {c: None for c in reached if c == flt.id}
-    else:
-        scored = reached[:SEMANTIC_CANDIDATES]  # the best by path score: each costs an embedding
-        run.unscored += len(reached) - len(scored)
-        similarity = await semantic_scores(run.graph, flt.text, scored)
-        ranked = sorted(similarity, key=lambda i: (-similarity[i], i))
-        match = {i: similarity[i] for i in ranked if similarity[i] >= run.threshold}
-        match = dict(list(match.items())[: run.k])
+    match = await _filter_matches(run, hop, reached, type_name)
     if not match:
         return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
 
-    # Only the paths kept are built: the others are ranked on (score, nodes) keys, which is the order of _Path.
-    keyed: list[tuple[float, tuple[str, ...], int]] = []
+    # Only the paths kept are built: the others are ranked on (score, depth, nodes) keys, the order of _Path.
+    keyed: list[tuple[float, int, tuple[str, ...], int]] = []
     for position, (index, _, score, other) in enumerate(extensions):
         if other in match:
-            m = match[other]
-            keyed.append((-(paths[index].score * score * (1.0 if m is None else m)), (*paths[index].nodes, other),
+            m, path = match[other], paths[index]
+            keyed.append((-(path.score * score * (1.0 if m is None else m)), path.depth, (*path.nodes, other),
                           position))
             pacer.work += 1
             if pacer.work > WORK_BETWEEN_CHECKS:
@@ -375,10 +465,85 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
     else:
         keyed.sort()
     extended = []
-    for _, _, position in keyed:
+    for *_, position in keyed:
         index, predicate, score, other = extensions[position]
         extended.append(paths[index].extend(other, predicate, hop.direction, score, match[other]))
     return extended
+
+
+async def _walk_hop(
+    run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: str | None
+) -> list[_Path] | _Stop:
+    """A variable-length edge: one walk from the ends of all paths (:func:`bfsql.engine.closures.walk`), then the
+    hop's filter on the entities at a depth its quantifier allows."""
+    quantifier = hop.relation.quantifier
+    assert quantifier is not None
+    roots = sorted(paths, key=_Path.order)
+    unmatched: list[_Stop] = []
+    levels = 0
+
+    async def follow(rows_of: dict[str, Neighbourhood], frontier: list[str]) -> dict[str, list[Option]]:
+        nonlocal levels
+        levels += 1
+        options_of, local, scores = await _edge_options(run, rows_of, frontier, hop.relation, hop.direction)
+        if not options_of and levels == 1:
+            unmatched.append(_no_match(run, hop, number, rows_of, frontier, local, scores))
+        return options_of
+
+    walked = await walk(
+        run.graph, [Start(p.nodes[-1], p.score, p.nodes) for p in roots], follow,
+        most=quantifier.most or MAX_WALK_DEPTH, open_ended=quantifier.most is None,
+        max_nodes=run.limits.max_nodes, pacer=run.pacer, deadline=run.deadline,
+    )
+    if unmatched:
+        return unmatched[0]
+    run.explored += len(walked.reached)
+    run.dangling += len(walked.dangling)
+    if walked.stopped:
+        run.walk_notes.append(_walk_note(run, hop, number, walked))
+    reach = walked.reached
+    reached = sorted((e for e, r in reach.items() if r.depth >= quantifier.least),
+                     key=lambda e: (-reach[e].score, reach[e].depth, e))
+    for entity in reached:
+        run.types[entity] = reach[entity].entity_type
+    if not reached:
+        return _Stop(number, "no_candidates", _walk_hint(walked, quantifier))
+    match = await _filter_matches(run, hop, reached, type_name)
+    if not match:
+        return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
+    extended = [_walked_path(roots[reach[e].start], e, reach[e], walked, hop.direction, m) for e, m in match.items()]
+    return sorted(extended, key=_Path.order)
+
+
+def _walk_hint(walked: Walk, quantifier: Quantifier) -> str:
+    """Why a walk gave nothing: time ran out, every edge led back onto the path, or nothing lies deep enough."""
+    if not walked.reached and walked.stopped == "time_limit":
+        return "The walk ran out of time before its first level (see the time_limit note)."
+    if not walked.reached:
+        return ("The matched relations were followed, but every entity they lead to is already on the path "
+                "or missing from the graph.")
+    return (f"The walk reached {len(walked.reached)} entities, the deepest at depth {walked.depth}; none at depth "
+            f"{quantifier.least} or more. Lower the quantifier's first bound.")
+
+
+def _walk_note(run: _Run, hop: Hop, number: int, walked: Walk) -> Truncation:
+    """The note of a walk cut short, with the number of entities it reached: a lower bound of what is reachable."""
+    edge = f"The walk of edge {number} ({hop.edge()})"
+    found = len(walked.reached)
+    if walked.stopped == "max_depth":
+        detail = (f"{edge} stopped at depth {MAX_WALK_DEPTH}, the deepest a walk goes; {walked.left_out} more "
+                  "entities lie one level deeper.")
+        hint = "Start another query from an entity found at that depth to go on."
+    elif walked.stopped == "max_nodes":
+        found += walked.left_out
+        detail = (f"{edge} reached the limit of {run.limits.max_nodes} entities at depth {walked.depth}: "
+                  f"{walked.left_out} more found there were left out, and it went no deeper.")
+        hint = "Bound the walk (*..3), name fewer relations, or start from a more specific entity."
+    else:
+        detail = f"{edge} stopped after {run.time_limit:g}s, the time walks may take, at depth {walked.depth}."
+        hint = "Bound the walk (*..3), or start from a more specific entity."
+    return Truncation(reason=str(walked.stopped), count=found, hint=hint,
+                      detail=f"{detail} At least {found} entities are reachable: the results are a lower bound.")
 
 
 async def _filter_hint(run: _Run, hop: Hop, reached: list[str], type_name: str | None) -> str:
@@ -461,61 +626,101 @@ async def _check_filter_ids(graph: Graph, query: PathQuery) -> None:
             raise UnknownEntity(missing, f"Unknown entity id(s) in an @id filter: {', '.join(missing)}.")
 
 
+def _run_notes(run: _Run) -> list[Truncation]:
+    """The notes of every bound that cut the query's work (beside the max_results cut)."""
+    limits = run.limits
+    notes = list(run.walk_notes)
+    if run.capped:
+        skipped = sum(n - limits.max_edges_per_node for n in run.capped.values())
+        notes.append(Truncation(
+            reason="max_edges_per_node",
+            detail=f"{len(run.capped)} hub(s) have more than {limits.max_edges_per_node} edges; "
+            f"{skipped} of their edges were not followed.",
+            hint="Name the relation instead of [*], or start from a more specific entity.",
+            capped_nodes=sorted(run.capped)[:20],
+        ))
+    if run.cut:
+        notes.append(Truncation(
+            reason="max_nodes",
+            detail=f"{run.cut} lower-scoring candidates or paths were pruned to stay within "
+            f"{limits.max_nodes} per hop.",
+            hint="Add type: filters or name relations instead of [*].",
+        ))
+    if run.unextended:
+        notes.append(Truncation(
+            reason="max_extensions",
+            detail=f"{run.unextended} lower-scoring paths were not extended: a hop considers at most "
+            f"{MAX_EXTENSIONS} extensions.",
+            hint="Name the relations instead of [*], add type: filters, or start from a more specific entity.",
+        ))
+    if run.unscored:
+        notes.append(Truncation(
+            reason="semantic_candidates",
+            detail=f"A semantic filter scored the {SEMANTIC_CANDIDATES} best-reached entities; "
+            f"{run.unscored} more were not scored.",
+            hint="Narrow the hop with a named relation or a type: filter before the semantic filter.",
+        ))
+    return notes
+
+
+async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth: bool) -> list[PathResult]:
+    """One result per entity reached, with its best path, best first; cut at ``max_results`` (with a note)."""
+    best_by_end: dict[str, _Path] = {}
+    for path in sorted(paths, key=_Path.order):
+        best_by_end.setdefault(path.nodes[-1], path)
+    ordered = sorted(best_by_end.values(), key=_Path.rank)
+    meta.total_results = len(ordered)
+    if len(ordered) > meta.max_results:
+        meta.truncated = [Truncation(
+            reason="max_results",
+            detail=f"Returned the best {meta.max_results} of {len(ordered)} results.",
+            hint=f"Raise max_results (at most {MAX_RESULTS}) or narrow the query with type: or \"text\" filters.",
+        )]
+        ordered = ordered[: meta.max_results]
+    ordered = [p.expanded() for p in ordered]
+    names, metadata = await _names(run.graph, [n for p in ordered for n in p.nodes])
+    results = []
+    for path in ordered:
+        end = path.nodes[-1]
+        entity = PathEntity(id=end, entity_type=run.types.get(end, ""), name=names.get(end),
+                            metadata=dict(metadata.get(end, {})))
+        results.append(PathResult(entity=entity, path=_steps(path, names), score=round(path.score, 4),
+                                  depth=path.depth if with_depth else None))
+    return results
+
+
 async def path_query(
     graph: Graph,
     query: str,
     *,
-    k: int = DEFAULT_K,
+    k: int | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     max_results: int = DEFAULT_MAX_RESULTS,
     limits: TraversalLimits = DEFAULT_LIMITS,
+    time_limit: float | None = None,
 ) -> PathQueryResult:
-    """Run a path query; syntax and argument errors raise, empty outcomes are explained in ``metadata``."""
+    """Run a path query; syntax and argument errors raise, empty outcomes are explained in ``metadata``.
+
+    ``k`` None (unset) is :data:`DEFAULT_K`, except that a semantic entry whose text is the id, name or a synonym
+    of some candidates keeps only those. Variable-length edges stop walking ``time_limit`` seconds after the query
+    began (None: no limit), and say so.
+    """
     started = time.perf_counter()
     _check_parameters(k, threshold, max_results)
     parsed = parse_path_query(query)
     threshold = float(threshold)
-    run = _Run(graph, k, threshold, limits)
+    run = _Run(graph, k or DEFAULT_K, threshold, limits, k_given=k is not None, time_limit=time_limit,
+               deadline=None if time_limit is None else started + time_limit)
     type_names, _ = await gather_or_cancel(
         _resolve_types(graph, parsed, run.warnings), _check_filter_ids(graph, parsed)
     )
-    meta = PathMetadata(query=query.strip(), hops=len(parsed.hops), k=k, threshold=threshold, max_results=max_results)
+    meta = PathMetadata(query=query.strip(), hops=len(parsed.hops), k=run.k, threshold=threshold,
+                        max_results=max_results)
 
     def finish(results: list[PathResult]) -> PathQueryResult:
         meta.total_candidates_explored = run.explored
         meta.execution_time_ms = round((time.perf_counter() - started) * 1000, 1)
-        notes: list[Truncation] = list(meta.truncated or [])
-        if run.capped:
-            skipped = sum(n - limits.max_edges_per_node for n in run.capped.values())
-            notes.append(Truncation(
-                reason="max_edges_per_node",
-                detail=f"{len(run.capped)} hub(s) have more than {limits.max_edges_per_node} edges; "
-                f"{skipped} of their edges were not followed.",
-                hint="Name the relation instead of [*], or start from a more specific entity.",
-                capped_nodes=sorted(run.capped)[:20],
-            ))
-        if run.cut:
-            notes.append(Truncation(
-                reason="max_nodes",
-                detail=f"{run.cut} lower-scoring candidates or paths were pruned to stay within "
-                f"{limits.max_nodes} per hop.",
-                hint="Add type: filters or name relations instead of [*].",
-            ))
-        if run.unextended:
-            notes.append(Truncation(
-                reason="max_extensions",
-                detail=f"{run.unextended} lower-scoring paths were not extended: a hop considers at most "
-                f"{MAX_EXTENSIONS} extensions.",
-                hint="Name the relations instead of [*], add type: filters, or start from a more specific entity.",
-            ))
-        if run.unscored:
-            notes.append(Truncation(
-                reason="semantic_candidates",
-                detail=f"A semantic filter scored the {SEMANTIC_CANDIDATES} best-reached entities; "
-                f"{run.unscored} more were not scored.",
-                hint="Narrow the hop with a named relation or a type: filter before the semantic filter.",
-            ))
-        meta.truncated = notes or None
+        meta.truncated = [*(meta.truncated or []), *_run_notes(run)] or None
         if run.dangling:
             run.warnings.append(f"{run.dangling} edge end(s) point to entities missing from the graph; left out.")
         meta.warnings = run.warnings or None
@@ -531,7 +736,9 @@ async def path_query(
 
     for number, hop in enumerate(parsed.hops, start=1):
         type_name = type_names.get(hop.filter.position) if isinstance(hop.filter, TypeFilter) else None
-        outcome = await _hop(run, paths, hop, number, type_name)
+        paths = [p.expanded() for p in paths]
+        step = _walk_hop if hop.relation.quantifier else _hop
+        outcome = await step(run, paths, hop, number, type_name)
         if isinstance(outcome, _Stop):
             best = min(paths, key=_Path.order)
             names, _ = await _names(graph, list(best.nodes))
@@ -541,23 +748,5 @@ async def path_query(
             return finish([])
         paths = outcome
 
-    best_by_end: dict[str, _Path] = {}
-    for path in sorted(paths, key=_Path.order):
-        best_by_end.setdefault(path.nodes[-1], path)
-    ordered = sorted(best_by_end.values(), key=lambda p: (-p.score, p.nodes[-1]))
-    meta.total_results = len(ordered)
-    if len(ordered) > max_results:
-        meta.truncated = [Truncation(
-            reason="max_results",
-            detail=f"Returned the best {max_results} of {len(ordered)} results.",
-            hint=f"Raise max_results (at most {MAX_RESULTS}) or narrow the query with type: or \"text\" filters.",
-        )]
-        ordered = ordered[:max_results]
-    names, metadata = await _names(graph, [n for p in ordered for n in p.nodes])
-    ends = {p.nodes[-1]: dict(metadata.get(p.nodes[-1], {})) for p in ordered}
-    results = []
-    for path in ordered:
-        end = path.nodes[-1]
-        entity = PathEntity(id=end, entity_type=run.types.get(end, ""), name=names.get(end), metadata=ends[end])
-        results.append(PathResult(entity=entity, path=_steps(path, names), score=round(path.score, 4)))
-    return finish(results)
+    with_depth = any(hop.relation.quantifier for hop in parsed.hops)
+    return finish(await _results(run, paths, meta, with_depth))

@@ -46,8 +46,9 @@ TOOL_USAGE_NOTES = """\
   {"page": {offset, returned, total, next_offset}, "items": [hits]}: call again with
   offset=next_offset for more.
 - path_query: a chain "name" or @id, then edges -[terms]-> / <-[terms]- ([*] = any
-  relation), each optionally followed by type:T, @id or "text". Empty answers explain
-  why in metadata (reason, available_relations, hint).
+  relation), each optionally followed by type:T, @id or "text". -[isa*]-> walks isa
+  edges transitively in one call (all ancestors; <-[isa*]- all descendants), each result
+  with its depth. Empty answers explain why in metadata (reason, available_relations, hint).
 - describe_entity / describe_entities: full records for stubs. Unknown ids are
   an error (describe_entity) or listed in "unknown_ids" beside "items" (describe_entities).
 - Type and predicate filters match ignoring case.
@@ -63,12 +64,16 @@ followed by up to 5 edges, each optionally followed by a filter:
   entry:  "text" (search by name, top k matches) | @id (exact canonical id; @"id with spaces")
   edge:   -[terms]-> outgoing | <-[terms]- incoming; terms are fuzzy-matched to the graph's
           predicates ([isa, partof]); a term equal to a predicate matches it exactly; [*] = any
+  closure: a quantifier after the terms walks them transitively: -[isa*]-> (1 or more: all
+          ancestors; <-[isa*]- all descendants), *3 (exactly 3), *2..4, *..4, *2.. (at most 50
+          deep); each entity once, at its least depth, given as the result's depth
   filter: type:T (entity type, case-insensitive) | @id | "text" (top k most similar) | nothing
 Example: "BRAF" -[isa]-> type:Family <-[isa]- type:Gene  (genes in BRAF's families).
 Returns results (entity, path of entity/edge steps, score = product of step scores) and
 metadata; when nothing is found, metadata says where and why (no_entry_point;
 stopped_at_hop with reason and available_relations) and how to fix the query.
-k (default 3), threshold (0.5) and max_results (20) tune it. [] is a syntax error: use [*]."""
+k (default 3; unset, a name matching an entity exactly enters there only), threshold (0.5)
+and max_results (20) tune it. [] is a syntax error: use [*]."""
 
 TOOL_DESCRIPTIONS = {
     "describe_schema": "Orient: what the graph contains — description, entity types, predicates, "

@@ -19,7 +19,7 @@ from bfsql.engine import bfs_query as traverse
 from bfsql.engine import intersect_subgraphs as intersect
 from bfsql.engine import search as hybrid
 from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
-from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD
+from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD, WALK_TIME_SHARE
 from bfsql.engine.paths import path_query as run_path_query
 from bfsql.errors import InvalidArgument, UnknownEntity, clip
 from bfsql.hookspecs import RegisterTool
@@ -216,9 +216,10 @@ async def path_query(
               "(see the tool description for the syntax).", examples=['"BRAF" -[isa]-> type:Family']),
     ],
     k: Annotated[
-        int, Field(description="Entry points, relations per entity and semantic matches kept per hop (1-50).",
-                   examples=[3])
-    ] = DEFAULT_K,
+        int | None, Field(description=f"Entry points, relations per entity and semantic matches kept per hop (1-50). "
+                          f"Unset: {DEFAULT_K}, and a name that matches entities exactly enters at those only.",
+                          examples=[3])
+    ] = None,
     threshold: Annotated[
         float, Field(description="Least similarity (0-1) for a fuzzy relation or semantic match.", examples=[0.5])
     ] = DEFAULT_THRESHOLD,
@@ -228,7 +229,8 @@ async def path_query(
 ) -> PathQueryResult:
     """Follow a chain of relations."""
     return await run_path_query(
-        ctx.graph, query, k=k, threshold=threshold, max_results=max_results, limits=ctx.settings.limits
+        ctx.graph, query, k=k, threshold=threshold, max_results=max_results, limits=ctx.settings.limits,
+        time_limit=ctx.settings.timeout * WALK_TIME_SHARE,
     )
 
 

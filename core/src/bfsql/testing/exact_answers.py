@@ -3,7 +3,8 @@
 Part of the conformance suite (:class:`~bfsql.testing.BackendConformance` inherits these
 checks): lists hold only their items, with their notes beside them; paging through a search
 returns each match once with one score, in every mode the backend has; the path grammar
-refuses what it does not support; describe_edges takes the edges bfs_query answers; unknown
+refuses what it does not support, and a variable-length edge walks the same closure on every
+backend; describe_edges takes the edges bfs_query answers; unknown
 ids are said, not dropped; filter values match the schema ignoring case; ``min_mentions``
 keeps what is not below it; the ``max_tokens`` floor is said and never exceeded; the seeds
 keep their detail; an intersection names its seeds and path nodes; arguments are strictly
@@ -29,6 +30,7 @@ from bfsql.testing.applicability import requires
 from bfsql.testing.idmap import IdMap
 from bfsql.testing.standard_graph import (
     ASPIRIN,
+    CTNNB1,
     GASTRIC,
     LFS,
     MDM2,
@@ -140,7 +142,7 @@ class ExactAnswerChecks:
 
     @pytest.mark.parametrize("edge, words", [
         ("-[!INHIBITS]->", "negation"),
-        ("-[INHIBITS*2..4]->", "variable-length"),
+        ("-[*2..4]->", "takes no quantifier"),
         ("-[INHIBITS]->?", "optional edges"),
     ])
     async def test_reserved_path_syntax_is_refused(
@@ -149,6 +151,27 @@ class ExactAnswerChecks:
         """Seed 002's future extensions are syntax errors that say so, never another query."""
         result = await self._call(backend, "path_query", {"query": f"@{ids.to_backend(MDM2)} {edge}"})
         assert result.is_error and words in result.content[0].text, result.content[0].text
+
+    @pytest.mark.parametrize("start, edge, expected", [
+        # out of nutlin-3: through the MDM2/TP53 2-cycle and MDM2's self-loop, past the dangling edge, to the triangle
+        (NUTLIN, "-[INHIBITS, REGULATES, INTERACTS_WITH, ASSOCIATED_WITH*]->",
+         {MDM2: 1, TP53: 1, LFS: 2, GASTRIC: 2, CTNNB1: 2}),
+        # into 胃癌: the merged TP53-OLD stays invisible, PMC001's MENTIONS is not walked
+        (GASTRIC, "<-[ASSOCIATED_WITH, INTERACTS_WITH, REGULATES, INHIBITS, TREATS*]-",
+         {ASPIRIN: 1, TP53: 1, CTNNB1: 1, MDM2: 2, NUTLIN: 2}),
+        (NUTLIN, "-[INHIBITS, REGULATES, INTERACTS_WITH, ASSOCIATED_WITH*2]->", {LFS: 2, GASTRIC: 2, CTNNB1: 2}),
+    ])
+    async def test_a_closure_is_walked_the_same_everywhere(
+        self, backend: GraphBackend, ids: IdMap, start: str, edge: str, expected: dict[str, int]
+    ) -> None:
+        """A variable-length edge reaches each entity once, at its least depth, on every backend (worked by hand)."""
+        start_id = json.dumps(ids.to_backend(start), ensure_ascii=False)
+        result = await self._call(backend, "path_query", {"query": f"@{start_id} {edge}", "max_results": 50})
+        answer = json.loads(result.content[0].text)
+        assert not result.is_error, answer
+        assert {ids.to_standard(r["entity"]["id"]): r["depth"] for r in answer["results"]} == expected
+        assert answer["metadata"]["total_results"] == len(expected)
+        assert [r["depth"] for r in answer["results"]] == sorted(r["depth"] for r in answer["results"])
 
     # 4. describe_edges takes what bfs_query answers ----------------------------------------------------------
 

@@ -749,9 +749,24 @@ def hold_texts(data: Any, budget: AnswerBudget) -> tuple[Any, str]:
     return data, text
 
 
+SAYABLE_CHARS = 80
+"""A path answer's entity names and step labels are never clipped shorter than this: a result must stay sayable."""
+
+
+def _clip_keeping_names(value: Any, max_chars: int) -> Any:
+    """:func:`_clip_strings`, except that ``name`` and ``label`` values keep at least :data:`SAYABLE_CHARS`."""
+    if isinstance(value, dict):
+        return {k: _clip_strings(v, max(max_chars, SAYABLE_CHARS)) if k in ("name", "label")
+                else _clip_keeping_names(v, max_chars) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clip_keeping_names(v, max_chars) for v in value]
+    return _clip_strings(value, max_chars)
+
+
 def fit_paths(answer: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
     """A path_query answer within the budget: long values clipped (everywhere: metadata, labels of entry points
-    and steps), then entity metadata dropped, then results cut; labels clipped harder if even that is too long."""
+    and steps), then entity metadata dropped, then results cut; other texts clipped harder if even that is too
+    long, but names and labels never below :data:`SAYABLE_CHARS`."""
 
     def with_note(fitted: dict[str, Any], note: dict[str, Any]) -> dict[str, Any]:
         metadata = dict(fitted["metadata"])
@@ -763,8 +778,9 @@ def fit_paths(answer: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
 
     if _fits(answer, budget):
         return answer
-    answer = _clip_strings(answer, CLIP_CHARS)
-    clipped = {**answer, "results": entities(answer["results"], lambda e: fit_record(e, AnswerBudget(200)))}
+    answer = _clip_keeping_names(answer, CLIP_CHARS)
+    clipped = {**answer, "results": entities(answer["results"], lambda e: {  # the name stays sayable
+        **e, **fit_record({k: v for k, v in e.items() if k != "name"}, AnswerBudget(200))})}
     clipped = with_note(clipped, {
         "reason": "clipped_values",
         "detail": "Long values of the result entities and long labels were clipped.",
@@ -801,5 +817,5 @@ def fit_paths(answer: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
     chars = CLIP_CHARS
     while not _fits(fitted, budget) and chars > 8:
         chars //= 4
-        fitted = _clip_strings(fitted, chars)
+        fitted = _clip_keeping_names(fitted, chars)
     return fitted
