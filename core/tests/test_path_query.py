@@ -536,7 +536,7 @@ def names_in(value) -> list[str]:
 
 @pytest.mark.parametrize("tokens, entries", [(20000, 1), (4000, 1), (1500, 1), (200, 3)])
 def test_fitting_never_clips_a_name_below_a_sayable_length(tokens, entries):
-    from bfsql.server.fitting import SAYABLE_CHARS, AnswerBudget, fit_paths
+    from bfsql.server.answers.fitting import SAYABLE_CHARS, AnswerBudget, fit_paths
 
     answer = long_answer(200, 10, entries)
     fitted = fit_paths(answer, AnswerBudget(tokens))
