@@ -1,10 +1,11 @@
-"""The audit log (``--audit-log FILE``): one JSON line per tool call, rotated by size.
+"""The audit log (``--audit-log FILE``): one JSON line per tool call, refused ones included, rotated by size.
 
 Each line holds ``time`` (UTC, ISO 8601), ``principal`` (``user:SUBJECT`` with OAuth,
-``client:ADDRESS`` with a shared token, ``local`` over stdio), ``graph``, ``tool``,
-``arguments_sha256`` (of the arguments as canonical JSON: the same call always hashes the same,
-and the log never holds the caller's search texts or ids), ``outcome``
-(:data:`~bfsql.server.pipeline.OUTCOMES`), ``ms`` and ``chars`` (the answer's size). The file is
+``client:ADDRESS`` with a shared token or without a valid one, ``local`` over stdio), ``graph``,
+``tool`` (for a refused call, as the caller sent them, clipped), ``arguments_sha256`` (of the
+arguments as canonical JSON: the same call always hashes the same, and the log never holds the
+caller's search texts or ids), ``outcome`` (:data:`~bfsql.server.pipeline.OUTCOMES`), ``ms``
+and ``chars`` (the answer's size). The file is
 rotated at ``--audit-log-max-mb`` into ``FILE.1`` … ``FILE.N`` (``--audit-log-backups``), by
 :class:`logging.handlers.RotatingFileHandler`: one file per process, so each replica gets its own.
 """

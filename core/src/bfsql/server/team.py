@@ -6,9 +6,10 @@ the naming of each request's caller, and returns the ASGI layers to put around t
 outermost first:
 
 1. ``/metrics`` (``--metrics``), behind the credential its mode takes (:func:`guarded_metrics`);
-2. authentication: OAuth (:mod:`bfsql.server.oauth`) when an issuer is configured, else the
+2. the record of each request to the MCP app that authentication refuses (:class:`RefusedRequests`);
+3. authentication: OAuth (:mod:`bfsql.server.oauth`) when an issuer is configured, else the
    shared bearer token (when set) with the OAuth discovery addresses answering 404;
-3. the rate-limit gate (429 before a call over its limit reaches the server).
+4. the rate-limit gate (429 before a call over its limit reaches the server).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bfsql.errors import BfsqlError
-from bfsql.server.app import BfsqlServer
-from bfsql.server.callers import CallerMiddleware, Identify, by_address
+from bfsql.errors import BfsqlError, clip
+from bfsql.server.app import SENT_CHARS, BfsqlServer
+from bfsql.server.callers import CallerMiddleware, Identify, as_caller, by_address
 from bfsql.server.http import BearerAuth
 from bfsql.server.pipeline import CallRecord, Observer
 from bfsql.server.ratelimit import RateLimitGate, RateLimits
@@ -32,11 +33,14 @@ from bfsql.settings import ServerSettings
 if TYPE_CHECKING:
     from bfsql.server.oauth import GraphScopes, OAuthGate
 
-__all__ = ["METRICS_PATH", "check_team_settings", "guarded_metrics", "team_layers"]
+__all__ = ["METRICS_PATH", "RefusedRequests", "check_team_settings", "guarded_metrics", "team_layers"]
 
 logger = logging.getLogger("bfsql.server")
 
 METRICS_PATH = "/metrics"
+
+REFUSED_STATUSES = {401: "unauthenticated", 403: "forbidden"}
+"""The outcome (:data:`~bfsql.server.pipeline.HTTP_REFUSALS`) of a request authentication answers with each status."""
 
 
 def check_team_settings(settings: ServerSettings) -> None:
@@ -95,6 +99,42 @@ class MetricsRoute:
             await self.app(scope, receive, send)
 
 
+class RefusedRequests:
+    """ASGI middleware around authentication: each request to the MCP app it refuses (401, 403) is recorded.
+
+    The record's principal is the token's subject when the token was valid but granted no graph
+    (403), else the client's address; its tool is the one a ``tools/call`` names in its
+    ``Mcp-Name`` header (sent by clients of the sessionless revision; "" otherwise, as the body of
+    a refused request is not read), clipped; its graph "".
+    """
+
+    def __init__(self, app: ASGIApp, observe: Observer, identify: Identify, path: str) -> None:
+        self.app = app
+        self.observe = observe
+        self.identify = identify
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on; record it when it is answered with a refusal."""
+        if scope["type"] != "http" or scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+
+        async def watched(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in REFUSED_STATUSES:
+                self._record(scope, REFUSED_STATUSES[message["status"]])
+            await send(message)
+
+        await self.app(scope, receive, watched)
+
+    def _record(self, scope: Scope, outcome: str) -> None:
+        headers = dict(scope.get("headers") or [])
+        tool = headers.get(b"mcp-name", b"") if headers.get(b"mcp-method") == b"tools/call" else b""
+        caller = self.identify(scope) if outcome == "forbidden" else by_address(scope)
+        with as_caller(caller):
+            self.observe(CallRecord(clip(tool.decode("utf-8", "replace"), SENT_CHARS), "", None, outcome, 0.0))
+
+
 @asynccontextmanager
 async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) -> AsyncIterator[
         Callable[[ASGIApp], ASGIApp]]:
@@ -122,7 +162,7 @@ async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) 
                                              server.middleware).shutdown)
         if any(s.settings.rate_limit or s.settings.heavy_rate_limit for s in server.graphs.values()):
             server.limits = RateLimits({n: s.settings for n, s in server.graphs.items()}, settings.rate_limit_storage)
-        server.observe = _observer(observers)
+        observe = server.observe = _observer(observers)
         identify: Identify = by_address
         scopes: GraphScopes | None = None
         if settings.oauth_issuer:
@@ -142,6 +182,8 @@ async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) 
                 app = gate = OAuthGate(app, settings, scopes)
             else:
                 app = NoDiscovery(BearerAuth(app, settings.auth_token) if settings.auth_token else app)
+            if gate is not None or settings.auth_token:
+                app = RefusedRequests(app, observe, identify, path)
             if metrics is not None:
                 app = MetricsRoute(app, guarded_metrics(metrics.app, settings, gate))
             return app
