@@ -186,7 +186,8 @@ class ServerSettings(BaseModel):
                                      "tool, arguments' hash, outcome, duration, answer size), rotated.",
                                      commands=_SERVE)
     audit_log_max_mb: float = _setting(100.0, "Size at which the audit log is rotated, in MB.", commands=_SERVE, gt=0)
-    audit_log_backups: int = _setting(5, "Rotated audit logs kept.", commands=_SERVE, ge=0)
+    audit_log_backups: int = _setting(5, "Rotated audit logs kept (at least 1: with none, the log would never be "
+                                      "rotated).", commands=_SERVE, ge=1)
 
     @field_validator("auth_token")
     @classmethod
