@@ -8,9 +8,7 @@ import pytest
 
 from bfsql_testsupport.oidc import OpenIdProvider
 from bfsql_testsupport.services import free_port
-
-METRICS_SCOPE = "bfsql:metrics"
-"""The operator scope that reads /metrics under OAuth (the default of --oauth-metrics-scope)."""
+from bfsql_testsupport.team import METRICS_SCOPE
 
 
 @pytest.fixture(scope="module")

@@ -28,9 +28,7 @@ from bfsql.server.team import team_layers
 from bfsql.settings import GraphPlan, ServerSettings
 from bfsql_testsupport.balancer import Balancer
 from bfsql_testsupport.oidc import OpenIdProvider, rsa_key
-from bfsql_testsupport.team import serving, two_graphs_config
-
-from conftest import METRICS_SCOPE
+from bfsql_testsupport.team import METRICS_SCOPE, serving, two_graphs_config
 
 TOKEN = "a-shared-token-long-enough"
 ISSUER = "https://login.example.org/realms/kg"

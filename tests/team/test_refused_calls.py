@@ -18,9 +18,7 @@ import httpx
 import pytest
 
 from bfsql_testsupport.oidc import OpenIdProvider
-from bfsql_testsupport.team import raw_call, serving, two_graphs_config
-
-from conftest import METRICS_SCOPE
+from bfsql_testsupport.team import METRICS_SCOPE, raw_call, serving, two_graphs_config
 
 PROBES = 200
 """Distinct unknown tool names sent: none may become a label value."""
