@@ -20,24 +20,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from bfsql_testsupport.oidc import OpenIdProvider, rsa_key
-from bfsql_testsupport.services import free_port
 from bfsql_testsupport.team import GRAPHS, mcp_client, serving, two_graphs_config
 
 TOKEN = "a-shared-token-long-enough"
-
-
-@pytest.fixture(scope="module")
-def provider() -> Iterator[OpenIdProvider]:
-    """The provider, its clients and the resources it issues tokens for (the server's resource is set later)."""
-    port = free_port()
-    resource = f"http://127.0.0.1:{port}/mcp"
-    clients = {"analyst": "graph:famplex", "admin": "graph:*", "both": "graph:famplex graph:restricted",
-               "nobody": "", "elsewhere": "graph:famplex"}
-    resources = {resource: "graph:famplex graph:restricted graph:*", "https://other.example/mcp": "graph:famplex"}
-    with OpenIdProvider(clients, resources) as running:
-        running.server_port = port  # type: ignore[attr-defined]
-        running.resource = resource  # type: ignore[attr-defined]
-        yield running
 
 
 @pytest.fixture(scope="module")

@@ -135,6 +135,34 @@ def test_the_audit_log_rotates(tmp_path: Path):
         assert all(json.loads(line)["tool"] == "search_entities" for line in (tmp_path / name).read_text().splitlines())
 
 
+def test_one_call_is_one_line_whatever_the_names_hold(tmp_path: Path):
+    """Issue 37.5: U+2028 and U+0085 in a token's ``sub`` reached the log raw; ``splitlines()`` saw two lines."""
+    path = tmp_path / "audit.jsonl"
+    breaking = "a\u2028b\x85c\u2029d\x9be\nf"
+    log = AuditLog(str(path), max_mb=1, backups=1)
+    try:
+        with as_caller(Caller(f"user:{breaking}")):
+            log.record(CallRecord(f"tool{breaking}", "famplex", {}, "unknown_tool", 0.0))
+            log.record(CallRecord("describe_entity", "famplex", {"id": "X"}, "ok", 0.01, 10))
+    finally:
+        log.close()
+    text = path.read_text(encoding="utf-8")
+    assert len(text.splitlines()) == 2 and text.split("\n") == [*text.splitlines(), ""]
+    assert not any(c in text for c in "\u2028\x85\u2029\x9b")
+    first = json.loads(text.splitlines()[0])
+    assert first["principal"] == f"user:{breaking}" and first["tool"] == f"tool{breaking}"
+
+
+def test_the_audit_log_always_rotates(tmp_path: Path):
+    """Issue 37.5: ``audit_log_backups = 0`` was accepted, and turned rotation off (the file grew without bound)."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        ServerSettings(audit_log_backups=0)
+    with pytest.raises(ValueError, match="at least one rotated file"):
+        AuditLog(str(tmp_path / "audit.jsonl"), max_mb=1, backups=0)
+
+
 async def test_a_call_continues_the_callers_trace_with_spans_per_primitive():
     from bfsql.server.tracing import annotate
 
@@ -168,6 +196,7 @@ async def test_a_call_continues_the_callers_trace_with_spans_per_primitive():
     (["--rate-limit", "lots"], "a rate is COUNT/PERIOD"),
     (["--oauth-issuer", "https://login.example.org"], "needs both --oauth-issuer and --oauth-resource"),
     (["--oauth-issuer", "login.example.org", "--oauth-resource", "https://kg.example.org/mcp"], "http(s) URL"),
+    (["--audit-log-backups", "0"], "--audit-log-backups (or BFSQL_AUDIT_LOG_BACKUPS): must be greater than or equal"),
 ])
 def test_team_settings_that_cannot_work_are_refused_at_start(options: list[str], said: str):
     import subprocess

@@ -165,7 +165,11 @@ class ServerSettings(BaseModel):
                                        "every graph.", commands=_SERVE, min_length=1)
     oauth_scope_claim: str = _setting("scope", "The token claim holding its scopes (a space-separated string or a "
                                       "list).", commands=_SERVE, min_length=1)
-    metrics: bool = _setting(False, "Serve Prometheus metrics at /metrics (needs bfsql[team]).", commands=_SERVE)
+    oauth_metrics_scope: str = _setting("bfsql:metrics", "With OAuth, the scope a token must carry to read /metrics "
+                                        "(auth_token, when set, is accepted there too).", commands=_SERVE,
+                                        min_length=1)
+    metrics: bool = _setting(False, "Serve Prometheus metrics at /metrics (needs bfsql[team]; who may read them: "
+                             "docs/deploying.md#metrics).", commands=_SERVE)
     otlp_endpoint: str | None = _setting(None, "Send OpenTelemetry traces to this OTLP/HTTP endpoint (e.g. "
                                          "http://127.0.0.1:4318/v1/traces; needs bfsql[otel]).", commands=_SERVE)
     otlp_sample_ratio: float = _setting(1.0, "Share of tool calls traced when the caller sends no sampled "
@@ -182,7 +186,8 @@ class ServerSettings(BaseModel):
                                      "tool, arguments' hash, outcome, duration, answer size), rotated.",
                                      commands=_SERVE)
     audit_log_max_mb: float = _setting(100.0, "Size at which the audit log is rotated, in MB.", commands=_SERVE, gt=0)
-    audit_log_backups: int = _setting(5, "Rotated audit logs kept.", commands=_SERVE, ge=0)
+    audit_log_backups: int = _setting(5, "Rotated audit logs kept (at least 1: with none, the log would never be "
+                                      "rotated).", commands=_SERVE, ge=1)
 
     @field_validator("auth_token")
     @classmethod

@@ -51,6 +51,9 @@ startup = logging.getLogger("bfsql.startup")
 SERVER_NAME = "bfsql"
 """The name the server gives MCP clients."""
 
+SENT_CHARS = 100
+"""Characters of a tool or graph name as a client sent it that a refused call's record keeps (the rest is clipped)."""
+
 
 @dataclass
 class ServedGraph:
@@ -164,6 +167,12 @@ class BfsqlServer(MCPServer):
             for spec in self.tools.values()
         ]
 
+    def _refuse(self, outcome: str, tool: str, graph: str, arguments: Any, text: str) -> CallToolResult:
+        """The tool error of a call refused before it ran, recorded with the tool and graph names as sent (clipped)."""
+        if self.observe is not None:
+            self.observe(CallRecord(clip(tool, SENT_CHARS), clip(graph, SENT_CHARS), arguments, outcome, 0.0))
+        return error_result(text)
+
     def _refusal(self, spec: ToolSpec, served: ServedGraph, caller: Caller, arguments: Any) -> CallToolResult | None:
         """A tool error when ``caller`` is over its rate limit on ``served`` (the call is counted otherwise)."""
         if self.limits is None:
@@ -171,23 +180,35 @@ class BfsqlServer(MCPServer):
         over = self.limits.hit(caller.principal, served.name, spec.heavy)
         if over is None:
             return None
-        if self.observe is not None:
-            self.observe(CallRecord(spec.name, served.name, arguments, "rate_limited", 0.0))
-        return error_result(over.message(served.name))
+        return self._refuse("rate_limited", spec.name, served.name, arguments, over.message(served.name))
+
+    def _asked_graph(self, arguments: Any, visible: list[ServedGraph]) -> str:
+        """The graph a call names, as sent; else the caller's default graph ("" when it may see none)."""
+        asked = arguments.get("graph") if len(self.graphs) > 1 and isinstance(arguments, dict) else None
+        if asked is not None:
+            return str(asked)
+        return visible[0].name if visible else ""
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult:
-        """Run one call through the pipeline on the graph it names; errors name the tools or graphs."""
-        spec = self.tools.get(name)
-        if spec is None:
-            return error_result(f"Unknown tool {clip(name)!r}. This server's tools: {', '.join(self.tools)}.")
-        report = context.report_progress if context is not None else None
+        """Run one call through the pipeline on the graph it names; errors name the tools or graphs.
+
+        A call refused before it runs (an unknown tool, a graph the caller may not see, an
+        unavailable graph, a rate limit) is recorded too, its outcome one of
+        :data:`~bfsql.server.pipeline.REFUSALS`.
+        """
         caller = current_caller()
         visible = self.visible(caller)
+        spec = self.tools.get(name)
+        if spec is None:
+            return self._refuse("unknown_tool", name, self._asked_graph(arguments, visible), arguments,
+                                f"Unknown tool {clip(name)!r}. This server's tools: {', '.join(self.tools)}.")
         if not visible:
-            return error_result("Your credentials grant none of this server's graphs: ask for a token with a graph "
+            return self._refuse("not_granted", name, self._asked_graph(arguments, visible), arguments,
+                                "Your credentials grant none of this server's graphs: ask for a token with a graph "
                                 "scope.")
+        report = context.report_progress if context is not None else None
         if len(self.graphs) == 1:
             refused = self._refusal(spec, self.default, caller, arguments)
             return refused or await run_tool(
@@ -197,11 +218,14 @@ class BfsqlServer(MCPServer):
         chosen = arguments.pop("graph", None) if isinstance(arguments, dict) else None
         names = [g.name for g in visible]
         if chosen is not None and (not isinstance(chosen, str) or chosen not in names):
-            return error_result(graph_name_error(str(chosen), names))
+            # The caller is told of a graph it may not see what it is told of one that does not exist.
+            outcome = "not_granted" if isinstance(chosen, str) and chosen in self.graphs else "unknown_graph"
+            return self._refuse(outcome, name, str(chosen), arguments, graph_name_error(str(chosen), names))
         served = self.graphs[chosen] if chosen is not None else visible[0]
         if served.graph is None:
             others = ", ".join(g.name for g in visible if g.graph is not None)
-            return error_result(
+            return self._refuse(
+                "unavailable", name, served.name, arguments,
                 f"Graph {served.name!r} is unavailable: it could not be opened at start-up ({served.failure}). "
                 f"The other graphs answer: {others}. Restart the server once its store is reachable."
             )

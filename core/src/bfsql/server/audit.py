@@ -1,10 +1,11 @@
-"""The audit log (``--audit-log FILE``): one JSON line per tool call, rotated by size.
+"""The audit log (``--audit-log FILE``): one JSON line per tool call, refused ones included, rotated by size.
 
 Each line holds ``time`` (UTC, ISO 8601), ``principal`` (``user:SUBJECT`` with OAuth,
-``client:ADDRESS`` with a shared token, ``local`` over stdio), ``graph``, ``tool``,
-``arguments_sha256`` (of the arguments as canonical JSON: the same call always hashes the same,
-and the log never holds the caller's search texts or ids), ``outcome``
-(:data:`~bfsql.server.pipeline.OUTCOMES`), ``ms`` and ``chars`` (the answer's size). The file is
+``client:ADDRESS`` with a shared token or without a valid one, ``local`` over stdio), ``graph``,
+``tool`` (for a refused call, as the caller sent them, clipped), ``arguments_sha256`` (of the
+arguments as canonical JSON: the same call always hashes the same, and the log never holds the
+caller's search texts or ids), ``outcome`` (:data:`~bfsql.server.pipeline.OUTCOMES`), ``ms``
+and ``chars`` (the answer's size). The file is
 rotated at ``--audit-log-max-mb`` into ``FILE.1`` … ``FILE.N`` (``--audit-log-backups``), by
 :class:`logging.handlers.RotatingFileHandler`: one file per process, so each replica gets its own.
 """
@@ -25,6 +26,11 @@ from bfsql.server.pipeline import CallRecord
 
 __all__ = ["AuditLog", "arguments_hash"]
 
+_ESCAPED = {code: f"\\u{code:04x}" for code in (*range(0x7F, 0xA0), 0x2028, 0x2029)}
+"""What ``json.dumps`` leaves raw that would end a line for ``str.splitlines`` (U+0085, U+2028, U+2029), or that a
+terminal may obey (C1 controls): escaped, so that one call is one line to every reader, whatever a token's
+subject or a caller's tool name holds. The characters occur only inside JSON strings, where the escape is valid."""
+
 
 def arguments_hash(arguments: Any) -> str:
     """The SHA-256 of the arguments as canonical JSON (sorted keys, no spaces)."""
@@ -36,6 +42,8 @@ class AuditLog:
     """Writes the audit lines of one server to its own rotating file."""
 
     def __init__(self, path: str, max_mb: float, backups: int) -> None:
+        if backups < 1:
+            raise ValueError("an audit log keeps at least one rotated file (with none it is never rotated)")
         target = Path(path)
         if not target.parent.is_dir():
             raise BfsqlError(f"Cannot write the audit log {path}: the directory {target.parent} does not exist.",
@@ -58,7 +66,7 @@ class AuditLog:
             "outcome": record.outcome,
             "ms": round(record.seconds * 1000, 1),
             "chars": record.chars,
-        }, ensure_ascii=False)
+        }, ensure_ascii=False).translate(_ESCAPED)
         self._handler.emit(logging.LogRecord("bfsql.audit", logging.INFO, "", 0, line, None, None))
 
     def close(self) -> None:

@@ -5,7 +5,13 @@ Per-call figures come from the pipeline's call records (:meth:`Metrics.record`),
 * ``bfsql_tool_calls_total{tool,graph,outcome}`` (outcomes: :data:`~bfsql.server.pipeline.OUTCOMES`),
   ``bfsql_backend_errors_total{graph}``;
 * ``bfsql_tool_call_seconds{tool,graph}`` (histogram), ``bfsql_answer_chars{tool}`` (histogram),
-  ``bfsql_answers_truncated_total{tool,graph}``.
+  ``bfsql_answers_truncated_total{tool,graph}``;
+* ``bfsql_http_refused_total{outcome}``: requests refused for their credentials
+  (:data:`~bfsql.server.pipeline.HTTP_REFUSALS`) before the MCP server saw them.
+
+A label is a name of this server's tools or graphs, or :data:`UNKNOWN`: a name a client sent
+that the server does not have never becomes a label value, so the series stay bounded whatever
+clients send.
 
 Read at each scrape from the graphs themselves: ``bfsql_cache_hits_total`` and
 ``bfsql_cache_misses_total{graph,primitive}``, ``bfsql_cache_hit_ratio{graph}``,
@@ -19,12 +25,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from bfsql.errors import BfsqlError
-from bfsql.server.pipeline import CallRecord
+from bfsql.server.pipeline import HTTP_REFUSALS, REFUSALS, CallRecord
 
 if TYPE_CHECKING:
     from bfsql.server.app import BfsqlServer
 
-__all__ = ["LATENCY_BUCKETS", "SIZE_BUCKETS", "Metrics"]
+__all__ = ["LATENCY_BUCKETS", "SIZE_BUCKETS", "UNKNOWN", "Metrics"]
+
+UNKNOWN = "(unknown)"
+"""The label value of a tool or graph name the server does not have (a graph name cannot hold parentheses, and
+MCP's naming rules allow none in a tool's)."""
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds: a cached describe answers in a millisecond, a hub traversal in seconds, the timeout is a minute."""
@@ -60,13 +70,22 @@ class Metrics:
                                           buckets=SIZE_BUCKETS, registry=self.registry)
         self.truncated = prometheus.Counter("bfsql_answers_truncated", "Answers that say something was left out.",
                                             ["tool", "graph"], registry=self.registry)
+        self.refused = prometheus.Counter("bfsql_http_refused", "HTTP requests refused for their credentials.",
+                                          ["outcome"], registry=self.registry)
+        for outcome in HTTP_REFUSALS:
+            self.refused.labels(outcome)
         self._series: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         self.registry.register(_GraphCollector(server, prometheus))
         self.app = prometheus.make_asgi_app(registry=self.registry)
 
     def record(self, record: CallRecord) -> None:
-        """Count one call."""
-        key = (record.tool, record.graph, record.outcome)
+        """Count one call (or one request refused over HTTP)."""
+        if record.outcome in HTTP_REFUSALS:
+            self.refused.labels(record.outcome).inc()
+            return
+        tool = record.tool if record.tool in self.server.tools else UNKNOWN
+        graph = record.graph if record.graph in self.server.graphs else UNKNOWN
+        key = (tool, graph, record.outcome)
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = self._series_of(*key)
@@ -88,7 +107,7 @@ class Metrics:
         Looked up once per combination: ``labels()`` checks and converts its values, takes a lock
         and hashes them, which was a third of what the metrics cost a call.
         """
-        ran = outcome != "rate_limited"
+        ran = outcome not in REFUSALS
         ok = outcome == "ok"
         return (
             self.calls.labels(tool, graph, outcome),

@@ -16,14 +16,18 @@ With ``--oauth-issuer`` and ``--oauth-resource`` the HTTP server:
   refused ``403 insufficient_scope``; otherwise the caller sees only its graphs
   (:mod:`bfsql.server.callers`).
 
-There is no write scope: the server is read-only whatever the token says. Without OAuth
-configured the discovery addresses answer ``404`` (:class:`NoDiscovery`), so that a client does
-not start an OAuth flow against a server that takes a shared token.
+There is no write scope: the server is read-only whatever the token says. ``/metrics`` takes
+its own credential (:class:`MetricsGate`): a valid token carrying the operator scope
+``--oauth-metrics-scope`` (not advertised in the metadata, so that no client asks for it by
+default), or the shared ``--auth-token`` when one is set. Without OAuth configured the
+discovery addresses answer ``404`` (:class:`NoDiscovery`), so that a client does not start an
+OAuth flow against a server that takes a shared token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import time
@@ -49,7 +53,7 @@ from bfsql.settings import ServerSettings
 
 __all__ = [
     "ALGORITHMS", "DISCOVERY_PATH", "JWKS_MAX_AGE", "JWKS_MIN_INTERVAL", "LEEWAY", "GraphScopes", "JwtVerifier",
-    "NoDiscovery", "OAuthGate",
+    "MetricsGate", "NoDiscovery", "OAuthGate",
 ]
 
 logger = logging.getLogger("bfsql.server.oauth")
@@ -297,12 +301,51 @@ class OAuthGate:
             await self.app(scope, receive, send)
             return
         description = f"The token grants none of this server's graphs (scopes {self.scopes.prefix}NAME)."
-        body = json.dumps({"error": "insufficient_scope", "error_description": description}).encode()
-        await send({"type": "http.response.start", "status": 403, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", f'Bearer error="insufficient_scope", error_description="{description}"'.encode()),
-        ]})
-        await send({"type": "http.response.body", "body": body})
+        await _refuse(send, 403, "insufficient_scope", description)
+
+
+class MetricsGate:
+    """ASGI middleware guarding ``/metrics`` under OAuth: never readable anonymously.
+
+    A request passes with a token :class:`JwtVerifier` accepts (this issuer, this resource) whose
+    scopes hold ``scope``, or with the shared ``token`` when one is set. Without a valid
+    credential it is answered ``401``; with a valid token lacking the scope, ``403``. A token
+    granting graphs does not grant the metrics: they name every graph, granted or not.
+    """
+
+    def __init__(self, app: ASGIApp, verifier: JwtVerifier, scope: str, token: str | None = None) -> None:
+        self.app = app
+        self.verifier = verifier
+        self.scope = scope
+        self._shared = f"Bearer {token}".encode() if token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass a request carrying a credential for the metrics on; refuse any other."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        supplied = dict(scope.get("headers") or []).get(b"authorization", b"")
+        if self._shared is not None and hmac.compare_digest(supplied, self._shared):
+            await self.app(scope, receive, send)
+            return
+        kind, _, credential = supplied.decode("latin-1").partition(" ")
+        grant = await self.verifier.verify_token(credential.strip()) if kind.lower() == "bearer" else None
+        if grant is None:
+            await _refuse(send, 401, "invalid_token", f"Reading the metrics needs a token with scope {self.scope}.")
+        elif self.scope not in grant.scopes:
+            await _refuse(send, 403, "insufficient_scope", f"The token lacks scope {self.scope}.")
+        else:
+            await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, error: str, description: str) -> None:
+    """Answer ``status`` with an OAuth error (RFC 6750) in a JSON body and a ``WWW-Authenticate`` header."""
+    body = json.dumps({"error": error, "error_description": description}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", f'Bearer error="{error}", error_description="{description}"'.encode()),
+    ]})
+    await send({"type": "http.response.body", "body": body})
 
 
 class NoDiscovery:

@@ -53,8 +53,10 @@ from bfsql.server.tool_spec import MAX_TOKENS_ARGUMENT, ToolContext, ToolSpec, v
 from bfsql.settings import ServerSettings
 
 __all__ = [
+    "HTTP_REFUSALS",
     "OUTCOMES",
     "READ_ONLY",
+    "REFUSALS",
     "CallRecord",
     "answer_budget",
     "run_tool",
@@ -69,10 +71,19 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, destructi
 # -- the pipeline ----------------------------------------------------------------------
 
 
-OUTCOMES = ("ok", "invalid", "backend_error", "timeout", "busy", "rate_limited", "cancelled", "internal_error")
-"""How a call can end: answered; refused as the caller's mistake (arguments, unknown ids or graph); the store
-failed; it ran out of time; it timed out waiting for a heavy-call slot; over its principal's rate limit; cancelled
-(or interrupted by another's cancellation); a bug."""
+HTTP_REFUSALS = ("unauthenticated", "forbidden")
+"""How a request refused over HTTP for its credentials ends, before the MCP server sees it: no valid credential
+(401); a valid token granting none of the server's graphs (403)."""
+
+REFUSALS = ("rate_limited", "unknown_tool", "unknown_graph", "not_granted", "unavailable", *HTTP_REFUSALS)
+"""How a call refused before it ran ends: over its principal's rate limit; naming a tool the server does not have;
+naming a graph it does not serve; naming a graph the caller's token does not grant (the caller is told it is
+unknown); naming a graph that could not be opened at start-up; and :data:`HTTP_REFUSALS`."""
+
+OUTCOMES = ("ok", "invalid", "backend_error", "timeout", "busy", "cancelled", "internal_error", *REFUSALS)
+"""How a call can end: answered; refused as the caller's mistake (arguments, unknown ids); the store failed; it ran
+out of time; it timed out waiting for a heavy-call slot; cancelled (or interrupted by another's cancellation); a
+bug; or refused before it ran (:data:`REFUSALS`)."""
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,11 @@ trace attributes: each call's record from the pipeline goes to all of them), its
 the naming of each request's caller, and returns the ASGI layers to put around the MCP app,
 outermost first:
 
-1. ``/metrics`` (``--metrics``; behind the shared token when one is set);
-2. authentication: OAuth (:mod:`bfsql.server.oauth`) when an issuer is configured, else the
+1. ``/metrics`` (``--metrics``), behind the credential its mode takes (:func:`guarded_metrics`);
+2. the record of each request to the MCP app that authentication refuses (:class:`RefusedRequests`);
+3. authentication: OAuth (:mod:`bfsql.server.oauth`) when an issuer is configured, else the
    shared bearer token (when set) with the OAuth discovery addresses answering 404;
-3. the rate-limit gate (429 before a call over its limit reaches the server).
+4. the rate-limit gate (429 before a call over its limit reaches the server).
 """
 
 from __future__ import annotations
@@ -16,24 +17,30 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bfsql.errors import BfsqlError
-from bfsql.server.app import BfsqlServer
-from bfsql.server.callers import CallerMiddleware, Identify, by_address
+from bfsql.errors import BfsqlError, clip
+from bfsql.server.app import SENT_CHARS, BfsqlServer
+from bfsql.server.callers import CallerMiddleware, Identify, as_caller, by_address
 from bfsql.server.http import BearerAuth
 from bfsql.server.pipeline import CallRecord, Observer
 from bfsql.server.ratelimit import RateLimitGate, RateLimits
 from bfsql.server.tracing import annotate
 from bfsql.settings import ServerSettings
 
-__all__ = ["METRICS_PATH", "check_team_settings", "team_layers"]
+if TYPE_CHECKING:
+    from bfsql.server.oauth import GraphScopes, OAuthGate
+
+__all__ = ["METRICS_PATH", "RefusedRequests", "check_team_settings", "guarded_metrics", "team_layers"]
 
 logger = logging.getLogger("bfsql.server")
 
 METRICS_PATH = "/metrics"
+
+REFUSED_STATUSES = {401: "unauthenticated", 403: "forbidden"}
+"""The outcome (:data:`~bfsql.server.pipeline.HTTP_REFUSALS`) of a request authentication answers with each status."""
 
 
 def check_team_settings(settings: ServerSettings) -> None:
@@ -61,19 +68,71 @@ def _observer(observers: list[Observer]) -> Observer:
     return observe
 
 
-class MetricsRoute:
-    """ASGI middleware: ``GET /metrics`` answered by the metrics app (with the shared token, when one is set)."""
+def guarded_metrics(metrics: ASGIApp, settings: ServerSettings, oauth: OAuthGate | None) -> ASGIApp:
+    """The metrics app behind the credential the server's authentication takes for it (docs/deploying.md#metrics).
 
-    def __init__(self, app: ASGIApp, metrics: ASGIApp, token: str | None) -> None:
+    Under OAuth (``oauth``, the gate of the MCP app): a token of the issuer for this resource
+    with ``oauth_metrics_scope``, or ``auth_token`` when set; never anonymous. With a shared
+    token only: that token. With neither, the server listens on loopback only
+    (:func:`~bfsql.server.run.check_exposure`) and the metrics are as open as the MCP app.
+    """
+    if oauth is not None:
+        from bfsql.server.oauth import MetricsGate
+
+        return MetricsGate(metrics, oauth.verifier, settings.oauth_metrics_scope, settings.auth_token)
+    return BearerAuth(metrics, settings.auth_token) if settings.auth_token else metrics
+
+
+class MetricsRoute:
+    """ASGI middleware: ``/metrics`` answered by the (guarded) metrics app."""
+
+    def __init__(self, app: ASGIApp, metrics: ASGIApp) -> None:
         self.app = app
-        self.metrics = BearerAuth(metrics, token) if token else metrics
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve /metrics; pass everything else on."""
+        # The decoded path: every spelling of /metrics a client may send (/%6detrics) reaches the guarded app.
         if scope["type"] == "http" and scope.get("path") == METRICS_PATH:
             await self.metrics(scope, receive, send)
         else:
             await self.app(scope, receive, send)
+
+
+class RefusedRequests:
+    """ASGI middleware around authentication: each request to the MCP app it refuses (401, 403) is recorded.
+
+    The record's principal is the token's subject when the token was valid but granted no graph
+    (403), else the client's address; its tool is the one a ``tools/call`` names in its
+    ``Mcp-Name`` header (sent by clients of the sessionless revision; "" otherwise, as the body of
+    a refused request is not read), clipped; its graph "".
+    """
+
+    def __init__(self, app: ASGIApp, observe: Observer, identify: Identify, path: str) -> None:
+        self.app = app
+        self.observe = observe
+        self.identify = identify
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on; record it when it is answered with a refusal."""
+        if scope["type"] != "http" or scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+
+        async def watched(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in REFUSED_STATUSES:
+                self._record(scope, REFUSED_STATUSES[message["status"]])
+            await send(message)
+
+        await self.app(scope, receive, watched)
+
+    def _record(self, scope: Scope, outcome: str) -> None:
+        headers = dict(scope.get("headers") or [])
+        tool = headers.get(b"mcp-name", b"") if headers.get(b"mcp-method") == b"tools/call" else b""
+        caller = self.identify(scope) if outcome == "forbidden" else by_address(scope)
+        with as_caller(caller):
+            self.observe(CallRecord(clip(tool.decode("utf-8", "replace"), SENT_CHARS), "", None, outcome, 0.0))
 
 
 @asynccontextmanager
@@ -103,29 +162,30 @@ async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) 
                                              server.middleware).shutdown)
         if any(s.settings.rate_limit or s.settings.heavy_rate_limit for s in server.graphs.values()):
             server.limits = RateLimits({n: s.settings for n, s in server.graphs.items()}, settings.rate_limit_storage)
-        server.observe = _observer(observers)
+        observe = server.observe = _observer(observers)
         identify: Identify = by_address
-        oauth = None
+        scopes: GraphScopes | None = None
         if settings.oauth_issuer:
-            from bfsql.server.oauth import GraphScopes, OAuthGate
+            from bfsql.server.oauth import GraphScopes
 
             scopes = GraphScopes(settings.oauth_scope_prefix, settings.oauth_scope_claim, list(server.graphs))
             identify = scopes.caller
-            oauth = (OAuthGate, scopes)
         server.middleware.append(CallerMiddleware(identify, server.instructions_for))
 
         def wrap(app: ASGIApp) -> ASGIApp:
+            from bfsql.server.oauth import NoDiscovery, OAuthGate
+
             if server.limits is not None:
                 app = RateLimitGate(app, server, identify, path)
-            if oauth is not None:
-                gate, scopes = oauth
-                app = gate(app, settings, scopes)
+            gate = None
+            if scopes is not None:
+                app = gate = OAuthGate(app, settings, scopes)
             else:
-                from bfsql.server.oauth import NoDiscovery
-
                 app = NoDiscovery(BearerAuth(app, settings.auth_token) if settings.auth_token else app)
+            if gate is not None or settings.auth_token:
+                app = RefusedRequests(app, observe, identify, path)
             if metrics is not None:
-                app = MetricsRoute(app, metrics.app, settings.auth_token)
+                app = MetricsRoute(app, guarded_metrics(metrics.app, settings, gate))
             return app
 
         yield wrap

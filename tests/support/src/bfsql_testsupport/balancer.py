@@ -23,10 +23,14 @@ from bfsql_testsupport.services import free_port, unavailable, wait_for_port
 __all__ = ["Balancer", "haproxy_config"]
 
 
-def haproxy_config(port: int, replicas: Sequence[int], check_ms: int = 500) -> str:
-    """An HAProxy configuration balancing ``replicas`` (ports on 127.0.0.1) behind ``port``."""
+def haproxy_config(port: int, replicas: Sequence[int], check_ms: int = 500, frontend: Sequence[str] = ()) -> str:
+    """An HAProxy configuration balancing ``replicas`` (ports on 127.0.0.1) behind ``port``.
+
+    ``frontend`` holds more lines of the frontend section (the ``http-request`` rules docs/deploying.md gives).
+    """
     servers = "\n".join(f"    server r{i} 127.0.0.1:{p} check inter {check_ms}ms fall 1 rise 1"
                         for i, p in enumerate(replicas, start=1))
+    rules = "".join(f"    {line.strip()}\n" for line in frontend)
     return f"""global
     maxconn 512
 
@@ -43,7 +47,7 @@ defaults
 
 frontend mcp
     bind 127.0.0.1:{port}
-    default_backend bfsql
+{rules}    default_backend bfsql
 
 backend bfsql
     balance roundrobin
@@ -57,10 +61,14 @@ backend bfsql
 
 
 class Balancer:
-    """HAProxy on a free 127.0.0.1 port in front of the replicas on ``replicas`` (their ports)."""
+    """HAProxy on a free 127.0.0.1 port in front of the replicas on ``replicas`` (their ports).
 
-    def __init__(self, replicas: Sequence[int]) -> None:
+    ``frontend`` holds more lines of its frontend section (see :func:`haproxy_config`).
+    """
+
+    def __init__(self, replicas: Sequence[int], frontend: Sequence[str] = ()) -> None:
         self.replicas = list(replicas)
+        self.frontend = list(frontend)
         self.port = free_port()
         self._dir = Path(tempfile.mkdtemp(prefix="bfsql-haproxy-"))
         self._process: subprocess.Popen[bytes] | None = None
@@ -77,7 +85,7 @@ class Balancer:
         if haproxy is None:
             unavailable("HAProxy", "haproxy is not installed (apt-get install haproxy; tests/team/services.sh)")
         config = self._dir / "haproxy.cfg"
-        config.write_text(haproxy_config(self.port, self.replicas))
+        config.write_text(haproxy_config(self.port, self.replicas, frontend=self.frontend))
         checked = subprocess.run([haproxy, "-c", "-f", str(config)], capture_output=True, text=True, timeout=60)
         if checked.returncode != 0:
             raise AssertionError(f"haproxy refused the configuration: {checked.stdout}{checked.stderr}")

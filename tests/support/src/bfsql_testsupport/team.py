@@ -21,10 +21,13 @@ from bfsql_testsupport.services import free_port
 PROTOCOL = "2026-07-28"
 """The sessionless protocol revision :func:`raw_call` speaks."""
 
-__all__ = ["GRAPHS", "PROTOCOL", "mcp_client", "raw_call", "serving", "two_graphs_config"]
+__all__ = ["GRAPHS", "METRICS_SCOPE", "PROTOCOL", "mcp_client", "raw_call", "serving", "two_graphs_config"]
 
 GRAPHS = ("famplex", "restricted")
 """The graphs the OAuth tests serve: the demo twice, under two names."""
+
+METRICS_SCOPE = "bfsql:metrics"
+"""The operator scope that reads /metrics under OAuth (the default of --oauth-metrics-scope)."""
 
 
 def two_graphs_config(folder: Path, server: str = "") -> Path:
