@@ -31,8 +31,7 @@ from typing import Any
 
 from bfsql import Graph
 from bfsql.budgets import DEFAULT_MAX_TOKENS
-from bfsql.server.answers import AnswerBudget
-from bfsql.server.pipeline import fit_and_serialise, postprocess
+from bfsql.server.answers import AnswerBudget, document, postprocess
 from bfsql.server.run import tune_garbage_collector
 from bfsql.server.tool_spec import ToolContext
 from bfsql.server.tools import bfs_query, intersect_subgraphs
@@ -82,7 +81,7 @@ async def measure(graph: Graph, tool: Any, arguments: dict[str, Any]) -> dict[st
         postprocess(graph, answer, tool.__name__)
         engine.append(time.perf_counter() - started)
         started = time.perf_counter()
-        fitted, text, _notes = fit_and_serialise(answer, budget)
+        fitted, text = document(answer, budget)
         fitting.append(time.perf_counter() - started)
     nodes = fitted["nodes"]
     named = sum(1 for n in nodes if n.get("name") or (n.get("metadata") or {}).get("name"))

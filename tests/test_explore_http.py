@@ -83,7 +83,7 @@ def test_bad_calls_get_one_plain_error(explorer):
     assert httpx.get(explorer + "api/call/bfs_query").status_code == 405
     too_big = call("search_entities", {"query": "x" * 70_000})
     assert too_big.status_code == 413
-    assert call("search_entities", {"query": "BRAF"}).json()[0]["id"] == "HGNC:BRAF"  # still answering
+    assert call("search_entities", {"query": "BRAF"}).json()["items"][0]["id"] == "HGNC:BRAF"  # still answering
 
 
 def test_the_page_gets_type_styles_from_the_one_mapping_the_exports_use(explorer):
@@ -111,7 +111,8 @@ def test_a_deeply_nested_body_gets_a_plain_400_and_the_connection_serves_on(expl
         # Brackets inside strings are text, not nesting: the tool gets the call (and finds no such entity).
         quoted = http.post(explorer + "api/call/describe_entity", json={"id": "[{" * 1000})
         assert quoted.status_code == 422 and "Unknown entity id(s)" in quoted.json()["error"]
-        assert http.post(explorer + "api/call/search_entities", json={"query": "BRAF"}).json()[0]["id"] == "HGNC:BRAF"
+        found = http.post(explorer + "api/call/search_entities", json={"query": "BRAF"}).json()
+        assert found["items"][0]["id"] == "HGNC:BRAF"
 
 
 def test_foreign_hosts_origins_and_form_posts_are_refused(explorer):

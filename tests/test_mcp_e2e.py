@@ -110,7 +110,7 @@ async def test_session_workflow_of_the_appendix():
         assert {"Family", "Gene"} <= set(schema["entity_types"]) and schema["predicates"] == ["isa", "partof"]
         assert "FamPlex" in schema["graph_description"] and schema["next_steps"] and schema["tool_usage_notes"]
 
-        hits = data(await client.call_tool("search_entities", {"query": "BRAF", "node_types": ["Gene"]}))
+        hits = data(await client.call_tool("search_entities", {"query": "BRAF", "node_types": ["Gene"]}))["items"]
         assert {key: hits[0][key] for key in ("id", "entity_type", "name")} == {
             "id": "HGNC:BRAF", "entity_type": "Gene", "name": "BRAF"}
         assert hits[0]["rankers"] and isinstance(hits[0]["score"], float)  # fused search: score and rankers
@@ -122,8 +122,9 @@ async def test_session_workflow_of_the_appendix():
         assert all("metadata" not in n for n in survey["nodes"])
         assert survey["schema_summary"]["predicates_found"]
 
-        records = data(await client.call_tool("describe_entities", {"ids": ["FPLX:RAF", "no:such"]}))
-        assert [r["id"] for r in records] == ["FPLX:RAF"]
+        described = data(await client.call_tool("describe_entities", {"ids": ["FPLX:RAF", "no:such"]}))
+        records = described["items"]
+        assert [r["id"] for r in records] == ["FPLX:RAF"] and described["unknown_ids"] == ["no:such"]
         assert records[0]["metadata"]["name"]
 
         focused = data(await client.call_tool("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 1,
@@ -199,7 +200,7 @@ async def test_progress_notifications_reach_the_last_hop():
 async def test_streamable_http_with_token(http_server):
     url, token = http_server
     async with http_client(url, token) as client:
-        hits = data(await client.call_tool("search_entities", {"query": "RAF1"}))
+        hits = data(await client.call_tool("search_entities", {"query": "RAF1"}))["items"]
         assert hits[0]["id"] == "HGNC:RAF1"
         assert error_text(await client.call_tool("bfs_query", {"seeds": ["x:y"], "max_hops": 1}))
         assert data(await client.call_tool("describe_entity", {"id": "HGNC:RAF1"}))["name"] == "RAF1"
@@ -237,12 +238,13 @@ async def test_filters_the_graph_does_not_know_are_flagged_and_small_budgets_sti
         warning = next(w for w in answer["warnings"] if "node_types" in w)
         assert "'Animal' is not among this graph's entity types (Complex, Family, Gene, Protein)" in warning
         result = await client.call_tool("search_entities", {"query": "kinase", "limit": 100})
-        hits, notes = data(result), result.meta["bfsql/notes"]
-        said = len(json.dumps(notes, separators=(",", ":"), ensure_ascii=False))
-        assert len(json.dumps(hits, separators=(",", ":"), ensure_ascii=False)) + said <= 500 * 3
-        assert all("id" in hit for hit in hits), "a list holds only its items (issue 26.1)"
+        found = data(result)
+        hits, notes = found["items"], found["truncated"]
+        assert len(json.dumps(found, separators=(",", ":"), ensure_ascii=False)) <= 500 * 3
+        assert all("id" in hit for hit in hits), "the items hold only items (issue 26.1)"
         assert notes[-1]["reason"] == "max_tokens" and notes[-1]["next_offset"] == len(hits)
-        assert result.content[1].text.startswith(notes[0]["detail"]), "the notes are also said to the model"
+        assert found["page"]["returned"] == len(hits) and found["page"]["next_offset"] == len(hits)
+        assert len(result.content) == 1 and result.structured_content == found, "one document, said to every client"
         described = data(await client.call_tool("describe_entity", {"id": "FPLX:AMPK", "max_tokens": 200}))
         assert described["id"] == "FPLX:AMPK" and "_clipped" in described
 

@@ -89,9 +89,9 @@ async def test_each_graph_answers_for_itself_and_the_first_is_the_default(tmp_pa
         standard = data(await client.call_tool("describe_schema", {"graph": "standard"}))
         assert "graphs" not in standard and "Family" not in standard["entity_types"]
 
-        hits = data(await client.call_tool("search_entities", {"query": "TP53", "graph": "standard"}))
+        hits = data(await client.call_tool("search_entities", {"query": "TP53", "graph": "standard"}))["items"]
         assert hits[0]["id"] == TP53
-        famplex = data(await client.call_tool("search_entities", {"query": "RAF1"}))
+        famplex = data(await client.call_tool("search_entities", {"query": "RAF1"}))["items"]
         assert famplex[0]["id"] == "HGNC:RAF1"
         answer = data(await client.call_tool("bfs_query", {"seeds": [TP53], "max_hops": 1, "graph": "standard"}))
         assert answer["nodes"][0]["id"] == TP53
@@ -114,7 +114,7 @@ async def test_an_unknown_graph_is_a_tool_error_naming_the_served_graphs(tmp_pat
         assert text == "Unknown graph 'standrd'. Did you mean 'standard'? This server's graphs: famplex, standard."
         huge = error_text(await client.call_tool("search_entities", {"query": "x", "graph": "g" * 200_000}))
         assert len(huge) < 300 and huge.endswith("This server's graphs: famplex, standard."), huge  # issue 23.5
-        assert data(await client.call_tool("search_entities", {"query": "RAF1"}))  # still serving
+        assert data(await client.call_tool("search_entities", {"query": "RAF1"}))["items"]  # still serving
 
 
 async def test_a_graph_that_cannot_be_opened_leaves_the_others_answering(tmp_path: Path, standard_db: Path):
@@ -132,7 +132,7 @@ db = "{broken}"
         schema = data(await client.call_tool("describe_schema", {}))
         assert {g["name"]: g["available"] for g in schema["graphs"]} == {
             "famplex": True, "standard": True, "broken": False}
-        assert data(await client.call_tool("search_entities", {"query": "TP53", "graph": "standard"}))
+        assert data(await client.call_tool("search_entities", {"query": "TP53", "graph": "standard"}))["items"]
 
 
 async def test_default_true_picks_the_default_graph_and_flags_override_the_file(tmp_path: Path, standard_db: Path):
@@ -140,7 +140,7 @@ async def test_default_true_picks_the_default_graph_and_flags_override_the_file(
         'description = "The conformance graph"', 'description = "The conformance graph"\ndefault = true')
     path = write_config(tmp_path, config)
     async with serve(path, "--max-tokens", "1000") as client:
-        hits = data(await client.call_tool("search_entities", {"query": "TP53"}))
+        hits = data(await client.call_tool("search_entities", {"query": "TP53"}))["items"]
         assert hits[0]["id"] == TP53
         answer = data(await client.call_tool("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 2,
                                                            "graph": "famplex"}))
@@ -151,7 +151,7 @@ def test_one_graph_needs_no_graph_argument(standard_db: Path):
     done = subprocess.run([*BFSQL, "query", "--db", str(standard_db), "search_entities", "query=TP53", "--json"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)[0]["id"] == TP53
+    assert json.loads(done.stdout)["items"][0]["id"] == TP53
 
 
 MISTAKES = [

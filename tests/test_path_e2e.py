@@ -134,11 +134,13 @@ async def test_closures_in_one_call():
 async def test_search_modes_over_the_demo():
     # Without a semantic embedder installed the demo store has no vectors: search is lexical, and honest.
     async with stdio() as client:
-        default = data(await client.call_tool("search_entities", {"query": "RAF"}))
+        default = data(await client.call_tool("search_entities", {"query": "RAF"}))["items"]
         assert default[0]["id"] == "FPLX:RAF" and default[0]["rankers"] == ["lexical"] and default[0]["score"] == 1.0
         exact = data(await client.call_tool("search_entities", {"query": "braf", "mode": "exact"}))
-        assert [(h["id"], h["score"], h["rankers"]) for h in exact] == [("HGNC:BRAF", 1.0, ["exact"])]
-        assert data(await client.call_tool("search_entities", {"query": "xyzzy nonsense query"})) == []
+        assert [(h["id"], h["score"], h["rankers"]) for h in exact["items"]] == [("HGNC:BRAF", 1.0, ["exact"])]
+        assert exact["page"] == {"offset": 0, "returned": 1, "total": 1}
+        assert data(await client.call_tool("search_entities", {"query": "xyzzy nonsense query"})) == {
+            "page": {"offset": 0, "returned": 0, "total": 0}, "items": []}
         vector = await client.call_tool("search_entities", {"query": "BRAF", "mode": "vector"})
         assert vector.is_error and "Available modes: exact, lexical" in vector.content[0].text
         for junk in ("!!!", "\x00", "..."):
@@ -179,7 +181,7 @@ def test_bfsql_path_command():
 
 
 def test_bfsql_query_search_is_honest():
-    """Junk and nonsense at the command line (19.9): a clean error for junk, [] for nonsense."""
+    """Junk and nonsense at the command line (19.9): a clean error for junk, no items for nonsense."""
     bfsql = [sys.executable, "-m", "bfsql", "query", "search_entities"]
     for junk in ("query=!!!", "query=..."):
         done = subprocess.run([*bfsql, junk], capture_output=True, text=True, timeout=120)
@@ -187,4 +189,4 @@ def test_bfsql_query_search_is_honest():
     nothing = subprocess.run([*bfsql, "query=xyzzy nonsense query", "--json"], capture_output=True, text=True,
                              timeout=120)
     assert nothing.returncode == 0, nothing.stderr
-    assert json.loads(nothing.stdout) == []
+    assert json.loads(nothing.stdout) == {"page": {"offset": 0, "returned": 0, "total": 0}, "items": []}

@@ -151,10 +151,10 @@ def test_the_readmes_develop_steps_pass_in_a_fresh_virtualenv(tmp_path: Path) ->
                       f"""bundle = "{write_standard_bundle(tmp_path)}"\n""")
     served = json.loads(run([bfsql, "query", "--config", config, "search_entities", "query=TP53", "graph=example",
                              "--json"], cwd=tmp_path).stdout)
-    assert served[0]["id"] == TP53
+    assert served["items"][0]["id"] == TP53
     demo = json.loads(run([bfsql, "query", "--config", config, "search_entities", "query=RAF1", "--json"],
                           cwd=tmp_path).stdout)
-    assert demo[0]["id"] == "HGNC:RAF1"
+    assert demo["items"][0]["id"] == "HGNC:RAF1"
 
     # An author changes the config, as the docs invite (the install is editable: no reinstall);
     # the tests follow conftest.store_config.

@@ -47,7 +47,7 @@ async def test_mcp_session_over_the_jsonld_backend(reference_url):
         schema = data(await client.call_tool("describe_schema", {}))
         assert schema["entity_types"] == ["Disease", "Drug", "Gene", "Paper"] and schema["comprehensive"] is True
 
-        hits = data(await client.call_tool("search_entities", {"query": "p53", "node_types": ["Gene"]}))
+        hits = data(await client.call_tool("search_entities", {"query": "p53", "node_types": ["Gene"]}))["items"]
         assert hits[0]["id"] == "GENE:TP53"
 
         survey = data(
@@ -58,7 +58,8 @@ async def test_mcp_session_over_the_jsonld_backend(reference_url):
         assert survey["node_count"] == 8
 
         many = data(await client.call_tool("describe_entities", {"ids": ["GENE:MDM2", "NOPE:unknown"]}))
-        assert [n["id"] for n in many] == ["GENE:MDM2"] and many[0]["metadata"]["chromosome"] == "12q15"
+        assert [n["id"] for n in many["items"]] == ["GENE:MDM2"] and many["unknown_ids"] == ["NOPE:unknown"]
+        assert many["items"][0]["metadata"]["chromosome"] == "12q15"
 
         unknown = await client.call_tool("describe_entity", {"id": "GENE:TP53-OLD"})
         assert unknown.is_error and "Unknown entity" in unknown.content[0].text

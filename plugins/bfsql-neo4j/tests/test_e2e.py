@@ -34,8 +34,7 @@ async def test_serve_answers_a_real_mcp_client(falkordb_server) -> None:
             schema = payload(await client.call_tool("describe_schema", {}))
             assert schema["entity_types"] == ["Disease", "Drug", "Gene", "Paper"]
             assert "REGULATES" in schema["predicates"]
-            hits = payload(await client.call_tool("search_entities", {"query": "p53"}))
-            hits = hits["result"] if isinstance(hits, dict) else hits
+            hits = payload(await client.call_tool("search_entities", {"query": "p53"}))["items"]
             assert hits[0]["id"] == "GENE:TP53"
             answer = payload(await client.call_tool("bfs_query", {"seeds": ["GENE:TP53"], "max_hops": 2}))
             ids = {node["id"] for node in answer["nodes"]}

@@ -40,7 +40,7 @@ async def test_serve_with_database_url_answers_an_mcp_client(standard_dsn: str) 
         assert schema["graph_description"] == "The standard graph in PostgreSQL."
         assert schema["entity_types"] == ["Disease", "Drug", "Gene", "Paper"]
 
-        hits = data(await client.call_tool("search_entities", {"query": "p53"}))
+        hits = data(await client.call_tool("search_entities", {"query": "p53"}))["items"]
         assert hits[0]["id"] == TP53 and MERGED not in [h["id"] for h in hits]
 
         survey = data(await client.call_tool("bfs_query", {"seeds": [TP53], "max_hops": 1, "topology_only": True}))

@@ -26,7 +26,7 @@ import asyncpg
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from bfsql.testing.reliability import SessionThread, standard_ids
+from bfsql.testing.reliability import SessionThread, hits_of, standard_ids
 from bfsql.testing.scenarios import cheap_call_from_another_session, fuzz, injection_corpus
 from bfsql.testing.standard_graph import MDM2, TP53, write_standard_bundle
 from bfsql_postgres.loader import load_postgres
@@ -308,8 +308,8 @@ def test_one_graph_down_leaves_the_other_answering(cluster, tmp_path, figures):
                                    env=clean_env())
     restarts = Restarts(cluster)
     with SessionThread(params, call_timeout=CLIENT_WAIT) as held:
-        assert held.call("search_entities", {"query": "TP53", "graph": "standard"}).data()[0]["id"] == TP53
-        assert held.call("search_entities", {"query": "RAF1"}).data()[0]["id"] == "HGNC:RAF1"
+        assert hits_of(held.call("search_entities", {"query": "TP53", "graph": "standard"}))[0]["id"] == TP53
+        assert hits_of(held.call("search_entities", {"query": "RAF1"}))[0]["id"] == "HGNC:RAF1"
         restarts.stop()
         try:
             down = held.call("bfs_query", {"seeds": [MDM2], "max_hops": 1, "graph": "standard"})

@@ -46,7 +46,7 @@ async def test_bfsql_serve_answers_a_real_mcp_client(server: SparqlServer) -> No
         schema = _data(await client.call_tool("describe_schema", {}))
         assert schema["comprehensive"] is True and "SPARQL endpoint" in schema["graph_description"]
 
-        hits = _data(await client.call_tool("search_entities", {"query": "p53"}))
+        hits = _data(await client.call_tool("search_entities", {"query": "p53"}))["items"]
         tp53 = ids("GENE:TP53")
         assert hits[0]["id"] == tp53 and hits[0]["entity_type"] == "Gene"
 

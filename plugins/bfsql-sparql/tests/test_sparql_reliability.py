@@ -163,6 +163,8 @@ def test_long_invalid_ids_get_short_clear_errors(session):
             check_outcome(outcome)
             if tool == "describe_entities":
                 assert hits_of(outcome) == [], outcome.text[:300]
+                (unknown,) = outcome.data()["unknown_ids"]  # named shortened, as in an error
+                assert len(unknown) < 200 and entity_id not in outcome.text, outcome.text[:300]
             else:
                 assert outcome.is_error and any(s in outcome.text for s in UNKNOWN_ID), outcome.text[:300]
 

@@ -69,7 +69,7 @@ async def hub_explosions(url: str, calls: Sequence[tuple[str, dict[str, Any]]], 
             started = time.perf_counter()
             result = await client.call_tool(tool, arguments)
             seconds = time.perf_counter() - started
-            text = result.content[0].text  # the answer (a list answer's notes follow in a second block)
+            text = result.content[0].text  # the answer's one document
             assert not result.is_error, (tool, arguments, text[:500])
             assert len(text) <= max_chars, f"{tool} answered {len(text)} characters (budget {max_chars})"
             answer = json.loads(text)
