@@ -242,6 +242,16 @@ async def test_bfsql_serve_on_the_standby_as_a_reading_role(dsns: tuple[str, str
         assert not failed and document(text)["items"][0]["id"] == TP53, text
 
 
+async def test_a_dsn_naming_both_servers_reads_the_standby(replication: Any, dsns: tuple[str, str]) -> None:
+    """libpq's multi-host DSN with target_session_attrs=prefer-standby: the standby while there is one."""
+    hosts = f"127.0.0.1:{replication.primary.port},127.0.0.1:{replication.standby.port}"
+    dsn = f"postgresql://postgres@{hosts}/{DATABASE}?target_session_attrs=prefer-standby"
+    async with serving(dsn, MAX_LAG) as (backend, client):
+        assert (await backend.pool.fetchval("SELECT pg_is_in_recovery()")) is True
+        failed, text = await answer(client, "search_entities", {"query": "p53"})
+        assert not failed and document(text)["items"][0]["id"] == TP53, text
+
+
 async def test_an_idle_primary_is_no_lag(replication: Any, dsns: tuple[str, str]) -> None:
     """A standby that replayed all its primary wrote answers however long the primary has written nothing."""
     await caught_up(replication)
