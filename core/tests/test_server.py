@@ -57,6 +57,19 @@ async def test_backend_failure_is_a_clear_error_and_the_server_recovers(caplog):
     assert "Traceback" not in caplog.text
 
 
+async def test_describe_schema_warns_of_what_the_backend_says_makes_its_answers_stale():
+    backend = FlakyBackend(small_records())
+    async with await client_for(backend) as client:
+        assert "warnings" not in payload(await client.call_tool("describe_schema", {}))
+        problem = "The standby is not streaming from its primary."
+
+        async def health() -> list[str]:
+            return [problem]
+
+        backend.health = health  # type: ignore[method-assign]
+        assert payload(await client.call_tool("describe_schema", {}))["warnings"] == [problem]
+
+
 async def test_slow_backend_times_out_with_advice():
     backend = FlakyBackend(small_records())
     backend.delay = 5

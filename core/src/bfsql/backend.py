@@ -175,6 +175,14 @@ class GraphBackend(Primitives, ABC):
         """
         return []
 
+    async def health(self) -> list[str]:
+        """What makes the store's answers stale or unavailable now, one plain sentence each; [] when nothing does.
+
+        describe_schema shows these as ``warnings``, and a readiness check can take a server whose
+        store has any out of rotation (e.g. a PostgreSQL standby that lost its primary). Default: none.
+        """
+        return []
+
     async def aclose(self) -> None:
         """Release connections, pools and files. Called once when the graph closes."""
 

@@ -199,7 +199,8 @@ class SchemaDescription(BaseModel):
     """The answer of ``describe_schema``.
 
     ``graphs`` is present only when the server serves several graphs and the call named none:
-    the schema is then the default graph's.
+    the schema is then the default graph's. ``warnings`` (the backend's :meth:`~bfsql.GraphBackend.health`)
+    only when the store's answers are stale or at risk.
     """
 
     graph_description: str
@@ -209,6 +210,7 @@ class SchemaDescription(BaseModel):
     next_steps: str
     tool_usage_notes: str
     graphs: list[GraphListing] | None = None
+    warnings: list[str] | None = None
     truncated: list[Truncation] | None = None
 
 

@@ -60,7 +60,7 @@ MinMentions = Annotated[
 async def describe_schema(ctx: ToolContext) -> SchemaDescription:
     """Orient: what the graph contains."""
     graph = ctx.graph
-    types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
+    types, preds, problems = await gather_or_cancel(graph.entity_types(), graph.predicates(), graph.backend.health())
     return SchemaDescription(
         graph_description=graph.description or await graph.backend.graph_description(),
         comprehensive=graph.capabilities.comprehensive_schema,
@@ -69,6 +69,7 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
         next_steps=await graph.backend.next_steps() or DEFAULT_NEXT_STEPS,
         tool_usage_notes=TOOL_USAGE_NOTES,
         graphs=ctx.graphs,
+        warnings=problems or None,
     )
 
 

@@ -49,6 +49,7 @@ from bfsql_postgres import queries, walk
 from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
+from bfsql_postgres.replica import ReplicaWatch
 
 __all__ = ["WALK_ROWS", "PostgresBackend", "QueryObserver"]
 
@@ -220,15 +221,18 @@ class PostgresBackend(GraphBackend):
         description: str | None = None,
         where: str = "the configured database",
         walk_rows: int = WALK_ROWS,
+        max_replica_lag: float | None = None,
     ) -> None:
         """Wrap an open pool whose store was checked by :func:`~bfsql_postgres.layout.inspect_store`.
 
         ``where`` names the database in error messages (``host:port/dbname``, never a password);
         ``walk_rows`` is the budget of edges a traversal fetches hop by hop before it is walked in the
-        database (see :meth:`traverse`; 0 walks every traversal in the database, even one listed whole).
+        database (see :meth:`traverse`; 0 walks every traversal in the database, even one listed whole);
+        ``max_replica_lag``: the seconds a hot standby may lag before statements fail (:mod:`bfsql_postgres.replica`).
         """
         self.pool = pool
         self.where = where
+        self.replica = ReplicaWatch(self._read, where, max_replica_lag)
         self.layout = layout
         if layout.vector_embedder is not None and layout.vector_dimension is not None:
             self.vector_embedder = (layout.vector_embedder, layout.vector_dimension)
@@ -317,25 +321,31 @@ class PostgresBackend(GraphBackend):
             raise
         return cls(
             pool, layout, statement_timeout=config.statement_timeout, description=config.description, where=where,
-            walk_rows=walk_rows,
+            walk_rows=walk_rows, max_replica_lag=config.max_replica_lag,
         )
 
-    async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+    async def _read(self, sql: str, *args: Any) -> list[asyncpg.Record]:
         """Run one statement on a pooled connection (one round trip).
 
         A connection that the server closed since its last use (a restart) is replaced and
         the statement, a read, is run once more on the new one.
         """
         try:
+            rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
+        except _CONNECTION_LOST:
+            rows = await self.pool.fetch(sql, *args)
+        return rows
+
+    async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """Run one statement (:meth:`_read`), after checking the standby's lag when ``max_replica_lag`` is set;
+        :class:`~bfsql.BackendFailure` saying what failed."""
+        try:
+            await self.replica.check()
             with statement_span("postgresql", sql):
-                try:
-                    rows: list[asyncpg.Record] = await self.pool.fetch(sql, *args)
-                except _CONNECTION_LOST:
-                    rows = await self.pool.fetch(sql, *args)
+                rows = await self._read(sql, *args)
         except _CONNECTION_LOST as exc:
             raise BackendFailure(
-                f"PostgreSQL at {self.where} cannot be reached ({type(exc).__name__}: {clip(str(exc), 200)}).",
-                "Check that the server runs; bfsql reconnects by itself on the next call.",
+                self._unreachable(exc), "Check that the server runs; bfsql reconnects by itself on the next call."
             ) from None
         except asyncpg.QueryCanceledError:
             raise BackendFailure(
@@ -596,6 +606,19 @@ class PostgresBackend(GraphBackend):
     async def graph_description(self) -> str:
         """The configured description, else one naming the database."""
         return self._description or f"A knowledge graph in PostgreSQL (kgraph schema {self.layout.schema!r})."
+
+    @override
+    async def health(self) -> list[str]:
+        """What makes the answers stale now: on a hot standby, replication stopped or paused, or a lag beyond
+        ``max_replica_lag`` (:mod:`bfsql_postgres.replica`); a server that cannot be reached. [] on a primary."""
+        try:
+            return await self.replica.problems()
+        except _CONNECTION_LOST as exc:
+            return [self._unreachable(exc)]
+
+    def _unreachable(self, exc: BaseException) -> str:
+        """The sentence of a server that cannot be reached."""
+        return f"PostgreSQL at {self.where} cannot be reached ({type(exc).__name__}: {clip(str(exc), 200)})."
 
     @override
     async def aclose(self) -> None:

@@ -29,6 +29,12 @@ class PostgresConfig(BaseModel):
     description: str | None = Field(
         default=None, description="graph_description text shown by describe_schema."
     )
+    max_replica_lag: float | None = Field(
+        default=None, gt=0,
+        description="When the database is a hot standby: seconds its answers may lag behind the primary; a call "
+        "beyond that fails, naming the lag (measured at most once a second). Unset: never checked per call "
+        "(describe_schema still warns of stopped or paused replication).",
+    )
 
 
 ENV_ALIASES: dict[str, tuple[str, ...]] = {"dsn": ("DATABASE_URL",)}

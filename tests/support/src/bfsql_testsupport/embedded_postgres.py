@@ -159,22 +159,27 @@ class EmbeddedPostgres:
         )
 
     def start(self) -> EmbeddedPostgres:
-        """initdb a new cluster and start it on a free port; EmbeddedPostgresUnavailable on failure."""
+        """Make a new cluster (:meth:`_create_cluster`) and start it on a free port; EmbeddedPostgresUnavailable on
+        failure."""
         self._dir = Path(tempfile.mkdtemp(prefix="bfsql-pg-"))
         try:
             if self._user is not None:
                 entry = pwd.getpwnam(self._user)
                 os.chown(self._dir, entry.pw_uid, entry.pw_gid)
-            init = self._run("initdb", "-D", str(self.data_dir), "-U", "postgres", "--auth=trust",
-                             "--encoding=UTF8", "--locale=C", "--no-sync")
-            if init.returncode != 0:
-                raise EmbeddedPostgresUnavailable(f"initdb failed: {init.stderr.strip() or init.stdout.strip()}")
+            self._create_cluster()
             self._start_on_free_port()
         except BaseException:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
             raise
         return self
+
+    def _create_cluster(self) -> None:
+        """Make the data directory's cluster: a new one, by initdb."""
+        init = self._run("initdb", "-D", str(self.data_dir), "-U", "postgres", "--auth=trust",
+                         "--encoding=UTF8", "--locale=C", "--no-sync")
+        if init.returncode != 0:
+            raise EmbeddedPostgresUnavailable(f"initdb failed: {init.stderr.strip() or init.stdout.strip()}")
 
     def _pg_ctl_start(self, port: int) -> subprocess.CompletedProcess[str]:
         assert self._dir is not None
