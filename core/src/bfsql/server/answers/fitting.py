@@ -605,6 +605,21 @@ def _fits(obj: Any, budget: AnswerBudget) -> bool:
     return len(compact_json(obj)) <= budget.chars
 
 
+def _most_that_fit(answer_of: Callable[[int], Any], most: int, budget: AnswerBudget) -> int:
+    """The largest ``keep`` from 0 to ``most`` whose ``answer_of(keep)`` fits ``budget`` (0 when none does): a
+    binary search, as the answer grows with ``keep``."""
+    if _fits(answer_of(most), budget):
+        return most
+    low, high = 0, most - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _fits(answer_of(middle), budget):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def fit_record(record: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
     """One flat record (describe_entity) within the budget: long values clipped, as little as needed."""
     if _fits(record, budget):
@@ -656,16 +671,7 @@ def fit_list(
         fitted["items"] = items[:keep]
         return fitted
 
-    if _fits(document(len(items)), budget):
-        return document(len(items))
-    low, high = 0, len(items) - 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if _fits(document(middle), budget):
-            low = middle
-        else:
-            high = middle - 1
-    return document(low)
+    return document(_most_that_fit(document, len(items), budget))
 
 
 def _list_cut(items: list[Any], keep: int, budget: AnswerBudget, what: str, id_key: str,
@@ -806,14 +812,7 @@ def fit_paths(answer: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
             "hint": "Lower max_results, or narrow the query with type: or \"text\" filters.",
         })
 
-    low, high = 0, len(results)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if _fits(cut(middle), budget):
-            low = middle
-        else:
-            high = middle - 1
-    fitted = cut(low)
+    fitted = cut(_most_that_fit(cut, len(results), budget))
     chars = CLIP_CHARS
     while not _fits(fitted, budget) and chars > 8:
         chars //= 4
