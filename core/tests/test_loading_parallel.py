@@ -31,7 +31,7 @@ from bfsql.loading.id_codes import CodedRelationships, IdCodes
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
 from bfsql.loading.plain import PlainRelationship, PlainRelationships
 from bfsql.loading.progress import LoadProgress
-from bfsql.loading.sqlite_loader import load_sqlite
+from bfsql.loading.sqlite_loader import FROM_HELPER, load_sqlite
 
 from conftest import random_bundle
 
@@ -239,7 +239,7 @@ def _helpers_running() -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes through /proc")
-@pytest.mark.parametrize("phase", [None, "write", "index", "relationships", "graph"])
+@pytest.mark.parametrize("phase", [None, "write", "index", FROM_HELPER, "graph"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_the_helpers_and_leaves_the_store_as_it_was(
     tmp_path: Path, helpers: None, phase: str | None, signum: int

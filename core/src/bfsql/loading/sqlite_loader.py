@@ -109,6 +109,9 @@ __all__ = [
 AUTO_EMBEDDER = "auto"
 """Embed with the store's recorded embedder, else the preferred semantic one if installed, else store no vectors."""
 
+FROM_HELPER = "from the helper"
+"""What the write phase says while it waits for and copies in the relationships a helper process wrote."""
+
 EMBED_BATCH = 2048
 """Texts per embedder call while loading (large, so that a model can batch names of similar length)."""
 
@@ -608,6 +611,7 @@ def _fill(
         _rebuild_text_indexes(conn, progress)
         if side_store is not None:  # written meanwhile by the side process: counted as it is copied in
             progress.start("write", len(relationships), "relationships")
+            progress.step(FROM_HELPER)
         relationships.finish(progress)
         if side_store is not None:
             _index_by_object(conn, progress)
