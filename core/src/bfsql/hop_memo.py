@@ -50,11 +50,12 @@ def hop_memo() -> HopMemo | None:
 
 
 def remembers_hops(traversal: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-    """Run ``traversal`` (an engine tool taking ``topology_only``) with a memo of its own, unless topology-only."""
+    """Run ``traversal`` (an engine tool taking ``topology_only`` and ``limit``) with a memo of its own, unless
+    it shows no metadata (topology-only, or ``limit=0``: the counts alone)."""
 
     @functools.wraps(traversal)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        memo = None if kwargs.get("topology_only") else HopMemo()
+        memo = None if kwargs.get("topology_only") or kwargs.get("limit") == 0 else HopMemo()
         if memo is None and _current.get() is None:  # nothing to set: a topology-only call outside any traversal
             return await traversal(*args, **kwargs)
         token = _current.set(memo)
