@@ -27,6 +27,8 @@ from bfsql import (
 from bfsql.server import AnswerBudget
 from bfsql.testing.standard_graph import (
     ASPIRIN,
+    EXPECTED_ENTITY_TYPE_COUNTS,
+    EXPECTED_PREDICATE_COUNTS,
     GASTRIC,
     MDM2,
     MERGED,
@@ -118,6 +120,57 @@ async def test_a_traversal_sends_one_statement_per_hop(standard_dsn: str) -> Non
             assert not any("evidence" in sql for sql in full), "a traversal never reads provenance"
         result = await bfs_query(Graph(backend, cache=None), [TP53], 2, topology_only=True)
         assert result.node_count == 9  # all but the isolated GENE:ORPHAN
+    finally:
+        await backend.aclose()
+
+
+async def test_counts_alone_list_nothing_and_read_no_metadata(standard_dsn: str) -> None:
+    """limit=0, walked hop by hop within the row budget (no metadata in the hops: no memo) or in the database
+    (the page cut to nothing in the statement): the counts, no node, no edge."""
+    log = StatementLog()
+    for walk_rows in (20_000, 0):
+        backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log, walk_rows=walk_rows)
+        try:
+            statements = await log.after(bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0))
+            answer = await bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0)
+            assert (answer.node_ids, answer.triples, answer.node_count, answer.edge_count) == ([], [], 9, 13)
+            assert answer.entity_type_counts == {"Disease": 2, "Drug": 2, "Gene": 3, "Paper": 2}
+            hop = queries.budgeted_hop_sql(backend.layout)
+            assert statements == ([hop] * 2 if walk_rows else [backend._traverse_sql[2]]), statements
+        finally:
+            await backend.aclose()
+
+
+async def test_statistics_are_counted_in_one_statement(standard_dsn: str) -> None:
+    """Below exact_statistics_rows: the table's size, then one statement of GROUP BYs (the conformance suite
+    checks the numbers)."""
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    try:
+        statements = await log.after(backend.statistics())
+        assert statements == [queries.RELATIONSHIPS_SIZE_SQL, queries.exact_statistics_sql(backend.layout)]
+    finally:
+        await backend.aclose()
+
+
+async def test_statistics_above_the_bound_are_the_planners_estimates(standard_dsn: str) -> None:
+    """Above exact_statistics_rows the counts come from pg_stats (after ANALYZE), marked as estimates: the
+    graph's types and predicates (the standard graph's tables are small enough for every value to be common)."""
+    conn = await asyncpg.connect(standard_dsn)
+    try:
+        await conn.execute("ANALYZE entity; ANALYZE relationship")
+    finally:
+        await conn.close()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn))
+    backend.exact_statistics_rows = 0
+    try:
+        estimated = await backend.statistics()
+        assert estimated is not None and not estimated.exact
+        assert estimated.entity_type_counts is not None and estimated.predicate_counts is not None
+        assert set(estimated.entity_type_counts) == set(EXPECTED_ENTITY_TYPE_COUNTS), estimated
+        assert set(estimated.predicate_counts) <= set(EXPECTED_PREDICATE_COUNTS), estimated
+        assert all(count > 0 for count in estimated.entity_type_counts.values()), estimated
+        assert all(hub.degree > 0 and hub.id != MERGED for hub in estimated.hubs or []), estimated
     finally:
         await backend.aclose()
 
