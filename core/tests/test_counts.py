@@ -41,11 +41,16 @@ class Records:
         self.types = {e.id: e.entity_type for e in entities if not e.merged}
         self.edges = [(r.subject, r.predicate, r.object) for r in records
                       if isinstance(r, RelationshipRecord) and r.subject not in merged and r.object not in merged]
-        self.neighbours: dict[str, set[str]] = {i: set() for i in self.types}
+        self.neighbours = self._neighbours()
+
+    def _neighbours(self) -> dict[str, set[str]]:
+        """Every visible entity's neighbours (both ways; dangling ends are none)."""
+        neighbours: dict[str, set[str]] = {i: set() for i in self.types}
         for s, _, o in self.edges:
             if s in self.types and o in self.types:
-                self.neighbours[s].add(o)
-                self.neighbours[o].add(s)
+                neighbours[s].add(o)
+                neighbours[o].add(s)
+        return neighbours
 
     def distances(self, starts: list[str], hops: int, excluded: set[str], keep: list[str]) -> dict[str, int]:
         """Hops from the nearest start to every node within ``hops``: no neighbour of an excluded type is entered,
@@ -79,6 +84,7 @@ class Records:
 
 
 def _graphs() -> list[tuple[random.Random, list[Record]]]:
+    """The random graphs (60 entities, 600 edges, three hubs), each with its random source for the seeds."""
     graphs = []
     for number in range(GRAPHS):
         rng = random.Random(1000 + number)
@@ -87,6 +93,7 @@ def _graphs() -> list[tuple[random.Random, list[Record]]]:
 
 
 async def _backends(records: list[Record], tmp_path: Path) -> list[Graph]:
+    """The records in the memory backend and in a SQLite store walking on its array index (without caches)."""
     db = tmp_path / f"counts-{len(list(tmp_path.iterdir()))}.db"
     load_records(db, records, embedder="none")
     store = SqliteBackend(db)
@@ -96,6 +103,8 @@ async def _backends(records: list[Record], tmp_path: Path) -> list[Graph]:
 
 @pytest.mark.parametrize("small_rows", [csr.SMALL_HOP_ROWS, 0], ids=["python sets", "numpy"])
 async def test_counts_equal_an_independent_bfs_on_random_graphs(tmp_path: Path, monkeypatch, small_rows: int):
+    """bfs_query and intersect_subgraphs with limit=0 (one seed and several, with and without an excluded type):
+    no node, and the counts of the BFS written here."""
     monkeypatch.setattr(csr, "SMALL_HOP_ROWS", small_rows)
     for rng, records in _graphs():
         plain = Records(records)
@@ -197,6 +206,8 @@ async def test_saved_statistics_of_another_index_are_not_read(tmp_path: Path):
 
 
 async def test_store_without_saved_statistics_or_index_cannot_say(tmp_path: Path):
+    """A store above memory_index whose load saved no statistics (an older bfsql) answers None: counting would
+    read every relationship."""
     _, records = _graphs()[0]
     db = tmp_path / "big.db"
     load_records(db, records, embedder="none")
