@@ -22,6 +22,7 @@ from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD
 from bfsql.engine.paths import path_query as run_path_query
 from bfsql.errors import InvalidArgument, UnknownEntity, clip
+from bfsql.graph import Graph
 from bfsql.models import (
     BfsResult,
     EntityStub,
@@ -65,8 +66,7 @@ SCHEMA_HUBS = 10
 async def describe_schema(ctx: ToolContext) -> SchemaDescription:
     """Orient: what the graph contains (and how much of it, where the store can say it cheaply)."""
     graph = ctx.graph
-    types, preds = await gather_or_cancel(graph.entity_types(), graph.predicates())
-    counted = await graph.statistics(SCHEMA_HUBS) if graph.capabilities.statistics else None
+    types, preds, counted = await gather_or_cancel(graph.entity_types(), graph.predicates(), _statistics(graph))
     return SchemaDescription(
         graph_description=graph.description or await graph.backend.graph_description(),
         comprehensive=graph.capabilities.comprehensive_schema,
@@ -77,6 +77,11 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
         **_schema_counts(counted),
         graphs=ctx.graphs,
     )
+
+
+async def _statistics(graph: Graph) -> GraphStatistics | None:
+    """The graph's statistics (with :data:`SCHEMA_HUBS` hubs), when its backend declares it can say them."""
+    return await graph.statistics(SCHEMA_HUBS) if graph.capabilities.statistics else None
 
 
 def _schema_counts(counted: GraphStatistics | None) -> dict[str, Any]:
