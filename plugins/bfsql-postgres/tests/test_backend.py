@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 from pg_variants import build_evidence_table_variant, embed_names
 
+import bfsql_postgres.backend
 from bfsql import (
     BackendFailure,
     Edge,
@@ -124,21 +125,25 @@ async def test_a_traversal_sends_one_statement_per_hop(standard_dsn: str) -> Non
         await backend.aclose()
 
 
-async def test_counts_alone_list_nothing_and_read_no_metadata(standard_dsn: str) -> None:
-    """limit=0, walked hop by hop within the row budget (no metadata in the hops: no memo) or in the database
-    (the page cut to nothing in the statement): the counts, no node, no edge."""
+@pytest.mark.parametrize("count_rows", [bfsql_postgres.backend.COUNT_WALK_ROWS, 5, 0])
+async def test_counts_alone_list_nothing_and_read_no_metadata(standard_dsn: str, monkeypatch, count_rows: int) -> None:
+    """limit=0, walked hop by hop within COUNT_WALK_ROWS (no metadata in the hops: no memo), else in the database
+    (the page cut to nothing in the statement, after the first hop found more rows than that): the counts, no
+    node, no edge."""
+    monkeypatch.setattr(bfsql_postgres.backend, "COUNT_WALK_ROWS", count_rows)
     log = StatementLog()
-    for walk_rows in (20_000, 0):
-        backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log, walk_rows=walk_rows)
-        try:
-            statements = await log.after(bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0))
-            answer = await bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0)
-            assert (answer.node_ids, answer.triples, answer.node_count, answer.edge_count) == ([], [], 9, 13)
-            assert answer.entity_type_counts == {"Disease": 2, "Drug": 2, "Gene": 3, "Paper": 2}
-            hop = queries.budgeted_hop_sql(backend.layout)
-            assert statements == ([hop] * 2 if walk_rows else [backend._traverse_sql[2]]), statements
-        finally:
-            await backend.aclose()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    try:
+        statements = await log.after(bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0))
+        answer = await bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0)
+        assert (answer.node_ids, answer.triples, answer.node_count, answer.edge_count) == ([], [], 9, 13)
+        assert answer.entity_type_counts == {"Disease": 2, "Drug": 2, "Gene": 3, "Paper": 2}
+        hop, walked = queries.budgeted_hop_sql(backend.layout), backend._traverse_sql.get(2)
+        # TP53's 2 hops meet 8 and then 12 rows: within the default, past 5 at the first hop, none tried with 0
+        expected = [hop, hop] if count_rows > 20 else [hop, walked] if count_rows else [walked]
+        assert statements == expected, statements
+    finally:
+        await backend.aclose()
 
 
 async def test_statistics_are_counted_in_one_statement(standard_dsn: str) -> None:
