@@ -10,6 +10,9 @@ UTF-8 blobs), against some 350 bytes an edge for the Python hop index this repla
 
 The index is built by ``bfsql load`` and saved in the store (table ``csr_part``), so a server
 opens it in a fraction of a second; a store written by an older bfsql has it built when opened.
+The graph's statistics (entities by type, edges by predicate, the hubs: what ``describe_schema``
+shows) are counted on the arrays and saved with it (``meta.statistics``), so that a store served
+without its index in memory can say them too.
 Processes serving the same file from several graphs share one copy (:func:`shared_index`).
 
 :func:`survey` runs a whole breadth-first traversal on the arrays with numpy, with the engine's
