@@ -152,7 +152,7 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors_and_the_server_keep
             ("intersect_subgraphs", {"seeds": ["HGNC:BRAF"], "k": 1}, "at least 2 distinct seeds"),
             ("describe_entity", {"id": "nope:1"}, "Unknown entity"),
             ("search_entities", {"query": "   "}, "query must not be empty"),
-            ("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": 1, "limit": -5}, "limit must be a positive"),
+            ("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": 1, "limit": -5}, "limit must be an integer >= 0"),
             ("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": 1, "bogus_flag": 1},
              "Unknown argument 'bogus_flag': bfs_query takes seeds, max_hops,"),
             ("bfs_query", {"seeds": ["HGNC:BRAF"], "max_hops": "two"},

@@ -153,7 +153,7 @@ async def test_intersection_unknown_seed(small_graph):
         ({"seeds": ["S"], "max_hops": 0}, "max_hops must be an integer from 1 to 5"),
         ({"seeds": ["S"], "max_hops": 6}, "max_hops must be an integer from 1 to 5"),
         ({"seeds": ["S"], "max_hops": True}, "max_hops"),
-        ({"seeds": ["S"], "max_hops": 1, "limit": 0}, "limit must be a positive integer"),
+        ({"seeds": ["S"], "max_hops": 1, "limit": -1}, "limit must be an integer >= 0"),
         ({"seeds": ["S"], "max_hops": 1, "offset": -1}, "offset must be an integer >= 0"),
         ({"seeds": ["S"], "max_hops": 1, "min_mentions": -1}, "min_mentions"),
         ({"seeds": [""], "max_hops": 1}, "empty"),

@@ -35,6 +35,8 @@ def answer(description: int = 2000, offset: int = 0) -> Traversal:
         edge_count=4,
         types_seen=["T"],
         predicates_seen=["r"],
+        entity_type_counts={"T": 5},
+        predicate_counts={"r": 4},
         node_metadata={i: {"name": i.lower(), "description": i * description} for i in IDS},
         edge_metadata={("S", "r", i): {"confidence": 0.5} for i in IDS[1:]},
         detail=Detail(),
@@ -68,7 +70,8 @@ def test_a_small_answer_is_whole():
 def test_the_schema_summary_shows_a_plugins_edit():
     """schema_summary is made when first asked (a process_result plugin may edit it); else read from the lists."""
     assert fit_traversal(answer(), AnswerBudget(20000))["schema_summary"] == {
-        "entity_types_found": ["T"], "predicates_found": ["r"]}
+        "entity_types_found": ["T"], "predicates_found": ["r"], "entity_type_counts": {"T": 5},
+        "predicate_counts": {"r": 4}}
     edited = answer()
     edited.schema_summary.predicates_found.append("s")
     assert fit_traversal(edited, AnswerBudget(20000))["schema_summary"]["predicates_found"] == ["r", "s"]

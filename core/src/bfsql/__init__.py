@@ -40,13 +40,25 @@ from bfsql.models import (
     PathQueryResult,
     ResultEdge,
     SchemaDescription,
+    SchemaHub,
     SchemaSummary,
     Truncation,
     to_output,
 )
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer, in_light_call, light_call
-from bfsql.primitives import SEARCH_LIMIT, Primitives
-from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
+from bfsql.primitives import HUBS, SEARCH_LIMIT, Primitives
+from bfsql.rows import (
+    Edge,
+    GraphStatistics,
+    HopEdge,
+    Hub,
+    Neighbourhood,
+    NodeInfo,
+    Overlap,
+    Reached,
+    SeedPath,
+    Survey,
+)
 from bfsql.search_rank import lexical_rank
 from bfsql.version import __version__
 
@@ -56,6 +68,7 @@ if TYPE_CHECKING:
     from bfsql.backends.sqlite import SqliteBackend
     from bfsql.embedders import AUTO, DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine
     from bfsql.engine import bfs_query, intersect_subgraphs
+    from bfsql.engine.answer import tally
     from bfsql.engine.assemble import page_edges
     from bfsql.engine.paths import path_query
     from bfsql.engine.search import search_entities
@@ -108,6 +121,7 @@ _LAZY = {
     "expand": "bfsql.engine.traverse",
     "Expansion": "bfsql.engine.traverse",
     "page_edges": "bfsql.engine.assemble",
+    "tally": "bfsql.engine.answer",
     "path_query": "bfsql.engine.paths",
     "search_entities": "bfsql.engine.search",
     "Graph": "bfsql.graph",
@@ -138,6 +152,7 @@ __getattr__ = lazy_names(__name__, _LAZY)
 __all__ = [
     "AUTO",
     "DEFAULT_EMBEDDER",
+    "HUBS",
     "PROVENANCE_KEYS",
     "SEARCH_LIMIT",
     "WORK_BETWEEN_CHECKS",
@@ -156,10 +171,12 @@ __all__ = [
     "Graph",
     "GraphBackend",
     "GraphDbInterface",
+    "GraphStatistics",
     "HashingEmbedder",
     "HopEdge",
     "HopMemo",
     "HostPolicy",
+    "Hub",
     "ImpliedEntity",
     "IntersectionResult",
     "InvalidArgument",
@@ -176,6 +193,7 @@ __all__ = [
     "RelationshipRecord",
     "ResultEdge",
     "SchemaDescription",
+    "SchemaHub",
     "SchemaSummary",
     "SeedPath",
     "ServerSettings",
@@ -223,6 +241,7 @@ __all__ = [
     "resolve_embedder_name",
     "search_entities",
     "statement_span",
+    "tally",
     "then",
     "to_output",
 ]

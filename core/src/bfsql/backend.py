@@ -65,6 +65,8 @@ class Capabilities:
     """Primitives are answered from memory as fast as a cache would: the graph does not cache them."""
     traversal: bool = False
     """The backend answers ``traverse``: a whole walk in the store, counted there, one page listed."""
+    statistics: bool = False
+    """The backend answers ``statistics``: entities by type, edges by predicate and the hubs, for describe_schema."""
 
     def as_dict(self) -> dict[str, bool]:
         """The flags as a plain dict."""

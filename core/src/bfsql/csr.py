@@ -10,6 +10,9 @@ UTF-8 blobs), against some 350 bytes an edge for the Python hop index this repla
 
 The index is built by ``bfsql load`` and saved in the store (table ``csr_part``), so a server
 opens it in a fraction of a second; a store written by an older bfsql has it built when opened.
+The graph's statistics (entities by type, edges by predicate, the hubs: what ``describe_schema``
+shows) are counted on the arrays and saved with it (``meta.statistics``), so that a store served
+without its index in memory can say them too.
 Processes serving the same file from several graphs share one copy (:func:`shared_index`).
 
 :func:`survey` runs a whole breadth-first traversal on the arrays with numpy, with the engine's
@@ -22,13 +25,15 @@ instead, where numpy's fixed cost per call would be most of the walk.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import sqlite3
 import threading
 import weakref
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from itertools import islice, pairwise
@@ -37,11 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
+from bfsql.rows import Edge, GraphStatistics, HopEdge, Hub, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
 
 __all__ = [
-    "CSR_VERSION", "CsrIndex", "DamagedIndex", "Edges", "EntityRow", "build_index", "entity_rows", "index_of_edges",
-    "index_of_entities", "load_index", "overlap", "save_index", "shared_index", "survey",
+    "CSR_VERSION", "STORED_HUBS", "CsrIndex", "DamagedIndex", "Edges", "EntityRow", "build_index", "entity_rows",
+    "index_of_edges", "index_of_entities", "load_index", "overlap", "save_index", "shared_index", "stored_statistics",
+    "survey",
 ]
 
 CSR_VERSION = "1"
@@ -235,6 +241,21 @@ class CsrIndex:
             found[entity_id] = Neighbourhood(self.node(index), self._hop_rows(index, edges))
         return found
 
+    def statistics(self, hubs: int) -> GraphStatistics:
+        """Exact counts of the entities by type and the edges by predicate, and the ``hubs`` entities with the most
+        rows (most first, ties by id): a few passes over the arrays."""
+        entities = self.type_code >= 0
+        type_bins = np.bincount(self.type_code[entities], minlength=len(self.types))
+        pred_bins = np.bincount(self.preds, minlength=len(self.predicates))
+        degrees = np.diff(self.offsets)
+        degrees[~entities] = 0  # a dangling end is no hub
+        return GraphStatistics(
+            exact=True,
+            entity_type_counts=_binned(self.types, type_bins),
+            predicate_counts=_binned(self.predicates, pred_bins),
+            hubs=[Hub(self.ids[i], *self.node(i), int(degrees[i])) for i in _most(degrees, hubs).tolist()],
+        )
+
     def _hop_rows(self, index: int, edges: np.ndarray) -> list[HopEdge]:
         subjects, objects = self.subjects[edges], self.objects[edges]
         others = np.where(subjects == index, objects, subjects)
@@ -383,6 +404,16 @@ def _arrays(visible: list[tuple[str, str, str | None, int]], merged: set[str], e
     )
 
 
+def _most(values: np.ndarray, count: int) -> np.ndarray:
+    """The indexes of the ``count`` largest positive ``values``, largest first, ties by index."""
+    positive = np.flatnonzero(values > 0)
+    if len(positive) > count > 0:
+        least = np.partition(values[positive], len(positive) - count)[len(positive) - count]
+        positive = positive[values[positive] >= least]  # the top values and every tie of the least of them
+    ranked = positive[np.lexsort((positive, -values[positive]))]
+    return ranked[: max(count, 0)]
+
+
 def _in_triple_order(subjects: np.ndarray, preds: np.ndarray, objects: np.ndarray) -> bool:
     if len(subjects) < 2:
         return True
@@ -420,8 +451,29 @@ def save_index(conn: sqlite3.Connection, index: CsrIndex) -> None:
         conn.executemany("INSERT INTO csr_part (name, part, data) VALUES (?, ?, ?)",
                          [(name, i, part) for i, part in enumerate(parts)])
         checksum = _checksum(checksum, name, parts)
-    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('csr', ?)", (_stamp(conn),))
+    stamp = _stamp(conn)
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('csr', ?)", (stamp,))
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('csr_checksum', ?)", (str(checksum),))
+    counted = index.statistics(STORED_HUBS)
+    saved = {"stamp": stamp, "entity_type_counts": counted.entity_type_counts,
+             "predicate_counts": counted.predicate_counts, "hubs": [list(hub) for hub in counted.hubs or []]}
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('statistics', ?)", (json.dumps(saved),))
+
+
+STORED_HUBS = 100
+"""Hubs saved with the store's statistics (describe_schema names 10)."""
+
+
+def stored_statistics(meta: dict[str, str]) -> GraphStatistics | None:
+    """The statistics :func:`save_index` saved in the store whose ``meta`` table this is, or None when there are
+    none or they were saved with another index (a later load by an older bfsql) than the store's."""
+    saved = json.loads(meta.get("statistics") or "null")
+    if not isinstance(saved, dict) or saved.get("stamp") != meta.get("csr"):
+        return None
+    return GraphStatistics(
+        exact=True, entity_type_counts=saved["entity_type_counts"], predicate_counts=saved["predicate_counts"],
+        hubs=[Hub(*hub) for hub in saved["hubs"]],
+    )
 
 
 _DTYPES = {"has_name": np.bool_, "type_code": np.int16, "offsets": np.int64, "rows": np.int32, "subjects": np.int32,
@@ -733,7 +785,25 @@ class _SmallWalk:
             capped={index.ids[node]: degree for node, degree in found.capped.items()},
             nodes_cut=found.nodes_cut,
             dangling_edges=found.dangling,
+            **self._counts(),
         )
+
+    def _counts(self) -> dict[str, dict[str, int]]:
+        """The answer's counts: the nodes reached by type, the edges kept by predicate."""
+        preds = self.index.views.preds
+        return {"entity_type_counts": _named(self.index.types, Counter(self.type_of.values())),
+                "predicate_counts": _named(self.index.predicates, Counter(preds[edge] for edge in self.kept))}
+
+
+def _named(names: list[str], counts: Mapping[int, int]) -> dict[str, int]:
+    """Counts by code as counts by name (``names`` by code, sorted: so is the answer), zeros left out."""
+    return {names[code]: count for code, count in sorted(counts.items()) if count}
+
+
+def _binned(names: list[str], bins: np.ndarray) -> dict[str, int]:
+    """:func:`_named` of ``np.bincount``'s answer."""
+    codes = np.flatnonzero(bins)
+    return dict(zip([names[code] for code in codes.tolist()], bins[codes].tolist(), strict=True))
 
 
 @contextmanager
@@ -817,9 +887,10 @@ def _walk(
             break
     order = np.concatenate(levels)
     kept_edges = _distinct(np.concatenate(kept_parts), index.spare_slots, index.edge_count)
-    types = set(np.unique(index.type_code[order]).tolist()) | excluded_types
-    preds = set(np.flatnonzero(np.bincount(index.preds[kept_edges], minlength=len(index.predicates))).tolist())
-    preds |= excluded_preds
+    type_bins = np.bincount(index.type_code[order], minlength=len(index.types))
+    pred_bins = np.bincount(index.preds[kept_edges], minlength=len(index.predicates))
+    types = set(np.flatnonzero(type_bins).tolist()) | excluded_types
+    preds = set(np.flatnonzero(pred_bins).tolist()) | excluded_preds
     listed = order[offset : offset + count]
     page_edges = _page_edges(index, visited, order, offset, offset + len(listed), kept_edges)
     distance = np.concatenate([np.full(len(level), hop) for hop, level in enumerate(levels)])[offset : offset + count]
@@ -835,6 +906,8 @@ def _walk(
         capped=dict(zip(index.ids.many(list(capped)), capped.values(), strict=True)),
         nodes_cut=nodes_cut,
         dangling_edges=dangling,
+        entity_type_counts=_binned(index.types, type_bins),
+        predicate_counts=_binned(index.predicates, pred_bins),
     )
 
 
@@ -863,6 +936,9 @@ def _page_edges(index: CsrIndex, visited: np.ndarray, order: np.ndarray, start: 
                 edges: np.ndarray) -> np.ndarray:
     """Those of ``edges`` (whose ends are all in ``order``) whose later end is listed (at ``start:end`` of
     ``order``), sorted; clears ``visited``, which marks ``order``, on the way."""
+    if start >= end:  # nothing listed (count 0: the counts alone)
+        visited[order] = False
+        return edges[:0]
     visited[order[end:]] = False
     subjects, objects = index.subjects[edges], index.objects[edges]
     before_end = visited[subjects] & visited[objects]
@@ -1007,24 +1083,36 @@ def overlap(
     is_shared = shared_at >= 0
     among = _among(index, order, is_shared)
     listed = order[:count]
-    position = np.full(size, -1, dtype=np.int64)
-    position[order] = np.arange(len(order))
-    later = np.maximum(position[index.subjects[among]], position[index.objects[among]])
     paths, left_out = _seed_paths(index, arrivals, seed_index, list(seeds), order[:path_nodes], path_limit,
                                   max_edges_per_node)
+    type_bins = np.bincount(index.type_code[order], minlength=len(index.types))
+    pred_bins = np.bincount(index.preds[among], minlength=len(index.predicates))
     return Overlap(
         node_count=len(order),
         edge_count=len(among),
         page=_listed(index, listed, shared_at[listed]),
-        edges=_triples(index, among[later < len(listed)]),
-        entity_types=sorted({index.types[c] for c in np.unique(index.type_code[order]).tolist()}),
-        predicates=sorted({index.predicates[p] for p in np.unique(index.preds[among]).tolist()}),
+        edges=_triples(index, _edges_among_first(index, order, len(listed), among)),
+        entity_types=list(_binned(index.types, type_bins)),
+        predicates=list(_binned(index.predicates, pred_bins)),
         paths=paths,
         paths_left_out=left_out,
         capped=dict(zip(index.ids.many(list(capped)), capped.values(), strict=True)),
         nodes_cut=nodes_cut,
         dangling_edges=int(np.count_nonzero(dangling)),
+        entity_type_counts=_binned(index.types, type_bins),
+        predicate_counts=_binned(index.predicates, pred_bins),
     )
+
+
+def _edges_among_first(index: CsrIndex, order: np.ndarray, first: int, edges: np.ndarray) -> np.ndarray:
+    """Those of ``edges`` (among the nodes of ``order``) whose ends are both among the ``first`` of ``order``."""
+    if not first:  # nothing listed (count 0: the counts alone): no graph-sized array for nothing
+        return edges[:0]
+    position = np.full(len(index.ids), -1, dtype=np.int64)
+    position[order] = np.arange(len(order))
+    later = np.maximum(position[index.subjects[edges]], position[index.objects[edges]])
+    among: np.ndarray = edges[later < first]
+    return among
 
 
 def _pieces(taken: np.ndarray, rows: int) -> list[slice]:

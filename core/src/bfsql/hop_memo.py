@@ -1,15 +1,15 @@
 """What the hops of one traversal read, kept for the same tool call's metadata fetch. Optional for a backend.
 
 A traversal that shows metadata (``bfs_query`` or ``intersect_subgraphs`` without
-``topology_only``) walks with ``hop`` and then asks ``metadata_for_nodes`` and
-``metadata_for_edges`` once for what it found. Some stores can hand over part of that
-metadata with the hop at little cost: a property graph reads each relationship in the hop
-anyway, and an RDF store without edge annotations needs only to know that an edge exists.
-While such a traversal runs, :func:`hop_memo` returns the call's :class:`HopMemo`: a
-backend's ``hop`` may keep there what it read (in a form of its own choosing), and its
-metadata primitives then answer from it and read only what it lacks. Everywhere else (a
-topology-only traversal, ``describe_entity``, a direct call) :func:`hop_memo` returns None
-and a backend reads as usual.
+``topology_only``, and not asked for its counts alone with ``limit=0``) walks with ``hop``
+and then asks ``metadata_for_nodes`` and ``metadata_for_edges`` once for what it found. Some
+stores can hand over part of that metadata with the hop at little cost: a property graph
+reads each relationship in the hop anyway, and an RDF store without edge annotations needs
+only to know that an edge exists. While such a traversal runs, :func:`hop_memo` returns the
+call's :class:`HopMemo`: a backend's ``hop`` may keep there what it read (in a form of its
+own choosing), and its metadata primitives then answer from it and read only what it lacks.
+Everywhere else (a topology-only or counts-only traversal, ``describe_entity``, a direct
+call) :func:`hop_memo` returns None and a backend reads as usual.
 
 Scope: one tool call. The memo is a context variable set by the traversal for its own run
 (:func:`remembers_hops`), so concurrent calls never see each other's. A backend that ignores
@@ -50,11 +50,12 @@ def hop_memo() -> HopMemo | None:
 
 
 def remembers_hops(traversal: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-    """Run ``traversal`` (an engine tool taking ``topology_only``) with a memo of its own, unless topology-only."""
+    """Run ``traversal`` (an engine tool taking ``topology_only`` and ``limit``) with a memo of its own, unless
+    it shows no metadata (topology-only, or ``limit=0``: the counts alone)."""
 
     @functools.wraps(traversal)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        memo = None if kwargs.get("topology_only") else HopMemo()
+        memo = None if kwargs.get("topology_only") or kwargs.get("limit") == 0 else HopMemo()
         if memo is None and _current.get() is None:  # nothing to set: a topology-only call outside any traversal
             return await traversal(*args, **kwargs)
         token = _current.set(memo)

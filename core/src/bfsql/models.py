@@ -31,6 +31,7 @@ __all__ = [
     "PathStep",
     "ResultEdge",
     "SchemaDescription",
+    "SchemaHub",
     "SchemaSummary",
     "Truncation",
     "to_output",
@@ -90,10 +91,21 @@ class Node(BaseModel):
 
 
 class SchemaSummary(BaseModel):
-    """The entity types and predicates actually present in a traversal."""
+    """The entity types and predicates actually present in a traversal, and how many nodes and edges of each.
+
+    The counts are of the nodes and edges ``node_count`` and ``edge_count`` count (the whole traversal, whatever
+    the page or the budget shows): a type seen only among neighbours removed by ``exclude_node_types`` is in
+    ``entity_types_found`` but has no count, and the counts add up to ``node_count`` and ``edge_count``.
+    """
 
     entity_types_found: list[str]
     predicates_found: list[str]
+    entity_type_counts: dict[str, int] | None = Field(
+        default=None, description="Nodes of the whole traversal by entity type; they add up to node_count."
+    )
+    predicate_counts: dict[str, int] | None = Field(
+        default=None, description="Edges of the whole traversal by predicate; they add up to edge_count."
+    )
 
 
 class Truncation(BaseModel):
@@ -195,12 +207,23 @@ class GraphListing(BaseModel):
     """False when it could not be opened at start-up (its calls fail; the others answer)."""
 
 
+class SchemaHub(BaseModel):
+    """One of the graph's best-connected entities, as describe_schema lists it."""
+
+    id: str
+    entity_type: str
+    name: str | None = None
+    degree: int = Field(description="Its edges, both ways.")
+
+
 class SchemaDescription(BaseModel):
     """The answer of ``describe_schema``.
 
     ``graphs`` is present only when the server serves several graphs and the call named none:
-    the schema is then the default graph's. ``warnings`` (the backend's :meth:`~bfsql.GraphBackend.health`)
-    only when the store's answers are stale or at risk.
+    the schema is then the default graph's. The counts and ``hubs`` are present only when the
+    backend can say them cheaply (its ``statistics``); ``counts_exact`` says whether they are
+    exact or estimates. ``warnings`` (the backend's :meth:`~bfsql.GraphBackend.health`) only
+    when the store's answers are stale or at risk.
     """
 
     graph_description: str
@@ -209,6 +232,12 @@ class SchemaDescription(BaseModel):
     predicates: list[str]
     next_steps: str
     tool_usage_notes: str
+    entity_type_counts: dict[str, int] | None = Field(default=None, description="Entities by type.")
+    predicate_counts: dict[str, int] | None = Field(default=None, description="Edges by predicate.")
+    hubs: list[SchemaHub] | None = Field(default=None, description="The entities with the most edges, most first.")
+    counts_exact: bool | None = Field(
+        default=None, description="Whether the counts and degrees are exact (false: the store's estimates)."
+    )
     graphs: list[GraphListing] | None = None
     warnings: list[str] | None = None
     truncated: list[Truncation] | None = None

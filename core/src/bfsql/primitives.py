@@ -35,9 +35,10 @@ from typing import Any, TypeVar
 from bfsql.budgets import TraversalLimits
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.models import EntityStub
-from bfsql.rows import Edge, Neighbourhood, NodeInfo, Overlap, Survey
+from bfsql.rows import Edge, GraphStatistics, Neighbourhood, NodeInfo, Overlap, Survey
 
 __all__ = [
+    "HUBS",
     "PRIMITIVES",
     "SEARCH_LIMIT",
     "CachePolicy",
@@ -54,6 +55,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 SEARCH_LIMIT = 20
 """Candidates a search asks a ranker for, unless told otherwise."""
+
+HUBS = 10
+"""Best-connected entities the ``statistics`` primitive names, unless told otherwise."""
 
 
 class CachePolicy(enum.Enum):
@@ -307,6 +311,19 @@ class Primitives:
         the engine walks hop by hop where it is not implemented; the conformance suite compares both.
         """
         raise NotImplementedError(f"{type(self).__name__} does not intersect in the store")
+
+    @primitive(cache=CachePolicy.SESSION, optional=True)
+    async def statistics(self, hubs: int = HUBS) -> GraphStatistics | None:
+        """How many visible entities of each type and edges of each predicate the graph holds, and its ``hubs``
+        best-connected entities (most edges first, ties by id); None when the store cannot say it cheaply.
+
+        Entities and edges are those the other primitives see: merged entities and the edges touching them are
+        left out, dangling edges counted (with their predicate, and in their entity's degree). A degree is the
+        number of edges ``hop`` lists for the entity. A part the store cannot say cheaply is None; ``exact``
+        is False for estimates. Asked by ``describe_schema`` once per session, only of backends declaring
+        ``capabilities.statistics``. Default: None.
+        """
+        return None
 
     @primitive(cache=CachePolicy.PER_KEY)
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:

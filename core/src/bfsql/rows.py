@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["Edge", "HopEdge", "Neighbourhood", "NodeInfo", "Overlap", "Reached", "SeedPath", "Survey"]
+__all__ = [
+    "Edge", "GraphStatistics", "HopEdge", "Hub", "Neighbourhood", "NodeInfo", "Overlap", "Reached", "SeedPath",
+    "Survey",
+]
 
 
 class Edge(NamedTuple):
@@ -97,6 +100,12 @@ class Survey:
     """Neighbours not visited because ``max_nodes`` was reached."""
     dangling_edges: int
     """Edges examined whose other end is no entity (left out)."""
+    entity_type_counts: dict[str, int]
+    """The nodes counted in ``node_count`` by type (seeds included, excluded neighbours not), sorted by type:
+    the values add up to ``node_count``."""
+    predicate_counts: dict[str, int]
+    """The edges counted in ``edge_count`` by predicate, sorted by predicate: the values add up to
+    ``edge_count``."""
 
 
 class SeedPath(NamedTuple):
@@ -132,3 +141,34 @@ class Overlap:
     nodes_cut: int
     dangling_edges: int
     """Distinct edges met whose other end is no entity."""
+    entity_type_counts: dict[str, int]
+    """The shared nodes by type, sorted by type: the values add up to ``node_count``."""
+    predicate_counts: dict[str, int]
+    """The edges among the shared nodes by predicate, sorted by predicate: the values add up to ``edge_count``."""
+
+
+class Hub(NamedTuple):
+    """One of a graph's best-connected entities: its id, type, name and degree."""
+
+    id: str
+    entity_type: str
+    name: str | None
+    degree: int
+    """Its edges, both ways (a self-loop once), as a hop lists them."""
+
+
+@dataclass
+class GraphStatistics:
+    """What a whole graph holds, counted: the answer of the ``statistics`` primitive.
+
+    Each part is None where the store cannot say it cheaply. ``exact`` is False when the numbers are estimates
+    (a database's planner statistics, say).
+    """
+
+    exact: bool
+    entity_type_counts: dict[str, int] | None = None
+    """Visible entities by type, sorted by type."""
+    predicate_counts: dict[str, int] | None = None
+    """Visible edges (touching no merged entity; dangling ones included) by predicate, sorted by predicate."""
+    hubs: list[Hub] | None = None
+    """The entities with the most edges, most first, ties by id."""

@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 from pg_variants import build_evidence_table_variant, embed_names
 
+import bfsql_postgres.backend
 from bfsql import (
     BackendFailure,
     Edge,
@@ -27,6 +28,8 @@ from bfsql import (
 from bfsql.server import AnswerBudget
 from bfsql.testing.standard_graph import (
     ASPIRIN,
+    EXPECTED_ENTITY_TYPE_COUNTS,
+    EXPECTED_PREDICATE_COUNTS,
     GASTRIC,
     MDM2,
     MERGED,
@@ -118,6 +121,61 @@ async def test_a_traversal_sends_one_statement_per_hop(standard_dsn: str) -> Non
             assert not any("evidence" in sql for sql in full), "a traversal never reads provenance"
         result = await bfs_query(Graph(backend, cache=None), [TP53], 2, topology_only=True)
         assert result.node_count == 9  # all but the isolated GENE:ORPHAN
+    finally:
+        await backend.aclose()
+
+
+@pytest.mark.parametrize("count_rows", [bfsql_postgres.backend.COUNT_WALK_ROWS, 5, 0])
+async def test_counts_alone_list_nothing_and_read_no_metadata(standard_dsn: str, monkeypatch, count_rows: int) -> None:
+    """limit=0, walked hop by hop within COUNT_WALK_ROWS (no metadata in the hops: no memo), else in the database
+    (the page cut to nothing in the statement, after the first hop found more rows than that): the counts, no
+    node, no edge."""
+    monkeypatch.setattr(bfsql_postgres.backend, "COUNT_WALK_ROWS", count_rows)
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    try:
+        statements = await log.after(bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0))
+        answer = await bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0)
+        assert (answer.node_ids, answer.triples, answer.node_count, answer.edge_count) == ([], [], 9, 13)
+        assert answer.entity_type_counts == {"Disease": 2, "Drug": 2, "Gene": 3, "Paper": 2}
+        hop, walked = queries.budgeted_hop_sql(backend.layout), backend._traverse_sql.get(2)
+        # TP53's 2 hops meet 8 and then 12 rows: within the default, past 5 at the first hop, none tried with 0
+        expected = [hop, hop] if count_rows > 20 else [hop, walked] if count_rows else [walked]
+        assert statements == expected, statements
+    finally:
+        await backend.aclose()
+
+
+async def test_statistics_are_counted_in_one_statement(standard_dsn: str) -> None:
+    """Below exact_statistics_rows: the table's size, then one statement of GROUP BYs (the conformance suite
+    checks the numbers)."""
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    try:
+        statements = await log.after(backend.statistics())
+        assert statements == [queries.RELATIONSHIPS_SIZE_SQL, queries.exact_statistics_sql(backend.layout)]
+    finally:
+        await backend.aclose()
+
+
+async def test_statistics_above_the_bound_are_the_planners_estimates(standard_dsn: str) -> None:
+    """Above exact_statistics_rows the counts come from pg_stats (after ANALYZE), marked as estimates: the
+    graph's types and predicates (the standard graph's tables are small enough for every value to be common)."""
+    conn = await asyncpg.connect(standard_dsn)
+    try:
+        await conn.execute("ANALYZE entity; ANALYZE relationship")
+    finally:
+        await conn.close()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn))
+    backend.exact_statistics_rows = 0
+    try:
+        estimated = await backend.statistics()
+        assert estimated is not None and not estimated.exact
+        assert estimated.entity_type_counts is not None and estimated.predicate_counts is not None
+        assert set(estimated.entity_type_counts) == set(EXPECTED_ENTITY_TYPE_COUNTS), estimated
+        assert set(estimated.predicate_counts) <= set(EXPECTED_PREDICATE_COUNTS), estimated
+        assert all(count > 0 for count in estimated.entity_type_counts.values()), estimated
+        assert all(hub.degree > 0 and hub.id != MERGED for hub in estimated.hubs or []), estimated
     finally:
         await backend.aclose()
 

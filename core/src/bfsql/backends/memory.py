@@ -7,8 +7,9 @@ SQLite store, which is built once by ``bfsql load`` and opens instantly.
 
 from __future__ import annotations
 
+import heapq
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,8 @@ from bfsql.loading.records import (
     node_metadata,
 )
 from bfsql.models import EntityStub
-from bfsql.primitives import SEARCH_LIMIT
-from bfsql.rows import Edge, Neighbourhood, NodeInfo
+from bfsql.primitives import HUBS, SEARCH_LIMIT
+from bfsql.rows import Edge, GraphStatistics, Hub, Neighbourhood, NodeInfo
 from bfsql.search_rank import lexical_rank
 
 __all__ = ["DEFAULT_MAX_BUNDLE_MB", "MemoryBackend", "MemoryBundleError", "MemoryConfig"]
@@ -67,7 +68,9 @@ class MemoryBackend(GraphBackend):
     first use, and keeps the vectors until the graph changes.
     """
 
-    capabilities = Capabilities(batch_primitives=True, provenance=True, vector_search=True, in_memory=True)
+    capabilities = Capabilities(
+        batch_primitives=True, provenance=True, vector_search=True, in_memory=True, statistics=True
+    )
 
     def __init__(self, records: Iterable[Record] = (), description: str = "An in-memory knowledge graph.") -> None:
         self._description = description
@@ -213,6 +216,21 @@ class MemoryBackend(GraphBackend):
     @override
     async def predicates(self) -> list[str]:
         return sorted({edge.predicate for edge in self._rels if not self._touches_merged(edge)})
+
+    @override
+    async def statistics(self, hubs: int = HUBS) -> GraphStatistics:
+        """Exact counts from the dictionaries; the hubs are the entities with the most hop rows."""
+        index = self._hop_index()
+        types = Counter(there.node.entity_type for there in index.values())
+        predicates = Counter(edge.predicate for edge in self._rels if not self._touches_merged(edge))
+        connected = ((i, there) for i, there in index.items() if there.edges)
+        top = heapq.nsmallest(hubs, connected, key=lambda item: (-len(item[1].edges), item[0]))
+        return GraphStatistics(
+            exact=True,
+            entity_type_counts=dict(sorted(types.items())),
+            predicate_counts=dict(sorted(predicates.items())),
+            hubs=[Hub(i, there.node.entity_type, there.node.name, len(there.edges)) for i, there in top],
+        )
 
     @override
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:

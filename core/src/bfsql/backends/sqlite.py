@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from bfsql.backend import Capabilities, GraphBackend
 from bfsql.budgets import TraversalLimits
-from bfsql.csr import CsrIndex, overlap, shared_index, survey
+from bfsql.csr import STORED_HUBS, CsrIndex, overlap, shared_index, stored_statistics, survey
 from bfsql.embedders import Embedder, EmbedderMismatch
 from bfsql.errors import BackendFailure, BfsqlError, clip
 from bfsql.hookspecs import hookimpl
@@ -51,8 +51,8 @@ from bfsql.loading.records import (
 from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION, decode_vectors
 from bfsql.models import EntityStub
 from bfsql.pacing import in_light_call
-from bfsql.primitives import SEARCH_LIMIT
-from bfsql.rows import Edge, HopEdge, Neighbourhood, NodeInfo, Overlap, Survey
+from bfsql.primitives import HUBS, SEARCH_LIMIT
+from bfsql.rows import Edge, GraphStatistics, HopEdge, Neighbourhood, NodeInfo, Overlap, Survey
 from bfsql.search_rank import lexical_rank
 
 __all__ = ["DEFAULT_MEMORY_INDEX", "SqliteBackend", "SqliteConfig", "SqliteStoreError"]
@@ -263,7 +263,7 @@ class SqliteBackend(GraphBackend):
 
     slow_store_advice = ("The embedded store is busy (the machine's processors are loaded, or the call walks far); "
                          "try again, or narrow the query.")
-    capabilities = Capabilities(batch_primitives=True, provenance=True)
+    capabilities = Capabilities(batch_primitives=True, provenance=True, statistics=True)
 
     def __init__(
         self,
@@ -293,6 +293,8 @@ class SqliteBackend(GraphBackend):
         self._conn: sqlite3.Connection | None = None
         self._has_trigram = False
         self._stored_description: str | None = None
+        self._statistics: GraphStatistics | None = None
+        """The counts ``bfsql load`` saved with the array index, when they match the store."""
         self._schema_cache: dict[str, list[str]] = {}
         _check_store_path(self.path)
         self._local = threading.local()
@@ -361,6 +363,7 @@ class SqliteBackend(GraphBackend):
             )
         self._has_trigram = "entity_trigram" in tables
         self._stored_description = meta.get("description")
+        self._statistics = stored_statistics(meta)
         self.vector_embedder = None
         if "entity_vector" in tables and meta.get("embedder") and meta.get("embedder_dimension"):
             self.vector_embedder = (meta["embedder"], int(meta["embedder_dimension"]))
@@ -678,6 +681,15 @@ class SqliteBackend(GraphBackend):
         if self._csr is not None:
             return list(self._csr.predicates)
         return list(await self._run(self._distinct, _VISIBLE_PREDICATES))
+
+    async def statistics(self, hubs: int = HUBS) -> GraphStatistics | None:
+        """Exact counts and hubs: saved by ``bfsql load`` with the array index, else from the index in memory; None
+        for a store of an older bfsql served without its index (above ``memory_index``)."""
+        saved = self._statistics
+        if saved is not None and saved.hubs is not None and (hubs <= STORED_HUBS or len(saved.hubs) < STORED_HUBS):
+            return dataclasses.replace(saved, hubs=saved.hubs[:hubs])
+        index = self._csr
+        return index.statistics(hubs) if index is not None else None
 
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
         """Type and name of each visible entity: from the array index once read, else one query per chunk."""

@@ -9,7 +9,8 @@ of thousands of nodes costs no per-item object.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol, TypedDict
@@ -19,7 +20,7 @@ from bfsql.rows import Reached
 
 __all__ = [
     "AnswerRoom", "Detail", "EdgeRecords", "EntityRecords", "Listing", "PageColumns", "Traversal", "Triple",
-    "page_columns",
+    "page_columns", "tally",
 ]
 
 Triple = tuple[str, str, str]
@@ -82,6 +83,11 @@ def page_columns(page: Sequence[Reached]) -> PageColumns:
     return PageColumns(node_ids=node_ids, types=types, names=names, distance=distance)
 
 
+def tally(names: Iterable[str]) -> dict[str, int]:
+    """How many times each name occurs, sorted by name (a schema summary's counts)."""
+    return dict(sorted(Counter(names).items()))
+
+
 @dataclass
 class Traversal:
     """The answer of bfs_query or intersect_subgraphs, as rows."""
@@ -130,18 +136,28 @@ class Traversal:
     cross_by: list[list[int]] | None = None
     """With ``found_by``: for each hop, the positions of the edges it found between nodes reached before it.
     The edges among nodes at distance ≤ d are then the first ``found_by[d - 1]`` and ``cross_by[d]``."""
+    entity_type_counts: dict[str, int] = field(kw_only=True)
+    """The nodes ``node_count`` counts, by type, sorted by type: they add up to ``node_count`` (a type seen only
+    among excluded neighbours is in ``types_seen`` but not here)."""
+    predicate_counts: dict[str, int] = field(kw_only=True)
+    """The edges ``edge_count`` counts, by predicate, sorted by predicate: they add up to ``edge_count``."""
 
     @cached_property
     def schema_summary(self) -> SchemaSummary:
-        """The types and predicates seen as the protocol's model, made when first asked (a plugin may edit it)."""
-        return SchemaSummary(entity_types_found=self.types_seen, predicates_found=self.predicates_seen)
+        """The types and predicates seen, with their counts, as the protocol's model, made when first asked (a
+        plugin may edit it)."""
+        return SchemaSummary(
+            entity_types_found=self.types_seen, predicates_found=self.predicates_seen,
+            entity_type_counts=self.entity_type_counts, predicate_counts=self.predicate_counts,
+        )
 
-    def schema_record(self) -> dict[str, list[str]]:
+    def schema_record(self) -> dict[str, Any]:
         """``schema_summary`` as an answer's JSON holds it; the model is made only if someone asked for it first."""
         model = self.__dict__.get("schema_summary")
         if model is not None:
-            return model.model_dump()  # type: ignore[no-any-return]
-        return {"entity_types_found": list(self.types_seen), "predicates_found": list(self.predicates_seen)}
+            return model.model_dump(exclude_none=True)  # type: ignore[no-any-return]
+        return {"entity_types_found": list(self.types_seen), "predicates_found": list(self.predicates_seen),
+                "entity_type_counts": dict(self.entity_type_counts), "predicate_counts": dict(self.predicate_counts)}
 
     @property
     def nodes(self) -> list[Node]:

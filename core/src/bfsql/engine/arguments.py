@@ -5,7 +5,7 @@ from __future__ import annotations
 from bfsql.budgets import MAX_HOPS, MAX_SEEDS
 from bfsql.errors import InvalidArgument
 
-__all__ = ["check_hops", "check_min_mentions", "check_page", "check_seeds", "type_set"]
+__all__ = ["check_hops", "check_limit", "check_min_mentions", "check_page", "check_seeds", "type_set"]
 
 
 def check_seeds(seeds: list[str], minimum: int, tool: str) -> list[str]:
@@ -40,10 +40,16 @@ def check_hops(value: int, name: str) -> int:
     return value
 
 
+def check_limit(limit: int | None) -> None:
+    """limit >= 0 (0: the counts alone) or None."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgument(f"limit must be an integer >= 0 or omitted; got {limit!r}.",
+                              "Example: limit=50; limit=0 answers the counts alone.")
+
+
 def check_page(limit: int | None, offset: int) -> None:
-    """limit >= 1 (or None) and offset >= 0."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InvalidArgument(f"limit must be a positive integer or omitted; got {limit!r}.", "Example: limit=50.")
+    """limit >= 0 (or None) and offset >= 0."""
+    check_limit(limit)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise InvalidArgument(f"offset must be an integer >= 0; got {offset!r}.", "Use offset=0 for the first page.")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
-from bfsql.engine.answer import AnswerRoom, Traversal, page_columns
+from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges
 from bfsql.engine.filters import read_filters
@@ -36,7 +36,8 @@ async def bfs_query(
     """Breadth-first search from every seed at once, up to ``max_hops`` undirected hops.
 
     ``room``, when given, tells how many nodes of the page an answer could show with
-    detail; metadata is fetched for those only. Where the backend can run the whole walk itself
+    detail; metadata is fetched for those only. ``limit=0`` answers the counts alone: no node
+    is listed and no metadata fetched. Where the backend can run the whole walk itself
     (the ``traverse`` primitive) and min_mentions does not need every node's metadata, the walk
     runs there and only what an answer can show comes back; otherwise it runs hop by hop.
     """
@@ -84,6 +85,8 @@ async def bfs_query(
         edge_count=len(triples),
         types_seen=types_seen,
         predicates_seen=predicates_seen,
+        entity_type_counts=tally(map(reached.types.__getitem__, order)),
+        predicate_counts=tally(e[1] for e in triples),
         truncated=[*reached.truncations(limits), *graph.backend.truncations(set(distance)),
                    *_page_note(offset, stop, total)],
         warnings=[*filters.warnings, *_warnings(reached.unknown_seeds, reached.dangling_edges)],
@@ -124,6 +127,8 @@ async def _surveyed(
         edge_count=survey.edge_count,
         types_seen=survey.entity_types,
         predicates_seen=survey.predicates,
+        entity_type_counts=survey.entity_type_counts,
+        predicate_counts=survey.predicate_counts,
         truncated=[*truncations(survey.capped, survey.nodes_cut, limits),
                    *graph.backend.truncations(set(columns["node_ids"])),
                    *_page_note(offset, stop, total)],
@@ -134,7 +139,7 @@ async def _surveyed(
 
 
 def _page_note(offset: int, stop: int, total: int) -> list[Truncation]:
-    if stop >= total:
+    if stop >= total or stop <= offset:  # the last page, or nothing listed (limit=0: the counts alone)
         return []
     return [Truncation(
         reason="page",

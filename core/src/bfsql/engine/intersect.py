@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
-from bfsql.engine.answer import AnswerRoom, Traversal, page_columns
-from bfsql.engine.arguments import check_hops, check_min_mentions, check_seeds
+from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
+from bfsql.engine.arguments import check_hops, check_limit, check_min_mentions, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail
 from bfsql.engine.filters import read_filters
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped, truncations
@@ -205,17 +205,20 @@ async def intersect_subgraphs(
     topology_only: bool = False,
     exclude_node_types: list[str] | None = None,
     min_mentions: int | None = None,
+    limit: int | None = None,
     limits: TraversalLimits = DEFAULT_LIMITS,
     room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
 ) -> Traversal:
     """Nodes within ``k`` undirected hops of every seed, and the edges among them.
 
-    ``room``, when given, tells how many nodes an answer could show with detail; metadata
-    is fetched for those only.
+    ``limit`` caps the shared nodes listed (the nearest first, with the edges among them; no paging): ``0``
+    answers the counts alone. ``room``, when given, tells how many nodes an answer could show with detail;
+    metadata is fetched for those only.
     """
     seeds = check_seeds(seeds, 2, "intersect_subgraphs")
     check_hops(k, "k")
+    check_limit(limit)
     check_min_mentions(min_mentions)
     filters = await read_filters(graph, node_types, predicates, exclude_node_types, topology_only)
     detail, excluded = filters.detail, filters.excluded
@@ -226,10 +229,10 @@ async def intersect_subgraphs(
         unknown = [s for s in seeds if s not in found]
         if unknown:
             raise UnknownEntity(unknown)
-        answer = await _overlapped(graph, seeds, k, limits, excluded, room)
+        answer = await _overlapped(graph, seeds, k, limits, excluded, room, limit)
         await fetch_detail(graph, answer, detail, room)
         answer.warnings[:0] = filters.warnings
-        await _add_context(graph, answer)
+        await _add_context(graph, answer, limit)
         return answer
 
     known = await graph.hop(seeds)  # the walk's first hop
@@ -243,39 +246,66 @@ async def intersect_subgraphs(
     order = sorted(common, key=lambda n: (reach.common[n], n))
     types_seen, predicates_seen = sorted({reach.types[n] for n in common}), sorted({e[1] for e in edges})
     order, triples, metadata = await drop_low_mentions(graph, order, list(edges), min_mentions, set(seeds))
+    listed, listed_triples = _first(order, triples, limit)
 
     truncated = [*reach.cuts.truncations(limits), *graph.backend.truncations(reach.visited)]
-    paths, left_out = await connections(graph, reach, seeds, order[:PATHS_NODES], limits, PATHS_MAX)
-    left_out += max(0, len(order) - PATHS_NODES) * len(seeds)
+    paths, left_out = await connections(graph, reach, seeds, listed[:PATHS_NODES], limits, PATHS_MAX)
+    left_out += max(0, len(listed) - PATHS_NODES) * len(seeds)
     if left_out:
-        truncated.append(_paths_note(min(len(order), PATHS_NODES), left_out))
+        truncated.append(_paths_note(min(len(listed), PATHS_NODES), left_out))
+    truncated.extend(_limit_note(len(listed), len(order), limit))
     dangling = reach.cuts.dangling_edges
     answer = Traversal(
         tool="intersect_subgraphs",
         seeds=seeds,
         hops=k,
-        node_ids=order,
+        node_ids=listed,
         types=reach.types,
         names=reach.names,
         distance=reach.common,
-        triples=triples,
+        triples=listed_triples,
         node_count=len(order),
         edge_count=len(triples),
         types_seen=types_seen,
         predicates_seen=predicates_seen,
+        entity_type_counts=tally(map(reach.types.__getitem__, order)),
+        predicate_counts=tally(e[1] for e in triples),
         truncated=truncated,
         warnings=[*filters.warnings,
                   *([f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [])],
         paths=paths,
     )
     await fetch_detail(graph, answer, detail, room, metadata)
-    await _add_context(graph, answer)
+    await _add_context(graph, answer, limit)
     return answer
 
 
-async def _add_context(graph: Graph, answer: Traversal) -> None:
+def _first(order: list[str], triples: list[Triple], limit: int | None) -> tuple[list[str], list[Triple]]:
+    """The first ``limit`` shared nodes (None: all) and the edges among them."""
+    if limit is None or limit >= len(order):
+        return order, triples
+    listed = set(order[:limit])
+    return order[:limit], [e for e in triples if e[0] in listed and e[2] in listed]
+
+
+def _limit_note(listed: int, shared: int, limit: int | None) -> list[Truncation]:
+    """Say that ``limit`` cut the shared nodes (not when it is 0: the counts alone were asked for)."""
+    if not limit or listed >= shared:
+        return []
+    return [Truncation(
+        reason="limit",
+        detail=f"Returned the {listed} nearest of {shared} shared nodes (limit={limit}).",
+        hint="Raise limit, or omit it, for more (intersect_subgraphs has no paging); exclude_node_types or "
+        "a smaller k narrows the intersection.",
+        count=shared - listed,
+    )]
+
+
+async def _add_context(graph: Graph, answer: Traversal, limit: int | None) -> None:
     """Name the seeds and the path nodes that are not shared nodes (``answer.context``), their types and names
-    read in one call where the walk did not give them."""
+    read in one call where the walk did not give them; none when the call asked for the counts alone (limit 0)."""
+    if limit == 0:
+        return
     shared = set(answer.node_ids)
     ends = (end for path in answer.paths for s, _, o in path.edges for end in (s, o))
     answer.context = [i for i in dict.fromkeys([*answer.seeds, *ends]) if i not in shared]
@@ -288,16 +318,25 @@ async def _add_context(graph: Graph, answer: Traversal) -> None:
 
 
 async def _overlapped(
-    graph: Graph, seeds: list[str], k: int, limits: TraversalLimits, excluded: frozenset[str], room: AnswerRoom | None
+    graph: Graph,
+    seeds: list[str],
+    k: int,
+    limits: TraversalLimits,
+    excluded: frozenset[str],
+    room: AnswerRoom | None,
+    limit: int | None,
 ) -> Traversal:
     """The answer from the store's own intersection walk (the intersect primitive): counted there, the nearest
-    shared nodes listed."""
-    count = limits.max_nodes if room is None else room.most_nodes()
-    found = await graph.intersect(seeds, k, limits, sorted(excluded), count, PATHS_NODES, PATHS_MAX)
+    shared nodes listed (at most ``limit``)."""
+    most = limits.max_nodes if limit is None else limit
+    count = most if room is None else min(most, room.most_nodes())
+    found = await graph.intersect(seeds, k, limits, sorted(excluded), count, min(PATHS_NODES, most), PATHS_MAX)
+    shown = min(found.node_count, most)
     truncated = truncations(found.capped, found.nodes_cut, limits)
-    left_out = found.paths_left_out + max(0, found.node_count - PATHS_NODES) * len(seeds)
+    left_out = found.paths_left_out + max(0, shown - PATHS_NODES) * len(seeds)
     if left_out:
-        truncated.append(_paths_note(min(found.node_count, PATHS_NODES), left_out))
+        truncated.append(_paths_note(min(shown, PATHS_NODES), left_out))
+    truncated.extend(_limit_note(shown, found.node_count, limit))
     dangling = found.dangling_edges
     return Traversal(
         tool="intersect_subgraphs",
@@ -309,10 +348,12 @@ async def _overlapped(
         edge_count=found.edge_count,
         types_seen=found.entity_types,
         predicates_seen=found.predicates,
+        entity_type_counts=found.entity_type_counts,
+        predicate_counts=found.predicate_counts,
         truncated=truncated,
         warnings=[f"{dangling} edge(s) point to entities missing from the graph; left out."] if dangling else [],
         paths=[ConnectionPath(seed=p.seed, node=p.node, edges=[(s, q, o) for s, q, o in p.edges]) for p in found.paths],
-        unlisted=found.node_count - len(found.page),
+        unlisted=shown - len(found.page),
     )
 
 

@@ -39,7 +39,15 @@ TOOL_USAGE_NOTES = """\
 - limit/offset page through nodes in a stable order (distance, then id); node_count
   and edge_count always describe the whole traversal. Each edge is returned with the
   page of its later endpoint, so paging never repeats an edge.
-- intersect_subgraphs: nodes within k undirected hops of every seed; no paging.
+- Counting ("how many diseases show phenotype X?", "how big is this neighbourhood?"):
+  call bfs_query with limit=0 and read schema_summary.entity_type_counts (nodes by
+  type) and predicate_counts (edges by predicate): exact counts of the whole
+  traversal (they add up to node_count and edge_count), with no nodes listed, at the
+  cost of the walk alone. Never count the ids of a page: it may be cut.
+- intersect_subgraphs: nodes within k undirected hops of every seed; no paging, but
+  limit caps the shared nodes listed (nearest first) and limit=0 gives the counts alone.
+- describe_schema may give entity_type_counts, predicate_counts and hubs (the most
+  connected entities) for the whole graph; counts_exact=false marks estimates.
 - search_entities: mode = exact | lexical | vector | hybrid | rrf (default: the best
   the graph supports; rrf adds a graph ranker: "nutlin inhibits" finds what Nutlin-3
   inhibits); each hit has a score and the rankers that found it. The answer is
@@ -77,20 +85,24 @@ and max_results (20) tune it. [] is a syntax error: use [*]."""
 
 TOOL_DESCRIPTIONS = {
     "describe_schema": "Orient: what the graph contains — description, entity types, predicates, "
-    "and workflow advice (next_steps). Call first.",
+    "and workflow advice (next_steps); where the store can say them, how many entities of each type and edges "
+    "of each predicate, and the biggest hubs. Call first.",
     "search_entities": "Resolve a name, alias or partial name to canonical entity ids (ranked stubs with "
     "id, entity_type, name, score) under items, with the page beside them (total matches, next_offset). Always "
     "call before bfs_query unless you already have an id. node_types restricts the types returned.",
     "bfs_query": "Traverse: the union of the seeds' neighbourhoods up to max_hops (1-5; 1-3 typical), "
     "edges followed in both directions. node_types/predicates choose full detail (others become stubs); "
     "topology_only=true returns the bare structure; exclude_node_types removes types entirely; "
-    "min_mentions drops rarely mentioned nodes; limit/offset page through nodes.",
+    "min_mentions drops rarely mentioned nodes; limit/offset page through nodes. schema_summary counts the whole "
+    "traversal's nodes by type (entity_type_counts) and edges by predicate (predicate_counts); limit=0 answers "
+    "those counts alone, without nodes: use it for 'how many X' questions and to size a neighbourhood first.",
     "describe_entity": "Expand one stub: the entity's id, entity_type and all metadata as one flat object.",
     "describe_entities": "Expand several stubs in one call: a list of full nodes, in the order asked. Ids the "
     "graph does not know are listed in unknown_ids, beside the items.",
     "intersect_subgraphs": "Intersect: only nodes within k undirected hops (1-5) of every seed (2 or more), "
     "with the edges among them, paths from each seed to the nearest, and the seeds and path nodes as context "
-    "stubs. Use for 'what do all of these share?'. Same detail filters as bfs_query; no paging.",
+    "stubs. Use for 'what do all of these share?'. Same detail filters as bfs_query; no paging: limit caps the "
+    "shared nodes listed (nearest first), limit=0 answers the counts alone (schema_summary.entity_type_counts).",
     "path_query": PATH_QUERY_DESCRIPTION,
     "describe_edges": "Expand edges: the full metadata of given edges ([subject, predicate, object] triples, or "
     "the edge objects bfs_query answers), with the provenance (evidence text, documents) that traversals leave "

@@ -22,6 +22,7 @@ from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
 from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD, WALK_TIME_SHARE
 from bfsql.engine.paths import path_query as run_path_query
 from bfsql.errors import InvalidArgument, UnknownEntity, clip
+from bfsql.graph import Graph
 from bfsql.hookspecs import RegisterTool
 from bfsql.models import (
     BfsResult,
@@ -32,9 +33,10 @@ from bfsql.models import (
     PathQueryResult,
     ResultEdge,
     SchemaDescription,
+    SchemaHub,
     Truncation,
 )
-from bfsql.rows import Edge
+from bfsql.rows import Edge, GraphStatistics
 from bfsql.server.answers import compact_json
 from bfsql.server.instructions import DEFAULT_NEXT_STEPS, TOOL_DESCRIPTIONS, TOOL_USAGE_NOTES
 from bfsql.server.tool_spec import ToolContext
@@ -57,10 +59,18 @@ MinMentions = Annotated[
 ]
 
 
+SCHEMA_COUNTS = 30
+"""Most types (and predicates) describe_schema counts: the most numerous, when the graph has more."""
+SCHEMA_HUBS = 10
+"""Hubs describe_schema names."""
+
+
 async def describe_schema(ctx: ToolContext) -> SchemaDescription:
-    """Orient: what the graph contains."""
+    """Orient: what the graph contains (and how much of it, where the store can say it cheaply)."""
     graph = ctx.graph
-    types, preds, problems = await gather_or_cancel(graph.entity_types(), graph.predicates(), graph.backend.health())
+    types, preds, counted, problems = await gather_or_cancel(
+        graph.entity_types(), graph.predicates(), _statistics(graph), graph.backend.health()
+    )
     return SchemaDescription(
         graph_description=graph.description or await graph.backend.graph_description(),
         comprehensive=graph.capabilities.comprehensive_schema,
@@ -68,9 +78,32 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
         predicates=preds,
         next_steps=await graph.backend.next_steps() or DEFAULT_NEXT_STEPS,
         tool_usage_notes=TOOL_USAGE_NOTES,
+        **_schema_counts(counted),
         graphs=ctx.graphs,
         warnings=problems or None,
     )
+
+
+async def _statistics(graph: Graph) -> GraphStatistics | None:
+    """The graph's statistics (with :data:`SCHEMA_HUBS` hubs), when its backend declares it can say them."""
+    return await graph.statistics(SCHEMA_HUBS) if graph.capabilities.statistics else None
+
+
+def _schema_counts(counted: GraphStatistics | None) -> dict[str, Any]:
+    """describe_schema's count fields from the backend's statistics (none when it has none): at most
+    :data:`SCHEMA_COUNTS` types and predicates each (the most numerous), :data:`SCHEMA_HUBS` hubs."""
+    if counted is None:
+        return {}
+    fields: dict[str, Any] = {"counts_exact": counted.exact}
+    for name in ("entity_type_counts", "predicate_counts"):
+        counts: dict[str, int] | None = getattr(counted, name)
+        if counts is not None:
+            most = sorted(counts, key=lambda key: (-counts[key], key))[:SCHEMA_COUNTS]
+            fields[name] = {key: counts[key] for key in sorted(most)}
+    if counted.hubs is not None:
+        fields["hubs"] = [SchemaHub(id=h.id, entity_type=h.entity_type, name=h.name, degree=h.degree)
+                          for h in counted.hubs[:SCHEMA_HUBS]]
+    return fields
 
 
 SEARCH_MAX = 100
@@ -152,7 +185,11 @@ async def bfs_query(
     topology_only: TopologyOnly = False,
     exclude_node_types: Exclude = None,
     min_mentions: MinMentions = None,
-    limit: Annotated[int | None, Field(description="Cap the number of nodes returned.", examples=[50])] = None,
+    limit: Annotated[
+        int | None,
+        Field(description="Cap the number of nodes returned; 0 answers the counts alone (node_count, edge_count, "
+              "schema_summary with counts per type and predicate).", examples=[50]),
+    ] = None,
     offset: Annotated[int, Field(description="Skip the first N nodes (paging).", examples=[50])] = 0,
 ) -> Traversal:
     """Traverse from the seeds."""
@@ -203,10 +240,16 @@ async def intersect_subgraphs(
     predicates: Predicates = None,
     min_mentions: MinMentions = None,
     topology_only: TopologyOnly = False,
+    limit: Annotated[
+        int | None,
+        Field(description="Cap the number of shared nodes returned, nearest first (no paging); 0 answers the counts "
+              "alone.", examples=[50]),
+    ] = None,
 ) -> Traversal:
     """Nodes every seed reaches."""
     filters = {"node_types": node_types, "predicates": predicates, "exclude_node_types": exclude_node_types}
-    return await _traversal(ctx, intersect, seeds, k, filters, topology_only=topology_only, min_mentions=min_mentions)
+    return await _traversal(ctx, intersect, seeds, k, filters, topology_only=topology_only, min_mentions=min_mentions,
+                            limit=limit)
 
 
 async def path_query(

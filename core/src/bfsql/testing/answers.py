@@ -112,6 +112,8 @@ def check_traversal(case: TraversalCase, answer: Mapping[str, Any], ids: IdMap) 
     summary = answer["schema_summary"]
     assert summary["entity_types_found"] == list(case.entity_types_found), f"{where}: {summary!r}"
     assert summary["predicates_found"] == list(case.predicates_found), f"{where}: {summary!r}"
+    assert summary.get("entity_type_counts") == dict(case.entity_type_counts), f"{where}: {summary!r}"
+    assert summary.get("predicate_counts") == dict(case.predicate_counts), f"{where}: {summary!r}"
 
     truncated = answer.get("truncated") or []
     assert [t["reason"] for t in truncated] == list(case.truncated), f"{where}: truncated {truncated!r}"

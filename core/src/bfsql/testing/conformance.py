@@ -26,6 +26,7 @@ import inspect
 import itertools
 import json
 import random
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -72,8 +73,11 @@ from bfsql.testing.standard_graph import (
     EXPECTED_EDGE_METADATA,
     EXPECTED_EDGES_FROM,
     EXPECTED_EDGES_TO,
+    EXPECTED_ENTITY_TYPE_COUNTS,
     EXPECTED_ENTITY_TYPES,
+    EXPECTED_HUBS,
     EXPECTED_NODE_METADATA,
+    EXPECTED_PREDICATE_COUNTS,
     EXPECTED_PREDICATES,
     EXPECTED_PROVENANCE,
     GASTRIC,
@@ -661,6 +665,68 @@ class BackendConformance(ExactAnswerChecks, ClientProfileChecks):
         answer = await run_traversal(graph, case.tool, case.arguments, ids, case.max_edges_per_node)
         check_traversal(case, answer, ids)
 
+    @pytest.mark.parametrize("case", TRAVERSALS, ids=lambda c: c.name)
+    async def test_counts_are_those_of_the_whole_traversal(
+        self, graph: Graph, ids: IdMap, case: TraversalCase
+    ) -> None:
+        """schema_summary's counts add up to node_count and edge_count, and are the types of the nodes and the
+        predicates of the edges of the whole traversal (the same call without paging, counted here)."""
+        answer = await run_traversal(graph, case.tool, case.arguments, ids, case.max_edges_per_node)
+        whole = {k: v for k, v in case.arguments.items() if k not in ("limit", "offset")}
+        full = await run_traversal(graph, case.tool, whole, ids, case.max_edges_per_node)
+        summary = answer["schema_summary"]
+        types, predicates = summary["entity_type_counts"], summary["predicate_counts"]
+        counts = (answer["node_count"], answer["edge_count"])
+        assert (sum(types.values()), sum(predicates.values())) == counts, f"{case.name}: {summary} against {counts}"
+        assert types == Counter(n["entity_type"] for n in full["nodes"]), f"{case.name}: {summary}"
+        assert predicates == Counter(e["predicate"] for e in full["edges"]), f"{case.name}: {summary}"
+        assert list(types) == sorted(types) and list(predicates) == sorted(predicates), f"{case.name}: unsorted"
+
+    @pytest.mark.parametrize("case", TRAVERSALS, ids=lambda c: c.name)
+    async def test_limit_zero_answers_the_counts_alone(
+        self, backend: GraphBackend, ids: IdMap, case: TraversalCase
+    ) -> None:
+        """limit=0 answers the whole traversal's counts, schema summary, cuts and warnings, and no node, edge,
+        path or context; without min_mentions (which needs every node's metadata) it reads no metadata."""
+        graph = Graph(backend, plugins=[postprocess], cache=None)
+        asked = {k: v for k, v in case.arguments.items() if k != "offset"} | {"limit": 0}
+        answer = await run_traversal(graph, case.tool, asked, ids, case.max_edges_per_node)
+        where = f"{case.name} with limit=0"
+        assert (answer["nodes"], answer["edges"]) == ([], []), f"{where}: {answer}"
+        assert "paths" not in answer and "context" not in answer, f"{where}: {answer}"
+        assert (answer["node_count"], answer["edge_count"]) == (case.node_count, case.edge_count), f"{where}"
+        assert answer["schema_summary"] == {
+            "entity_types_found": list(case.entity_types_found), "predicates_found": list(case.predicates_found),
+            "entity_type_counts": dict(case.entity_type_counts), "predicate_counts": dict(case.predicate_counts),
+        }, f"{where}: {answer['schema_summary']}"
+        reasons = [t["reason"] for t in answer.get("truncated") or []]
+        assert reasons == [r for r in case.truncated if r != "page"], f"{where}: {answer.get('truncated')}"
+        assert len(answer.get("warnings") or []) == case.warnings, f"{where}: {answer.get('warnings')}"
+        if "min_mentions" not in case.arguments:
+            read = {name: graph.stats.calls.get(name, 0) for name in ("metadata_for_nodes", "metadata_for_edges")}
+            assert read == {"metadata_for_nodes": 0, "metadata_for_edges": 0}, f"{where} read metadata: {read}"
+
+    @requires(statistics=True)
+    async def test_statistics_count_the_standard_graph(self, graph: Graph, ids: IdMap) -> None:
+        """The entities by type, the edges by predicate and the best-connected entities (most edges first, ties
+        by id): exactly, when the backend says they are exact; else estimates of the graph's types and predicates."""
+        counted = await graph.statistics()
+        assert counted is not None, "capabilities.statistics is declared, but statistics() answered None"
+        hubs = [(ids.to_standard(h.id), h.entity_type, h.degree) for h in counted.hubs or []]
+        expected_hubs = [(i, NODE_TYPES[i], degree) for i, degree in EXPECTED_HUBS]
+        if not ids.preserves_order:  # ties are broken by the backend's ids
+            hubs.sort(key=lambda hub: (-hub[2], hub[0]))
+        if not counted.exact:
+            assert set(counted.entity_type_counts or {}) <= set(EXPECTED_ENTITY_TYPE_COUNTS), counted
+            assert set(counted.predicate_counts or {}) <= set(EXPECTED_PREDICATE_COUNTS), counted
+            assert all(hub[:2] in {h[:2] for h in expected_hubs} for hub in hubs), hubs
+            return
+        assert counted.entity_type_counts == EXPECTED_ENTITY_TYPE_COUNTS, counted
+        assert counted.predicate_counts == EXPECTED_PREDICATE_COUNTS, counted
+        assert hubs == expected_hubs, hubs
+        three = await graph.statistics(3)
+        assert three is not None and [ids.to_standard(h.id) for h in three.hubs or []] == [TP53, MDM2, GASTRIC]
+
     @pytest.mark.parametrize("call", ERROR_CALLS, ids=lambda c: f"{c[0]}-{'-'.join(c[1]['seeds'])}")
     async def test_traversal_unknown_seeds_fail(
         self, graph: Graph, ids: IdMap, call: tuple[str, dict[str, Any]]
@@ -687,8 +753,8 @@ class BackendConformance(ExactAnswerChecks, ClientProfileChecks):
         """bfs_query answers the same whether the store walks (traverse) or the engine walks hop by hop.
 
         Every seed of the standard graph, 1 to 3 hops, tight and default limits, with and without
-        an excluded type, whole and paged: counts, the page's nodes and edges, the schema, the
-        cuts and the warnings.
+        an excluded type, whole, paged and counted alone (limit 0): counts, the page's nodes and
+        edges, the schema with its counts, the cuts and the warnings.
         """
         await _compare_walks(backend, [ids.to_backend(i) for i in (*STANDARD_IDS, MERGED)], [NODE_TYPES[TP53]])
 
@@ -696,7 +762,8 @@ class BackendConformance(ExactAnswerChecks, ClientProfileChecks):
     async def test_the_store_intersection_answers_as_the_hop_walk(self, backend: GraphBackend, ids: IdMap) -> None:
         """intersect_subgraphs answers the same whether the store walks (intersect) or the engine walks hop by
         hop: every pair of standard seeds (and one triple), k 1 to 3, tight and default limits, with and without
-        an excluded type: counts, nodes, edges, schema, cuts, paths and warnings."""
+        an excluded type, with and without a limit (1, and 0: the counts alone): counts, nodes, edges, schema with
+        its counts, cuts, paths and warnings."""
         await _compare_intersections(backend, [ids.to_backend(i) for i in STANDARD_IDS], [NODE_TYPES[TP53]])
 
     @requires(traversal=True)
@@ -753,6 +820,7 @@ class BackendConformance(ExactAnswerChecks, ClientProfileChecks):
             if tested_capabilities.comprehensive_schema:
                 assert schema["entity_types"] == list(EXPECTED_ENTITY_TYPES)
                 assert schema["predicates"] == list(EXPECTED_PREDICATES)
+            _check_schema_counts(schema, tested_capabilities, ids)
 
             query = {"query": "LFS", "node_types": ["Disease"], "mode": "lexical"}
             hits = _payload(await client.call_tool("search_entities", query), "search_entities")["items"]
@@ -773,6 +841,33 @@ class BackendConformance(ExactAnswerChecks, ClientProfileChecks):
             for missing in (UNKNOWN, MERGED):
                 result = await client.call_tool("describe_entity", {"id": ids.to_backend(missing)})
                 assert result.is_error, f"describe_entity({missing!r}) must be an error"
+
+
+    async def test_mcp_counts_alone(self, backend: GraphBackend, ids: IdMap) -> None:
+        """bfs_query and intersect_subgraphs with limit=0 through MCP: the counts, with empty node and edge lists."""
+        async with await self._client(backend) as client:
+            for case in (TRAVERSALS[1], TRAVERSALS[-1]):  # bfs_two_hops, intersect_k2_exclude_node_types
+                arguments = backend_arguments({**case.arguments, "limit": 0}, ids)
+                answer = _payload(await client.call_tool(case.tool, arguments), case.name)
+                assert (answer["nodes"], answer["edges"]) == ([], []), answer
+                assert (answer["node_count"], answer["edge_count"]) == (case.node_count, case.edge_count), answer
+                summary = answer["schema_summary"]
+                assert summary["entity_type_counts"] == dict(case.entity_type_counts), summary
+                assert summary["predicate_counts"] == dict(case.predicate_counts), summary
+
+
+def _check_schema_counts(schema: dict[str, Any], capabilities: Capabilities, ids: IdMap) -> None:
+    """describe_schema's counts: there, and exact where the backend says they are, when it declares statistics;
+    absent otherwise."""
+    if not capabilities.statistics:
+        assert "counts_exact" not in schema and "hubs" not in schema, schema
+        return
+    assert isinstance(schema.get("counts_exact"), bool), schema
+    if schema["counts_exact"]:
+        assert schema["entity_type_counts"] == EXPECTED_ENTITY_TYPE_COUNTS, schema
+        assert schema["predicate_counts"] == EXPECTED_PREDICATE_COUNTS, schema
+        hubs = sorted((-h["degree"], ids.to_standard(h["id"])) for h in schema["hubs"])
+        assert hubs == sorted((-degree, i) for i, degree in EXPECTED_HUBS), schema["hubs"]
 
 
 RANDOM_GRAPHS = 12
@@ -805,7 +900,7 @@ async def _compare_walks(
     for chosen in cases:
         for hops, limits, exclude, limit, offset in itertools.product(
             (1, 2, 3), (TraversalLimits(), TraversalLimits(max_nodes=4, max_edges_per_node=2)), (None, excluded),
-            (None, 3), (0, 2),
+            (None, 3, 0), (0, 2),
         ):
             if rng is not None and rng.random() < 0.5:
                 continue  # random graphs: half the combinations, a different half each
@@ -835,12 +930,14 @@ async def _compare_intersections(
     assert store.walks_in_store("intersect") and not hop_by_hop.walks_in_store("intersect")
     cases = [tuple(pair) for pair in itertools.combinations(seeds, 2)] + [tuple(seeds[:3])]
     for chosen in cases:
-        for k, limits, exclude in itertools.product(
-            (1, 2, 3), (TraversalLimits(), TraversalLimits(max_nodes=4, max_edges_per_node=2)), (None, excluded)
+        for k, limits, exclude, limit in itertools.product(
+            (1, 2, 3), (TraversalLimits(), TraversalLimits(max_nodes=4, max_edges_per_node=2)), (None, excluded),
+            (None, 1, 0),
         ):
             if rng is not None and rng.random() < 0.5:
                 continue
-            arguments: dict[str, Any] = {"topology_only": True, "limits": limits, "exclude_node_types": exclude}
+            arguments: dict[str, Any] = {"topology_only": True, "limits": limits, "exclude_node_types": exclude,
+                                         "limit": limit}
             try:
                 walked = await intersect_subgraphs(hop_by_hop, list(chosen), k, **arguments)
             except UnknownEntity:
@@ -848,4 +945,4 @@ async def _compare_intersections(
                     await intersect_subgraphs(store, list(chosen), k, **arguments)
                 continue
             intersected = await intersect_subgraphs(store, list(chosen), k, **arguments)
-            assert _intersected(intersected) == _intersected(walked), (chosen, k, limits, exclude)
+            assert _intersected(intersected) == _intersected(walked), (chosen, k, limits, exclude, limit)

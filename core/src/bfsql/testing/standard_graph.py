@@ -54,8 +54,11 @@ __all__ = [
     "EXPECTED_EDGES_TO",
     "EXPECTED_EDGE_METADATA",
     "EXPECTED_ENTITY_TYPES",
+    "EXPECTED_ENTITY_TYPE_COUNTS",
+    "EXPECTED_HUBS",
     "EXPECTED_NODE_METADATA",
     "EXPECTED_PREDICATES",
+    "EXPECTED_PREDICATE_COUNTS",
     "EXPECTED_PROVENANCE",
     "GASTRIC",
     "INVISIBLE_IDS",
@@ -157,6 +160,9 @@ EXPECTED_PREDICATES: tuple[str, ...] = (
     "TREATS",
 )
 
+EXPECTED_ENTITY_TYPE_COUNTS: dict[str, int] = {"Disease": 2, "Drug": 2, "Gene": 4, "Paper": 2}
+"""Visible entities by type (the merged TP53-OLD is not one): the ``statistics`` primitive's answer."""
+
 # --- edges -----------------------------------------------------------------
 
 TP53_REGULATES_MDM2: Triple = (TP53, "REGULATES", MDM2)
@@ -193,6 +199,17 @@ ALL_EDGES: tuple[Triple, ...] = (
     PMC002_TP53,
 )
 """Every edge a backend returns (the dangling one included), sorted."""
+
+EXPECTED_PREDICATE_COUNTS: dict[str, int] = {
+    "ASSOCIATED_WITH": 3, "INHIBITS": 2, "INTERACTS_WITH": 2, "MENTIONS": 3, "REGULATES": 3, "TREATS": 1,
+}
+"""Edges of ALL_EDGES by predicate (the dangling one counts, the merged one's not)."""
+
+EXPECTED_HUBS: tuple[tuple[str, int], ...] = (
+    (TP53, 8), (MDM2, 6), (GASTRIC, 3), (NUTLIN, 2), (CTNNB1, 2), (PMC001, 2), (LFS, 1), (ASPIRIN, 1), (PMC002, 1),
+)
+"""Every entity with an edge and its degree (its edges both ways, the self-loop once, the dangling edge
+counted), most first, ties by id: the ``statistics`` primitive's hubs. ORPHAN has none."""
 
 UNKNOWN_EDGE: Triple = (TP53, "TREATS", LFS)
 """Not in the graph: metadata_for_edge answers ``{}``."""
@@ -352,6 +369,16 @@ _ONE_HOP_EDGES = (
 _TRIANGLE_NODES = (GASTRIC, TP53, CTNNB1)
 _TRIANGLE_EDGES = (TP53_GASTRIC, TP53_CTNNB1, CTNNB1_GASTRIC)
 _MDM2_TP53_EDGES = (MDM2_INHIBITS_TP53, MDM2_SELF_LOOP, TP53_REGULATES_MDM2)
+_ONE_HOP_COUNTS: dict[str, Any] = {
+    "entity_type_counts": {"Disease": 2, "Drug": 1, "Gene": 3, "Paper": 2},  # LFS 胃癌, nutlin, TP53 MDM2 β-catenin
+    "predicate_counts": {"ASSOCIATED_WITH": 2, "INHIBITS": 1, "INTERACTS_WITH": 1, "MENTIONS": 2, "REGULATES": 2},
+}
+_TRIANGLE_COUNTS: dict[str, Any] = {
+    "entity_type_counts": {"Disease": 1, "Gene": 2}, "predicate_counts": {"ASSOCIATED_WITH": 2, "INTERACTS_WITH": 1},
+}
+_MDM2_TP53_COUNTS: dict[str, Any] = {
+    "entity_type_counts": {"Gene": 2}, "predicate_counts": {"INHIBITS": 1, "REGULATES": 2},
+}
 
 
 @dataclass(frozen=True)
@@ -369,6 +396,10 @@ class TraversalCase:
     edge_count: int
     entity_types_found: tuple[str, ...]
     predicates_found: tuple[str, ...]
+    entity_type_counts: Mapping[str, int]
+    """``schema_summary.entity_type_counts``: the counted nodes by type (no type seen only among excluded ones)."""
+    predicate_counts: Mapping[str, int]
+    """``schema_summary.predicate_counts``: the counted edges by predicate."""
     stub_nodes: frozenset[str] = frozenset()
     """Nodes returned without metadata; the others are full."""
     bare_edges: frozenset[Triple] = frozenset()
@@ -388,7 +419,7 @@ TRAVERSALS: tuple[TraversalCase, ...] = (
     TraversalCase(
         "bfs_one_hop", "bfs_query", {"seeds": [TP53], "max_hops": 1},
         nodes=_ONE_HOP_NODES, edges=_ONE_HOP_EDGES, node_count=8, edge_count=8,
-        entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES,
+        entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES, **_ONE_HOP_COUNTS,
     ),
     TraversalCase(
         "bfs_two_hops", "bfs_query", {"seeds": [TP53], "max_hops": 2},
@@ -398,25 +429,28 @@ TRAVERSALS: tuple[TraversalCase, ...] = (
             TP53_CTNNB1, TP53_REGULATES_MDM2, CTNNB1_GASTRIC, PMC001_MDM2, PMC001_TP53, PMC002_TP53,
         ),
         node_count=9, edge_count=13, entity_types_found=_ALL_TYPES, predicates_found=EXPECTED_PREDICATES,
+        entity_type_counts={"Disease": 2, "Drug": 2, "Gene": 3, "Paper": 2},
+        predicate_counts={"ASSOCIATED_WITH": 3, "INHIBITS": 2, "INTERACTS_WITH": 1, "MENTIONS": 3, "REGULATES": 3,
+                          "TREATS": 1},
         warnings=1,  # the dangling edge of MDM2
     ),
     TraversalCase(
         "bfs_node_types", "bfs_query", {"seeds": [TP53], "max_hops": 1, "node_types": ["Gene"]},
         nodes=_ONE_HOP_NODES, edges=_ONE_HOP_EDGES, node_count=8, edge_count=8,
-        entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES,
+        entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES, **_ONE_HOP_COUNTS,
         stub_nodes=frozenset({LFS, GASTRIC, NUTLIN, PMC001, PMC002}),
     ),
     TraversalCase(
         "bfs_predicates", "bfs_query", {"seeds": [TP53], "max_hops": 1, "predicates": ["REGULATES", "INHIBITS"]},
         nodes=_ONE_HOP_NODES, edges=_ONE_HOP_EDGES, node_count=8, edge_count=8,
-        entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES,
+        entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES, **_ONE_HOP_COUNTS,
         bare_edges=frozenset({TP53_LFS, TP53_GASTRIC, TP53_CTNNB1, PMC001_TP53, PMC002_TP53}),
     ),
     TraversalCase(
         "bfs_topology_only", "bfs_query",
         {"seeds": [TP53], "max_hops": 1, "topology_only": True, "node_types": ["Gene"], "predicates": ["REGULATES"]},
         nodes=_ONE_HOP_NODES, edges=_ONE_HOP_EDGES, node_count=8, edge_count=8,
-        entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES,
+        entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES, **_ONE_HOP_COUNTS,
         stub_nodes=frozenset(_ONE_HOP_NODES), bare_edges=frozenset(_ONE_HOP_EDGES),
     ),
     TraversalCase(
@@ -429,50 +463,61 @@ TRAVERSALS: tuple[TraversalCase, ...] = (
         node_count=7, edge_count=10,
         # The summary names what the traversal met, the excluded Paper type and MENTIONS included.
         entity_types_found=_ALL_TYPES, predicates_found=EXPECTED_PREDICATES,
+        # ... but counts only what the answer counts: no Paper, no MENTIONS.
+        entity_type_counts={"Disease": 2, "Drug": 2, "Gene": 3},
+        predicate_counts={"ASSOCIATED_WITH": 3, "INHIBITS": 2, "INTERACTS_WITH": 1, "REGULATES": 3, "TREATS": 1},
         warnings=1,
     ),
     TraversalCase(
         "bfs_exclude_keeps_seed", "bfs_query", {"seeds": [PMC002], "max_hops": 1, "exclude_node_types": ["Paper"]},
         nodes=(PMC002, TP53), edges=(PMC002_TP53,), node_count=2, edge_count=1,
         entity_types_found=("Gene", "Paper"), predicates_found=("MENTIONS",),
+        entity_type_counts={"Gene": 1, "Paper": 1}, predicate_counts={"MENTIONS": 1},
     ),
     TraversalCase(
         "bfs_min_mentions", "bfs_query", {"seeds": [TP53], "max_hops": 1, "min_mentions": 5},
         nodes=(TP53, LFS, GASTRIC, MDM2, PMC001, PMC002),
         edges=(MDM2_INHIBITS_TP53, TP53_LFS, TP53_GASTRIC, TP53_REGULATES_MDM2, PMC001_TP53, PMC002_TP53),
         node_count=6, edge_count=6,
-        # Nutlin-3 (1) and β-catenin (3) are dropped; the summary is of the traversal, before the filter.
+        # Nutlin-3 (1) and β-catenin (3) are dropped; the summary is of the traversal, before the filter,
+        # but its counts are of what node_count and edge_count count, after it.
         entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES,
+        entity_type_counts={"Disease": 2, "Gene": 2, "Paper": 2},
+        predicate_counts={"ASSOCIATED_WITH": 2, "INHIBITS": 1, "MENTIONS": 2, "REGULATES": 1},
     ),
     TraversalCase(
         "bfs_min_mentions_keeps_seed", "bfs_query", {"seeds": [NUTLIN], "max_hops": 1, "min_mentions": 5},
         nodes=(NUTLIN, MDM2, TP53), edges=(NUTLIN_MDM2, NUTLIN_TP53), node_count=3, edge_count=2,
         entity_types_found=("Drug", "Gene"), predicates_found=("INHIBITS", "REGULATES"),
+        entity_type_counts={"Drug": 1, "Gene": 2}, predicate_counts={"INHIBITS": 1, "REGULATES": 1},
     ),
     TraversalCase(
         "bfs_page", "bfs_query", {"seeds": [TP53], "max_hops": 1, "limit": 3, "offset": 2},
         nodes=(GASTRIC, NUTLIN, MDM2),
         edges=(NUTLIN_TP53, MDM2_INHIBITS_TP53, TP53_GASTRIC, TP53_REGULATES_MDM2),
         node_count=8, edge_count=8, entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES,
-        truncated=("page",), next_offset=5, order_sensitive=True,
+        **_ONE_HOP_COUNTS, truncated=("page",), next_offset=5, order_sensitive=True,
     ),
     TraversalCase(
         "bfs_last_page", "bfs_query", {"seeds": [TP53], "max_hops": 1, "limit": 10, "offset": 5},
         nodes=(CTNNB1, PMC001, PMC002), edges=(TP53_CTNNB1, PMC001_TP53, PMC002_TP53),
         node_count=8, edge_count=8, entity_types_found=_ALL_TYPES, predicates_found=_ONE_HOP_PREDICATES,
-        order_sensitive=True,
+        **_ONE_HOP_COUNTS, order_sensitive=True,
     ),
     TraversalCase(
         "bfs_multi_seed", "bfs_query", {"seeds": [LFS, ASPIRIN], "max_hops": 1},
         # TP53 and 胃癌 are both at distance 1 and not expanded, so the edge between them is not examined.
         nodes=(LFS, ASPIRIN, GASTRIC, TP53), edges=(ASPIRIN_GASTRIC, TP53_LFS), node_count=4, edge_count=2,
         entity_types_found=("Disease", "Drug", "Gene"), predicates_found=("ASSOCIATED_WITH", "TREATS"),
+        entity_type_counts={"Disease": 2, "Drug": 1, "Gene": 1}, predicate_counts={"ASSOCIATED_WITH": 1, "TREATS": 1},
     ),
     TraversalCase(
         "bfs_hub_budget", "bfs_query", {"seeds": [TP53], "max_hops": 1},
         nodes=(TP53, LFS, NUTLIN, MDM2), edges=(NUTLIN_TP53, MDM2_INHIBITS_TP53, TP53_LFS),
         node_count=4, edge_count=3,
         entity_types_found=("Disease", "Drug", "Gene"), predicates_found=("ASSOCIATED_WITH", "INHIBITS", "REGULATES"),
+        entity_type_counts={"Disease": 1, "Drug": 1, "Gene": 2},
+        predicate_counts={"ASSOCIATED_WITH": 1, "INHIBITS": 1, "REGULATES": 1},
         truncated=("max_edges_per_node",), capped_nodes=(TP53,), max_edges_per_node=3, order_sensitive=True,
     ),
     TraversalCase(
@@ -481,44 +526,50 @@ TRAVERSALS: tuple[TraversalCase, ...] = (
         edges=(NUTLIN_MDM2, MDM2_INHIBITS_TP53, MDM2_SELF_LOOP, TP53_REGULATES_MDM2, PMC001_MDM2),
         node_count=4, edge_count=5,
         entity_types_found=("Drug", "Gene", "Paper"), predicates_found=("INHIBITS", "MENTIONS", "REGULATES"),
+        entity_type_counts={"Drug": 1, "Gene": 2, "Paper": 1},
+        predicate_counts={"INHIBITS": 2, "MENTIONS": 1, "REGULATES": 2},
         warnings=1,
     ),
     TraversalCase(
         "bfs_isolated_and_unknown_seed", "bfs_query", {"seeds": [ORPHAN, UNKNOWN], "max_hops": 2},
         nodes=(ORPHAN,), edges=(), node_count=1, edge_count=0,
-        entity_types_found=("Gene",), predicates_found=(), warnings=1,
+        entity_types_found=("Gene",), predicates_found=(), entity_type_counts={"Gene": 1}, predicate_counts={},
+        warnings=1,
     ),
     TraversalCase(
         "intersect_k1", "intersect_subgraphs", {"seeds": [NUTLIN, PMC001], "k": 1},
         nodes=(MDM2, TP53), edges=_MDM2_TP53_EDGES, node_count=2, edge_count=3,
-        entity_types_found=("Gene",), predicates_found=("INHIBITS", "REGULATES"),
+        entity_types_found=("Gene",), predicates_found=("INHIBITS", "REGULATES"), **_MDM2_TP53_COUNTS,
     ),
     TraversalCase(
         "intersect_k1_topology_only", "intersect_subgraphs", {"seeds": [NUTLIN, PMC001], "k": 1, "topology_only": True},
         nodes=(MDM2, TP53), edges=_MDM2_TP53_EDGES, node_count=2, edge_count=3,
-        entity_types_found=("Gene",), predicates_found=("INHIBITS", "REGULATES"),
+        entity_types_found=("Gene",), predicates_found=("INHIBITS", "REGULATES"), **_MDM2_TP53_COUNTS,
         stub_nodes=frozenset({MDM2, TP53}), bare_edges=frozenset(_MDM2_TP53_EDGES),
     ),
     TraversalCase(
         "intersect_k1_empty", "intersect_subgraphs", {"seeds": [LFS, ASPIRIN], "k": 1},
         nodes=(), edges=(), node_count=0, edge_count=0, entity_types_found=(), predicates_found=(),
+        entity_type_counts={}, predicate_counts={},
     ),
     TraversalCase(
         "intersect_k2", "intersect_subgraphs", {"seeds": [LFS, ASPIRIN], "k": 2},
         nodes=_TRIANGLE_NODES, edges=_TRIANGLE_EDGES, node_count=3, edge_count=3,
         entity_types_found=("Disease", "Gene"), predicates_found=("ASSOCIATED_WITH", "INTERACTS_WITH"),
+        **_TRIANGLE_COUNTS,
     ),
     TraversalCase(
         "intersect_k2_filters", "intersect_subgraphs",
         {"seeds": [LFS, ASPIRIN], "k": 2, "node_types": ["Gene"], "predicates": ["ASSOCIATED_WITH"]},
         nodes=_TRIANGLE_NODES, edges=_TRIANGLE_EDGES, node_count=3, edge_count=3,
         entity_types_found=("Disease", "Gene"), predicates_found=("ASSOCIATED_WITH", "INTERACTS_WITH"),
-        stub_nodes=frozenset({GASTRIC}), bare_edges=frozenset({TP53_CTNNB1}),
+        **_TRIANGLE_COUNTS, stub_nodes=frozenset({GASTRIC}), bare_edges=frozenset({TP53_CTNNB1}),
     ),
     TraversalCase(
         "intersect_k2_min_mentions", "intersect_subgraphs", {"seeds": [LFS, ASPIRIN], "k": 2, "min_mentions": 5},
         nodes=(GASTRIC, TP53), edges=(TP53_GASTRIC,), node_count=2, edge_count=1,
         entity_types_found=("Disease", "Gene"), predicates_found=("ASSOCIATED_WITH", "INTERACTS_WITH"),
+        entity_type_counts={"Disease": 1, "Gene": 1}, predicate_counts={"ASSOCIATED_WITH": 1},
     ),
     TraversalCase(
         "intersect_k2_exclude_node_types", "intersect_subgraphs",
@@ -532,6 +583,8 @@ TRAVERSALS: tuple[TraversalCase, ...] = (
         node_count=6, edge_count=9,
         entity_types_found=("Drug", "Gene", "Paper"),
         predicates_found=("INHIBITS", "INTERACTS_WITH", "MENTIONS", "REGULATES"),
+        entity_type_counts={"Drug": 1, "Gene": 3, "Paper": 2},
+        predicate_counts={"INHIBITS": 2, "INTERACTS_WITH": 1, "MENTIONS": 3, "REGULATES": 3},
         warnings=1,  # one warning counting the dangling edge met by both expansions
     ),
 )

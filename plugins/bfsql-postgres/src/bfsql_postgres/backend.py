@@ -23,6 +23,7 @@ import asyncpg
 from typing_extensions import override
 
 from bfsql import (
+    HUBS,
     SEARCH_LIMIT,
     BackendFailure,
     Capabilities,
@@ -33,7 +34,9 @@ from bfsql import (
     EvidenceRecord,
     Graph,
     GraphBackend,
+    GraphStatistics,
     HopMemo,
+    Hub,
     Neighbourhood,
     NodeInfo,
     Survey,
@@ -51,7 +54,7 @@ from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
 from bfsql_postgres.replica import ReplicaWatch
 
-__all__ = ["WALK_ROWS", "PostgresBackend", "QueryObserver"]
+__all__ = ["COUNT_WALK_ROWS", "EXACT_STATISTICS_ROWS", "WALK_ROWS", "PostgresBackend", "QueryObserver"]
 
 QueryObserver = Callable[[Any], None]
 """Called by asyncpg with a ``LoggedQuery`` after every statement a pooled connection runs."""
@@ -64,6 +67,14 @@ HNSW_EF_SEARCH = 100
 """Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default 40 is tight for limit 20-100)."""
 WALK_ROWS = 20_000
 """Rows a traversal may fetch hop by hop (as the engine walks) before it is walked in the database instead."""
+COUNT_WALK_ROWS = 2_000
+"""The same for a traversal asked for its counts alone (``count`` 0): no page is made of the rows fetched, so a
+bigger walk is cheaper in the database (on the HPO, interleaved medians against the 20,000 of a listed walk: a
+2-hop count over 6,360 edges 23 ms against 37, the biggest hub's over 88,704 edges 191 against 227), while a walk
+of hundreds of edges stays cheaper hop by hop (567 edges: 9.5 ms, against 24.8 with a bound of 500)."""
+EXACT_STATISTICS_ROWS = 1_000_000
+"""Relationships up to which describe_schema's counts are counted exactly (GROUP BYs reading every relationship
+three times: about a second for the HPO's 306k on a busy 2-core machine); above, the planner's estimates."""
 _CLIENT_GRACE = 5.0
 """Seconds the client waits beyond the server's statement_timeout before giving up on its own."""
 
@@ -173,6 +184,29 @@ def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record], memo: HopMemo 
     return found
 
 
+def _statistics(rows: list[asyncpg.Record], exact: bool) -> GraphStatistics | None:
+    """The answer of ``statistics`` from the rows of :func:`queries.exact_statistics_sql` (or of its estimate:
+    None without any row, a store never analysed)."""
+    types: dict[str, int] = {}
+    predicates: dict[str, int] = {}
+    hubs: list[Hub] = []
+    for kind, a, b, c, n in rows:
+        if kind == "T":
+            types[a] = n
+        elif kind == "P":
+            predicates[a] = n
+        else:
+            hubs.append(Hub(a, b, c, n))
+    if not exact and not rows:
+        return None
+    return GraphStatistics(  # an estimate without a part cannot say it; a count of nothing is 0
+        exact=exact,
+        entity_type_counts=dict(sorted(types.items())) if types or exact else None,
+        predicate_counts=dict(sorted(predicates.items())) if predicates or exact else None,
+        hubs=hubs if hubs or exact else None,
+    )
+
+
 class _TooManyRows(Exception):
     """A walk taken hop by hop fetched more rows than its budget: it is walked in the database instead."""
 
@@ -210,7 +244,10 @@ class PostgresBackend(GraphBackend):
     ``capabilities.provenance`` when the store has an evidence table.
     """
 
-    capabilities = Capabilities(batch_primitives=True, provenance=True, traversal=True)
+    capabilities = Capabilities(batch_primitives=True, provenance=True, traversal=True, statistics=True)
+
+    exact_statistics_rows = EXACT_STATISTICS_ROWS
+    """Relationships up to which :meth:`statistics` counts exactly (above: the planner's estimates)."""
 
     def __init__(
         self,
@@ -248,6 +285,7 @@ class PostgresBackend(GraphBackend):
         self._provenance_sql = queries.provenance_sql(layout)
         self._entity_types_sql = queries.entity_types_sql(layout)
         self._predicates_sql = queries.predicates_sql(layout)
+        self._statistics_sql = queries.exact_statistics_sql(layout)
         self._traverse_sql: dict[int, str] = {}
         self.capabilities = dataclasses.replace(
             type(self).capabilities, vector_search=layout.vector_dimension is not None, provenance=layout.provenance
@@ -454,6 +492,18 @@ class PostgresBackend(GraphBackend):
         """Predicates of the visible relationships, sorted."""
         return sorted(r["value"] for r in await self._fetch(self._predicates_sql))
 
+    @override
+    async def statistics(self, hubs: int = HUBS) -> GraphStatistics | None:
+        """Entities by type, edges by predicate and the ``hubs`` best-connected entities: counted (one statement
+        of GROUP BYs) in a store of at most :attr:`exact_statistics_rows` relationships, else estimated from the
+        planner's statistics (``exact`` False; None before the first ANALYZE)."""
+        size = (await self._fetch(queries.RELATIONSHIPS_SIZE_SQL))[0][0]
+        if size < 0:  # never analysed: count, up to the bound
+            size = (await self._fetch(queries.RELATIONSHIPS_PROBE_SQL, self.exact_statistics_rows))[0][0]
+        if size <= self.exact_statistics_rows:
+            return _statistics(await self._fetch(self._statistics_sql, hubs), exact=True)
+        return _statistics(await self._fetch(queries.ESTIMATED_STATISTICS_SQL, hubs), exact=False)
+
     # -- batch primitives: one statement each -----------------------------------
 
     @override
@@ -488,14 +538,16 @@ class PostgresBackend(GraphBackend):
         sends back only the counts, the cuts, the schema and the page: it costs the database's
         work, not the transfer and bookkeeping of every edge. A call that lists the whole walk
         (``count`` of ``max_nodes``) is walked hop by hop whatever its size: every row comes back
-        anyway, and the engine's bookkeeping is the cheaper.
+        anyway, and the engine's bookkeeping is the cheaper. One that lists nothing (``count`` 0: the
+        counts alone) goes hop by hop only within :data:`COUNT_WALK_ROWS`.
         """
         excluded = frozenset(exclude_types)
         if self.walk_rows > 0 and count >= limits.max_nodes:  # the whole walk is listed: moving it is no waste
             reached = await expand(cast(Graph, self), seeds, hops, limits=limits, exclude_types=excluded)
             return walk.survey_of_expansion(reached, offset, count)
-        if self.walk_rows > 0:
-            budget = _RowBudget(self, self.walk_rows)
+        rows = self.walk_rows if count > 0 else min(self.walk_rows, COUNT_WALK_ROWS)
+        if rows > 0:
+            budget = _RowBudget(self, rows)
             try:
                 reached = await expand(cast(Graph, budget), seeds, hops, limits=limits, exclude_types=excluded)
             except _TooManyRows:

@@ -16,11 +16,15 @@ __all__ = [
     "EDGE_MEMO",
     "ENTITY_MEMO",
     "ENTITY_METADATA",
+    "ESTIMATED_STATISTICS_SQL",
     "IDENTITY_COLUMNS",
+    "RELATIONSHIPS_PROBE_SQL",
+    "RELATIONSHIPS_SIZE_SQL",
     "budgeted_hop_sql",
     "edge_metadata_sql",
     "entities_sql",
     "entity_types_sql",
+    "exact_statistics_sql",
     "hop_sql",
     "like_pattern",
     "predicates_sql",
@@ -183,6 +187,71 @@ def entity_types_sql(layout: StoreLayout) -> str:
 def predicates_sql(layout: StoreLayout) -> str:
     """Predicates of the visible relationships (those touching no merged entity)."""
     return f"SELECT DISTINCT r.predicate::text AS value FROM relationship r WHERE TRUE{_touches_no_merged(layout)}"
+
+
+RELATIONSHIPS_SIZE_SQL = (
+    "SELECT coalesce((SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass('relationship')), -1)"
+)
+"""The planner's estimate of the relationships (-1: the table was never analysed)."""
+
+RELATIONSHIPS_PROBE_SQL = "SELECT count(*) FROM (SELECT FROM relationship LIMIT $1::bigint + 1) r"
+"""The relationships, counted up to ``$1 + 1`` (for a table never analysed)."""
+
+
+def exact_statistics_sql(layout: StoreLayout) -> str:
+    """The ``statistics`` primitive's rows, counted: ``('T', type, NULL, NULL, n)`` per type of the visible
+    entities, ``('P', predicate, NULL, NULL, n)`` per predicate of the visible relationships (each triple once),
+    and ``('H', id, type, name, degree)`` for the ``$1`` visible entities with the most of them (both ways, a
+    self-loop once: the rows ``hop`` gives), most first, ties by id. One statement: three aggregates over the
+    relationships, one over the entities.
+    """
+    distinct = "" if layout.unique_keys else "DISTINCT "
+    return f"""
+WITH edge AS NOT MATERIALIZED (
+    SELECT {distinct}r.subject_id::text AS s, r.predicate::text AS p, r.object_id::text AS o
+    FROM relationship r WHERE TRUE{_touches_no_merged(layout)}
+),
+degree AS MATERIALIZED (
+    SELECT id, count(*) AS n FROM (SELECT s AS id FROM edge UNION ALL SELECT o FROM edge WHERE s <> o) ends GROUP BY id
+)
+SELECT 'T', e.entity_type::text, NULL, NULL, count(*) FROM entity e WHERE TRUE{_visible(layout, "e")} GROUP BY 2
+UNION ALL
+SELECT 'P', p, NULL, NULL, count(*) FROM edge GROUP BY p
+UNION ALL
+(SELECT 'H', d.id, e.entity_type::text, e.name::text, d.n
+ FROM degree d JOIN entity e ON e.entity_id = d.id{_visible(layout, "e")}
+ ORDER BY d.n DESC, d.id COLLATE "C" LIMIT $1)
+"""
+
+
+ESTIMATED_STATISTICS_SQL = """
+WITH size AS (
+    SELECT (SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = to_regclass('entity')) AS entities,
+           (SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = to_regclass('relationship')) AS edges
+),
+common AS (
+    SELECT s.tablename::text AS tab, s.attname::text AS col, v.value, v.share::float8 AS share
+    FROM pg_stats s CROSS JOIN LATERAL unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS v(value, share)
+    WHERE s.schemaname = current_schema() AND s.tablename IN ('entity', 'relationship')
+      AND s.attname IN ('entity_type', 'predicate', 'subject_id', 'object_id')
+),
+degree AS (
+    SELECT value AS id, sum(share) * (SELECT edges FROM size) AS n
+    FROM common WHERE tab = 'relationship' AND col IN ('subject_id', 'object_id') GROUP BY value
+)
+SELECT 'T', value, NULL, NULL, round(share * (SELECT entities FROM size))::bigint
+FROM common WHERE tab = 'entity' AND col = 'entity_type'
+UNION ALL
+SELECT 'P', value, NULL, NULL, round(share * (SELECT edges FROM size))::bigint
+FROM common WHERE tab = 'relationship' AND col = 'predicate'
+UNION ALL
+(SELECT 'H', d.id, e.entity_type::text, e.name::text, round(d.n)::bigint
+ FROM degree d JOIN entity e ON e.entity_id = d.id AND e.status::text IS DISTINCT FROM 'merged'
+ ORDER BY d.n DESC, d.id COLLATE "C" LIMIT $1)
+"""
+"""The rows of :func:`exact_statistics_sql`, estimated from the planner's statistics (``pg_stats``, as of the
+last ANALYZE): the most common values of the type, predicate and end columns times the tables' estimated
+sizes. Values too rare to be among them are left out; a relationship touching a merged entity counts."""
 
 
 def vector_search_sql(layout: StoreLayout) -> str:

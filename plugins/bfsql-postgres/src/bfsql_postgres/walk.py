@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from bfsql import Edge, Expansion, Reached, Survey, page_edges
+from bfsql import Edge, Expansion, Reached, Survey, page_edges, tally
 from bfsql_postgres.layout import StoreLayout
 
 __all__ = ["survey_of_expansion", "survey_of_rows", "traverse_sql"]
@@ -193,7 +193,8 @@ def traverse_sql(layout: StoreLayout, hops: int) -> str:
     it is counted with its predicate); ``P`` a predicate of the schema (``b``) with a number of its
     edges (``n``: the rows of one predicate add up to its edges; 0 for one seen only on the way to
     an excluded type); ``H`` a hub cut (``a``, with ``n`` rows); ``T`` a type of the schema
-    (``a``); ``C`` a count (``a``: ``nodes``, ``cut`` or ``dangling``).
+    (``a``) with the number of reached nodes of it (``n``; 0 for a type seen only among excluded
+    neighbours); ``C`` a count (``a``: ``nodes``, ``cut`` or ``dangling``).
 
     A row whose other end is new at the next level (most rows of a big walk) is counted by the
     hop's aggregate by other end and predicate (``w``), which also gives the next level; only the
@@ -263,7 +264,9 @@ SELECT 'N', id, type, name, level FROM page
 UNION ALL
 SELECT 'H', node, NULL, NULL, degree FROM ({hubs}) hubs
 UNION ALL
-(SELECT DISTINCT 'T', type, NULL, NULL, NULL::bigint FROM (SELECT type FROM v UNION ALL SELECT type FROM x) types)
+SELECT 'T', type, NULL, NULL, count(*) FROM v GROUP BY type
+UNION ALL
+SELECT DISTINCT 'T', type, NULL, NULL, 0::bigint FROM x
 UNION ALL
 SELECT DISTINCT 'E', s, p, o, 0::bigint FROM (SELECT s, p, o FROM counted WHERE listed UNION ALL {listed}) listed
 UNION ALL
@@ -291,32 +294,30 @@ def survey_of_rows(seeds: list[str], rows: Iterable[Any]) -> Survey:
     page: list[Reached] = []
     edges: list[Edge] = []
     capped: dict[str, int] = {}
-    types: list[str] = []
-    predicates: set[str] = set()
+    types: dict[str, int] = {}
+    predicates: dict[str, int] = {}
     counts: dict[str, int] = {}
     for kind, a, b, c, n in rows:
         if kind == "N":
             page.append(Reached(a, b, c, n))
         elif kind == "E":  # a, b, c: the triple (n: 0, counted with the rows of its predicate)
             edges.append(Edge(a, b, c))
-            predicates.add(b)
-            counts["edges"] = counts.get("edges", 0) + n
+            predicates[b] = predicates.get(b, 0)
         elif kind == "S":
             found.add(a)
         elif kind == "H":
             capped[a] = n
-        elif kind == "T":
-            types.append(a)
+        elif kind == "T":  # a: a type, with the nodes of it reached (n)
+            types[a] = types.get(a, 0) + n
         elif kind == "P":  # b: a predicate, with the edges of it counted and not listed (n)
-            predicates.add(b)
-            counts["edges"] = counts.get("edges", 0) + n
+            predicates[b] = predicates.get(b, 0) + n
         else:
             counts[a] = n
     page.sort(key=lambda node: (node.distance, node.id))
     edges.sort()
     return Survey(
         node_count=counts["nodes"],
-        edge_count=counts.get("edges", 0),
+        edge_count=sum(predicates.values()),
         page=page,
         edges=edges,
         entity_types=sorted(types),
@@ -325,6 +326,8 @@ def survey_of_rows(seeds: list[str], rows: Iterable[Any]) -> Survey:
         capped=capped,
         nodes_cut=counts["cut"],
         dangling_edges=counts["dangling"],
+        entity_type_counts={t: n for t, n in sorted(types.items()) if n},
+        predicate_counts={p: n for p, n in sorted(predicates.items()) if n},
     )
 
 
@@ -344,4 +347,6 @@ def survey_of_expansion(reached: Expansion, offset: int, count: int) -> Survey:
         capped=reached.capped_nodes,
         nodes_cut=reached.nodes_cut,
         dangling_edges=reached.dangling_edges,
+        entity_type_counts=tally(map(reached.types.__getitem__, order)),
+        predicate_counts=tally(e[1] for e in reached.edges),
     )
