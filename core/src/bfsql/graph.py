@@ -25,6 +25,7 @@ from bfsql.backend import GraphBackend, gather_or_cancel, has_vector_search
 from bfsql.cache import CacheConfig, CachePlugin
 from bfsql.embedders import CachedEmbedder, Embedder, HashingEmbedder, split_identifier
 from bfsql.errors import BackendFailure, BfsqlError, clip
+from bfsql.examples import DEMO, Examples
 from bfsql.models import Node
 from bfsql.plugins import get_plugin_manager, new_plugin_manager
 from bfsql.primitives import PRIMITIVES, CachePolicy, Primitives, PrimitiveSpec, hook_caller, implementation
@@ -163,6 +164,8 @@ class Graph(Primitives):
         self.name = name
         self.description = description
         """How the server describes the graph (a configuration file's words); None: the backend's own."""
+        self.examples: Examples = DEMO
+        """The examples of the texts a client reads, in this graph's words (set when a server starts serving it)."""
         self.stats = BackendCallStats()
         self.pm: pluggy.PluginManager = new_plugin_manager()
         self._terminal = _BackendTerminal(backend, self.stats, primitive_timeout, name)

@@ -28,6 +28,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, Tool
 
 from bfsql.backend import gather_or_cancel
+from bfsql.engine.examples import examples_or_placeholders
 from bfsql.errors import BfsqlError, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing
@@ -96,7 +97,8 @@ class BfsqlServer(MCPServer):
     ) -> None:
         if not graphs:
             raise ValueError("a server needs at least one graph")
-        instructions = SERVER_INSTRUCTIONS + (graphs_injection(graphs) if len(graphs) > 1 else "")
+        self.words = next(served.graph.examples for served in graphs if served.graph is not None)
+        instructions = self.words.say(SERVER_INSTRUCTIONS) + (graphs_injection(graphs) if len(graphs) > 1 else "")
         super().__init__(SERVER_NAME, instructions=instructions, version=__version__,
                          log_level="WARNING")
         self.graphs = {served.name: served for served in graphs}
@@ -125,7 +127,8 @@ class BfsqlServer(MCPServer):
     def instructions_for(self, caller: Caller) -> str:
         """The server's instructions as ``caller`` reads them: naming only the graphs it may see."""
         visible = self.visible(caller)
-        return SERVER_INSTRUCTIONS + (graphs_injection(visible) if len(self.graphs) > 1 and visible else "")
+        return self.words.say(SERVER_INSTRUCTIONS) + (
+            graphs_injection(visible) if len(self.graphs) > 1 and visible else "")
 
     def _input_schema(self, spec: ToolSpec, visible: list[ServedGraph]) -> dict[str, Any]:
         schema = spec.input_schema()
@@ -279,6 +282,7 @@ async def _prepare(served: ServedGraph) -> None:
     )
     served.schema = (types, preds)
     served.stored_description = stored
+    graph.examples = await examples_or_placeholders(graph, types, preds)
     if served.description and len(stored) > len(served.description) and stored != served.description:
         startup.info("graph %s: the configuration's description is shown; the store's own (%d characters) is "
                      "longer", served.name, len(stored))
@@ -329,8 +333,9 @@ async def build_server(
         injected = schema_injection(*served[0].schema) or ""
     else:
         injected = graphs_injection(served, with_schema=True)
+    examples = next(entry.graph.examples for entry in served if entry.graph is not None)
     tools = collect_tools()
     for spec in tools:
-        if spec.injects_schema:
-            spec.description += injected
+        spec.examples = examples  # the default graph's words, before the schema's own are injected
+        spec.description = examples.say(spec.description) + (injected if spec.injects_schema else "")
     return BfsqlServer(served, tools, max_heavy_calls, injected)

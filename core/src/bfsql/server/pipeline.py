@@ -176,7 +176,7 @@ async def run_tool(
     except BfsqlError as exc:
         kind = "backend_error" if isinstance(exc, BackendFailure) else "invalid"
         outcome = f"error: {clip(exc.message, 200)}"
-        return error_result(str(exc), most)
+        return error_result(f"{exc.message} {graph.examples.say(exc.hint)}".strip(), most)
     except TimeoutError:
         if waiting:
             kind, outcome = "busy", "timed out waiting for a heavy-call slot"

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from bfsql.errors import InvalidArgument, clip, plain_problem
+from bfsql.examples import DEMO, Examples
 from bfsql.graph import Graph
 from bfsql.models import GraphListing, ListAnswer
 from bfsql.server.answers import AnswerBudget, compact_json
@@ -79,6 +80,8 @@ class ToolSpec:
     context_param: str | None = None
     plugin: str = "bfsql"
     """Who registered it: ``bfsql`` for the built-in tools, else the plugin's name."""
+    examples: Examples = DEMO
+    """The words its schema's examples and its argument errors' examples are said in (the served graph's)."""
 
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments (a copy of its own: the caller may change it)."""
@@ -88,7 +91,8 @@ class ToolSpec:
     def _input_schema(self) -> dict[str, Any]:
         # Made once: pydantic takes about 1 ms per schema, and every tools/list (each client's first
         # request) asks for all of them.
-        return self.arguments.model_json_schema()
+        schema: dict[str, Any] = self.examples.say_all(self.arguments.model_json_schema())
+        return schema
 
     @functools.cached_property
     def text_free_arguments(self) -> frozenset[str]:
@@ -182,11 +186,11 @@ def tool_spec(
     )
 
 
-def _example(model: type[BaseModel], name: str) -> str:
-    field = model.model_fields.get(name)
+def _example(spec: ToolSpec, name: str) -> str:
+    field = spec.arguments.model_fields.get(name)
     examples = field.examples if field is not None else None
     if examples:
-        return f" Example: {name}={compact_json(examples[0])}."
+        return f" Example: {name}={compact_json(spec.examples.say_all(examples[0]))}."
     return ""
 
 
@@ -200,11 +204,11 @@ def argument_error(spec: ToolSpec, exc: ValidationError) -> InvalidArgument:
         if error["type"] == "extra_forbidden":
             problems.append(f"Unknown argument {clip(name)!r}: {spec.name} takes {accepted}.")
         elif error["type"] == "missing":
-            problems.append(f"Missing argument {name!r}.{_example(spec.arguments, name)}")
+            problems.append(f"Missing argument {name!r}.{_example(spec, name)}")
         else:
             where = ".".join(location) or "arguments"
             got = clip(compact_json(error.get("input")), 60)
-            problems.append(f"{where} {plain_problem(error, got)}{_example(spec.arguments, name)}")
+            problems.append(f"{where} {plain_problem(error, got)}{_example(spec, name)}")
     return InvalidArgument(" ".join(dict.fromkeys(problems)), f"See the {spec.name} tool's input schema.")
 
 
