@@ -165,6 +165,10 @@ class ServerSettings(BaseModel):
                                        "every graph.", commands=_SERVE, min_length=1)
     oauth_scope_claim: str = _setting("scope", "The token claim holding its scopes (a space-separated string or a "
                                       "list).", commands=_SERVE, min_length=1)
+    oauth_scopes_supported: tuple[str, ...] = _setting((), "A scope MCP clients are told to ask for (the OAuth "
+                                                       "metadata's scopes_supported); repeat for several. None by "
+                                                       "default: clients ask for no scope, and the provider's token "
+                                                       "carries the user's graphs.", commands=_SERVE)
     oauth_metrics_scope: str = _setting("bfsql:metrics", "With OAuth, the scope a token must carry to read /metrics "
                                         "(auth_token, when set, is accepted there too).", commands=_SERVE,
                                         min_length=1)

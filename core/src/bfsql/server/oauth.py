@@ -14,7 +14,12 @@ With ``--oauth-issuer`` and ``--oauth-resource`` the HTTP server:
 * maps scopes to graphs (:class:`GraphScopes`): ``graph:NAME`` grants graph NAME, ``graph:*``
   every graph (prefix and claim are settings). A token granting none of the server's graphs is
   refused ``403 insufficient_scope``; otherwise the caller sees only its graphs
-  (:mod:`bfsql.server.callers`).
+  (:mod:`bfsql.server.callers`);
+* advertises no graph scope (``scopes_supported`` is ``--oauth-scopes-supported``, empty by
+  default). MCP clients ask for every advertised scope, and a provider refuses a request naming
+  one the user does not hold: a user granted fewer graphs than the server has could not sign in.
+  Asking for none, a client gets the provider's default grant, whose scopes (or claim) name the
+  user's graphs.
 
 There is no write scope: the server is read-only whatever the token says. ``/metrics`` takes
 its own credential (:class:`MetricsGate`): a valid token carrying the operator scope
@@ -124,10 +129,6 @@ class GraphScopes:
         if "*" in names:
             return frozenset(self.graphs)
         return frozenset(g for g in self.graphs if g in names)
-
-    def supported(self) -> list[str]:
-        """The scopes this server understands (for its metadata)."""
-        return [f"{self.prefix}{name}" for name in self.graphs]
 
     def caller(self, scope: Scope) -> Caller:
         """The caller of an authenticated request: the token's subject, and the graphs its scopes grant."""
@@ -277,7 +278,7 @@ class OAuthGate:
         # Validated from strings, so that URLs keep their spelling (an issuer is compared as a string).
         metadata = ProtectedResourceMetadata.model_validate({
             "resource": settings.oauth_resource, "authorization_servers": [settings.oauth_issuer],
-            "scopes_supported": scopes.supported(), "resource_name": "bfsql"})
+            "scopes_supported": list(settings.oauth_scopes_supported), "resource_name": "bfsql"})
         resource = metadata.resource
         endpoint = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
         self.paths = {DISCOVERY_PATH, urlsplit(str(build_resource_metadata_url(resource))).path}
