@@ -148,9 +148,9 @@ class ServerSettings(BaseModel):
     max_sessions: int = _setting(1000, "Most HTTP sessions open at once; beyond it the idle-longest session of the "
                                  "client holding most is closed for a newcomer (503 only when all are busy).",
                                  commands=_SERVE, ge=1)
-    max_sessions_per_client: int = _setting(64, "Most HTTP sessions one client address holds; beyond it the "
-                                            "client's own idle-longest session is closed (behind a reverse proxy, "
-                                            "whose clients share its address, raise it).", commands=_SERVE, ge=1)
+    max_sessions_per_client: int = _setting(64, "Most HTTP sessions one client holds (the token's user under OAuth, "
+                                            "else its address); beyond it the client's own idle-longest session is "
+                                            "closed.", commands=_SERVE, ge=1)
     allowed_hosts: tuple[str, ...] = _setting((), "Extra Host header value accepted over HTTP (e.g. a reverse "
                                               "proxy's name); repeat for several.", commands=_WEB)
     # Serving a team (docs/deploying.md): OAuth, metrics, traces, rate limits, audit log. HTTP only.

@@ -33,7 +33,7 @@ from bfsql.settings import ServerSettings
 if TYPE_CHECKING:
     from bfsql.server.oauth import GraphScopes, OAuthGate
 
-__all__ = ["METRICS_PATH", "RefusedRequests", "check_team_settings", "guarded_metrics", "team_layers"]
+__all__ = ["METRICS_PATH", "RefusedRequests", "TeamLayers", "check_team_settings", "guarded_metrics", "team_layers"]
 
 logger = logging.getLogger("bfsql.server")
 
@@ -135,10 +135,25 @@ class RefusedRequests:
             self.observe(CallRecord(clip(tool.decode("utf-8", "replace"), SENT_CHARS), "", None, outcome, 0.0))
 
 
+class TeamLayers:
+    """What :func:`team_layers` sets up: called on the MCP app, it returns the app in its layers.
+
+    ``identify`` names the caller of a request that went through them (the token's user under
+    OAuth, else the client's address), for what sits inside them and counts per caller.
+    """
+
+    def __init__(self, wrap: Callable[[ASGIApp], ASGIApp], identify: Identify) -> None:
+        self.wrap = wrap
+        self.identify = identify
+
+    def __call__(self, app: ASGIApp) -> ASGIApp:
+        """``app`` in the layers, outermost first as the module says."""
+        return self.wrap(app)
+
+
 @asynccontextmanager
-async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) -> AsyncIterator[
-        Callable[[ASGIApp], ASGIApp]]:
-    """Set up the server for HTTP callers; yields the function wrapping the MCP app (served at ``path``) in layers."""
+async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) -> AsyncIterator[TeamLayers]:
+    """Set up the server for HTTP callers; yields the :class:`TeamLayers` to put the MCP app (at ``path``) in."""
     check_team_settings(settings)
     closing: list[Callable[[], Any]] = []
     observers: list[Observer] = [annotate]
@@ -188,7 +203,7 @@ async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) 
                 app = MetricsRoute(app, guarded_metrics(metrics.app, settings, gate))
             return app
 
-        yield wrap
+        yield TeamLayers(wrap, identify)
     finally:
         for close in reversed(closing):
             close()
