@@ -21,6 +21,7 @@ from bfsql.errors import BfsqlError
 from bfsql.graph import Graph
 from bfsql.plugins import BackendSpec
 from bfsql.server.app import BfsqlServer, ServedGraph, build_server, start_failure
+from bfsql.server.health import HealthRoutes, Readiness
 from bfsql.server.http import HostGuard, HostPolicy, is_loopback
 from bfsql.server.sessions import SessionQuota, UnheldSessions
 from bfsql.server.team import check_team_settings, team_layers
@@ -188,6 +189,7 @@ async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbo
         app = SessionQuota(app, server.session_manager, MCP_PATH, settings.max_sessions_per_client,
                            settings.max_sessions, principal=lambda scope: team.identify(scope).principal)
         app = HostGuard(team(app), policy)  # authentication (token or OAuth), rate limits, /metrics
+        app = HealthRoutes(app, Readiness(server), team.known_graphs)  # for balancers: no Host, no token
         config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_config=None,
                                 access_log=verbose, log_level="info" if verbose else "warning")
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host
