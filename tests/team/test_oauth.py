@@ -20,7 +20,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from bfsql_testsupport.oidc import OpenIdProvider, rsa_key
-from bfsql_testsupport.team import GRAPHS, mcp_client, serving, two_graphs_config
+from bfsql_testsupport.team import GRAPHS, MemoryTokens, mcp_client, serving, two_graphs_config
 
 TOKEN = "a-shared-token-long-enough"
 
@@ -61,7 +61,7 @@ def _segment(data: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
 
 
-def test_discovery_names_the_issuer_and_the_graph_scopes(server: str, provider: OpenIdProvider):
+def test_discovery_names_the_issuer_and_asks_for_no_graph_scope(server: str, provider: OpenIdProvider):
     base = server.removesuffix("/mcp")
     for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
         answer = httpx.get(base + path, timeout=30)
@@ -69,7 +69,47 @@ def test_discovery_names_the_issuer_and_the_graph_scopes(server: str, provider: 
         metadata = answer.json()
         assert metadata["resource"] == provider.resource  # type: ignore[attr-defined]
         assert metadata["authorization_servers"] == [provider.issuer]
-        assert metadata["scopes_supported"] == [f"graph:{name}" for name in GRAPHS]
+        # MCP clients ask for every scope listed here: a user holding fewer graphs would be refused.
+        assert metadata["scopes_supported"] == []
+
+
+async def test_scopes_supported_lists_what_the_operator_sets():
+    """For a provider that grants the held part of a request: the scopes clients should ask for, and no others."""
+    from bfsql.server.oauth import GraphScopes, OAuthGate
+    from bfsql.settings import ServerSettings
+
+    settings = ServerSettings(transport="http", oauth_issuer="https://login.example.org/realms/kg",
+                              oauth_resource="https://kg.example.org/mcp",
+                              oauth_scopes_supported=("graph:famplex", "graph:restricted"))
+    gate = OAuthGate(_never_called, settings, GraphScopes("graph:", "scope", list(GRAPHS)))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(gate), base_url="http://kg.example.org") as client:
+        metadata = (await client.get("/.well-known/oauth-protected-resource/mcp")).json()
+    assert metadata["scopes_supported"] == ["graph:famplex", "graph:restricted"]
+
+
+async def _never_called(scope: Any, receive: Any, send: Any) -> None:
+    raise AssertionError("the discovery document is answered by the gate itself")
+
+
+async def test_the_sdk_signs_in_a_client_granted_fewer_graphs_than_the_server_has(server: str,
+                                                                                   provider: OpenIdProvider):
+    """Issue 37.2: the SDK's OAuth client asked for every advertised scope, and the provider refused graph:restricted.
+
+    The SDK's own client-credentials flow: discovery from the 401, the provider's metadata, a
+    token request, the call retried with the token; the analyst holds graph:famplex only.
+    """
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+    tokens = MemoryTokens()
+    auth = ClientCredentialsOAuthProvider(server, tokens, "analyst", provider.secret("analyst"),
+                                          issuer=provider.issuer)
+    async with mcp_client(server, auth=auth) as client:
+        schema = await client.call_tool("describe_schema", {})
+        assert [g["name"] for g in schema.structured_content["graphs"]] == ["famplex"]
+        hidden = await client.call_tool("search_entities", {"query": "BRAF", "graph": "restricted"})
+        assert hidden.is_error
+    claims = jwt.decode(tokens.tokens.access_token, options={"verify_signature": False})
+    assert claims["scope"] == "graph:famplex" and claims["aud"] == provider.resource  # type: ignore[attr-defined]
 
 
 def test_no_token_is_told_where_to_get_one(server: str):

@@ -148,9 +148,9 @@ class ServerSettings(BaseModel):
     max_sessions: int = _setting(1000, "Most HTTP sessions open at once; beyond it the idle-longest session of the "
                                  "client holding most is closed for a newcomer (503 only when all are busy).",
                                  commands=_SERVE, ge=1)
-    max_sessions_per_client: int = _setting(64, "Most HTTP sessions one client address holds; beyond it the "
-                                            "client's own idle-longest session is closed (behind a reverse proxy, "
-                                            "whose clients share its address, raise it).", commands=_SERVE, ge=1)
+    max_sessions_per_client: int = _setting(64, "Most HTTP sessions one client holds (the token's user under OAuth, "
+                                            "else its address); beyond it the client's own idle-longest session is "
+                                            "closed.", commands=_SERVE, ge=1)
     allowed_hosts: tuple[str, ...] = _setting((), "Extra Host header value accepted over HTTP (e.g. a reverse "
                                               "proxy's name); repeat for several.", commands=_WEB)
     # Serving a team (docs/deploying.md): OAuth, metrics, traces, rate limits, audit log. HTTP only.
@@ -165,6 +165,10 @@ class ServerSettings(BaseModel):
                                        "every graph.", commands=_SERVE, min_length=1)
     oauth_scope_claim: str = _setting("scope", "The token claim holding its scopes (a space-separated string or a "
                                       "list).", commands=_SERVE, min_length=1)
+    oauth_scopes_supported: tuple[str, ...] = _setting((), "A scope MCP clients are told to ask for (the OAuth "
+                                                       "metadata's scopes_supported); repeat for several. None by "
+                                                       "default: clients ask for no scope, and the provider's token "
+                                                       "carries the user's graphs.", commands=_SERVE)
     oauth_metrics_scope: str = _setting("bfsql:metrics", "With OAuth, the scope a token must carry to read /metrics "
                                         "(auth_token, when set, is accepted there too).", commands=_SERVE,
                                         min_length=1)

@@ -3,11 +3,29 @@
 //
 // CONFIG: {issuer, port, keys: [private JWKs, the signing one first], clients: [{client_id, client_secret,
 // scope}], resources: {URL: "scopes it grants"}, ttl: seconds}. Prints "listening" once it accepts requests.
+//
+// A client that asks for no scope gets a token carrying every scope it holds for the resource (its default
+// grant, as Auth0 gives a client-credentials client, or Keycloak its default client scopes); one that asks
+// for a scope it does not hold is refused (invalid_scope), as oidc-provider refuses by default.
 import { readFileSync } from 'node:fs';
 import Provider, { errors } from 'oidc-provider';
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const scopes = [...new Set(Object.values(config.resources).flatMap((granted) => granted.split(' ')))];
+
+const held = Object.fromEntries(config.clients.map((client) => [client.client_id, (client.scope || '').split(' ')]));
+
+// The default grant: the scopes the client holds that the token's resource grants, when the request named none.
+function defaultGrant(ctx, token, jwt) {
+  if (jwt.payload.scope || !(jwt.payload.aud in config.resources)) {
+    return;
+  }
+  const granted = new Set(config.resources[jwt.payload.aud].split(' '));
+  const scope = (held[token.clientId] || []).filter((s) => granted.has(s)).join(' ');
+  if (scope) {
+    jwt.payload.scope = scope;
+  }
+}
 
 const provider = new Provider(config.issuer, {
   clients: config.clients.map((client) => ({
@@ -18,6 +36,7 @@ const provider = new Provider(config.issuer, {
   })),
   jwks: { keys: config.keys },
   scopes,
+  formats: { customizers: { jwt: defaultGrant } },
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },

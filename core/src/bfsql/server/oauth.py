@@ -10,11 +10,17 @@ With ``--oauth-issuer`` and ``--oauth-resource`` the HTTP server:
   issuer's JWKS (fetched from its metadata, refreshed when a token names an unknown key, so a
   rotation needs no restart), ``exp`` and ``nbf``, ``iss`` equal to the issuer and ``aud``
   naming this resource (RFC 8707). ``alg: none`` and HMAC algorithms are never accepted (an HMAC
-  "signed" with the public key is the classic forgery);
+  "signed" with the public key is the classic forgery). A token whose key is known never waits
+  for a fetch of the keys (:class:`JwtVerifier` explains why);
 * maps scopes to graphs (:class:`GraphScopes`): ``graph:NAME`` grants graph NAME, ``graph:*``
   every graph (prefix and claim are settings). A token granting none of the server's graphs is
   refused ``403 insufficient_scope``; otherwise the caller sees only its graphs
-  (:mod:`bfsql.server.callers`).
+  (:mod:`bfsql.server.callers`);
+* advertises no graph scope (``scopes_supported`` is ``--oauth-scopes-supported``, empty by
+  default). MCP clients ask for every advertised scope, and a provider refuses a request naming
+  one the user does not hold: a user granted fewer graphs than the server has could not sign in.
+  Asking for none, a client gets the provider's default grant, whose scopes (or claim) name the
+  user's graphs.
 
 There is no write scope: the server is read-only whatever the token says. ``/metrics`` takes
 its own credential (:class:`MetricsGate`): a valid token carrying the operator scope
@@ -52,8 +58,8 @@ from bfsql.server.callers import Caller
 from bfsql.settings import ServerSettings
 
 __all__ = [
-    "ALGORITHMS", "DISCOVERY_PATH", "JWKS_MAX_AGE", "JWKS_MIN_INTERVAL", "LEEWAY", "GraphScopes", "JwtVerifier",
-    "MetricsGate", "NoDiscovery", "OAuthGate",
+    "ALGORITHMS", "DISCOVERY_PATH", "JWKS_MAX_AGE", "JWKS_MIN_INTERVAL", "LEEWAY", "UNKNOWN_KEY_WAIT", "GraphScopes",
+    "JwtVerifier", "MetricsGate", "NoDiscovery", "OAuthGate",
 ]
 
 logger = logging.getLogger("bfsql.server.oauth")
@@ -72,6 +78,10 @@ JWKS_MAX_AGE = 600.0
 
 JWKS_MIN_INTERVAL = 5.0
 """Least seconds between two fetches of the keys (a token naming an unknown key cannot make us hammer the issuer)."""
+
+UNKNOWN_KEY_WAIT = 1.0
+"""Most seconds a token naming a key not seen yet waits for the fetch it started (or found under way); then it is
+refused. A rotated-in key is accepted on its first token when the issuer answers within it."""
 
 VERIFIED_TOKENS = 10_000
 """Tokens whose signature and claims were checked, kept (until they expire, or their key is withdrawn) so that a
@@ -125,10 +135,6 @@ class GraphScopes:
             return frozenset(self.graphs)
         return frozenset(g for g in self.graphs if g in names)
 
-    def supported(self) -> list[str]:
-        """The scopes this server understands (for its metadata)."""
-        return [f"{self.prefix}{name}" for name in self.graphs]
-
     def caller(self, scope: Scope) -> Caller:
         """The caller of an authenticated request: the token's subject, and the graphs its scopes grant."""
         user = scope.get("user")
@@ -146,7 +152,16 @@ class GraphScopes:
 
 
 class JwtVerifier:
-    """Validates JWT access tokens against an issuer's JWKS (the SDK's ``TokenVerifier``)."""
+    """Validates JWT access tokens against an issuer's JWKS (the SDK's ``TokenVerifier``).
+
+    Fetching the keys never holds back a token whose key is known. Anyone can send a token whose
+    header names an unknown key (no signature is needed to write a header), and each may call for
+    a fetch from an issuer that can be slow: so the known keys are read without waiting, a fetch
+    runs in the background (one at a time, at most one per :data:`JWKS_MIN_INTERVAL`, also when
+    the keys are older than :data:`JWKS_MAX_AGE`), and only a token naming an unknown key waits
+    for it, :data:`UNKNOWN_KEY_WAIT` at most. Before the first keys arrive every token waits for
+    them (there is nothing else to check it with), up to the fetch's own timeout.
+    """
 
     def __init__(self, issuer: str, resource: str, scopes: GraphScopes, jwks_url: str | None = None) -> None:
         self.jwt = _jwt()
@@ -158,7 +173,10 @@ class JwtVerifier:
         self._verified: OrderedDict[str, tuple[AccessToken, Any]] = OrderedDict()
         """Checked tokens: their grant, and the key that signed them."""
         self._fetched: float | None = None
-        self._lock = asyncio.Lock()
+        """When the keys in use were fetched (None: never)."""
+        self._attempted: float | None = None
+        """When the last fetch started, whether it succeeded or not."""
+        self._fetching: asyncio.Task[None] | None = None
 
     async def _jwks_url(self) -> str:
         if self.jwks_url:
@@ -180,39 +198,65 @@ class JwtVerifier:
         raise BfsqlError(f"Cannot find the signing keys of issuer {self.issuer}: {'; '.join(problems)}.",
                          "Check --oauth-issuer, or give the keys' address with --oauth-jwks-url.")
 
-    async def refresh(self, force: bool = False) -> None:
-        """Fetch the issuer's keys (at most once per :data:`JWKS_MIN_INTERVAL`); keep the old ones on failure."""
-        async with self._lock:
-            now = time.monotonic()
-            if self._fetched is not None and (now - self._fetched < JWKS_MIN_INTERVAL or (
-                    not force and now - self._fetched < JWKS_MAX_AGE)):
-                return
-            self._fetched = now
-            try:
-                document = await asyncio.to_thread(_fetch_json, await self._jwks_url())
-                keys = {}
-                for entry in document.get("keys", []):
-                    if entry.get("use", "sig") != "sig" or entry.get("kty") == "oct":
-                        continue  # an HMAC secret has no place in a public key set
-                    try:
-                        key = self.jwt.PyJWK(entry)
-                    except Exception:
-                        continue  # a key type this PyJWT cannot use
-                    if key.algorithm_name in ALGORITHMS:
-                        keys[entry.get("kid")] = key
-            except Exception as exc:
-                logger.warning("could not fetch the signing keys of %s: %s", self.issuer, exc)
-                return
-            self._keys = keys
-            logger.info("fetched %d signing key(s) of %s", len(keys), self.issuer)
+    async def _fetch(self) -> None:
+        """Fetch the issuer's keys; keep the old ones on failure."""
+        try:
+            document = await asyncio.to_thread(_fetch_json, await self._jwks_url())
+            keys = {}
+            for entry in document.get("keys", []):
+                if entry.get("use", "sig") != "sig" or entry.get("kty") == "oct":
+                    continue  # an HMAC secret has no place in a public key set
+                try:
+                    key = self.jwt.PyJWK(entry)
+                except Exception:
+                    continue  # a key type this PyJWT cannot use
+                if key.algorithm_name in ALGORITHMS:
+                    keys[entry.get("kid")] = key
+        except Exception as exc:
+            logger.warning("could not fetch the signing keys of %s: %s", self.issuer, exc)
+            return
+        self._keys = keys
+        self._fetched = time.monotonic()
+        logger.info("fetched %d signing key(s) of %s", len(keys), self.issuer)
 
-    async def _key(self, kid: str | None) -> Any:
-        await self.refresh()
-        if kid not in self._keys and not (kid is None and len(self._keys) == 1):
-            await self.refresh(force=True)  # a new key: the issuer rotated its keys
+    def _start_fetch(self) -> asyncio.Task[None] | None:
+        """The fetch under way, else a new one, unless one started less than :data:`JWKS_MIN_INTERVAL` ago."""
+        if self._fetching is not None and not self._fetching.done():
+            return self._fetching
+        now = time.monotonic()
+        if self._attempted is not None and now - self._attempted < JWKS_MIN_INTERVAL:
+            return None
+        self._attempted = now
+        self._fetching = asyncio.create_task(self._fetch(), name="bfsql jwks fetch")
+        return self._fetching
+
+    def _refresh_if_old(self) -> None:
+        """Start a fetch in the background when the keys are older than :data:`JWKS_MAX_AGE`."""
+        if self._fetched is not None and time.monotonic() - self._fetched >= JWKS_MAX_AGE:
+            self._start_fetch()
+
+    def _known(self, kid: str | None) -> Any:
+        """The key ``kid`` names among the keys in use (a token naming none: the only key, if there is one)."""
         if kid is None and len(self._keys) == 1:
             return next(iter(self._keys.values()))
         return self._keys.get(kid)
+
+    async def _key(self, kid: str | None) -> Any:
+        """The key that signs a token naming ``kid``: at once when known, else after a bounded wait for a fetch."""
+        key = self._known(kid)
+        if key is not None:
+            self._refresh_if_old()
+            return key
+        fetch = self._start_fetch()
+        if fetch is None:
+            return None  # fetched moments ago, and not there
+        wait = UNKNOWN_KEY_WAIT if self._fetched is not None else FETCH_TIMEOUT
+        try:
+            # Shielded: a waiter that gives up (or whose client leaves) does not cancel the fetch others wait for.
+            await asyncio.wait_for(asyncio.shield(fetch), wait)
+        except TimeoutError:
+            return None
+        return self._known(kid)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's grant when it is valid for this resource, else None (the request is then refused 401).
@@ -224,8 +268,7 @@ class JwtVerifier:
         known = self._verified.get(token)
         if known is not None:
             grant, key = known
-            if self._fetched is None or time.monotonic() - self._fetched >= JWKS_MAX_AGE:
-                await self.refresh()
+            self._refresh_if_old()
             if (grant.expires_at is not None and grant.expires_at + LEEWAY > time.time()
                     and any(key is current for current in self._keys.values())):
                 self._verified.move_to_end(token)
@@ -277,7 +320,7 @@ class OAuthGate:
         # Validated from strings, so that URLs keep their spelling (an issuer is compared as a string).
         metadata = ProtectedResourceMetadata.model_validate({
             "resource": settings.oauth_resource, "authorization_servers": [settings.oauth_issuer],
-            "scopes_supported": scopes.supported(), "resource_name": "bfsql"})
+            "scopes_supported": list(settings.oauth_scopes_supported), "resource_name": "bfsql"})
         resource = metadata.resource
         endpoint = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
         self.paths = {DISCOVERY_PATH, urlsplit(str(build_resource_metadata_url(resource))).path}

@@ -71,7 +71,8 @@ class RateLimits:
             self._storage = limits.storage.storage_from_string(storage)
         except Exception as exc:
             raise BfsqlError(f"rate_limit_storage {storage!r} cannot be used: {exc}.",
-                             "Use memory:// or a limits storage URI such as redis://HOST:6379.") from None
+                             "Use memory:// or a limits storage URI such as redis://HOST:6379 (the Redis client "
+                             "comes with bfsql[team]).") from None
         self._limiter = limits.strategies.MovingWindowRateLimiter(self._storage)
         self._rules: dict[tuple[str, bool], tuple[str, Any]] = {}
         for name, settings in graphs.items():

@@ -21,8 +21,9 @@ from bfsql.errors import BfsqlError
 from bfsql.graph import Graph
 from bfsql.plugins import BackendSpec
 from bfsql.server.app import BfsqlServer, ServedGraph, build_server, start_failure
+from bfsql.server.health import HealthRoutes, Readiness
 from bfsql.server.http import HostGuard, HostPolicy, is_loopback
-from bfsql.server.sessions import SessionQuota
+from bfsql.server.sessions import SessionQuota, UnheldSessions
 from bfsql.server.team import check_team_settings, team_layers
 from bfsql.settings import GraphPlan, ServerSettings
 
@@ -167,32 +168,38 @@ async def serve_stdio(plans: Sequence[GraphPlan], settings: ServerSettings | Non
 async def serve_http(plans: Sequence[GraphPlan], settings: ServerSettings, verbose: bool = False) -> None:
     """Serve streamable HTTP on ``settings.host:settings.port`` until interrupted."""
     import uvicorn
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
 
     check_exposure(settings)
     check_team_settings(settings)
     policy = HostPolicy.for_bind(settings.host, settings.allowed_hosts)
+    # HostGuard below checks Host and Origin for every request, with errors that say what to do.
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     async with open_server(plans, settings) as server, team_layers(server, settings, MCP_PATH) as team:
         app: Any = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
-            # HostGuard below checks Host and Origin for every request, with errors that say what to do.
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            transport_security=security,
             host=settings.host,
             session_idle_timeout=settings.session_idle_timeout,
             max_sessions=settings.max_sessions,
         )
+        sessionless = StreamableHTTPSessionManager(server._lowlevel_server, stateless=True, security_settings=security)
+        app = UnheldSessions(app, server.session_manager, sessionless, MCP_PATH)
         app = SessionQuota(app, server.session_manager, MCP_PATH, settings.max_sessions_per_client,
-                           settings.max_sessions)
+                           settings.max_sessions, principal=lambda scope: team.identify(scope).principal)
         app = HostGuard(team(app), policy)  # authentication (token or OAuth), rate limits, /metrics
+        app = HealthRoutes(app, Readiness(server), team.known_graphs)  # for balancers: no Host, no token
         config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on", log_config=None,
                                 access_log=verbose, log_level="info" if verbose else "warning")
         shown = f"[{settings.host}]" if ":" in settings.host else settings.host
         web = graceful_server(config)
-        await serve_announced(web, lambda: startup.info(
-            "serving %s at http://%s:%s%s (%s); accepting Host: %s",
-            ", ".join(server.graphs), shown, bound_port(web, settings.port), MCP_PATH,
-            _authentication(settings), policy.summary(),
-        ))
+        async with sessionless.run():
+            await serve_announced(web, lambda: startup.info(
+                "serving %s at http://%s:%s%s (%s); accepting Host: %s",
+                ", ".join(server.graphs), shown, bound_port(web, settings.port), MCP_PATH,
+                _authentication(settings), policy.summary(),
+            ))
 
 
 def _authentication(settings: ServerSettings) -> str:

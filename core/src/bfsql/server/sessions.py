@@ -6,13 +6,22 @@ everyone else out for the idle timeout (issue 23.2). :class:`SessionQuota` sits 
 manager and decides before a handshake request (a POST without a session id, on a handshake
 protocol revision) reaches it:
 
-* a client (its address) holding ``per_client`` sessions gives up its own idle-longest session
-  for the new one; if all of them are busy, it is told 429 with a ``Retry-After``;
+* a client holding ``per_client`` sessions gives up its own idle-longest session for the new
+  one; if all of them are busy, it is told 429 with a ``Retry-After``. A client is a principal:
+  the token's user under OAuth, else the address (users behind one address, a NAT or a proxy
+  whose forwarded addresses are not trusted, would otherwise close each other's sessions:
+  issue 37.4);
 * when the server holds ``max_sessions``, the idle-longest session of whoever holds the most is
   closed for the newcomer; only when every session is busy does the manager's 503 stand.
 
-An evicted session's id answers 404, on which MCP clients open a new session. Requests of the
-sessionless protocol revision (2026-07-28) open no session and pass untouched.
+Requests of the sessionless protocol revision (2026-07-28) open no session and pass untouched.
+
+A session lives in one process's memory. :class:`UnheldSessions` answers a POST naming a
+session this process does not hold (opened by a replica that died, or closed here to make room,
+or expired) as a request without a session, instead of the SDK manager's 404: the MCP spec has
+a client start over on that 404, but the official Python SDK's session client (mcp 2.3) does
+not, and every later call of its session failed with "Session not found". bfsql keeps nothing
+per session that a call needs, so the answer is the one the session would have given.
 """
 
 from __future__ import annotations
@@ -22,13 +31,14 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["SessionQuota", "client_of"]
+__all__ = ["SessionQuota", "UnheldSessions", "client_of"]
 
 logger = logging.getLogger("bfsql.server.sessions")
 
@@ -46,10 +56,13 @@ def client_of(scope: Scope) -> str:
 class SessionQuota:
     """ASGI middleware: sessions per client, and eviction of the idle-longest before a newcomer is refused."""
 
-    def __init__(self, app: ASGIApp, manager: Any, path: str, per_client: int, max_sessions: int) -> None:
+    def __init__(self, app: ASGIApp, manager: Any, path: str, per_client: int, max_sessions: int,
+                 principal: Callable[[Scope], str] = client_of) -> None:
         if per_client < 1 or max_sessions < 1:
             raise ValueError("session limits must be at least 1")
         self.app = app
+        self.principal = principal
+        """Whose a request is (default: its address; ``bfsql serve`` gives its callers' principals)."""
         self.manager = manager
         """The SDK's StreamableHTTPSessionManager (its live sessions are read, idle ones discarded)."""
         self.path = path
@@ -77,7 +90,7 @@ class SessionQuota:
         if scope.get("method") != "POST" or (protocol and protocol not in HANDSHAKE_PROTOCOL_VERSIONS):
             await self.app(scope, receive, send)
             return
-        await self._opening_session(client_of(scope), scope, receive, send)
+        await self._opening_session(self.principal(scope), scope, receive, send)
 
     async def _within_session(self, session: str, scope: Scope, receive: Receive, send: Send) -> None:
         self._busy[session] += 1
@@ -171,3 +184,36 @@ async def _refuse(send: Send, status: int, error: str, hint: str) -> None:
                     (b"retry-after", b"5")],
     })
     await send({"type": "http.response.body", "body": payload})
+
+
+class UnheldSessions:
+    """ASGI middleware: a POST naming a session this process does not hold is answered without a session.
+
+    ``manager`` is the SDK's session manager (whose sessions are looked up), ``sessionless`` a
+    stateless one over the same server (``stateless=True``, run alongside) that answers instead.
+    A session this process holds, a GET (the stream of server messages, which a sessionless
+    request has no use for) and a DELETE are left to ``manager``: for an unknown session they get
+    its 404.
+    """
+
+    def __init__(self, app: ASGIApp, manager: Any, sessionless: Any, path: str) -> None:
+        self.app = app
+        self.manager = manager
+        self.sessionless = sessionless
+        self.path = path
+        self.answered = 0
+        """Requests answered without their session (a figure for tests)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a POST of an unheld session without it; pass everything else on."""
+        if scope["type"] == "http" and scope.get("path") == self.path and scope.get("method") == "POST":
+            headers = dict(scope.get("headers") or [])
+            session = headers.get(_SESSION, b"").decode("latin-1")
+            protocol = headers.get(_PROTOCOL, b"").decode("latin-1")
+            if session and session not in self.manager._server_instances and (
+                    not protocol or protocol in HANDSHAKE_PROTOCOL_VERSIONS):
+                self.answered += 1
+                logger.debug("answering a request of session %s, not held here, without it", session[:12])
+                await self.sessionless.handle_request(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -14,6 +14,7 @@ outermost first:
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -33,7 +34,7 @@ from bfsql.settings import ServerSettings
 if TYPE_CHECKING:
     from bfsql.server.oauth import GraphScopes, OAuthGate
 
-__all__ = ["METRICS_PATH", "RefusedRequests", "check_team_settings", "guarded_metrics", "team_layers"]
+__all__ = ["METRICS_PATH", "RefusedRequests", "TeamLayers", "check_team_settings", "guarded_metrics", "team_layers"]
 
 logger = logging.getLogger("bfsql.server")
 
@@ -135,10 +136,45 @@ class RefusedRequests:
             self.observe(CallRecord(clip(tool.decode("utf-8", "replace"), SENT_CHARS), "", None, outcome, 0.0))
 
 
+class TeamLayers:
+    """What :func:`team_layers` sets up: called on the MCP app, it returns the app in its layers.
+
+    ``identify`` names the caller of a request that went through them (the token's user under
+    OAuth, else the client's address), for what sits inside them and counts per caller;
+    :meth:`known_graphs` checks a request's credential for what sits outside them.
+    """
+
+    def __init__(self, wrap: Callable[[ASGIApp], ASGIApp], identify: Identify, settings: ServerSettings) -> None:
+        self.wrap = wrap
+        self.identify = identify
+        self.settings = settings
+        self.gate: OAuthGate | None = None
+        """The OAuth layer, once the app is wrapped (under OAuth)."""
+
+    def __call__(self, app: ASGIApp) -> ASGIApp:
+        """``app`` in the layers, outermost first as the module says."""
+        return self.wrap(app)
+
+    async def known_graphs(self, scope: Scope) -> frozenset[str] | None:
+        """The graphs a request's credential lets it know of, checked as the layers check it (None: every graph).
+
+        The shared token: every graph; an OAuth token: its graphs; none (or a wrong one): none,
+        unless the server takes no credential at all.
+        """
+        supplied = dict(scope.get("headers") or []).get(b"authorization", b"")
+        token = self.settings.auth_token
+        if token and hmac.compare_digest(supplied, f"Bearer {token}".encode()):
+            return None
+        if self.gate is not None:
+            kind, _, credential = supplied.decode("latin-1").partition(" ")
+            grant = await self.gate.verifier.verify_token(credential.strip()) if kind.lower() == "bearer" else None
+            return self.gate.scopes.granted(grant.scopes) if grant is not None else frozenset()
+        return frozenset() if token else None
+
+
 @asynccontextmanager
-async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) -> AsyncIterator[
-        Callable[[ASGIApp], ASGIApp]]:
-    """Set up the server for HTTP callers; yields the function wrapping the MCP app (served at ``path``) in layers."""
+async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) -> AsyncIterator[TeamLayers]:
+    """Set up the server for HTTP callers; yields the :class:`TeamLayers` to put the MCP app (at ``path``) in."""
     check_team_settings(settings)
     closing: list[Callable[[], Any]] = []
     observers: list[Observer] = [annotate]
@@ -179,7 +215,7 @@ async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) 
                 app = RateLimitGate(app, server, identify, path)
             gate = None
             if scopes is not None:
-                app = gate = OAuthGate(app, settings, scopes)
+                app = gate = layers.gate = OAuthGate(app, settings, scopes)
             else:
                 app = NoDiscovery(BearerAuth(app, settings.auth_token) if settings.auth_token else app)
             if gate is not None or settings.auth_token:
@@ -188,7 +224,8 @@ async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) 
                 app = MetricsRoute(app, guarded_metrics(metrics.app, settings, gate))
             return app
 
-        yield wrap
+        layers = TeamLayers(wrap, identify, settings)
+        yield layers
     finally:
         for close in reversed(closing):
             close()

@@ -5,7 +5,8 @@ shows) and runs ``haproxy`` in the foreground on a free 127.0.0.1 port. It balan
 says which replica answered in an ``x-served-by`` header, retries a request on another replica
 when one refuses the connection or dies before answering (every bfsql tool is read-only and
 idempotent, so a retried call is safe), and keeps a legacy session on the replica that opened it
-(``stick`` on the ``mcp-session-id`` header). HAProxy comes from Debian (``tests/team/services.sh``);
+(``stick`` on the ``mcp-session-id`` header), and sends calls only to replicas whose ``/readyz``
+answers 200. HAProxy comes from Debian (``tests/team/services.sh``);
 without it the tests skip, or fail under ``BFSQL_REQUIRE_SERVICES=1``.
 """
 
@@ -51,6 +52,9 @@ frontend mcp
 
 backend bfsql
     balance roundrobin
+    # A replica whose graphs' stores do not all answer (503 from /readyz) gets no calls meanwhile.
+    option httpchk GET /readyz
+    http-check expect status 200
     # Legacy (session) clients: a session lives in one replica's memory, so its requests go back there.
     stick-table type string len 64 size 100k expire 30m
     stick on req.hdr(mcp-session-id)

@@ -21,7 +21,8 @@ from bfsql_testsupport.services import free_port
 PROTOCOL = "2026-07-28"
 """The sessionless protocol revision :func:`raw_call` speaks."""
 
-__all__ = ["GRAPHS", "METRICS_SCOPE", "PROTOCOL", "mcp_client", "raw_call", "serving", "two_graphs_config"]
+__all__ = ["GRAPHS", "METRICS_SCOPE", "PROTOCOL", "MemoryTokens", "mcp_client", "raw_call", "serving",
+           "two_graphs_config"]
 
 GRAPHS = ("famplex", "restricted")
 """The graphs the OAuth tests serve: the demo twice, under two names."""
@@ -72,14 +73,39 @@ def serving(options: Sequence[str], port: int | None = None, env: dict[str, str]
         process.wait(30)
 
 
+class MemoryTokens:
+    """The MCP SDK's ``TokenStorage``, in memory: what an OAuth client of the SDK keeps between its requests."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client_info: Any = None
+
+    async def get_tokens(self) -> Any:
+        """The tokens stored last."""
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        """Store ``tokens``."""
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        """The client registration stored last."""
+        return self.client_info
+
+    async def set_client_info(self, client_info: Any) -> None:
+        """Store ``client_info``."""
+        self.client_info = client_info
+
+
 @contextlib.asynccontextmanager
 async def mcp_client(url: str, token: str | None = None, mode: str = "auto",
-                     served_by: list[str] | None = None) -> AsyncIterator[Client]:
+                     served_by: list[str] | None = None, auth: Any = None) -> AsyncIterator[Client]:
     """An MCP client of ``url`` sending ``Authorization: Bearer TOKEN``.
 
     ``mode`` is the SDK client's (``auto``: the sessionless 2026-07-28 revision when the server
     speaks it; ``legacy``: an initialize handshake and a session). ``served_by`` collects the
-    ``x-served-by`` header of each response (the replica a balancer chose).
+    ``x-served-by`` header of each response (the replica a balancer chose). ``auth`` is an
+    ``httpx2.Auth`` (the SDK's OAuth clients) signing the requests instead of ``token``.
     """
     import httpx2
 
@@ -89,7 +115,8 @@ async def mcp_client(url: str, token: str | None = None, mode: str = "auto",
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     timeout = httpx2.Timeout(30.0, read=300.0)
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [note]}) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks={"response": [note]},
+                                  auth=auth) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
             yield client
 
