@@ -49,8 +49,8 @@ over questions), name recall (share of the true answer whose name the agent read
 sayable without another call), exact answers (n/N), median characters read (the structured-first
 rendering of every call of a question, summed) and median calls; overall median characters per
 question and the change / baseline ratio. On PostgreSQL, each ancestors and descendants question is
-also timed: the change's closure call made in this process on the same database (a new ``Graph``
-each time, after a garbage collection, as ``bench_postgres_walk.py``) against a recursive CTE over
+also timed: the change's closure call made in this process on the same database (one warm ``Graph``
+without an answer cache, as a server holds; every run after a garbage collection) against a recursive CTE over
 the benchmark's own tables (ids and names), ``--repeat`` interleaved runs, median ratio per type;
 beside it, the agent's whole question over MCP against the CTE (not judged: it pays stdio and JSON).
 
@@ -128,10 +128,10 @@ SQL = {
              "WHERE e.type = $2 AND n.id <> $1",
     "ancestors": """WITH RECURSIVE up(id) AS (SELECT o FROM rel WHERE s = $1 AND p = $2
                     UNION SELECT r.o FROM rel r JOIN up ON r.s = up.id WHERE r.p = $2)
-                    SELECT up.id, e.name FROM up JOIN ent e ON e.id = up.id""",
+                    SELECT up.id, (SELECT e.name FROM ent e WHERE e.id = up.id) FROM up""",
     "descendants": """WITH RECURSIVE down(id) AS (SELECT s FROM rel WHERE o = $1 AND p = $2
                       UNION SELECT r.s FROM rel r JOIN down ON r.o = down.id WHERE r.p = $2)
-                      SELECT down.id, e.name FROM down JOIN ent e ON e.id = down.id""",
+                      SELECT down.id, (SELECT e.name FROM ent e WHERE e.id = down.id) FROM down""",
     "chain": """SELECT DISTINCT r3.o FROM rel r1 JOIN rel r2 ON r2.s = r1.o AND r2.p = $3
                 JOIN rel r3 ON r3.s = r2.o AND r3.p = $4 WHERE r1.s = $1 AND r1.p = $2""",
     "of_type": "SELECT id FROM ent WHERE type = $1 ORDER BY id",
@@ -139,7 +139,9 @@ SQL = {
     "annotated": """SELECT r.o, count(*) FROM rel r JOIN ent e ON e.id = r.s WHERE e.type = 'Disease'
                     AND r.p <> 'associated_with' GROUP BY r.o ORDER BY count(*) DESC, r.o""",
 }
-"""The truth's statements, with PostgreSQL's numbered parameters (SQLite reads ``$1`` as ``?1``)."""
+"""The truth's statements, with PostgreSQL's numbered parameters (SQLite reads ``$1`` as ``?1``). The closures'
+names are looked up per id: a join lets PostgreSQL's planner, which cannot size a recursive CTE, hash the whole
+entity table (40-100 ms against 0.3-3 ms)."""
 
 TABLES = ("CREATE TABLE ent (id TEXT PRIMARY KEY, type TEXT NOT NULL, name TEXT NOT NULL)",
           "CREATE TABLE rel (s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL)")
@@ -279,7 +281,8 @@ class Drawer:
     """Draws questions reproducibly, each checked against the truth for a size an answer can hold."""
 
     def __init__(self, truth: Truth, hpo: Hpo, seed: int) -> None:
-        self.truth, self.hpo, self.rng = truth, hpo, random.Random(seed)
+        self.truth, self.hpo, self.seed = truth, hpo, seed
+        self.rng = random.Random(seed)
         self.by_type: dict[str, list[str]] = {}
 
     async def of_type(self, entity_type: str) -> list[str]:
@@ -291,6 +294,7 @@ class Drawer:
     async def draw(self, kind: str, count: int) -> list[Question]:
         """``count`` questions of ``kind`` (fewer when too few candidates fit, after many tries)."""
         make = DRAWERS[kind]
+        self.rng = random.Random(f"{self.seed}:{kind}")  # a type's questions do not depend on the types drawn before
         found: list[Question] = []
         seen: set[tuple[str, ...]] = set()
         for _ in range(count * 300):
@@ -842,13 +846,13 @@ async def time_closures(run: Run, questions: Sequence[Question], dsn: str, truth
     from bfsql_postgres import PostgresBackend, PostgresConfig
 
     backend = await PostgresBackend.create(PostgresConfig(dsn=dsn, statement_timeout=300))
+    graph = Graph(backend, cache=None)  # long-lived and warm, as a server's; no answer cache
     try:
         for outcome in closures:
             q = outcome.question
             edge = "-[is_a*]->" if q.kind == "ancestors" else "<-[is_a*]-"
 
             async def ours(query: str = f"@{q.seeds[0]} {edge}") -> float:
-                graph = Graph(backend)
                 gc.collect()
                 started = time.perf_counter()
                 await path_query(graph, query, max_results=200)
@@ -885,16 +889,21 @@ async def run_sqlite(args: argparse.Namespace, versions: list[Version], question
                      bundle: Path, work: Path) -> list[Run]:
     """Every version on its own SQLite store."""
     runs = []
-    for number, version in enumerate(versions):
-        store = work / f"agent-{number}.sqlite"
-        seconds = load_store(version, "sqlite", bundle, str(store))
-        say(f"== SQLite, {version.name}: loaded in {seconds:.1f}s")
+    for version in versions:
+        keep = args.work is not None and not version.name.endswith("+)")  # a store of a committed version is kept
+        store = work / f"agent-{re.sub(r'[^a-z0-9]+', '-', version.name.lower()).strip('-')}.sqlite"
+        if keep and store.exists():
+            say(f"== SQLite, {version.name}: the store loaded by an earlier run ({store})")
+        else:
+            seconds = load_store(version, "sqlite", bundle, str(store))
+            say(f"== SQLite, {version.name}: loaded in {seconds:.1f}s")
         async with served(version, "sqlite", str(store)) as session:
             say(f"   features: {session.features}")
             run = Run("SQLite", version.name, session.features)
             run.outcomes = await ask_all(session, questions, hpo, args.naive_counts, args.verbose)
         runs.append(run)
-        store.unlink(missing_ok=True)
+        if not keep:
+            store.unlink(missing_ok=True)
     return runs
 
 
@@ -1082,7 +1091,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--before-src", type=Path, help="a baseline bfsql checkout (or its core/src); default: none")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per closure question and side (default 5)")
     parser.add_argument("--kinds", default="", help="only these question types (comma-separated)")
-    parser.add_argument("--work", type=Path, help="directory for the bundle and stores (default: a temporary one)")
+    parser.add_argument("--work", type=Path,
+                        help="directory for the bundle and the SQLite stores, kept for later runs (default: temporary)")
     parser.add_argument("--naive-counts", action="store_true",
                         help="without the counts feature, list every node and count (not node_count of a filter)")
     parser.add_argument("--verbose", action="store_true", help="print every question's outcome")
