@@ -273,6 +273,8 @@ class Question:
     predicates: tuple[str, ...] = ()
     name: str = ""
     """The name a lookup asks for."""
+    seed_type: str = ""
+    """The seed's type, as the agent knows it from the question (a count's seed counts among its own type)."""
     ids: frozenset[str] = frozenset()
     count: int | None = None
 
@@ -380,7 +382,8 @@ async def draw_count(d: Drawer, index: int) -> Question | None:
     else:
         seed = d.rng.choice(await d.of_type(seed_type))
     number = (await d.truth.rows("count", seed, target))[0][0]
-    return Question("count", f"How many {target} entities neighbour {seed}?", (seed,), target, count=int(number))
+    return Question("count", f"How many {target} entities neighbour {seed}?", (seed,), target, seed_type=seed_type,
+                    count=int(number))
 
 
 async def draw_closure(d: Drawer, index: int, kind: str) -> Question | None:
@@ -628,7 +631,7 @@ class Agent:
             counts = (document.get("schema_summary") or {}).get("entity_type_counts")
             if not isinstance(counts, dict):
                 return -1  # no counts after all: no answer
-            return int(counts.get(q.target, 0)) - self._own(q)
+            return int(counts.get(q.target, 0)) - (1 if q.seed_type == q.target else 0)  # the seed counts too
         if self.naive_counts:
             pages = await self.session.pages(reading, "bfs_query", {"seeds": [seed], "max_hops": 1,
                                                                     "topology_only": True})
@@ -636,10 +639,6 @@ class Agent:
         document = await self.session.call(reading, "bfs_query", {
             "seeds": [seed], "max_hops": 1, "topology_only": True, "exclude_node_types": others(q.target), "limit": 1})
         return int(document["node_count"]) - 1  # the seed, always kept
-
-    def _own(self, q: Question) -> int:
-        """1 when the seed is of the type counted (a traversal counts its seed), else 0."""
-        return 1 if TYPE_OF.get(q.seeds[0]) == q.target else 0
 
     async def closure(self, q: Question, reading: Reading) -> frozenset[str]:
         """One variable-length path_query when the server has them; else one bfs_query per level."""
@@ -676,10 +675,6 @@ class Agent:
         """The entities a path query's results end at (asking for the most results a call gives)."""
         document = await self.session.call(reading, "path_query", {"query": query, "max_results": 200})
         return frozenset(r["entity"]["id"] for r in document.get("results") or [])
-
-
-TYPE_OF: dict[str, str] = {}
-"""Entity types by id (filled when the bundle is read): what the agent knows of its seeds' types from the question."""
 
 
 # --- scoring --------------------------------------------------------------------------------------------------
@@ -1064,7 +1059,6 @@ async def run_all(args: argparse.Namespace) -> int:
     if not bundle.exists():
         write_hpo_bundle(bundle)
     hpo = Hpo.read(bundle)
-    TYPE_OF.update({i: t for i, (t, _) in hpo.entities.items()})
     say(f"HPO: {len(hpo.entities):,} entities, {len(hpo.triples):,} relationships")
     kinds = [k for k in KINDS if not args.kinds or k in args.kinds.split(",")]
     questions = await draw_questions(SqliteTruth(hpo), hpo, args.seed, args.questions, kinds)
