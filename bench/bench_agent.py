@@ -286,13 +286,17 @@ class Drawer:
     def __init__(self, truth: Truth, hpo: Hpo, seed: int) -> None:
         self.truth, self.hpo, self.seed = truth, hpo, seed
         self.rng = random.Random(seed)
-        self.by_type: dict[str, list[str]] = {}
+        self.lists: dict[tuple[str, ...], list[str]] = {}
+
+    async def listed(self, name: str, *args: str) -> list[str]:
+        """The first column of a statement's rows, in its order (kept for later draws)."""
+        if (name, *args) not in self.lists:
+            self.lists[(name, *args)] = [r[0] for r in await self.truth.rows(name, *args)]
+        return self.lists[(name, *args)]
 
     async def of_type(self, entity_type: str) -> list[str]:
-        """The ids of a type, sorted (kept)."""
-        if entity_type not in self.by_type:
-            self.by_type[entity_type] = sorted(await self.truth.ids("of_type", entity_type))
-        return self.by_type[entity_type]
+        """The ids of a type, sorted."""
+        return await self.listed("of_type", entity_type)
 
     async def draw(self, kind: str, count: int) -> list[Question]:
         """``count`` questions of ``kind`` (fewer when too few candidates fit, after many tries)."""
@@ -378,7 +382,7 @@ async def draw_count(d: Drawer, index: int) -> Question | None:
     """How many diseases show a phenotype (half of them among the 200 most annotated), or phenotypes a disease has."""
     seed_type, target = COUNTS[index % len(COUNTS)]
     if seed_type == "Phenotype":
-        annotated = [r[0] for r in await d.truth.rows("annotated")]
+        annotated = await d.listed("annotated")
         seed = d.rng.choice(annotated[:200] if index % 4 == 0 else annotated)
     else:
         seed = d.rng.choice(await d.of_type(seed_type))
@@ -389,7 +393,7 @@ async def draw_count(d: Drawer, index: int) -> Question | None:
 
 async def draw_closure(d: Drawer, index: int, kind: str) -> Question | None:
     """All ancestors (to the root) or all descendants of a phenotype over is_a."""
-    pool = await d.of_type("Phenotype") if kind == "ancestors" else sorted(await d.truth.ids("with_children", IS_A))
+    pool = await d.of_type("Phenotype") if kind == "ancestors" else await d.listed("with_children", IS_A)
     seed = d.rng.choice(pool)
     ids = frozenset(r[0] for r in await d.truth.rows(kind, seed, IS_A))
     if not d.fits(ids):
@@ -973,17 +977,21 @@ def _shown(value: float | None, digits: int = 3) -> str:
 
 def report(runs: Sequence[Run]) -> None:
     """A table per store x version x type, then the overall characters and the closure timings."""
-    say("\n| store | version | type | N | recall | name recall | exact | median chars | median calls | max calls |")
-    say("|---|---|---|---|---|---|---|---|---|---|")
+    say("\n| store | version | type | N | recall | name recall | exact | median chars | vs baseline | median calls "
+        "| max calls |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in runs:
+        base = baseline_of(run, runs)
         for kind in KINDS:
             outcomes = run.of(kind)
             if not outcomes:
                 continue
+            chars = statistics.median(o.reading.chars for o in outcomes)
+            before = statistics.median(o.reading.chars for o in base.of(kind)) if base and base is not run else None
             say(f"| {run.store} | {run.version} | {kind} | {len(outcomes)} | "
                 f"{_shown(_mean(o.recall for o in outcomes))} | {_shown(_mean(o.name_recall for o in outcomes))} | "
-                f"{sum(o.exact for o in outcomes)}/{len(outcomes)} | "
-                f"{statistics.median(o.reading.chars for o in outcomes):,.0f} | "
+                f"{sum(o.exact for o in outcomes)}/{len(outcomes)} | {chars:,.0f} | "
+                f"{_shown(chars / before if before else None, 2)} | "
                 f"{statistics.median(o.reading.calls for o in outcomes):g} | "
                 f"{max(o.reading.calls for o in outcomes)} |")
     say("\n| store | version | median chars per question | vs baseline |")
