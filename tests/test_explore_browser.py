@@ -379,10 +379,10 @@ def test_the_server_budget_degrades_detail_and_the_page_says_so(browser: Any):
         visit = Visit(browser, base)
         try:
             page = visit.open("?seed=FPLX:MAP3K&hops=2")
-            expect(page.locator("#node-list li")).to_have_count(25)  # of 28: the seed keeps its detail
+            expect(page.locator("#node-list li")).to_have_count(24)  # of 28: the seed keeps its detail
             expect(page.locator("#notes li[data-reason='named_stubs']")).to_contain_text("to fit 1500 tokens")
             expect(page.locator("#node-list .meta", has_text="named stub").first).to_be_visible()
-            expect(page.locator("#node-count")).to_have_text("(25)")
+            expect(page.locator("#node-count")).to_have_text("(24)")
         finally:
             visit.context.close()
 
