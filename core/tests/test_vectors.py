@@ -20,7 +20,7 @@ from bfsql import vectors
 from bfsql.backends.sqlite import SqliteBackend
 from bfsql.demo import famplex_records
 from bfsql.embedders import HashingEmbedder
-from bfsql.loading.sqlite_loader import load_records, load_sqlite
+from bfsql.loading.sqlite_loader import load_records, load_sqlite, reembed_store
 from bfsql.vectors import cosines, open_vectors
 
 
@@ -212,6 +212,9 @@ async def test_a_store_without_saved_codes_builds_them_and_answers_the_same(tmp_
         finally:
             await backend.aclose()
     assert answers[0] == answers[1]
+    assert reembed_store(db, "hashing").embedded == 0  # the store's own embedder: nothing embedded, codes saved
+    with sqlite3.connect(db) as conn:
+        assert isinstance(open_vectors(conn, 512).rows, vectors._SavedRows)
 
 
 def test_the_codes_take_a_bit_a_dimension_in_memory(tmp_path: Path) -> None:

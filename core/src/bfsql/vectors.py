@@ -109,7 +109,8 @@ class _Rows(Protocol):
     """Where the entity and the vector of each row are read."""
 
     def fetch(self, conn: sqlite3.Connection, rows: list[int]) -> list[tuple[int, str, bytes]]:
-        """(row, entity id, stored vector) of each of ``rows`` whose entity is visible."""
+        """(row, entity id, stored vector) of each of ``rows`` (the rows are the visible entities' when saved or
+        built; the hits' visibility is checked again with their names)."""
         ...
 
 
@@ -125,7 +126,6 @@ class _SavedRows:
                 f"""
                 SELECT r.row, r.entity_id, v.vector FROM vector_row r
                 JOIN entity_vector v ON v.entity_id = r.entity_id
-                JOIN entity e ON e.entity_id = r.entity_id AND {_VISIBLE}
                 WHERE r.row IN ({",".join("?" * len(chunk))})
                 """,
                 chunk,
@@ -151,7 +151,6 @@ class _HeldRows:
                 for entity_id, blob in conn.execute(
                     f"""
                     SELECT v.entity_id, v.vector FROM entity_vector v
-                    JOIN entity e ON e.entity_id = v.entity_id AND {_VISIBLE}
                     WHERE v.entity_id IN ({",".join("?" * len(chunk))})
                     """,
                     chunk,
@@ -211,14 +210,16 @@ class VectorIndex:
 
 
 def _stubs(conn: sqlite3.Connection, hits: list[tuple[float, str]]) -> list[EntityStub]:
-    """The hits (score, id) as stubs, with each entity's type and name from the store."""
+    """The hits (score, id) as stubs, with each entity's type and name from the store (visible ones only: a
+    store written again by an older bfsql may have merged an entity since its codes were saved)."""
     if not hits:
         return []
     ids = [entity_id for _, entity_id in hits]
     known: dict[str, tuple[str, str, str | None]] = {}
     for start in range(0, len(ids), FETCH):
         chunk = ids[start : start + FETCH]
-        sql = f"SELECT entity_id, entity_type, name FROM entity WHERE entity_id IN ({','.join('?' * len(chunk))})"
+        sql = (f"SELECT entity_id, entity_type, name FROM entity e WHERE entity_id IN ({','.join('?' * len(chunk))}) "
+               f"AND {_VISIBLE}")
         known.update((row[0], row) for row in conn.execute(sql, chunk))
     return [EntityStub(id=i, entity_type=known[i][1], name=known[i][2], score=score)
             for score, i in hits if i in known]
@@ -320,10 +321,19 @@ class Codes:
     """No vector has a negative component (see :attr:`VectorIndex.sets`)."""
 
 
-def build_codes(conn: sqlite3.Connection, dimension: int) -> Codes:
-    """The codes of every visible entity's stored vector, rows by type, then id (a pass over ``entity_vector``)."""
+def _components(blobs: Sequence[bytes], dimension: int) -> np.ndarray:
+    """The stored vectors with their signs: the int8 components as they are (their scale is positive), or
+    older stores' float32 rows decoded."""
     from bfsql.loading.sqlite_loader import decode_vectors
 
+    if all(len(blob) == dimension + 4 for blob in blobs):
+        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), dimension + 4)
+        return raw[:, 4:].view(np.int8)
+    return np.asarray(decode_vectors(blobs, dimension))
+
+
+def build_codes(conn: sqlite3.Connection, dimension: int) -> Codes:
+    """The codes of every visible entity's stored vector, rows by type, then id (a pass over ``entity_vector``)."""
     ids: list[str] = []
     kinds: list[str] = []
     parts: list[np.ndarray] = []
@@ -337,7 +347,7 @@ def build_codes(conn: sqlite3.Connection, dimension: int) -> Codes:
     while chunk := cursor.fetchmany(CHUNK):
         ids += [row[0] for row in chunk]
         kinds += [row[1] for row in chunk]
-        matrix = decode_vectors([row[2] for row in chunk], dimension)
+        matrix = _components([row[2] for row in chunk], dimension)
         negative = negative or bool((matrix < 0).any())
         parts.append(sign_codes(matrix))
     types = sorted(set(kinds))
