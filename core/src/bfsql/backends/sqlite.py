@@ -48,12 +48,13 @@ from bfsql.loading.records import (
     node_metadata,
     provenance,
 )
-from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION, decode_vectors
+from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION
 from bfsql.models import EntityStub
 from bfsql.pacing import in_light_call
 from bfsql.primitives import HUBS, SEARCH_LIMIT
 from bfsql.rows import Edge, GraphStatistics, HopEdge, Neighbourhood, NodeInfo, Overlap, Survey
 from bfsql.search_rank import lexical_rank
+from bfsql.vectors import VectorIndex, open_vectors
 
 __all__ = ["DEFAULT_MEMORY_INDEX", "SqliteBackend", "SqliteConfig", "SqliteStoreError"]
 
@@ -151,48 +152,6 @@ def fts_query(text: str) -> str:
     return " ".join(tokens) + "*"
 
 
-class _VectorIndex:
-    """Every visible entity's vector as one float32 matrix, with its id, type and name.
-
-    A search is one matrix-vector product (``numpy.einsum``: numpy's own SIMD loop, which on a
-    busy machine beats the BLAS product, whose threads then spin against each other) and a
-    partial sort. 155k x 384 vectors: ~28 ms on a loaded 2-core machine where the BLAS product
-    took 50-60 ms and the Python loop it replaces 1.4-3.2 s (bench/bench_search.py). The
-    matrix takes ``4 * dimension`` bytes an entity in memory (240 MB for 155k x 384).
-    """
-
-    def __init__(self, rows: Sequence[Sequence[Any]], dimension: int) -> None:
-        import numpy as np
-
-        self.ids = [row[0] for row in rows]
-        self.names = [row[2] for row in rows]
-        self.type_names = sorted({row[1] for row in rows})
-        codes = {t: i for i, t in enumerate(self.type_names)}
-        self.types = np.array([codes[row[1]] for row in rows], dtype=np.int32)
-        self.matrix = decode_vectors([row[3] for row in rows], dimension)
-
-    def nearest(self, vector: Sequence[float], node_types: list[str] | None, limit: int) -> list[EntityStub]:
-        """The ``limit`` entities (of ``node_types``) most similar to ``vector``, best first, ties by id."""
-        import numpy as np
-
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        if norm == 0.0 or limit < 1 or not self.ids:
-            return []
-        scores = np.einsum("ij,j->i", self.matrix, query / norm)
-        if node_types is not None:
-            wanted = [i for i, t in enumerate(self.type_names) if t in set(node_types)]
-            scores[~np.isin(self.types, wanted)] = -np.inf
-        count = min(limit, len(self.ids))
-        top = np.argpartition(-scores, count - 1)[:count]
-        ranked = sorted((-float(scores[i]), self.ids[i], int(i)) for i in top if np.isfinite(scores[i]))
-        return [
-            EntityStub(id=entity_id, entity_type=self.type_names[self.types[i]], name=self.names[i],
-                       score=round(max(-1.0, min(1.0, -negative)), 6))  # int8 rounding can step past 1
-            for negative, entity_id, i in ranked
-        ]
-
-
 def _check_store_path(path: Path) -> None:
     """:class:`SqliteStoreError` unless ``path`` names a regular file that can be read, saying what it is instead."""
     shown = clip(str(path), 200)
@@ -288,7 +247,7 @@ class SqliteBackend(GraphBackend):
         self._indexed = threading.Event()
         self.vector_embedder: tuple[str, int] | None = None
         """(name, dimension) of the embedder of the stored entity vectors; None without vectors."""
-        self._vectors: _VectorIndex | None = None
+        self._vectors: VectorIndex | None = None
         self._vectors_lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._has_trigram = False
@@ -588,18 +547,11 @@ class SqliteBackend(GraphBackend):
                 f"The query vector has {len(vector)} dimensions; the store's vectors ({name}) have {dimension}.",
                 f"Serve with --embedder {name}.",
             )
-        with self._vectors_lock:  # built once, not by every reader thread at the same time
+        with self._vectors_lock:  # read (or built) once, not by every reader thread at the same time
             if self._vectors is None:
-                rows = self._db.execute(
-                    f"""
-                    SELECT v.entity_id, e.entity_type, e.name, v.vector
-                    FROM entity_vector v JOIN entity e ON e.entity_id = v.entity_id
-                    WHERE e.{_VISIBLE} ORDER BY v.entity_id
-                    """
-                ).fetchall()
-                self._vectors = _VectorIndex(rows, dimension)
+                self._vectors = open_vectors(self._db, dimension)
             index = self._vectors
-        return index.nearest(vector, node_types, limit)
+        return index.nearest(self._db, vector, node_types, limit)
 
     def _close(self) -> None:
         with self._gate.alone():
@@ -651,7 +603,8 @@ class SqliteBackend(GraphBackend):
     async def vector_search(
         self, vector: list[float], node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
     ) -> list[EntityStub]:
-        """Nearest entities by cosine: one matrix product over the stored vectors (loaded once), best first."""
+        """Nearest entities by cosine, best first: candidates found by the sign bits held in memory, scored
+        exactly from their stored vectors (:mod:`bfsql.vectors`)."""
         return await self._run(self._vector_search, list(vector), node_types, limit)
 
     async def bind_embedder(self, embedder: Embedder) -> None:

@@ -39,7 +39,9 @@ load into ``entity_vector``, and the embedder's name and dimension are recorded 
 ``meta`` (``embedder``, ``embedder_dimension``). Only new or renamed entities are
 embedded again; a load with another embedder re-embeds everything, and
 ``embedder=None`` removes the vectors. The backend refuses to compare the stored
-vectors with query vectors of another embedder.
+vectors with query vectors of another embedder. Every load with vectors also saves their
+sign-bit codes and the entity of each code's row (:mod:`bfsql.vectors`), which the server
+searches instead of holding the vectors.
 
 Idempotence: entities and relationships are upserted by key (a later record with the
 same key replaces the earlier one, as in the memory backend), evidence is inserted
@@ -90,6 +92,7 @@ from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipReco
 from bfsql.loading.relationship_buffer import RelationshipBuffer
 from bfsql.loading.relationship_writer import MIN_ROWS, SideStore
 from bfsql.plugins import create_embedder, preferred_embedder
+from bfsql.vectors import build_codes, drop_vectors, save_vectors
 
 __all__ = [
     "AUTO_EMBEDDER",
@@ -460,6 +463,7 @@ def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None, progre
     if embedder is None:
         conn.execute("DELETE FROM entity_vector")
         conn.execute("DELETE FROM meta WHERE key IN ('embedder', 'embedder_dimension')")
+        drop_vectors(conn)
         return 0
     meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_dimension')"))
     if (meta.get("embedder"), meta.get("embedder_dimension")) != (embedder.name, str(embedder.dimension)):
@@ -495,6 +499,8 @@ def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None, progre
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         [("embedder", embedder.name), ("embedder_dimension", str(embedder.dimension))],
     )
+    progress.step("vector codes")
+    save_vectors(conn, build_codes(conn, embedder.dimension))
     return len(rows)
 
 

@@ -1,0 +1,430 @@
+"""The embedded store's entity vectors, searched without holding them in memory.
+
+A store's vectors (``entity_vector``: int8 with a scale, ``dimension + 4`` bytes an entity) stay
+in the store. The server holds one **sign bit a component** of each (``dimension / 8`` bytes an
+entity: 32 for ``wordllama-256``), its rows grouped by entity type, and answers a query in three
+steps (docs/search.md has the measurements that chose this):
+
+1. the Hamming distance of the first 64 bits of every row of the wanted types to the query's,
+   keeping the nearest :data:`PREFIX_SURVIVORS` per candidate (skipped when there are few rows);
+2. the distance over every bit of those rows, keeping the nearest candidates (at least
+   :data:`RESCORED`, and :data:`RESCORED_PER_HIT` per hit asked for);
+   vectors without a negative component (the ``hashing`` embedder's counts) have bits that say
+   which components are not zero, so there the candidates are those whose sets of bits have the
+   greatest cosine with the query's, over every row (the first 64 bits say too little of a
+   sparse vector for step 1);
+3. the candidates' own vectors read from the store by row number, their cosines computed exactly
+   (float64, rounded to six decimals, so that equal vectors tie whatever the batch), and the best
+   kept, ties by id.
+
+Scores are therefore the stored vectors' cosines, as before; only which entities are looked at
+changes. ``bfsql load`` saves the codes with the store (table ``vector_part``) and the entity
+of each row (table ``vector_row``); a store from an older bfsql has them built from its
+vectors when first searched, with the rows' ids held as one UTF-8 blob.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from bfsql.csr import Strings
+from bfsql.models import EntityStub
+
+__all__ = [
+    "PREFIX_SURVIVORS", "RESCORED", "RESCORED_PER_HIT", "VECTORS_VERSION", "VectorIndex", "build_codes",
+    "drop_vectors", "open_vectors", "save_vectors", "sign_codes",
+]
+
+logger = logging.getLogger("bfsql.vectors")
+
+VECTORS_VERSION = "1"
+"""Format of the saved codes; a store with another version has them built when first searched."""
+
+RESCORED = 1000
+"""Candidates whose vectors are read and scored exactly, at least (recall@10 0.98-1.0, docs/search.md)."""
+RESCORED_PER_HIT = 4
+"""Candidates scored exactly per hit asked for, when that is more than :data:`RESCORED`."""
+PREFIX_SURVIVORS = 64
+"""Rows kept by the first step (the first 64 bits) per candidate of the second."""
+
+CHUNK = 1 << 16
+"""Rows per numpy call in the first step: its arrays stay in the CPU's caches."""
+FETCH = 500
+"""Rows per statement when reading the candidates' vectors."""
+PART_BYTES = 128 << 20
+"""Largest blob of one saved part."""
+SAMPLE = 1 << 14
+"""Rows whose first-word distance sets the first step's threshold."""
+
+_VISIBLE = "e.status IS NOT 'merged'"
+_DDL = (
+    "CREATE TABLE IF NOT EXISTS vector_row (row INTEGER PRIMARY KEY, entity_id TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS vector_part (name TEXT NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, "
+    "PRIMARY KEY (name, part)) WITHOUT ROWID",
+)
+
+
+def sign_codes(matrix: Any) -> np.ndarray:
+    """The sign bits of each row of ``matrix`` as 64-bit words, one row of words per vector (padded with 0)."""
+    matrix = np.asarray(matrix)
+    words = -(-matrix.shape[1] // 64)
+    packed = np.zeros((len(matrix), words * 8), dtype=np.uint8)
+    packed[:, : -(-matrix.shape[1] // 8)] = np.packbits(matrix > 0, axis=1)
+    return packed.view("<u8")
+
+
+def _decode(blobs: Sequence[bytes], dimension: int) -> np.ndarray:
+    """The stored vectors as float64 (exact: int8 times its float32 scale, or float32 rows of older stores)."""
+    if all(len(blob) == dimension + 4 for blob in blobs):
+        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), dimension + 4)
+        scales = raw[:, :4].copy().view("<f4").astype(np.float64)
+        return raw[:, 4:].view(np.int8).astype(np.float64) * scales
+    matrix = np.zeros((len(blobs), dimension), dtype=np.float64)
+    for i, blob in enumerate(blobs):
+        if len(blob) == 4 * dimension:
+            matrix[i] = np.frombuffer(blob, dtype="<f4")
+        elif len(blob) == dimension + 4:
+            matrix[i] = np.frombuffer(blob[4:], dtype=np.int8) * float(np.frombuffer(blob[:4], dtype="<f4")[0])
+        else:
+            raise ValueError(f"a stored vector has {len(blob)} bytes; expected {dimension + 4}")
+    return matrix
+
+
+def cosines(blobs: Sequence[bytes], query: np.ndarray, dimension: int) -> np.ndarray:
+    """The cosine of each stored vector with the unit ``query`` (float64), in [-1, 1], rounded to six decimals."""
+    if not blobs:
+        return np.zeros(0)
+    scores: np.ndarray = np.round(np.clip(_decode(blobs, dimension) @ query, -1.0, 1.0), 6)
+    return scores
+
+
+class _Rows(Protocol):
+    """Where the entity and the vector of each row are read."""
+
+    def fetch(self, conn: sqlite3.Connection, rows: list[int]) -> list[tuple[int, str, bytes]]:
+        """(row, entity id, stored vector) of each of ``rows`` (the rows are the visible entities' when saved or
+        built; the hits' visibility is checked again with their names)."""
+        ...
+
+
+class _SavedRows:
+    """Rows whose entities the store lists in ``vector_row`` (saved by ``bfsql load``)."""
+
+    def fetch(self, conn: sqlite3.Connection, rows: list[int]) -> list[tuple[int, str, bytes]]:
+        """See :class:`_Rows`."""
+        found: list[tuple[int, str, bytes]] = []
+        for start in range(0, len(rows), FETCH):
+            chunk = rows[start : start + FETCH]
+            found += conn.execute(
+                f"""
+                SELECT r.row, r.entity_id, v.vector FROM vector_row r
+                JOIN entity_vector v ON v.entity_id = r.entity_id
+                WHERE r.row IN ({",".join("?" * len(chunk))})
+                """,
+                chunk,
+            ).fetchall()
+        return found
+
+
+class _HeldRows:
+    """Rows whose entities' ids are held here (a store saved without ``vector_row``)."""
+
+    def __init__(self, ids: Strings) -> None:
+        self.ids = ids
+
+    def fetch(self, conn: sqlite3.Connection, rows: list[int]) -> list[tuple[int, str, bytes]]:
+        """See :class:`_Rows`."""
+        row_of = dict(zip(self.ids.many(rows), rows, strict=True))
+        wanted = list(row_of)
+        found: list[tuple[int, str, bytes]] = []
+        for start in range(0, len(wanted), FETCH):
+            chunk = wanted[start : start + FETCH]
+            found += [
+                (row_of[entity_id], entity_id, blob)
+                for entity_id, blob in conn.execute(
+                    f"""
+                    SELECT v.entity_id, v.vector FROM entity_vector v
+                    WHERE v.entity_id IN ({",".join("?" * len(chunk))})
+                    """,
+                    chunk,
+                )
+            ]
+        return found
+
+
+@dataclass
+class VectorIndex:
+    """Sign-bit codes of a store's entity vectors, rows grouped by type (see the module)."""
+
+    words: np.ndarray
+    """uint64, one row per code word: ``words[w, row]`` holds bits ``64 w`` to ``64 w + 63`` of the row's vector."""
+    types: list[str]
+    """Entity types, sorted."""
+    type_rows: np.ndarray
+    """int64, one more than the types: the rows of ``types[i]`` are ``type_rows[i]:type_rows[i + 1]``."""
+    dimension: int
+    rows: _Rows
+    sets: bool = False
+    """True when no vector has a negative component: candidates by the cosine of bit sets, not by Hamming."""
+
+    def __len__(self) -> int:
+        return int(self.words.shape[1])
+
+    def nbytes(self) -> int:
+        """Bytes the index holds in memory (codes, type bounds and any ids held)."""
+        held = self.rows.ids if isinstance(self.rows, _HeldRows) else None
+        extra = len(held.blob) + held.offsets.nbytes if held is not None else 0
+        return int(self.words.nbytes + self.type_rows.nbytes) + extra
+
+    def nearest(
+        self, conn: sqlite3.Connection, vector: Sequence[float], node_types: list[str] | None, limit: int
+    ) -> list[EntityStub]:
+        """The ``limit`` entities (of ``node_types``) most similar to ``vector``, best first, ties by id."""
+        query = np.asarray(vector, dtype=np.float64)
+        norm = float(np.linalg.norm(query))
+        ranges = self._ranges(node_types)
+        if norm == 0.0 or limit < 1 or not ranges:
+            return []
+        query /= norm
+        count = max(RESCORED, RESCORED_PER_HIT * limit)
+        rows = candidates(self.words, sign_codes(query[None, :])[0], ranges, count, self.sets)
+        found = self.rows.fetch(conn, sorted(rows.tolist()))
+        scores = cosines([blob for _, _, blob in found], query, self.dimension).tolist()
+        best = sorted(zip(scores, (entity_id for _, entity_id, _ in found), strict=True),
+                      key=lambda hit: (-hit[0], hit[1]))[:limit]
+        return _stubs(conn, best)
+
+    def _ranges(self, node_types: list[str] | None) -> list[tuple[int, int]]:
+        """The rows of each wanted type (every row without a filter), empty ones left out."""
+        wanted = set(self.types if node_types is None else node_types)
+        bounds = self.type_rows.tolist()
+        return [(bounds[i], bounds[i + 1]) for i, t in enumerate(self.types)
+                if t in wanted and bounds[i + 1] > bounds[i]]
+
+
+def _stubs(conn: sqlite3.Connection, hits: list[tuple[float, str]]) -> list[EntityStub]:
+    """The hits (score, id) as stubs, with each entity's type and name from the store (visible ones only: a
+    store written again by an older bfsql may have merged an entity since its codes were saved)."""
+    if not hits:
+        return []
+    ids = [entity_id for _, entity_id in hits]
+    known: dict[str, tuple[str, str, str | None]] = {}
+    for start in range(0, len(ids), FETCH):
+        chunk = ids[start : start + FETCH]
+        sql = (f"SELECT entity_id, entity_type, name FROM entity e WHERE entity_id IN ({','.join('?' * len(chunk))}) "
+               f"AND {_VISIBLE}")
+        known.update((row[0], row) for row in conn.execute(sql, chunk))
+    return [EntityStub(id=i, entity_type=known[i][1], name=known[i][2], score=score)
+            for score, i in hits if i in known]
+
+
+def candidates(
+    words: np.ndarray, query: np.ndarray, ranges: list[tuple[int, int]], count: int, sets: bool = False
+) -> np.ndarray:
+    """Rows of ``ranges`` nearest to the ``query`` code, at least ``count`` of them when there are as many.
+
+    Rows at the same distance as the last one kept come too (up to ``2 * count``), so that equal
+    vectors are scored together. ``sets``: see :attr:`VectorIndex.sets`.
+    """
+    total = sum(end - start for start, end in ranges)
+    if total <= count:
+        return np.concatenate([np.arange(start, end) for start, end in ranges])
+    if sets:
+        return _nearest(*_set_distances(words, query, ranges), count)
+    if total > PREFIX_SURVIVORS * count:
+        rows = _prefix_pass(words[0], int(query[0]), ranges, PREFIX_SURVIVORS * count, total)
+    else:
+        rows = np.concatenate([np.arange(start, end) for start, end in ranges])
+    distance = np.zeros(len(rows), dtype=np.uint16)
+    for w in range(len(words)):
+        distance += np.bitwise_count(words[w, rows] ^ query[w])
+    return _nearest(rows, distance, count)
+
+
+def _set_distances(
+    words: np.ndarray, query: np.ndarray, ranges: list[tuple[int, int]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every row of ``ranges`` and minus the cosine of its bit set with the query's (shared bits over the
+    square root of its own; the query's count is the same for every row)."""
+    rows = np.concatenate([np.arange(start, end) for start, end in ranges])
+    shared = np.zeros(len(rows), dtype=np.float32)
+    own = np.zeros(len(rows), dtype=np.float32)
+    at = 0
+    for start, end in ranges:
+        for w in range(len(words)):
+            shared[at : at + end - start] += np.bitwise_count(words[w, start:end] & query[w])
+            own[at : at + end - start] += np.bitwise_count(words[w, start:end])
+        at += end - start
+    return rows, -shared / np.sqrt(np.maximum(own, 1.0))
+
+
+def _nearest(rows: np.ndarray, distance: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` rows of least distance, with those tied with the last (at most ``2 * count`` in all)."""
+    if len(rows) <= count:
+        return rows
+    reach = int(np.partition(distance, count - 1)[count - 1])
+    within = np.flatnonzero(distance <= reach)
+    if len(within) > 2 * count:
+        within = np.argsort(distance, kind="stable")[: 2 * count]
+    return rows[within]
+
+
+def _prefix_pass(word: np.ndarray, query: int, ranges: list[tuple[int, int]], keep: int, total: int) -> np.ndarray:
+    """Rows of ``ranges`` whose first code word is among the ``keep`` (about) nearest to ``query``'s.
+
+    The threshold comes from a sample of the rows; if it keeps too few, it is raised and the pass
+    run again (rare: the sample errs by a few percent).
+    """
+    step = max(1, total // SAMPLE)
+    sample = np.concatenate([word[start:end:step] for start, end in ranges])
+    counts = np.cumsum(np.bincount(np.bitwise_count(sample ^ np.uint64(query)), minlength=65))
+    reach = int(np.searchsorted(counts, keep * len(sample) / total))
+    while True:
+        kept = np.concatenate(list(_within(word, np.uint64(query), ranges, reach)))
+        if len(kept) >= keep // 2 or reach >= 64:
+            return kept
+        reach += 2
+
+
+def _within(word: np.ndarray, query: np.uint64, ranges: list[tuple[int, int]], reach: int) -> Iterator[np.ndarray]:
+    """Rows of ``ranges`` whose word is at most ``reach`` bits from ``query``, a chunk at a time."""
+    buffer = np.empty(CHUNK, dtype=np.uint64)
+    bits = np.empty(CHUNK, dtype=np.uint8)
+    for start, end in ranges:
+        for first in range(start, end, CHUNK):
+            size = min(CHUNK, end - first)
+            np.bitwise_xor(word[first : first + size], query, out=buffer[:size])
+            np.bitwise_count(buffer[:size], out=bits[:size])
+            yield np.flatnonzero(bits[:size] <= reach) + first
+    yield np.zeros(0, dtype=np.int64)
+
+
+# -- building and saving -----------------------------------------------------------------------
+
+
+@dataclass
+class Codes:
+    """What :func:`build_codes` reads: the index's codes and types, and each row's entity id."""
+
+    words: np.ndarray
+    types: list[str]
+    type_rows: np.ndarray
+    ids: list[str]
+    sets: bool
+    """No vector has a negative component (see :attr:`VectorIndex.sets`)."""
+
+
+def _components(blobs: Sequence[bytes], dimension: int) -> np.ndarray:
+    """The stored vectors with their signs: the int8 components as they are (their scale is positive), or
+    older stores' float32 rows decoded."""
+    from bfsql.loading.sqlite_loader import decode_vectors
+
+    if all(len(blob) == dimension + 4 for blob in blobs):
+        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), dimension + 4)
+        return raw[:, 4:].view(np.int8)
+    return np.asarray(decode_vectors(blobs, dimension))
+
+
+def build_codes(conn: sqlite3.Connection, dimension: int) -> Codes:
+    """The codes of every visible entity's stored vector, rows by type, then id (a pass over ``entity_vector``)."""
+    ids: list[str] = []
+    kinds: list[str] = []
+    parts: list[np.ndarray] = []
+    negative = False
+    cursor = conn.execute(
+        f"""
+        SELECT v.entity_id, e.entity_type, v.vector FROM entity_vector v
+        JOIN entity e ON e.entity_id = v.entity_id AND {_VISIBLE} ORDER BY v.entity_id
+        """
+    )
+    while chunk := cursor.fetchmany(CHUNK):
+        ids += [row[0] for row in chunk]
+        kinds += [row[1] for row in chunk]
+        matrix = _components([row[2] for row in chunk], dimension)
+        negative = negative or bool((matrix < 0).any())
+        parts.append(sign_codes(matrix))
+    types = sorted(set(kinds))
+    code_of = {t: i for i, t in enumerate(types)}
+    type_codes = np.fromiter((code_of[k] for k in kinds), dtype=np.int32, count=len(kinds))
+    order = np.argsort(type_codes, kind="stable")  # ids stay sorted within a type
+    width = -(-dimension // 64)
+    codes = np.concatenate(parts) if parts else np.zeros((0, width), dtype="<u8")
+    type_rows = np.zeros(len(types) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(type_codes, minlength=len(types)), out=type_rows[1:])
+    return Codes(np.ascontiguousarray(codes[order].T), types, type_rows, [ids[i] for i in order.tolist()],
+                 sets=bool(ids) and not negative)
+
+
+def save_vectors(conn: sqlite3.Connection, codes: Codes) -> None:
+    """Save ``codes`` in the store ``conn`` writes (inside its transaction), replacing any saved before."""
+    for statement in _DDL:
+        conn.execute(statement)
+    drop_vectors(conn)
+    conn.executemany("INSERT INTO vector_row (row, entity_id) VALUES (?, ?)", enumerate(codes.ids))
+    blobs = {"words": codes.words.astype("<u8").tobytes(), "type_rows": codes.type_rows.astype("<i8").tobytes(),
+             "types": "\n".join(codes.types).encode("utf-8")}
+    checksum = 0
+    for name, blob in sorted(blobs.items()):
+        parts = [blob[start : start + PART_BYTES] for start in range(0, len(blob), PART_BYTES)] or [b""]
+        conn.executemany("INSERT INTO vector_part (name, part, data) VALUES (?, ?, ?)",
+                         [(name, i, part) for i, part in enumerate(parts)])
+        checksum = zlib.crc32(blob, zlib.crc32(name.encode(), checksum))
+    kind = "sets" if codes.sets else "signs"
+    stamp = f"{VECTORS_VERSION}:{len(codes.ids)}:{len(codes.words)}:{kind}:{checksum}"
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('vectors', ?)", (stamp,))
+
+
+def drop_vectors(conn: sqlite3.Connection) -> None:
+    """Remove the saved codes (a store whose vectors are dropped or about to be saved again)."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table in ("vector_row", "vector_part"):
+        if table in tables:
+            conn.execute(f"DELETE FROM {table}")
+    conn.execute("DELETE FROM meta WHERE key = 'vectors'")
+
+
+def _load(conn: sqlite3.Connection, dimension: int) -> VectorIndex | None:
+    """The codes saved in the store, or None when there are none (or they are not this version's, or not whole)."""
+    stamp = conn.execute("SELECT value FROM meta WHERE key = 'vectors'").fetchone()
+    if stamp is None:
+        return None
+    fields = stamp[0].split(":")
+    if len(fields) != 5 or fields[0] != VECTORS_VERSION:
+        return None
+    count, width, kind, checksum = fields[1:]
+    parts: dict[str, list[bytes]] = {}
+    for name, data in conn.execute("SELECT name, data FROM vector_part ORDER BY name, part"):
+        parts.setdefault(name, []).append(data)
+    blobs = {name: b"".join(found) for name, found in parts.items()}
+    running = 0
+    for name, blob in sorted(blobs.items()):
+        running = zlib.crc32(blob, zlib.crc32(name.encode(), running))
+    rows, words = int(count), int(width)
+    if str(running) != checksum or len(blobs.get("words", b"")) != 8 * rows * words:
+        logger.warning("The vector codes saved in this store are damaged; they are built from its vectors instead.")
+        return None
+    types = blobs["types"].decode("utf-8").split("\n") if blobs["types"] else []
+    type_rows = np.frombuffer(blobs["type_rows"], dtype="<i8")
+    if len(type_rows) != len(types) + 1 or int(type_rows[-1]) != rows or -(-dimension // 64) != words:
+        return None
+    matrix = np.frombuffer(blobs["words"], dtype="<u8").reshape(words, rows)
+    return VectorIndex(matrix, types, type_rows, dimension, _SavedRows(), sets=kind == "sets")
+
+
+def open_vectors(conn: sqlite3.Connection, dimension: int) -> VectorIndex:
+    """The store's vector index: the saved one, else built from its vectors (a store from an older bfsql)."""
+    saved = _load(conn, dimension)
+    if saved is not None:
+        return saved
+    codes = build_codes(conn, dimension)
+    logger.info("Built the vector codes of %d entities in memory (load the store again to save them with it).",
+                len(codes.ids))
+    return VectorIndex(codes.words, codes.types, codes.type_rows, dimension, _HeldRows(Strings.of(codes.ids)),
+                       sets=codes.sets)
