@@ -205,7 +205,7 @@ def test_without_a_terminal_each_phase_is_one_line_on_stderr(store: Path, tmp_pa
     size = f"{source.stat().st_size / 1e3:.1f} kB"
     assert lines[1].startswith(f"read    {size}, 3,000 records in ")
     assert lines[2].startswith("index   3,002 entities in ")
-    assert lines[3].startswith("embed   3,002 entities in ")  # the store had no vectors: all are embedded
+    assert lines[3].startswith("embed   3,002 entities")  # the store had no vectors: all are embedded
     assert "\r" not in result.stderr
     assert json.loads(result.stdout)["entities"] == 3000
 

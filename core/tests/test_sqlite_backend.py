@@ -594,19 +594,22 @@ async def test_closing_waits_for_the_calls_in_flight(tmp_path: Path) -> None:
         store = SqliteBackend(db)
         closed = asyncio.Event()
 
-        async def search(store: SqliteBackend = store, closed: asyncio.Event = closed) -> int:
-            done = 0
+        rounds = [0] * (2 * READERS)
+
+        async def search(reader: int, store: SqliteBackend = store, closed: asyncio.Event = closed,
+                         rounds: list[int] = rounds) -> int:
             while not closed.is_set():
                 try:
                     assert [h.id for h in await store.search_entities("kin")][:2] == ["e:kin", "e:other"]
                     await store.vector_search(query, limit=5)
                 except RuntimeError:  # closed: the executor takes no more calls, or the store says it is closed
                     break
-                done += 1
-            return done
+                rounds[reader] += 1
+            return rounds[reader]
 
-        readers = [asyncio.create_task(search()) for _ in range(2 * READERS)]
-        await asyncio.sleep(0.02)
+        readers = [asyncio.create_task(search(reader)) for reader in range(len(rounds))]
+        while not all(rounds):  # close while every reader is busy (on a loaded machine a round takes a while)
+            await asyncio.sleep(0.005)
         await store.aclose()
         closed.set()
         assert all(await asyncio.gather(*readers))
