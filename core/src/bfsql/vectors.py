@@ -38,8 +38,8 @@ from bfsql.csr import Strings
 from bfsql.models import EntityStub
 
 __all__ = [
-    "PREFIX_SURVIVORS", "RESCORED", "RESCORED_PER_HIT", "VECTORS_VERSION", "VectorIndex", "build_codes",
-    "drop_vectors", "open_vectors", "save_vectors", "sign_codes",
+    "PREFIX_SURVIVORS", "RESCORED", "RESCORED_PER_HIT", "VECTORS_VERSION", "Codes", "VectorIndex", "build_codes",
+    "candidates", "cosines", "drop_vectors", "open_vectors", "save_vectors", "sign_codes",
 ]
 
 logger = logging.getLogger("bfsql.vectors")
