@@ -3,7 +3,8 @@
 * JSONL bundles (``.jsonl``, ``.ndjson``): see :mod:`bfsql.loading.bundle`.
 * Triple tables (``.csv``, ``.tsv``): ``subject, predicate, object`` plus the optional
   columns ``subject_type, object_type, confidence, source_documents``.
-* RDF (``.nt``, ``.ttl``) through rdflib, the optional extra ``bfsql[rdf]``.
+* RDF (``.nt``, ``.ttl``) through rdflib, the optional extra ``rdf``
+  (from a checkout: ``pip install './core[rdf]'``).
 
 Entities that a triple table or RDF file only mentions are yielded as
 :class:`ImpliedEntity`, which a store inserts only when the id is not already known,
@@ -35,6 +36,7 @@ __all__ = [
     "ImpliedEntity",
     "check_format",
     "detect_format",
+    "rdf_install_hint",
     "read_rdf",
     "read_records",
     "read_triple_table",
@@ -365,13 +367,18 @@ def _rdf_error(path: str, fmt: str, exc: Exception, limits: LoadLimits) -> BadRo
     return BadRow(path, number, f"cannot parse {'N-Triples' if fmt == 'nt' else 'Turtle'}: {clip(str(message), 300)}")
 
 
+def rdf_install_hint() -> str:
+    """The command that installs rdflib from a checkout (bfsql is not on a package index yet)."""
+    return "from a checkout of the bfsql repository, pip install './core[rdf]'"
+
+
 def require_rdflib(fmt: str) -> None:
-    """:class:`LoadError` saying what to install when rdflib (the extra ``bfsql[rdf]``) is missing."""
+    """:class:`LoadError` saying what to install when rdflib (the extra ``rdf``) is missing."""
     try:
         import rdflib  # noqa: F401
     except ImportError:
         kind = "N-Triples" if fmt == "nt" else "Turtle"
-        raise LoadError(f"reading {kind} needs rdflib, which is not installed: pip install 'bfsql[rdf]'") from None
+        raise LoadError(f"reading {kind} needs rdflib, which is not installed: {rdf_install_hint()}") from None
 
 
 def read_rdf(
