@@ -553,7 +553,7 @@ def _load_formats() -> list[str]:
               help="SQLite file to load into (created if missing).")
 @click.option("--format", "fmt", type=click.Choice(_load_formats()), default=None,
               help="Input format of every SOURCE (default: from each file's extension, or its start for "
-              ".rdf/.xml).")
+              ".rdf/.xml and Neo4j CSV); kgx takes node and edge files, or a directory of them.")
 @click.option("--description", default=None, help="Graph description shown by describe_schema.")
 @click.option("--embedder", default=None, envvar="BFSQL_LOAD_EMBEDDER",
               help="Embedder of the entity vectors: a registered name, or 'none' for no vectors "
@@ -569,7 +569,7 @@ def _load_formats() -> list[str]:
 @click.option("--limit", "limits", multiple=True, metavar="NAME=VALUE", help=_load_limit_help())
 @click.option("--max-errors", type=click.IntRange(min=1), default=20, show_default=True,
               help="Bad rows reported (all are counted).")
-@click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("sources", nargs=-1, type=click.Path(exists=True, path_type=Path))
 def load(
     db: Path, fmt: str | None, description: str | None, embedder: str | None, prefixes: tuple[str, ...],
     file_prefixes: bool, term_type: str | None, limits: tuple[str, ...], max_errors: int, sources: tuple[Path, ...],

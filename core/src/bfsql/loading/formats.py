@@ -1,9 +1,13 @@
 """The formats ``bfsql load`` reads, and how a source's format is told: its extension, then a look at its start.
 
 * ``.jsonl``/``.ndjson`` bundles, ``.csv``/``.tsv`` triple tables, ``.nt``/``.ttl`` RDF, ``.obo`` and ``.owl``
-  ontologies (``.owl.ttl`` too): by extension alone.
-* ``.rdf``/``.xml``: by the root element: ``rdf:RDF`` is ``owl`` when it declares an ontology or classes,
-  else ``rdfxml``.
+  ontologies (``.owl.ttl`` too), ``.graphml`` property graphs: by extension alone.
+* ``.csv``/``.tsv`` whose header names Neo4j import columns (``:ID``, ``:START_ID``) are ``neo4j``.
+* ``.rdf``/``.xml``: by the root element: ``graphml`` is GraphML, ``rdf:RDF`` is ``owl`` when it declares an
+  ontology or classes, else ``rdfxml``.
+* KGX is only read when named (``--format kgx``): its tables look like any other table.
+
+A directory is a source only for KGX: its node and edge files (:func:`kgx_files`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ __all__ = [
     "detect_format",
     "expand_sources",
     "format_list",
+    "kgx_files",
     "refuse_sqlite_source",
     "xml_root",
 ]
@@ -36,6 +41,7 @@ FORMATS: dict[str, str] = {
     ".ttl": "ttl",
     ".obo": "obo",
     ".owl": "owl",
+    ".graphml": "graphml",
 }
 """File extension to format name, for the extensions that say the format alone."""
 
@@ -48,6 +54,9 @@ FORMAT_NAMES: dict[str, str] = {
     "rdfxml": "RDF/XML",
     "obo": "OBO ontology",
     "owl": "OWL ontology (RDF/XML or Turtle)",
+    "kgx": "KGX nodes/edges (TSV, CSV or JSON Lines)",
+    "neo4j": "Neo4j import CSV",
+    "graphml": "GraphML",
 }
 """Every format name ``--format`` takes, with what it reads."""
 
@@ -56,6 +65,8 @@ RDF_FORMATS = frozenset({"nt", "ttl", "rdfxml", "owl"})
 
 _SNIFFED = (".rdf", ".xml")
 _HEAD_BYTES = 65536
+_NEO4J_COLUMN = re.compile(r"(^|[,\t])\s*\"?[^,\t\"]*:(ID|START_ID|END_ID)(\([^)]*\))?\"?\s*([,\t]|$)")
+_KGX_NAME = re.compile(r"(^|[_.\-])(nodes|edges)\.(tsv|csv|jsonl)$", re.IGNORECASE)
 
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -127,12 +138,20 @@ def xml_root(path: str | Path) -> str | None:
 
 
 def _xml_format(path: Path) -> str | None:
-    """``owl`` or ``rdfxml`` by the root element of an XML file; None for another root."""
+    """``graphml``, ``owl`` or ``rdfxml`` by the root element of an XML file; None for another root."""
     root = xml_root(path)
+    if root == "graphml":
+        return "graphml"
     if root != "RDF":
         return None
     head = _head(path).decode("utf-8", "replace")
     return "owl" if re.search(r"<owl:(Ontology|Class)\b", head) else "rdfxml"
+
+
+def _table_format(path: Path, fmt: str) -> str:
+    """``neo4j`` for a table whose header names Neo4j import columns, else ``fmt``."""
+    first = _head(path).split(b"\n", 1)[0].decode("utf-8", "replace")
+    return "neo4j" if _NEO4J_COLUMN.search(first) else fmt
 
 
 def detect_format(path: str | Path) -> str:
@@ -150,22 +169,38 @@ def detect_format(path: str | Path) -> str:
         if found is not None:
             return found
     elif suffix in FORMATS:
-        return FORMATS[suffix]
+        fmt = FORMATS[suffix]
+        return _table_format(path, fmt) if fmt in ("csv", "tsv") else fmt
     refuse_sqlite_source(path)
     hint = " (a file of one JSON object per line is --format jsonl)" if suffix == ".json" else ""
     if suffix in _SNIFFED:
-        hint = " (its root element is not rdf:RDF)"
+        hint = " (its root element is neither rdf:RDF nor graphml)"
     raise LoadError(
         f"cannot tell the format of {path} from its extension {suffix or '(none)'!r}; "
         f"name it with --format ({format_list()}){hint}"
     )
 
 
+def kgx_files(directory: Path) -> list[Path]:
+    """The KGX files of ``directory`` (``*nodes.tsv``, ``*_edges.jsonl``, ...): node files first, by name."""
+    roles = {p: match[2].lower() for p in directory.iterdir() if p.is_file() and (match := _KGX_NAME.search(p.name))}
+    return sorted(roles, key=lambda p: (roles[p] != "nodes", p.name))
+
+
 def expand_sources(paths: list[Path], fmt: str | None) -> list[tuple[Path, str]]:
-    """Each source with its format; :class:`LoadError` for a source of unknown format, FileNotFoundError."""
+    """Each source with its format, a KGX directory replaced by its files; :class:`LoadError` for a bad source."""
     files: list[tuple[Path, str]] = []
     for path in paths:
-        files.append((path, fmt or detect_format(path)))
-        if not path.exists() or path.is_dir():
-            raise FileNotFoundError(f"no such file: {path}")
+        if path.is_dir():
+            members = kgx_files(path)
+            if fmt != "kgx" or not members:
+                hint = (" of KGX node and edge files: load it with --format kgx" if members
+                        else "; bfsql load reads files (and, with --format kgx, a directory of *nodes.tsv and "
+                        "*edges.tsv or .jsonl files)")
+                raise LoadError(f"{path} is a directory{hint}")
+            files.extend((member, "kgx") for member in members)
+        else:
+            files.append((path, fmt or detect_format(path)))
+            if not path.exists():
+                raise FileNotFoundError(f"no such file: {path}")
     return files

@@ -6,6 +6,8 @@
 * RDF (``.nt``, ``.ttl``, RDF/XML) through rdflib, the optional extra ``rdf``
   (from a checkout: ``pip install './core[rdf]'``).
 * Ontologies: OBO (:mod:`bfsql.loading.obo`) and OWL (:mod:`bfsql.loading.owl`, rdflib too).
+* Property graphs: KGX (:mod:`bfsql.loading.kgx`), Neo4j import CSV (:mod:`bfsql.loading.neo4j_csv`)
+  and GraphML (:mod:`bfsql.loading.graphml`).
 
 How a file's format is told: :mod:`bfsql.loading.formats`.
 
@@ -112,21 +114,33 @@ def read_records(
         )
     if fmt in ("nt", "ttl", "rdfxml"):
         return read_rdf(path, fmt, limits=limits, errors=errors, prefixes=prefixes, on_bytes=on_bytes)
-    return _read_ontology(path, fmt, limits, errors, prefixes, on_bytes, term_type)
+    return _read_graph_format(path, fmt, limits, errors, prefixes, on_bytes, term_type)
 
 
-def _read_ontology(
+def _read_graph_format(
     path: str | Path, fmt: str, limits: LoadLimits, errors: RowErrors | None, prefixes: PrefixMap | None,
     on_bytes: ByteCallback | None, term_type: str | None,
 ) -> Iterator[tuple[int, Record]]:
-    """The records of an OBO or OWL file (their modules are imported when first read)."""
+    """The records of an ontology or property-graph file (their modules are imported when first read)."""
     if fmt == "obo":
         from bfsql.loading.obo import read_obo
 
         return read_obo(path, limits=limits, errors=errors, on_bytes=on_bytes, term_type=term_type)
-    from bfsql.loading.owl import read_owl
+    if fmt == "owl":
+        from bfsql.loading.owl import read_owl
 
-    return read_owl(path, limits=limits, errors=errors, prefixes=prefixes, on_bytes=on_bytes, term_type=term_type)
+        return read_owl(path, limits=limits, errors=errors, prefixes=prefixes, on_bytes=on_bytes, term_type=term_type)
+    if fmt == "kgx":
+        from bfsql.loading.kgx import read_kgx
+
+        return read_kgx(path, limits=limits, errors=errors, on_bytes=on_bytes)
+    if fmt == "neo4j":
+        from bfsql.loading.neo4j_csv import read_neo4j_csv
+
+        return read_neo4j_csv(path, limits=limits, errors=errors, on_bytes=on_bytes)
+    from bfsql.loading.graphml import read_graphml
+
+    return read_graphml(path, limits=limits, errors=errors, on_bytes=on_bytes)
 
 
 def _header(row: list[str], path: str, line: int) -> list[str] | None:
@@ -135,7 +149,8 @@ def _header(row: list[str], path: str, line: int) -> list[str] | None:
         return None
     unknown = [n for n in names if n not in TABLE_COLUMNS]
     if unknown:
-        raise BadRow(path, line, f"unknown column(s) {unknown}; known columns: {', '.join(TABLE_COLUMNS)}")
+        raise BadRow(path, line, f"unknown column(s) {unknown}; known columns: {', '.join(TABLE_COLUMNS)} "
+                     "(a KGX edge file? load it with --format kgx)")
     if len(set(names)) != len(names):
         raise BadRow(path, line, "a column name appears twice")
     return names
