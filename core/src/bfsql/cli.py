@@ -542,11 +542,18 @@ def _load_limit_help() -> str:
     return f"Change a size limit, e.g. line_bytes=64M (repeatable; K/M/G = x1024). Defaults: {shown}."
 
 
+def _load_formats() -> list[str]:
+    from bfsql.loading.formats import FORMAT_NAMES
+
+    return list(FORMAT_NAMES)
+
+
 @click.command()
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="BFSQL_SQLITE_DB", required=True,
               help="SQLite file to load into (created if missing).")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "tsv", "nt", "ttl"]), default=None,
-              help="Input format (default: from each file's extension).")
+@click.option("--format", "fmt", type=click.Choice(_load_formats()), default=None,
+              help="Input format of every SOURCE (default: from each file's extension, or its start for "
+              ".rdf/.xml and Neo4j CSV); kgx takes node and edge files, or a directory of them.")
 @click.option("--description", default=None, help="Graph description shown by describe_schema.")
 @click.option("--embedder", default=None, envvar="BFSQL_LOAD_EMBEDDER",
               help="Embedder of the entity vectors: a registered name, or 'none' for no vectors "
@@ -557,13 +564,15 @@ def _load_limit_help() -> str:
               "backend's --prefix.")
 @click.option("--file-prefixes/--no-file-prefixes", default=True, show_default=True,
               help="Compact RDF ids with the Turtle files' own @prefix declarations too.")
+@click.option("--term-type", default=None, metavar="TYPE",
+              help="Entity type of every term of OBO and OWL sources (default: each term's namespace).")
 @click.option("--limit", "limits", multiple=True, metavar="NAME=VALUE", help=_load_limit_help())
 @click.option("--max-errors", type=click.IntRange(min=1), default=20, show_default=True,
               help="Bad rows reported (all are counted).")
-@click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("sources", nargs=-1, type=click.Path(exists=True, path_type=Path))
 def load(
     db: Path, fmt: str | None, description: str | None, embedder: str | None, prefixes: tuple[str, ...],
-    file_prefixes: bool, limits: tuple[str, ...], max_errors: int, sources: tuple[Path, ...],
+    file_prefixes: bool, term_type: str | None, limits: tuple[str, ...], max_errors: int, sources: tuple[Path, ...],
 ) -> None:
     """Load graph files into the embedded SQLite store, atomically.
 
@@ -587,7 +596,7 @@ def load(
             report = load_sqlite(
                 db, list(sources), fmt=fmt, description=description, progress=progress, embedder=choice,
                 limits=LoadLimits.parse(limits), max_errors=max_errors, prefixes=prefixes,
-                file_prefixes=file_prefixes,
+                file_prefixes=file_prefixes, term_type=term_type,
             )
         else:
             report = reembed_store(db, choice, progress=progress)

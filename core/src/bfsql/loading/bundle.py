@@ -103,7 +103,8 @@ def _kind_problem(obj: dict[str, Any]) -> str:
             return f"unknown kind {clip(repr(given), 100)}; did you mean {meant!r}? (the kinds are {listed})"
         problem, verb = f"unknown kind {clip(repr(given), 100)}; the kinds are {listed}", "write"
     guess = guess_kind(obj, _KINDS)
-    return problem + (f"; this row looks like {_NOUN[guess]}: {verb} \"kind\": \"{guess}\"" if guess else "")
+    kgx = " (or, for a KGX file, load it with --format kgx)" if given is None and "category" in obj else ""
+    return problem + (f"; this row looks like {_NOUN[guess]}: {verb} \"kind\": \"{guess}\"" if guess else "") + kgx
 
 
 def parse_record(

@@ -20,7 +20,7 @@ from typing import Any
 from bfsql.errors import clip
 from bfsql.loading.errors import LoadError
 
-__all__ = ["DEFAULT_LIMITS", "LoadLimits", "check_row", "describe_size", "may_break_limits"]
+__all__ = ["DEFAULT_LIMITS", "LoadLimits", "check_row", "describe_size", "may_break_limits", "text_may_break_limits"]
 
 _KIB = 1024
 
@@ -142,6 +142,17 @@ def may_break_limits(line: str, limits: LoadLimits) -> bool:
         or line.count("[") + line.count("{") > limits.depth
         or _HUGE_NUMBER.search(line) is not None
     )
+
+
+def text_may_break_limits(texts: Iterable[str], limits: LoadLimits) -> bool:
+    """Whether a row made of these decoded texts (a table row and its header, an OBO stanza) could hold a
+    value :func:`check_row` refuses; False lets a reader skip the check.
+
+    Decoded UTF-8 holds no lone surrogate, so beyond :func:`may_break_limits` only NUL characters
+    (which a JSON line cannot hold raw) need a look.
+    """
+    text = "\t".join(texts)
+    return "\x00" in text or may_break_limits(text, limits)
 
 
 _HUGE_NUMBER = re.compile(r"[0-9](?:[eE][+]?[0-9]{3}|[0-9]{299})")

@@ -3,7 +3,13 @@
 * JSONL bundles (``.jsonl``, ``.ndjson``): see :mod:`bfsql.loading.bundle`.
 * Triple tables (``.csv``, ``.tsv``): ``subject, predicate, object`` plus the optional
   columns ``subject_type, object_type, confidence, source_documents``.
-* RDF (``.nt``, ``.ttl``) through rdflib, the optional extra ``bfsql[rdf]``.
+* RDF (``.nt``, ``.ttl``, RDF/XML) through rdflib, the optional extra ``rdf``
+  (from a checkout: ``pip install './core[rdf]'``).
+* Ontologies: OBO (:mod:`bfsql.loading.obo`) and OWL (:mod:`bfsql.loading.owl`, rdflib too).
+* Property graphs: KGX (:mod:`bfsql.loading.kgx`), Neo4j import CSV (:mod:`bfsql.loading.neo4j_csv`)
+  and GraphML (:mod:`bfsql.loading.graphml`).
+
+How a file's format is told: :mod:`bfsql.loading.formats`.
 
 Entities that a triple table or RDF file only mentions are yielded as
 :class:`ImpliedEntity`, which a store inserts only when the id is not already known,
@@ -15,19 +21,19 @@ from __future__ import annotations
 
 import csv
 import math
-import shlex
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, overload
+from typing import Any, Literal, overload
 
 from bfsql.errors import clip
 from bfsql.loading.bundle import Record, Row, parse_record, read_bundle
 from bfsql.loading.errors import BadRow, LoadError, RowErrors, report
-from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits, describe_size
+from bfsql.loading.formats import FORMATS, check_format, detect_format, refuse_sqlite_source
+from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
 from bfsql.loading.lines import ByteCallback, bounded_lines, check_lines, decode_line
 from bfsql.loading.prefixes import PrefixMap
 from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.loading.table_rows import RowFeed
 
 __all__ = [
     "DEFAULT_ENTITY_TYPE",
@@ -35,22 +41,17 @@ __all__ = [
     "ImpliedEntity",
     "check_format",
     "detect_format",
+    "literal_value",
+    "local_name",
+    "parse_rdf_graph",
+    "rdf_error",
+    "rdf_install_hint",
     "read_rdf",
     "read_records",
     "read_triple_table",
     "refuse_sqlite_source",
     "require_rdflib",
 ]
-
-FORMATS: dict[str, str] = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".nt": "nt",
-    ".ttl": "ttl",
-}
-"""File extension to format name."""
 
 DEFAULT_ENTITY_TYPE = "Entity"
 """The type of an implied entity whose type nobody states."""
@@ -63,79 +64,11 @@ class ImpliedEntity(EntityRecord):
     """An entity known only because a triple mentions it; never replaces a stored entity."""
 
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def _is_bfsql_store(path: Path) -> bool:
-    """Whether the SQLite database ``path`` has a bfsql store's ``meta.schema_version`` (opened read-only)."""
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return False
-
-
-def refuse_sqlite_source(path: str | Path) -> None:
-    """:class:`LoadError` when the source ``path`` is a SQLite database (a store to serve, not a file to load).
-
-    Only regular files are looked at: a pipe's first bytes would be lost.
-    """
-    path = Path(path)
-    try:
-        if not path.is_file():
-            return
-        with open(path, "rb") as handle:
-            if handle.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
-                return
-    except OSError:
-        return  # reading it says what is wrong
-    shown = shlex.quote(str(path))
-    if _is_bfsql_store(path):
-        raise LoadError(
-            f"{path} is a bfsql store (a SQLite database), not a file to load: serve it with "
-            f"`bfsql serve --db {shown}`, or load files into it with `bfsql load --db {shown} FILE...`"
-        )
-    raise LoadError(
-        f"{path} is a SQLite database but not a bfsql store, and bfsql load reads only "
-        f"{_FORMAT_NAMES}: export its graph to one of those (see docs/bundle-format.md) and load that"
-    )
-
-
-_FORMAT_NAMES = "JSONL bundles, CSV/TSV triples and N-Triples/Turtle files"
-
-
-def detect_format(path: str | Path) -> str:
-    """The format name of ``path`` from its extension; :class:`LoadError` saying to name it when unknown.
-
-    A SQLite database of an unknown extension is refused as such (:func:`refuse_sqlite_source`).
-    """
-    suffix = Path(path).suffix.lower()
-    try:
-        return FORMATS[suffix]
-    except KeyError:
-        refuse_sqlite_source(path)
-        known = ", ".join(sorted(set(FORMATS.values())))
-        hint = " (a file of one JSON object per line is --format jsonl)" if suffix == ".json" else ""
-        raise LoadError(
-            f"cannot tell the format of {path} from its extension {suffix or '(none)'!r}; "
-            f"name it with --format ({known}){hint}"
-        ) from None
-
-
-def check_format(fmt: str) -> str:
-    """``fmt`` if it is a format name, else :class:`LoadError` listing them."""
-    if fmt not in FORMATS.values():
-        raise LoadError(f"unknown format {fmt!r}; use one of {', '.join(sorted(set(FORMATS.values())))}")
-    return fmt
-
-
 @overload
 def read_records(
     path: str | Path, fmt: str | None = ..., *, limits: LoadLimits = ..., errors: RowErrors | None = ...,
     prefixes: PrefixMap | None = ..., on_bytes: ByteCallback | None = ..., plain: Literal[False] = ...,
+    term_type: str | None = ...,
 ) -> Iterator[tuple[int, Record]]:
     ...
 
@@ -144,6 +77,7 @@ def read_records(
 def read_records(
     path: str | Path, fmt: str | None = ..., *, limits: LoadLimits = ..., errors: RowErrors | None = ...,
     prefixes: PrefixMap | None = ..., on_bytes: ByteCallback | None = ..., plain: bool,
+    term_type: str | None = ...,
 ) -> Iterator[tuple[int, Row]]:
     ...
 
@@ -157,6 +91,7 @@ def read_records(
     prefixes: PrefixMap | None = None,
     on_bytes: ByteCallback | None = None,
     plain: bool = False,
+    term_type: str | None = None,
 ) -> Iterator[tuple[int, Row]]:
     """Yield ``(line, record)`` from a file of any supported format (``fmt`` overrides detection).
 
@@ -166,7 +101,8 @@ def read_records(
     :mod:`bfsql.loading.prefixes`; without it they stay full IRIs). ``on_bytes`` hears
     of the bytes read, for progress. A SQLite database is refused whatever ``fmt`` says
     (:func:`refuse_sqlite_source`). With ``plain``, a bundle's rows of the simplest shapes
-    come as tuples (:mod:`bfsql.loading.plain`).
+    come as tuples (:mod:`bfsql.loading.plain`). ``term_type`` is the type of every term
+    of an ontology (OBO, OWL); by default its namespace.
     """
     fmt = check_format(fmt) if fmt is not None else detect_format(path)
     refuse_sqlite_source(path)
@@ -176,7 +112,35 @@ def read_records(
         return read_triple_table(
             path, delimiter="," if fmt == "csv" else "\t", limits=limits, errors=errors, on_bytes=on_bytes
         )
-    return read_rdf(path, fmt, limits=limits, errors=errors, prefixes=prefixes, on_bytes=on_bytes)
+    if fmt in ("nt", "ttl", "rdfxml"):
+        return read_rdf(path, fmt, limits=limits, errors=errors, prefixes=prefixes, on_bytes=on_bytes)
+    return _read_graph_format(path, fmt, limits, errors, prefixes, on_bytes, term_type)
+
+
+def _read_graph_format(
+    path: str | Path, fmt: str, limits: LoadLimits, errors: RowErrors | None, prefixes: PrefixMap | None,
+    on_bytes: ByteCallback | None, term_type: str | None,
+) -> Iterator[tuple[int, Record]]:
+    """The records of an ontology or property-graph file (their modules are imported when first read)."""
+    if fmt == "obo":
+        from bfsql.loading.obo import read_obo
+
+        return read_obo(path, limits=limits, errors=errors, on_bytes=on_bytes, term_type=term_type)
+    if fmt == "owl":
+        from bfsql.loading.owl import read_owl
+
+        return read_owl(path, limits=limits, errors=errors, prefixes=prefixes, on_bytes=on_bytes, term_type=term_type)
+    if fmt == "kgx":
+        from bfsql.loading.kgx import read_kgx
+
+        return read_kgx(path, limits=limits, errors=errors, on_bytes=on_bytes)
+    if fmt == "neo4j":
+        from bfsql.loading.neo4j_csv import read_neo4j_csv
+
+        return read_neo4j_csv(path, limits=limits, errors=errors, on_bytes=on_bytes)
+    from bfsql.loading.graphml import read_graphml
+
+    return read_graphml(path, limits=limits, errors=errors, on_bytes=on_bytes)
 
 
 def _header(row: list[str], path: str, line: int) -> list[str] | None:
@@ -185,56 +149,18 @@ def _header(row: list[str], path: str, line: int) -> list[str] | None:
         return None
     unknown = [n for n in names if n not in TABLE_COLUMNS]
     if unknown:
-        raise BadRow(path, line, f"unknown column(s) {unknown}; known columns: {', '.join(TABLE_COLUMNS)}")
+        raise BadRow(path, line, f"unknown column(s) {unknown}; known columns: {', '.join(TABLE_COLUMNS)} "
+                     "(a KGX edge file? load it with --format kgx)")
     if len(set(names)) != len(names):
         raise BadRow(path, line, "a column name appears twice")
     return names
-
-
-class _RowFeed:
-    """The decoded lines of a table for :mod:`csv`, refusing a row (several lines when quoted) above the limit."""
-
-    def __init__(
-        self, handle: BinaryIO, path: str, limits: LoadLimits, errors: RowErrors | None, on_bytes: ByteCallback | None
-    ) -> None:
-        self._lines = bounded_lines(handle, path, limits.line_bytes, on_bytes)
-        self._path, self._limit, self._errors = path, limits.line_bytes, errors
-        self.number = 0
-        """The line last read."""
-        self.row_start = 1
-        """The first line of the row being read."""
-        self._row_bytes = 0
-
-    def __iter__(self) -> Iterator[str]:
-        for raw in self._lines:
-            self.number += 1
-            if not self._row_bytes:
-                self.row_start = self.number
-            self._row_bytes += len(raw)
-            if self._row_bytes > self._limit:
-                raise BadRow(
-                    self._path,
-                    self.row_start,
-                    f"the row that starts here is longer than {describe_size(self._limit)} (the limit line_bytes): "
-                    "is the closing quote of a value missing?",
-                )
-            try:
-                text = decode_line(raw, self._path, self.number)
-            except BadRow as exc:
-                report(self._errors, exc)
-                text = "\n"
-            yield text.removeprefix("\ufeff") if self.number == 1 else text
-
-    def row_done(self) -> None:
-        """The reader has a whole row: the next line starts another."""
-        self._row_bytes = 0
 
 
 _ONE_LINE_COLUMNS = ("subject", "predicate", "object", "subject_type", "object_type")
 
 
 def _table_row(
-    row: list[str], columns: list[str], path: str, line: int, feed: _RowFeed
+    row: list[str], columns: list[str], path: str, line: int, feed: RowFeed
 ) -> tuple[dict[str, Any], tuple[str | None, str | None]]:
     """The relationship of a table row, and the types it gives its subject and object."""
     if len(row) != len(columns):
@@ -281,7 +207,7 @@ def read_triple_table(
     kind = "CSV" if delimiter == "," else "TSV"
     implied: dict[str, tuple[int, str | None]] = {}  # small entries: a stream of distinct ids stays lean
     with open(path, "rb") as handle:
-        feed = _RowFeed(handle, name, limits, errors, on_bytes)
+        feed = RowFeed(handle, name, limits, errors, on_bytes)
         reader = csv.reader(
             feed, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE, strict=True
         )
@@ -329,7 +255,7 @@ def _check_implied(entity_id: str, entity_type: str, path: str, line: int, limit
     parse_record(row, path, line, limits, model=ImpliedEntity)
 
 
-def _local_name(iri: str) -> str:
+def local_name(iri: str) -> str:
     """The part of an IRI after its last ``#``, ``/`` or ``:``; the whole IRI if that is empty."""
     for separator in ("#", "/", ":"):
         if separator in iri:
@@ -338,7 +264,8 @@ def _local_name(iri: str) -> str:
     return iri
 
 
-def _literal_value(literal: Any) -> Any:
+def literal_value(literal: Any) -> Any:
+    """An rdflib literal as a bundle value: booleans, integers, strings and finite floats as such, else its text."""
     value = literal.toPython()
     if isinstance(value, bool | int | str) or (isinstance(value, float) and math.isfinite(value)):
         return value
@@ -358,20 +285,57 @@ def _first_bad_nt_line(path: str, limits: LoadLimits) -> int:
     return 0
 
 
-def _rdf_error(path: str, fmt: str, exc: Exception, limits: LoadLimits) -> BadRow:
+_RDFLIB_FORMATS = {"nt": "nt", "ttl": "turtle", "rdfxml": "xml"}
+"""rdflib's parser name of each RDF format."""
+
+
+def rdf_error(path: str, syntax: str, exc: Exception, limits: LoadLimits) -> BadRow:
+    """The bad row of an rdflib syntax error in ``path`` (``syntax``: an rdflib parser name), at its line if known."""
     line = getattr(exc, "lines", None)  # turtle's BadSyntax: 0-based line
-    number = line + 1 if isinstance(line, int) else _first_bad_nt_line(path, limits) if fmt == "nt" else 0
+    if isinstance(line, int):
+        number = line + 1
+    elif callable(getattr(exc, "getLineNumber", None)):  # RDF/XML's SAXParseException
+        number = exc.getLineNumber()  # type: ignore[attr-defined]
+    else:
+        number = _first_bad_nt_line(path, limits) if syntax == "nt" else 0
     message = getattr(exc, "_why", None) or getattr(exc, "msg", None) or str(exc)
-    return BadRow(path, number, f"cannot parse {'N-Triples' if fmt == 'nt' else 'Turtle'}: {clip(str(message), 300)}")
+    if callable(getattr(exc, "getMessage", None)):
+        message = exc.getMessage()  # type: ignore[attr-defined]
+    kind = {"nt": "N-Triples", "turtle": "Turtle", "xml": "RDF/XML"}.get(syntax, syntax)
+    return BadRow(path, number, f"cannot parse {kind}: {clip(str(message), 300)}")
+
+
+def rdf_install_hint() -> str:
+    """The command that installs rdflib from a checkout (bfsql is not on a package index yet)."""
+    return "from a checkout of the bfsql repository, pip install './core[rdf]'"
 
 
 def require_rdflib(fmt: str) -> None:
-    """:class:`LoadError` saying what to install when rdflib (the extra ``bfsql[rdf]``) is missing."""
+    """:class:`LoadError` saying what to install when rdflib (the extra ``rdf``) is missing."""
     try:
         import rdflib  # noqa: F401
     except ImportError:
-        kind = "N-Triples" if fmt == "nt" else "Turtle"
-        raise LoadError(f"reading {kind} needs rdflib, which is not installed: pip install 'bfsql[rdf]'") from None
+        kind = {"nt": "N-Triples", "ttl": "Turtle", "rdfxml": "RDF/XML", "owl": "OWL"}.get(fmt, fmt)
+        raise LoadError(f"reading {kind} needs rdflib, which is not installed: {rdf_install_hint()}") from None
+
+
+def parse_rdf_graph(path: str, syntax: str, limits: LoadLimits, on_bytes: ByteCallback | None) -> Any:
+    """The rdflib graph of the file ``path`` in ``syntax`` (an rdflib parser name), its lines checked first.
+
+    The file is read line by line within ``limits.line_bytes`` and as UTF-8 before rdflib reads it whole;
+    a syntax error is a :class:`BadRow` at its line where rdflib tells it.
+    """
+    import rdflib
+
+    if not Path(path).is_file():
+        raise LoadError(f"no such file: {path}")
+    check_lines(path, limits.line_bytes, on_bytes)
+    graph = rdflib.Graph(bind_namespaces="none")
+    try:
+        graph.parse(path, format=syntax)
+    except Exception as exc:  # rdflib raises many unrelated types for syntax errors
+        raise rdf_error(path, syntax, exc, limits) from None
+    return graph
 
 
 def read_rdf(
@@ -383,7 +347,7 @@ def read_rdf(
     prefixes: PrefixMap | None = None,
     on_bytes: ByteCallback | None = None,
 ) -> Iterator[tuple[int, Record]]:
-    """Yield entities and relationships from an N-Triples (``nt``) or Turtle (``ttl``) file.
+    """Yield entities and relationships from an N-Triples (``nt``), Turtle (``ttl``) or RDF/XML (``rdfxml``) file.
 
     Every IRI subject becomes an entity whose id is its IRI, compacted by ``prefixes``
     (``ex:braf``; then ``canonical_url`` keeps the full IRI): ``rdf:type`` gives the
@@ -402,14 +366,7 @@ def read_rdf(
     from rdflib.namespace import RDF, RDFS, SKOS
 
     source = str(path)
-    if not Path(path).is_file():
-        raise LoadError(f"no such file: {source}")
-    check_lines(source, limits.line_bytes, on_bytes)  # before rdflib reads the file whole
-    graph = rdflib.Graph(bind_namespaces="none")
-    try:
-        graph.parse(source, format="nt" if fmt == "nt" else "turtle")
-    except Exception as exc:  # rdflib raises many unrelated types for syntax errors
-        raise _rdf_error(source, fmt, exc, limits) from None
+    graph = parse_rdf_graph(source, _RDFLIB_FORMATS[fmt], limits, on_bytes)
 
     def ident(iri: Any) -> str:
         return prefixes.compact(str(iri)) if prefixes is not None else str(iri)
@@ -434,17 +391,17 @@ def read_rdf(
             if isinstance(obj, rdflib.BNode):
                 continue
             if predicate == RDF.type and isinstance(obj, rdflib.URIRef):
-                types.append(_local_name(str(obj)))
+                types.append(local_name(str(obj)))
             elif isinstance(obj, rdflib.Literal):
                 if predicate in (RDFS.label, SKOS.prefLabel):
                     labels.append((predicate != SKOS.prefLabel, obj.language not in (None, "", "en"), str(obj)))
                 elif predicate == SKOS.altLabel:
                     synonyms.append(str(obj))
                 else:
-                    properties.setdefault(_local_name(str(predicate)), []).append(_literal_value(obj))
+                    properties.setdefault(local_name(str(predicate)), []).append(literal_value(obj))
             else:
                 relationships.append(
-                    {"kind": "relationship", "subject": ident(iri), "predicate": _local_name(str(predicate)),
+                    {"kind": "relationship", "subject": ident(iri), "predicate": local_name(str(predicate)),
                      "object": ident(obj)}
                 )
                 if obj not in known:
@@ -454,7 +411,7 @@ def read_rdf(
         props: dict[str, Any] = {key: values[0] if len(values) == 1 else values for key, values in properties.items()}
         if len(types) > 1:
             props["types"] = types
-        name = label_texts[0] if label_texts else _local_name(str(iri))
+        name = label_texts[0] if label_texts else local_name(str(iri))
         entity_id = ident(iri)
         entity = record(
             str(iri),
@@ -476,7 +433,7 @@ def read_rdf(
                 yield 0, found
     for target in mentioned:
         entity_id = ident(target)
-        implied = {"kind": "entity", "id": entity_id, "entity_type": DEFAULT_ENTITY_TYPE, "name": _local_name(target)}
+        implied = {"kind": "entity", "id": entity_id, "entity_type": DEFAULT_ENTITY_TYPE, "name": local_name(target)}
         if entity_id != target:
             implied["canonical_url"] = target
         found = record(target, implied, ImpliedEntity)

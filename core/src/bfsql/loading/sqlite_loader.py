@@ -71,6 +71,7 @@ from bfsql.csr import CsrIndex, Edges, build_index, entity_rows, index_of_entiti
 from bfsql.embedders import Embedder, sync_embedding
 from bfsql.loading.bundle import Record, Row
 from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
+from bfsql.loading.formats import FORMATS, RDF_FORMATS, check_format, expand_sources
 from bfsql.loading.helper_process import processors
 from bfsql.loading.id_codes import CodedRelationships, IdCodes
 from bfsql.loading.limits import DEFAULT_LIMITS, LoadLimits
@@ -79,15 +80,7 @@ from bfsql.loading.partial_files import partial_copy, remove_stale
 from bfsql.loading.plain import PlainEntities, PlainEntity, PlainRelationship, PlainRelationships
 from bfsql.loading.prefixes import PrefixMap, parse_prefix, turtle_prefixes
 from bfsql.loading.progress import LoadProgress
-from bfsql.loading.readers import (
-    FORMATS,
-    ImpliedEntity,
-    check_format,
-    detect_format,
-    read_records,
-    refuse_sqlite_source,
-    require_rdflib,
-)
+from bfsql.loading.readers import ImpliedEntity, read_records, refuse_sqlite_source, require_rdflib
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
 from bfsql.loading.relationship_buffer import RelationshipBuffer
 from bfsql.loading.relationship_writer import MIN_ROWS, SideStore
@@ -127,7 +120,6 @@ PROGRESS_EVERY = 1000
 MAX_ERRORS = 20
 """Bad rows reported by default (all of them are counted)."""
 
-_RDF_FORMATS = ("nt", "ttl")
 _SILENT = LoadProgress()
 
 _BY_OBJECT = "relationship_by_object ON relationship (object_id, subject_id, predicate)"
@@ -518,6 +510,8 @@ class _Reading:
     """Given RDF prefixes, (name, namespace)."""
     file_prefixes: bool = True
     """Whether Turtle sources' own @prefix declarations compact ids."""
+    term_type: str | None = None
+    """The type of every term of an ontology source (OBO, OWL); None: each term's namespace."""
 
 
 def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
@@ -566,7 +560,7 @@ def _streams(
         return
     sizes = [path.stat() for path, _ in reading.files]
     regular = all(stat.S_ISREG(size.st_mode) for size in sizes)
-    prefixes = _prefix_map(conn, reading) if any(fmt in _RDF_FORMATS for _, fmt in reading.files) else None
+    prefixes = _prefix_map(conn, reading) if any(fmt in RDF_FORMATS for _, fmt in reading.files) else None
     progress.start("read", sum(size.st_size for size in sizes) if regular else None, "bytes")
     for (path, fmt), size in zip(reading.files, sizes, strict=True):
         if fmt == "jsonl" and stat.S_ISREG(size.st_mode):
@@ -575,7 +569,7 @@ def _streams(
         else:
             yield read_records(
                 path, fmt, limits=reading.limits, errors=errors, prefixes=prefixes, on_bytes=progress.advance,
-                plain=True,
+                plain=True, term_type=reading.term_type,
             )
 
 
@@ -913,14 +907,11 @@ def _check_sources(
     sources: Iterable[Path | str], fmt: str | None, prefixes: Iterable[str]
 ) -> tuple[list[tuple[Path, str]], tuple[tuple[str, str], ...]]:
     """The sources with their formats, and the parsed prefixes; :class:`LoadError` before anything is touched."""
-    paths = [Path(p) for p in sources]
     if fmt is not None:
         check_format(fmt)
-    files = [(path, fmt or detect_format(path)) for path in paths]
-    for path, file_format in files:
-        if not path.exists() or path.is_dir():
-            raise FileNotFoundError(f"no such file: {path}")
-        if file_format in _RDF_FORMATS:
+    files = expand_sources([Path(p) for p in sources], fmt)
+    for _, file_format in files:
+        if file_format in RDF_FORMATS:
             require_rdflib(file_format)
     return files, tuple(parse_prefix(spec) for spec in prefixes)
 
@@ -937,12 +928,15 @@ def load_sqlite(
     max_errors: int = MAX_ERRORS,
     prefixes: Iterable[str] = (),
     file_prefixes: bool = True,
+    term_type: str | None = None,
 ) -> LoadReport:
-    """Load bundle/CSV/TSV/RDF files into the SQLite store ``db`` (created if missing).
+    """Load graph files (bundles, tables, RDF, ontologies, property graphs) into the SQLite store ``db``
+    (created if missing).
 
     ``fmt`` forces one format for every source (see
-    :func:`bfsql.loading.readers.detect_format`); by default each file's extension
-    decides. ``description`` is stored as the graph description (kept from an
+    :func:`bfsql.loading.formats.detect_format`; a directory is a source of ``kgx``); by default each
+    file's extension decides. ``term_type`` is the type of every term of an OBO or OWL source (by
+    default its namespace). ``description`` is stored as the graph description (kept from an
     earlier load when None). ``progress`` hears of each phase (see
     :mod:`bfsql.loading.progress`). Bad rows raise
     :class:`~bfsql.loading.errors.BadRows` naming the file and line of the first
@@ -955,8 +949,10 @@ def load_sqlite(
     a missing directory or rdflib, a file that is not a store) raise
     :class:`~bfsql.loading.errors.LoadError` before anything is written.
     """
+    if term_type is not None and not term_type.strip():
+        raise LoadError("the term type must not be empty")
     files, given = _check_sources(sources, fmt, prefixes)
-    reading = _Reading(files, None, limits, max_errors, given, file_prefixes)
+    reading = _Reading(files, None, limits, max_errors, given, file_prefixes, term_type)
     counts = _build(Path(db), reading, description, progress or _SILENT, embedder)
     return LoadReport(
         Path(db), len(files), counts["entity"], counts["relationship"], counts["evidence"],
