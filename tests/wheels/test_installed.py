@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bfsql_testsupport.explore import running_explorer
+from bfsql_testsupport.readme import quick_start
 
 from conftest import PUBLISHED, ROOT, built, work_folder
 
@@ -69,15 +69,7 @@ def test_every_plugin_is_found_and_loads():
     assert found == {built(folder).name for folder in PUBLISHED[1:]}
 
 
-def readme_quick_start() -> list[list[str]]:
-    """The ``bfsql query`` and ``bfsql path`` lines of the README's quick start, as argument lists."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    quick = text[text.index("## Quick start"):text.index("## Running the tests")]
-    lines = [line for block in re.findall(r"```bash\n(.*?)```", quick, re.S) for line in block.splitlines()]
-    return [shlex.split(line)[1:] for line in lines if line.startswith(("bfsql query ", "bfsql path "))]
-
-
-@pytest.mark.parametrize("args", readme_quick_start(), ids=lambda args: " ".join(args[:2]))
+@pytest.mark.parametrize("args", quick_start(ROOT / "README.md"), ids=lambda args: " ".join(args[:2]))
 @pytest.mark.parametrize("venv", VENVS)
 def test_the_readme_quick_start_answers_as_written(venv: str, args: list[str]):
     assert "HGNC:BRAF" in bfsql(venv, *args).stdout  # every line's answer holds BRAF
