@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
+
+from bfsql_testsupport.readme import quick_start
 
 BFSQL = [sys.executable, "-m", "bfsql"]
 
@@ -93,15 +94,8 @@ def test_shell_completion_is_documented_and_works():
     assert "complete" in done.stdout and "_bfsql_completion" in done.stdout
 
 
-def readme_quick_start() -> list[list[str]]:
-    """The ``bfsql query`` and ``bfsql path`` lines of the README's quick start, as argument lists."""
-    text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    quick = text[text.index("## Quick start"):text.index("## Running the tests")]
-    lines = [line for block in re.findall(r"```bash\n(.*?)```", quick, re.S) for line in block.splitlines()]
-    return [shlex.split(line)[1:] for line in lines if line.startswith(("bfsql query ", "bfsql path "))]
-
-
-@pytest.mark.parametrize("args", readme_quick_start(), ids=lambda args: " ".join(args[:2]))
+@pytest.mark.parametrize("args", quick_start(Path(__file__).parents[1] / "README.md"),
+                         ids=lambda args: " ".join(args[:2]))
 def test_the_readme_quick_start_lines_work_as_written(args: list[str]):
     done = run(*args)
     assert done.returncode == 0, done.stderr

@@ -63,7 +63,7 @@ def test_renders_exactly_the_project_files(tmp_path: Path) -> None:
     assert meta["project"]["name"] == "bfsql-example"
     assert meta["project"]["entry-points"]["bfsql"] == {"example": "bfsql_example"}
     assert meta["build-system"]["build-backend"] == "hatchling.build"
-    assert "bfsql[testing]>=0.1" in meta["project"]["optional-dependencies"]["test"]
+    assert "bfsql[testing]>=0.1,<0.2" in meta["project"]["optional-dependencies"]["test"]
     assert meta["tool"]["pytest"]["ini_options"]["addopts"] == "-p bfsql.testing.plugin"
 
 

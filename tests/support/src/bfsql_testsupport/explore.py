@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from bfsql_testsupport.services import free_port, wait_for_port
@@ -14,10 +14,13 @@ __all__ = ["running_explorer"]
 
 
 @contextmanager
-def running_explorer(*args: str) -> Iterator[str]:
-    """Run ``bfsql explore ARGS`` on the demo graph (or what ARGS say); yields the page's base URL."""
+def running_explorer(*args: str, bfsql: Sequence[str] = (sys.executable, "-m", "bfsql")) -> Iterator[str]:
+    """Run ``bfsql explore ARGS`` on the demo graph (or what ARGS say); yields the page's base URL.
+
+    ``bfsql``: the command, by default this interpreter's bfsql (another virtualenv's ``bin/bfsql``, say).
+    """
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bfsql", "explore", "--port", str(port), *args],
+    proc = subprocess.Popen([*bfsql, "explore", "--port", str(port), *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
