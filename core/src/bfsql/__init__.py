@@ -28,9 +28,10 @@ from bfsql.backend import (
     hop_edges,
 )
 from bfsql.budgets import TraversalLimits
-from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
+from bfsql.errors import AccessDenied, BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.hop_memo import HopMemo, hop_memo
+from bfsql.identity import CallIdentity, call_identity, identified_as
 from bfsql.lazy import lazy_names
 from bfsql.models import (
     BfsResult,
@@ -156,10 +157,12 @@ __all__ = [
     "PROVENANCE_KEYS",
     "SEARCH_LIMIT",
     "WORK_BETWEEN_CHECKS",
+    "AccessDenied",
     "BackendFailure",
     "BadRow",
     "BfsResult",
     "BfsqlError",
+    "CallIdentity",
     "Capabilities",
     "Edge",
     "Embedder",
@@ -206,6 +209,7 @@ __all__ = [
     "backend_click_options",
     "bfs_query",
     "build_server",
+    "call_identity",
     "clip",
     "compact_iri",
     "cosine",
@@ -222,6 +226,7 @@ __all__ = [
     "hookspec",
     "hop_edges",
     "hop_memo",
+    "identified_as",
     "in_light_call",
     "intersect_subgraphs",
     "is_loopback",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -176,6 +176,17 @@ class GraphBackend(Primitives, ABC):
         ``truncated`` list, so a cut the backend made is never hidden. Default: none.
         """
         return []
+
+    def store_identity(self) -> Hashable | None:
+        """Whom the store answers the running call as, when it applies each caller's own permissions; else None.
+
+        A backend that passes the caller's identity (:func:`bfsql.call_identity`) to its store
+        returns what the store will know the call as (PostgreSQL: the role it sets), so that the
+        graph's cache keeps each identity's answers apart; calls with equal values share them. It
+        may raise :class:`~bfsql.AccessDenied` for a caller the store must not answer. Called
+        for every cached primitive call: keep it cheap. Default: None (every caller reads the same).
+        """
+        return None
 
     async def health(self) -> list[str]:
         """What makes the store's answers stale or unavailable now, one plain sentence each; [] when nothing does.

@@ -8,6 +8,11 @@ of its own, not part of the call that started it, so cancelling that call (a cli
 stop button, a tool timeout) ends only that call; the load is cancelled once no call
 waits for it any more, so that a retry asks the backend again instead of joining a stuck
 load. Errors are never cached.
+
+Where the store applies each caller's own permissions (identity to the store, see
+:mod:`bfsql.identity`), every key is kept under the store identity of the call that asked
+(``partition``: the backend's :meth:`~bfsql.GraphBackend.store_identity`): a call is answered
+only from what calls of the same identity read, and joins only their loads.
 """
 
 from __future__ import annotations
@@ -216,6 +221,27 @@ def _frozen(value: Any) -> Hashable:
     return value  # type: ignore[no-any-return]
 
 
+@dataclass(frozen=True)
+class _Partition:
+    """The store identity a cached key belongs to (a type of its own: never equal to any argument value)."""
+
+    identity: Hashable
+
+
+async def _get_many_in(
+    cache: KeyCache, partition: _Partition, keys: Iterable[Hashable],
+    load_many: Callable[[list[Any]], Awaitable[dict[Any, Any]]],
+) -> dict[Any, Any]:
+    """:meth:`KeyCache.get_many` with every key kept under ``partition``."""
+
+    async def load_in(missing: list[Any]) -> dict[Any, Any]:
+        answer = await load_many([key for _, key in missing])
+        return {(partition, key): value for key, value in answer.items()}
+
+    found = await cache.get_many([(partition, key) for key in keys], load_in)
+    return {key: value for (_, key), value in found.items()}
+
+
 def _edge_count(value: Any) -> int:
     return 1 + len(value.edges) if isinstance(value, Neighbourhood) else 1
 
@@ -225,6 +251,7 @@ class CachePlugin:
 
     ``policies`` limits caching to primitives of those policies (a backend answering from
     memory gains nothing from a per-key cache); the others pass through untouched.
+    ``partition`` names the store identity of the running call (see the module); None: one for all.
     """
 
     def __init__(
@@ -232,10 +259,12 @@ class CachePlugin:
         pm: pluggy.PluginManager,
         config: CacheConfig | None = None,
         policies: frozenset[CachePolicy] = frozenset(CachePolicy),
+        partition: Callable[[], Hashable | None] | None = None,
     ) -> None:
         self.config = config = config or CacheConfig()
         self._pm = pm
         self.policies = policies
+        self._partition = partition
         self.caches: dict[str, KeyCache] = {}
         for spec in PRIMITIVES.values():
             if spec.cache is CachePolicy.NEVER:
@@ -273,10 +302,19 @@ class CachePlugin:
         if spec.cache not in self.policies:
             return None
         cache, rest = self.caches[spec.name], self._rest(spec.name)
+        identity = self._partition() if self._partition is not None else None
         if spec.keys is not None:
             keys = spec.keys
-            return cache.get_many(arguments[keys], lambda missing: rest(**{**arguments, keys: missing}))
-        key = tuple(_frozen(arguments[name]) for name in spec.params)
+
+            def load(missing: list[Any]) -> Awaitable[dict[Any, Any]]:
+                return rest(**{**arguments, keys: missing})  # type: ignore[no-any-return]
+
+            if identity is not None:
+                return _get_many_in(cache, _Partition(identity), arguments[keys], load)
+            return cache.get_many(arguments[keys], load)
+        key: Hashable = tuple(_frozen(arguments[name]) for name in spec.params)
+        if identity is not None:
+            key = (_Partition(identity), key)
         return cache.get_or_load(key, lambda: rest(**arguments))
 
     def clear(self, *names: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["BackendFailure", "BfsqlError", "InvalidArgument", "UnknownEntity", "clip", "plain_problem"]
+__all__ = ["AccessDenied", "BackendFailure", "BfsqlError", "InvalidArgument", "UnknownEntity", "clip", "plain_problem"]
 
 
 def clip(text: str, limit: int = 80) -> str:
@@ -81,3 +81,10 @@ class BackendFailure(BfsqlError):
     """The backend failed or timed out; the request can be retried."""
 
     code = "backend_failure"
+
+
+class AccessDenied(BfsqlError):
+    """The store will not answer this caller: no store identity is mapped for it, or the store refused what its
+    identity asked (see :mod:`bfsql.identity`). Retrying does not help; the operator's mapping or grants must change."""
+
+    code = "access_denied"

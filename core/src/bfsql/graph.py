@@ -186,7 +186,8 @@ class Graph(Primitives):
             policies = frozenset(CachePolicy)
             if backend.capabilities.in_memory:
                 policies -= {CachePolicy.PER_KEY}
-            self.cache = CachePlugin(self.pm, cache, policies)
+            own_identity = type(backend).store_identity is not GraphBackend.store_identity
+            self.cache = CachePlugin(self.pm, cache, policies, backend.store_identity if own_identity else None)
             self.pm.register(self.cache, name="cache")
         self._embedder = CachedEmbedder(embedder or HashingEmbedder())
         self.embedder_chosen = embedder is not None

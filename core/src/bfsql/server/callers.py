@@ -1,7 +1,9 @@
 """Who makes a call, and which graphs they may see.
 
 A :class:`Caller` is a principal (an OAuth token's subject, else the client's address, else
-the local user of stdio) and the graphs it may use (None: every graph). Over HTTP the server
+the local user of stdio), the graphs it may use (None: every graph) and its token's verified
+claims. Running as a caller also names its identity to the stores (:mod:`bfsql.identity`:
+principal and claims), which a backend may hand on (PostgreSQL: a role per caller). Over HTTP the server
 names the caller of each MCP request from its HTTP request (:class:`CallerMiddleware`, with an
 ``identify`` function of :mod:`bfsql.server.oauth` or :func:`by_address`); everything a request
 runs reads it with :func:`current_caller`. Without one (stdio, in-process calls) the caller is
@@ -10,15 +12,16 @@ runs reads it with :func:`current_caller`. Without one (stdio, in-process calls)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from starlette.types import Scope
 
+from bfsql.identity import CallIdentity, identified_as
 from bfsql.server.sessions import client_of
 
 __all__ = ["LOCAL", "Caller", "CallerMiddleware", "Identify", "as_caller", "by_address", "current_caller"]
@@ -31,6 +34,8 @@ class Caller:
     principal: str
     graphs: frozenset[str] | None = None
     """The graphs this caller may see; None: every graph."""
+    claims: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """The verified claims of the caller's OAuth token ({} without one)."""
 
     def sees(self, graph: str) -> bool:
         """Whether this caller may use (and know of) ``graph``."""
@@ -58,10 +63,11 @@ def current_caller() -> Caller:
 
 @contextmanager
 def as_caller(caller: Caller) -> Iterator[None]:
-    """Run what follows as ``caller``."""
+    """Run what follows as ``caller``; the stores are told its identity (except :data:`LOCAL`'s: the server's own)."""
     token = _current.set(caller)
     try:
-        yield
+        with identified_as(None if caller is LOCAL else CallIdentity(caller.principal, caller.claims)):
+            yield
     finally:
         _current.reset(token)
 

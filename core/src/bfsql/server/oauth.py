@@ -144,7 +144,7 @@ class GraphScopes:
         known = self._callers.get(id(token))
         if known is not None and known[0] is token:
             return known[1]
-        caller = Caller(f"user:{token.subject or token.client_id}", self.granted(token.scopes))
+        caller = Caller(f"user:{token.subject or token.client_id}", self.granted(token.scopes), token.claims or {})
         if len(self._callers) >= VERIFIED_TOKENS:
             self._callers.clear()
         self._callers[id(token)] = (token, caller)
@@ -306,7 +306,7 @@ class JwtVerifier:
         client = claims.get("client_id") or claims.get("azp") or subject or "unknown"
         return AccessToken(token=token, client_id=str(client), scopes=self.scopes.scopes(claims),
                            expires_at=int(claims["exp"]), resource=self.audiences[0], subject=subject,
-                           claims={"iss": claims["iss"]}), key
+                           claims=claims), key
 
 
 class OAuthGate:

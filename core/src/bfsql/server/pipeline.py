@@ -35,7 +35,7 @@ from typing import Any
 from mcp_types import CallToolResult, ToolAnnotations
 
 from bfsql.budgets import MIN_MAX_TOKENS
-from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, clip
+from bfsql.errors import AccessDenied, BackendFailure, BfsqlError, InvalidArgument, clip
 from bfsql.graph import Graph
 from bfsql.models import GraphListing
 from bfsql.pacing import light_call
@@ -80,10 +80,11 @@ REFUSALS = ("rate_limited", "unknown_tool", "unknown_graph", "not_granted", "una
 naming a graph it does not serve; naming a graph the caller's token does not grant (the caller is told it is
 unknown); naming a graph that could not be opened at start-up; and :data:`HTTP_REFUSALS`."""
 
-OUTCOMES = ("ok", "invalid", "backend_error", "timeout", "busy", "cancelled", "internal_error", *REFUSALS)
-"""How a call can end: answered; refused as the caller's mistake (arguments, unknown ids); the store failed; it ran
-out of time; it timed out waiting for a heavy-call slot; cancelled (or interrupted by another's cancellation); a
-bug; or refused before it ran (:data:`REFUSALS`)."""
+OUTCOMES = ("ok", "invalid", "denied", "backend_error", "timeout", "busy", "cancelled", "internal_error", *REFUSALS)
+"""How a call can end: answered; refused as the caller's mistake (arguments, unknown ids); refused by the store for
+the caller's identity (:class:`~bfsql.errors.AccessDenied`: no role mapped, or the role may not read); the store
+failed; it ran out of time; it timed out waiting for a heavy-call slot; cancelled (or interrupted by another's
+cancellation); a bug; or refused before it ran (:data:`REFUSALS`)."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,8 @@ async def run_tool(
         outcome = f"{len(text)} chars" + (", cut" if cut else "")
         return result_of(fitted, text)
     except BfsqlError as exc:
-        kind = "backend_error" if isinstance(exc, BackendFailure) else "invalid"
+        kind = "backend_error" if isinstance(exc, BackendFailure) else "denied" if isinstance(
+            exc, AccessDenied) else "invalid"
         outcome = f"error: {clip(exc.message, 200)}"
         return error_result(f"{exc.message} {graph.examples.say(exc.hint)}".strip(), most)
     except TimeoutError:

@@ -5,7 +5,9 @@ hop is one ``hop`` statement whatever the frontier's size, returning the frontie
 in both directions with their other ends' type and name. Every pooled connection starts
 with ``default_transaction_read_only = on`` and a ``statement_timeout``, so each statement
 runs in a read-only transaction that PostgreSQL cancels when it runs too long; the
-start-up checks run in an explicit read-only transaction. Answers equal the memory
+start-up checks run in an explicit read-only transaction. With a role per caller
+(:mod:`bfsql_postgres.roles`) each statement of a caller's call runs in a read-only transaction
+as that caller's role. Answers equal the memory
 backend's for the same bundle: metadata is derived with :func:`bfsql.entity_metadata` and
 :func:`bfsql.relationship_metadata`, merged entities and the edges touching them are invisible,
 and embeddings are never returned.
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar, cast
 
 import asyncpg
@@ -25,6 +28,7 @@ from typing_extensions import override
 from bfsql import (
     HUBS,
     SEARCH_LIMIT,
+    AccessDenied,
     BackendFailure,
     Capabilities,
     Edge,
@@ -41,6 +45,7 @@ from bfsql import (
     NodeInfo,
     Survey,
     TraversalLimits,
+    call_identity,
     clip,
     entity_metadata,
     expand,
@@ -53,8 +58,11 @@ from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
 from bfsql_postgres.replica import ReplicaWatch
+from bfsql_postgres.roles import SET_ROLE_SQL, RoleMap, check_roles, parse_entries
 
 __all__ = ["COUNT_WALK_ROWS", "EXACT_STATISTICS_ROWS", "WALK_ROWS", "PostgresBackend", "QueryObserver"]
+
+logger = logging.getLogger("bfsql.postgres")
 
 QueryObserver = Callable[[Any], None]
 """Called by asyncpg with a ``LoggedQuery`` after every statement a pooled connection runs."""
@@ -207,6 +215,12 @@ def _statistics(rows: list[asyncpg.Record], exact: bool) -> GraphStatistics | No
     )
 
 
+def _tables_read(layout: StoreLayout) -> list[str]:
+    """The tables a call reads (what each caller's role must be allowed to SELECT)."""
+    return ["entity", "relationship"] + (["bundle_evidence"] if layout.bundle_evidence else []) + (
+        ["evidence"] if layout.evidence_table else [])
+
+
 class _TooManyRows(Exception):
     """A walk taken hop by hop fetched more rows than its budget: it is walked in the database instead."""
 
@@ -259,15 +273,19 @@ class PostgresBackend(GraphBackend):
         where: str = "the configured database",
         walk_rows: int = WALK_ROWS,
         max_replica_lag: float | None = None,
+        roles: RoleMap | None = None,
     ) -> None:
         """Wrap an open pool whose store was checked by :func:`~bfsql_postgres.layout.inspect_store`.
 
         ``where`` names the database in error messages (``host:port/dbname``, never a password);
         ``walk_rows`` is the budget of edges a traversal fetches hop by hop before it is walked in the
         database (see :meth:`traverse`; 0 walks every traversal in the database, even one listed whole);
-        ``max_replica_lag``: the seconds a hot standby may lag before statements fail (:mod:`bfsql_postgres.replica`).
+        ``max_replica_lag``: the seconds a hot standby may lag before statements fail (:mod:`bfsql_postgres.replica`);
+        ``roles``: the role each caller's statements run as (None: every statement runs as the login role),
+        checked by :func:`~bfsql_postgres.roles.check_roles`.
         """
         self.pool = pool
+        self.roles = roles
         self.where = where
         self.replica = ReplicaWatch(self._read, where, max_replica_lag)
         self.layout = layout
@@ -351,15 +369,20 @@ class PostgresBackend(GraphBackend):
             raise PostgresStoreError(
                 f"Invalid PostgreSQL DSN: {exc}.", "Use the form postgresql://USER:PASSWORD@HOST:5432/DBNAME."
             ) from None
+        roles = RoleMap(parse_entries(config.roles), config.role_claim, config.default_role) if (
+            config.identity_to_store) else None
         try:
             async with pool.acquire() as conn, conn.transaction(readonly=True):
                 layout = await inspect_store(conn, stored_embedder=config.stored_embedder)
+                if roles is not None:
+                    for warning in await check_roles(conn, roles.targets, _tables_read(layout)):
+                        logger.warning("postgres at %s: %s", where, warning)
         except BaseException:
             await pool.close()
             raise
         return cls(
             pool, layout, statement_timeout=config.statement_timeout, description=config.description, where=where,
-            walk_rows=walk_rows, max_replica_lag=config.max_replica_lag,
+            walk_rows=walk_rows, max_replica_lag=config.max_replica_lag, roles=roles,
         )
 
     async def _read(self, sql: str, *args: Any) -> list[asyncpg.Record]:
@@ -374,16 +397,49 @@ class PostgresBackend(GraphBackend):
             rows = await self.pool.fetch(sql, *args)
         return rows
 
+    async def _read_as(self, role: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """Run one statement as ``role``: in a read-only transaction that sets the role for itself alone.
+
+        The role ends with the transaction; a connection given back inside one is rolled back by the
+        pool (or dropped), so no other statement ever runs under this role. Retried once on a new
+        connection when the server closed this one, as :meth:`_read`.
+        """
+
+        async def once() -> list[asyncpg.Record]:
+            async with self.pool.acquire() as conn, conn.transaction(readonly=True):
+                await conn.execute(SET_ROLE_SQL, role)
+                rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
+                return rows
+
+        try:
+            return await once()
+        except _CONNECTION_LOST:
+            return await once()
+
+    @override
+    def store_identity(self) -> Hashable | None:
+        """The role the running call's statements run as (None: the login role); :class:`~bfsql.AccessDenied` for
+        a caller no role is mapped to."""
+        return self.roles.role_for(call_identity()) if self.roles is not None else None
+
     async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
-        """Run one statement (:meth:`_read`), after checking the standby's lag when ``max_replica_lag`` is set;
-        :class:`~bfsql.BackendFailure` saying what failed."""
+        """Run one statement (:meth:`_read`, or :meth:`_read_as` the caller's role), after checking the standby's lag
+        when ``max_replica_lag`` is set; :class:`~bfsql.BackendFailure` saying what failed."""
+        role = self.roles.role_for(call_identity()) if self.roles is not None else None
         try:
             await self.replica.check()
             with statement_span("postgresql", sql):
-                rows = await self._read(sql, *args)
+                rows = await (self._read(sql, *args) if role is None else self._read_as(role, sql, *args))
         except _CONNECTION_LOST as exc:
             raise BackendFailure(
                 self._unreachable(exc), "Check that the server runs; bfsql reconnects by itself on the next call."
+            ) from None
+        except asyncpg.InsufficientPrivilegeError as exc:
+            if role is None:
+                raise  # the login role's own grants: the store's failure, as before
+            raise AccessDenied(
+                f"PostgreSQL refused to answer as role {role!r}: {clip(str(exc), 200)}.",
+                "Ask the operator to grant that role what bfsql reads (docs/backends/postgres.md, A role per caller).",
             ) from None
         except asyncpg.QueryCanceledError:
             raise BackendFailure(

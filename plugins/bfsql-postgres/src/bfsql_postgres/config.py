@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from bfsql_postgres.roles import parse_entries, role_name_problem
 
 __all__ = ["ENV_ALIASES", "PostgresConfig"]
 
@@ -35,6 +39,47 @@ class PostgresConfig(BaseModel):
         "beyond that fails, naming the lag (measured at most once a second). Unset: never checked per call "
         "(describe_schema still warns of stopped or paused replication).",
     )
+
+    roles: list[str] = Field(
+        default_factory=list,
+        description="A role per caller (identity to the store): PRINCIPAL=ROLE (user:alice=analyst) or "
+        "CLAIM_VALUE=ROLE (a value of --role-claim), or ROLE alone (the claim may name ROLE itself). Each call runs "
+        "SET LOCAL ROLE in its read-only transaction; a caller matching nothing is refused unless --default-role "
+        "is set. The login role must be allowed to SET ROLE to each (checked at start).",
+    )
+    role_claim: str | None = Field(
+        default=None,
+        description="Token claim (a string, or a list such as groups) whose values select the caller's role "
+        "through --roles entries.",
+    )
+    default_role: str | None = Field(
+        default=None, description="Role of the callers no --roles entry maps (unset: they are refused)."
+    )
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _entries(cls, value: Any) -> Any:
+        """A configuration file may give ``roles`` as a table: ``{"user:alice" = "analyst"}``."""
+        if isinstance(value, dict):
+            return [f"{key}={role}" for key, role in value.items()]
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PostgresConfig:
+        parse_entries(self.roles)  # ValueError naming a bad entry
+        if self.default_role is not None and (problem := role_name_problem(self.default_role)) is not None:
+            raise ValueError(f"default_role {problem}")
+        if self.role_claim is not None and not self.roles:
+            raise ValueError("role_claim needs roles entries naming the roles its values select (CLAIM_VALUE=ROLE, "
+                             "or ROLE alone)")
+        return self
+
+    @property
+    def identity_to_store(self) -> bool:
+        """Whether calls run as a role per caller."""
+        return bool(self.roles or self.default_role)
 
 
 ENV_ALIASES: dict[str, tuple[str, ...]] = {"dsn": ("DATABASE_URL",)}
