@@ -2,7 +2,8 @@
 // access tokens for the resources named in its configuration. Usage: node provider.mjs CONFIG.json
 //
 // CONFIG: {issuer, port, keys: [private JWKs, the signing one first], clients: [{client_id, client_secret,
-// scope}], resources: {URL: "scopes it grants"}, ttl: seconds}. Prints "listening" once it accepts requests.
+// scope, claims}], resources: {URL: "scopes it grants"}, ttl: seconds}. Prints "listening" once it accepts requests.
+// A client's claims (an object) are added to each access token it gets, as a provider adds a user's groups.
 //
 // A client that asks for no scope gets a token carrying every scope it holds for the resource (its default
 // grant, as Auth0 gives a client-credentials client, or Keycloak its default client scopes); one that asks
@@ -14,9 +15,11 @@ const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const scopes = [...new Set(Object.values(config.resources).flatMap((granted) => granted.split(' ')))];
 
 const held = Object.fromEntries(config.clients.map((client) => [client.client_id, (client.scope || '').split(' ')]));
+const extra = Object.fromEntries(config.clients.map((client) => [client.client_id, client.claims || {}]));
 
 // The default grant: the scopes the client holds that the token's resource grants, when the request named none.
 function defaultGrant(ctx, token, jwt) {
+  Object.assign(jwt.payload, extra[token.clientId] || {});
   if (jwt.payload.scope || !(jwt.payload.aud in config.resources)) {
     return;
   }
@@ -28,7 +31,7 @@ function defaultGrant(ctx, token, jwt) {
 }
 
 const provider = new Provider(config.issuer, {
-  clients: config.clients.map((client) => ({
+  clients: config.clients.map(({ claims, ...client }) => ({
     ...client,
     grant_types: ['client_credentials'],
     redirect_uris: [],

@@ -79,16 +79,19 @@ class OpenIdProvider:
     """``oidc-provider`` on a free 127.0.0.1 port; :meth:`token` gets access tokens with the client-credentials grant.
 
     ``clients`` maps a client id to the scopes it may ask for; ``resources`` maps each resource
-    (audience) URL to the scopes its tokens may carry. :meth:`restart` serves new keys on the same
+    (audience) URL to the scopes its tokens may carry; ``claims`` maps a client id to claims added
+    to each of its tokens (such as ``groups``). :meth:`restart` serves new keys on the same
     port and issuer (key rotation).
     """
 
-    def __init__(self, clients: dict[str, str], resources: dict[str, str], ttl: int = 600) -> None:
+    def __init__(self, clients: dict[str, str], resources: dict[str, str], ttl: int = 600,
+                 claims: dict[str, dict[str, Any]] | None = None) -> None:
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.clients = clients
         self.resources = resources
         self.ttl = ttl
+        self.claims = claims or {}
         self.keys: list[tuple[Any, dict[str, Any]]] = [rsa_key("key-1")]
         self._dir = _installed()
         self._process: subprocess.Popen[bytes] | None = None
@@ -103,7 +106,8 @@ class OpenIdProvider:
         self._config.write_text(json.dumps({
             "issuer": self.issuer, "port": self.port, "ttl": self.ttl,
             "keys": [jwk for _, jwk in self.keys],
-            "clients": [{"client_id": c, "client_secret": self.secret(c), **({"scope": s} if s else {})}
+            "clients": [{"client_id": c, "client_secret": self.secret(c), **({"scope": s} if s else {}),
+                         **({"claims": self.claims[c]} if c in self.claims else {})}
                         for c, s in self.clients.items()],
             "resources": self.resources,
         }))
