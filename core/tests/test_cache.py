@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bfsql import BackendFailure, Capabilities, Graph, HopEdge
+from bfsql import AccessDenied, BackendFailure, CallIdentity, Capabilities, Graph, HopEdge, call_identity, identified_as
 from bfsql.backends.memory import MemoryBackend
 from bfsql.cache import CacheConfig, KeyCache, LruCache
 
@@ -272,3 +272,40 @@ async def test_callers_sharing_a_batch_load_still_answer_when_its_owner_is_cance
     answers = await asyncio.gather(*waiters)
     assert all(answer == answers[0] and set(answer) == {"S", "A"} for answer in answers)
     assert backend.calls["hop"] == 1  # the waiters shared the owner's load
+
+
+class PerCallerBackend(CountingBackend):
+    """Answers each caller differently (a store applying its own permissions): a caller named ``user:hidden-S``
+    does not see entity S. Its store identity is the caller's principal."""
+
+    def store_identity(self) -> str | None:
+        identity = call_identity()
+        if identity is not None and identity.principal == "user:nobody":
+            raise AccessDenied("no store identity for user:nobody")
+        return identity.principal if identity is not None else None
+
+    async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
+        found = await super().hop(entity_ids)
+        identity = call_identity()
+        hidden = identity.principal.removeprefix("user:hidden-") if identity is not None else None
+        return {k: v for k, v in found.items() if k != hidden}
+
+
+async def test_the_cache_keeps_each_store_identity_apart():
+    """Issue 37: with identity to the store, a caller is never answered from what another identity read, and loads
+    under way are shared only within one identity."""
+    backend = PerCallerBackend()
+    backend.delay = 0.02
+    graph = graph_of(backend)
+
+    async def hop_as(principal: str | None) -> set[str]:
+        with identified_as(CallIdentity(principal) if principal else None):
+            return set(await graph.hop(["S", "A"]))
+
+    first = await asyncio.gather(hop_as("user:hidden-S"), hop_as(None), hop_as("user:hidden-S"), hop_as("user:x"))
+    assert first == [{"A"}, {"S", "A"}, {"A"}, {"S", "A"}]
+    assert backend.calls["hop"] == 3, "one load per identity, shared by the calls of the same identity"
+    assert await hop_as("user:hidden-S") == {"A"} and await hop_as(None) == {"S", "A"}
+    assert backend.calls["hop"] == 4, "S unknown to hidden-S is not cached for it, A is"
+    with identified_as(CallIdentity("user:nobody")), pytest.raises(AccessDenied):
+        await graph.entity_types()
