@@ -32,6 +32,15 @@ class SignalAt(LoadProgress):
             os.kill(os.getpid(), self.signum)
 
 
+@pytest.fixture(autouse=True)
+def default_dispositions() -> Any:
+    """The signals at their defaults, as a shell leaves them: under ``nohup`` SIGHUP is ignored and the load rightly leaves it so."""
+    saved = {signum: signal.signal(signum, signal.SIG_DFL) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+
+
 @pytest.fixture
 def sources(tmp_path: Path) -> tuple[Path, Path]:
     first = tmp_path / "first.jsonl"
