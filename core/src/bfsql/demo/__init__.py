@@ -14,6 +14,7 @@ import hashlib
 import os
 import sqlite3
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
@@ -74,56 +75,93 @@ def famplex_records() -> list[Record]:
     * ``isa``/``partof`` relationships from relations.csv, with
       ``source_documents = ["famplex:relations.csv"]`` and no confidence.
     """
-    families = [row[0] for row in _rows("entities.csv")]
-    relations = [(f"{ns1}:{id1}", rel, f"{ns2}:{id2}") for ns1, id1, rel, ns2, id2 in _rows("relations.csv")]
-    complexes = {obj for _, rel, obj in relations if rel == "partof"}
-    equivalences: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for namespace, identifier, family in _rows("equivalences.csv"):
-        equivalences[family].append((namespace, identifier))
-    descriptions = {family: (reference, text) for family, reference, text in _rows("descriptions.csv")}
-    grounded: dict[str, list[str]] = defaultdict(list)
-    for row in _rows("grounding_map.csv"):
-        for namespace, identifier in zip(row[1::2], row[2::2], strict=False):
-            if namespace and identifier:
-                grounded[f"{namespace}:{identifier}"].append(row[0])
-
-    ids = {f"FPLX:{family}" for family in families}
-    ids.update(end for subject, _, obj in relations for end in (subject, obj))
-    records: list[Record] = []
-    for entity_id in sorted(ids):
-        namespace, local = entity_id.split(":", 1)
-        properties: dict[str, object] = {}
-        if namespace == "FPLX":
-            equivalent = equivalences.get(local, [])
-            labels = [identifier for ns, identifier in equivalent if ns == "BEL"]
-            name = labels[0] if labels else local.replace("_", " ")
-            synonyms = [local, *labels[1:], *grounded[entity_id]]
-            entity_type = "Complex" if entity_id in complexes else "Family"
-            if local in descriptions:
-                reference, text = descriptions[local]
-                properties["description"] = text
-                if reference:
-                    properties["description_source"] = reference
-            if equivalent:
-                properties["xrefs"] = [_xref(ns, identifier) for ns, identifier in equivalent]
-        else:
-            name, synonyms, entity_type = local, grounded[entity_id], _MEMBER_TYPES[namespace]
-        records.append(
-            EntityRecord(
-                id=entity_id,
-                entity_type=entity_type,
-                name=name,
-                synonyms=[s for s in dict.fromkeys(synonyms) if s != name],
-                properties=properties,
-                source=f"FamPlex {FAMPLEX_VERSION}",
-                canonical_url=_URLS[namespace].format(local),
-            )
-        )
+    tables = _FamPlexTables.read()
+    ids = {f"FPLX:{family}" for family in tables.families}
+    ids.update(end for subject, _, obj in tables.relations for end in (subject, obj))
+    records: list[Record] = [_famplex_entity(entity_id, tables) for entity_id in sorted(ids)]
     records.extend(
         RelationshipRecord(subject=subject, predicate=rel, object=obj, source_documents=[RELATIONS_DOCUMENT])
-        for subject, rel, obj in relations
+        for subject, rel, obj in tables.relations
     )
     return records
+
+
+@dataclass(frozen=True)
+class _FamPlexTables:
+    """FamPlex's CSVs, indexed the way the records are built from them."""
+
+    families: list[str]
+    """Every FamPlex name (entities.csv)."""
+    relations: list[tuple[str, str, str]]
+    """``(subject id, isa|partof, object id)`` in file order (relations.csv)."""
+    equivalences: dict[str, list[tuple[str, str]]]
+    """``(namespace, identifier)`` equivalents of each FamPlex name (equivalences.csv)."""
+    descriptions: dict[str, tuple[str, str]]
+    """``(reference, text)`` of each FamPlex name that has one (descriptions.csv)."""
+    grounded: dict[str, list[str]]
+    """The texts grounding_map.csv grounds to each ``NS:ID``."""
+    complexes: set[str]
+    """The ids that some entity is ``partof``."""
+
+    @classmethod
+    def read(cls) -> _FamPlexTables:
+        """Read the vendored CSVs."""
+        equivalences: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for namespace, identifier, family in _rows("equivalences.csv"):
+            equivalences[family].append((namespace, identifier))
+        grounded: dict[str, list[str]] = defaultdict(list)
+        for row in _rows("grounding_map.csv"):
+            for namespace, identifier in zip(row[1::2], row[2::2], strict=False):
+                if namespace and identifier:
+                    grounded[f"{namespace}:{identifier}"].append(row[0])
+        relations = [(f"{ns1}:{id1}", rel, f"{ns2}:{id2}") for ns1, id1, rel, ns2, id2 in _rows("relations.csv")]
+        return cls(
+            families=[row[0] for row in _rows("entities.csv")],
+            relations=relations,
+            equivalences=equivalences,
+            descriptions={family: (reference, text) for family, reference, text in _rows("descriptions.csv")},
+            grounded=grounded,
+            complexes={obj for _, rel, obj in relations if rel == "partof"},
+        )
+
+
+def _famplex_entity(entity_id: str, tables: _FamPlexTables) -> EntityRecord:
+    """The entity record of a FamPlex family or complex, or of a gene or protein among their members."""
+    namespace, local = entity_id.split(":", 1)
+    properties: dict[str, object] = {}
+    if namespace == "FPLX":
+        name, synonyms, entity_type, properties = _family_fields(entity_id, local, tables)
+    else:
+        name, synonyms, entity_type = local, tables.grounded[entity_id], _MEMBER_TYPES[namespace]
+    return EntityRecord(
+        id=entity_id,
+        entity_type=entity_type,
+        name=name,
+        synonyms=[s for s in dict.fromkeys(synonyms) if s != name],
+        properties=properties,
+        source=f"FamPlex {FAMPLEX_VERSION}",
+        canonical_url=_URLS[namespace].format(local),
+    )
+
+
+def _family_fields(
+    entity_id: str, local: str, tables: _FamPlexTables
+) -> tuple[str, list[str], str, dict[str, object]]:
+    """Name, synonyms, type and properties of ``FPLX:<local>``: BEL label first, description and xrefs."""
+    equivalent = tables.equivalences.get(local, [])
+    labels = [identifier for ns, identifier in equivalent if ns == "BEL"]
+    name = labels[0] if labels else local.replace("_", " ")
+    synonyms = [local, *labels[1:], *tables.grounded[entity_id]]
+    entity_type = "Complex" if entity_id in tables.complexes else "Family"
+    properties: dict[str, object] = {}
+    if local in tables.descriptions:
+        reference, text = tables.descriptions[local]
+        properties["description"] = text
+        if reference:
+            properties["description_source"] = reference
+    if equivalent:
+        properties["xrefs"] = [_xref(ns, identifier) for ns, identifier in equivalent]
+    return name, synonyms, entity_type, properties
 
 
 def famplex_description(records: list[Record]) -> str:

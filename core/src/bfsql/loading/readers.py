@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -204,7 +205,6 @@ def read_triple_table(
     A quoted CSV value that is never closed is an error, not the rest of the file.
     """
     name = str(path)
-    kind = "CSV" if delimiter == "," else "TSV"
     implied: dict[str, tuple[int, str | None]] = {}  # small entries: a stream of distinct ids stays lean
     with open(path, "rb") as handle:
         feed = RowFeed(handle, name, limits, errors, on_bytes)
@@ -222,31 +222,59 @@ def read_triple_table(
                     columns = _header(row, name, line)
                     if columns is not None:
                         continue
-                    if not 3 <= len(row) <= len(TABLE_COLUMNS):
-                        raise BadRow(name, line, f"expected 3 to {len(TABLE_COLUMNS)} columns, got {len(row)}")
-                    columns = list(TABLE_COLUMNS[: len(row)])
-                try:
-                    obj, types = _table_row(row, columns, name, line, feed)
-                    record = parse_record(obj, name, line, limits)
-                    assert isinstance(record, RelationshipRecord)
-                    for entity_id, entity_type in zip((record.subject, record.object), types, strict=True):
-                        seen = implied.get(entity_id)
-                        if seen is None or (seen[1] is None and entity_type):
-                            if entity_type:
-                                _check_implied(entity_id, entity_type, name, line, limits)
-                            implied[entity_id] = (seen[0] if seen else line, entity_type)
-                except BadRow as exc:
-                    report(errors, exc)
-                    continue
-                yield line, record
+                    columns = _positional_columns(row, name, line)
+                record = _table_relationship(row, columns, name, line, feed, limits, errors, implied)
+                if record is not None:
+                    yield line, record
         except csv.Error as exc:
-            if "unexpected end of data" in str(exc):
-                message = f"a quoted value opened on line {feed.row_start} is never closed (a missing closing quote?)"
-            else:
-                message = f"malformed {kind}: {exc}"
-            raise BadRow(name, feed.row_start, message) from None
+            raise _malformed_table(exc, "CSV" if delimiter == "," else "TSV", name, feed.row_start) from None
     for entity_id, (line, entity_type) in implied.items():
         yield line, ImpliedEntity(id=entity_id, entity_type=entity_type or DEFAULT_ENTITY_TYPE, name=entity_id)
+
+
+def _positional_columns(row: list[str], path: str, line: int) -> list[str]:
+    """The columns of a table without a header, named in :data:`TABLE_COLUMNS` order from its first row."""
+    if not 3 <= len(row) <= len(TABLE_COLUMNS):
+        raise BadRow(path, line, f"expected 3 to {len(TABLE_COLUMNS)} columns, got {len(row)}")
+    return list(TABLE_COLUMNS[: len(row)])
+
+
+def _table_relationship(
+    row: list[str], columns: list[str], path: str, line: int, feed: RowFeed, limits: LoadLimits,
+    errors: RowErrors | None, implied: dict[str, tuple[int, str | None]],
+) -> RelationshipRecord | None:
+    """The checked relationship of a table row, its ends noted in ``implied``; ``None`` when reported bad."""
+    try:
+        obj, types = _table_row(row, columns, path, line, feed)
+        record = parse_record(obj, path, line, limits)
+        assert isinstance(record, RelationshipRecord)
+        for entity_id, entity_type in zip((record.subject, record.object), types, strict=True):
+            _note_implied(implied, entity_id, entity_type, path, line, limits)
+    except BadRow as exc:
+        report(errors, exc)
+        return None
+    return record
+
+
+def _note_implied(
+    implied: dict[str, tuple[int, str | None]], entity_id: str, entity_type: str | None, path: str, line: int,
+    limits: LoadLimits,
+) -> None:
+    """Record an entity a row mentions: the line it first appears on, and the first type any row gives it."""
+    seen = implied.get(entity_id)
+    if seen is None or (seen[1] is None and entity_type):
+        if entity_type:
+            _check_implied(entity_id, entity_type, path, line, limits)
+        implied[entity_id] = (seen[0] if seen else line, entity_type)
+
+
+def _malformed_table(exc: csv.Error, kind: str, path: str, line: int) -> BadRow:
+    """The bad row of a table the csv module cannot read; an unclosed quote is named as such."""
+    if "unexpected end of data" in str(exc):
+        message = f"a quoted value opened on line {line} is never closed (a missing closing quote?)"
+    else:
+        message = f"malformed {kind}: {exc}"
+    return BadRow(path, line, message)
 
 
 def _check_implied(entity_id: str, entity_type: str, path: str, line: int, limits: LoadLimits) -> None:
@@ -363,7 +391,6 @@ def read_rdf(
     """
     require_rdflib(fmt)
     import rdflib
-    from rdflib.namespace import RDF, RDFS, SKOS
 
     source = str(path)
     graph = parse_rdf_graph(source, _RDFLIB_FORMATS[fmt], limits, on_bytes)
@@ -382,60 +409,90 @@ def read_rdf(
     known = set(subjects)
     mentioned: dict[str, None] = {}
     for iri in subjects:
-        types: list[str] = []
-        labels: list[Any] = []
-        synonyms: list[str] = []
-        properties: dict[str, list[Any]] = {}
-        relationships: list[dict[str, Any]] = []
-        for predicate, obj in sorted(graph.predicate_objects(iri), key=lambda po: (str(po[0]), str(po[1]))):
-            if isinstance(obj, rdflib.BNode):
-                continue
-            if predicate == RDF.type and isinstance(obj, rdflib.URIRef):
-                types.append(local_name(str(obj)))
-            elif isinstance(obj, rdflib.Literal):
-                if predicate in (RDFS.label, SKOS.prefLabel):
-                    labels.append((predicate != SKOS.prefLabel, obj.language not in (None, "", "en"), str(obj)))
-                elif predicate == SKOS.altLabel:
-                    synonyms.append(str(obj))
-                else:
-                    properties.setdefault(local_name(str(predicate)), []).append(literal_value(obj))
-            else:
-                relationships.append(
-                    {"kind": "relationship", "subject": ident(iri), "predicate": local_name(str(predicate)),
-                     "object": ident(obj)}
-                )
-                if obj not in known:
-                    mentioned[str(obj)] = None
-        types.sort()
-        label_texts = [text for *_, text in sorted(labels)]
-        props: dict[str, Any] = {key: values[0] if len(values) == 1 else values for key, values in properties.items()}
-        if len(types) > 1:
-            props["types"] = types
-        name = label_texts[0] if label_texts else local_name(str(iri))
-        entity_id = ident(iri)
-        entity = record(
-            str(iri),
-            {
-                "kind": "entity",
-                "id": entity_id,
-                "entity_type": types[0] if types else DEFAULT_ENTITY_TYPE,
-                "name": name,
-                "synonyms": [s for s in dict.fromkeys(label_texts[1:] + synonyms) if s != name],
-                "properties": props,
-                **({"canonical_url": str(iri)} if entity_id != str(iri) else {}),
-            }
-        )
-        if entity is not None:
-            yield 0, entity
-        for relationship in relationships:
-            found = record(str(iri), relationship)
+        facts = _subject_facts(graph, iri)
+        rows = [_rdf_entity_row(str(iri), ident(iri), facts)]
+        for predicate, obj in facts.links:
+            rows.append({"kind": "relationship", "subject": ident(iri), "predicate": predicate, "object": ident(obj)})
+            if obj not in known:
+                mentioned[str(obj)] = None
+        for row in rows:
+            found = record(str(iri), row)
             if found is not None:
                 yield 0, found
     for target in mentioned:
-        entity_id = ident(target)
-        implied = {"kind": "entity", "id": entity_id, "entity_type": DEFAULT_ENTITY_TYPE, "name": local_name(target)}
-        if entity_id != target:
-            implied["canonical_url"] = target
-        found = record(target, implied, ImpliedEntity)
+        found = record(target, _implied_rdf_row(target, ident(target)), ImpliedEntity)
         if found is not None:
             yield 0, found
+
+
+@dataclass
+class _SubjectFacts:
+    """What an RDF graph states about one subject, gathered before it becomes records."""
+
+    types: list[str] = field(default_factory=list)
+    """Local names of its ``rdf:type`` classes."""
+    labels: list[tuple[bool, bool, str]] = field(default_factory=list)
+    """``(not a prefLabel, not English or untagged, text)``: sorted, the name comes first."""
+    synonyms: list[str] = field(default_factory=list)
+    """Its ``skos:altLabel`` texts."""
+    properties: dict[str, list[Any]] = field(default_factory=dict)
+    """Other literals, by the local name of their predicate."""
+    links: list[tuple[str, Any]] = field(default_factory=list)
+    """``(predicate local name, object IRI)`` of each triple with an IRI object."""
+
+
+def _subject_facts(graph: Any, iri: Any) -> _SubjectFacts:
+    """Sort the statements about ``iri`` into types, labels, synonyms, properties and links (blank nodes skipped)."""
+    import rdflib
+    from rdflib.namespace import RDF
+
+    facts = _SubjectFacts()
+    for predicate, obj in sorted(graph.predicate_objects(iri), key=lambda po: (str(po[0]), str(po[1]))):
+        if isinstance(obj, rdflib.BNode):
+            continue
+        if predicate == RDF.type and isinstance(obj, rdflib.URIRef):
+            facts.types.append(local_name(str(obj)))
+        elif isinstance(obj, rdflib.Literal):
+            _add_literal(facts, predicate, obj)
+        else:
+            facts.links.append((local_name(str(predicate)), obj))
+    facts.types.sort()
+    return facts
+
+
+def _add_literal(facts: _SubjectFacts, predicate: Any, literal: Any) -> None:
+    """File a literal as a label, a synonym or a property value."""
+    from rdflib.namespace import RDFS, SKOS
+
+    if predicate in (RDFS.label, SKOS.prefLabel):
+        facts.labels.append((predicate != SKOS.prefLabel, literal.language not in (None, "", "en"), str(literal)))
+    elif predicate == SKOS.altLabel:
+        facts.synonyms.append(str(literal))
+    else:
+        facts.properties.setdefault(local_name(str(predicate)), []).append(literal_value(literal))
+
+
+def _rdf_entity_row(iri: str, entity_id: str, facts: _SubjectFacts) -> dict[str, Any]:
+    """The bundle row of the entity a subject becomes: first type, best label as name, the rest as synonyms."""
+    label_texts = [text for *_, text in sorted(facts.labels)]
+    props: dict[str, Any] = {key: values[0] if len(values) == 1 else values for key, values in facts.properties.items()}
+    if len(facts.types) > 1:
+        props["types"] = facts.types
+    name = label_texts[0] if label_texts else local_name(iri)
+    return {
+        "kind": "entity",
+        "id": entity_id,
+        "entity_type": facts.types[0] if facts.types else DEFAULT_ENTITY_TYPE,
+        "name": name,
+        "synonyms": [s for s in dict.fromkeys(label_texts[1:] + facts.synonyms) if s != name],
+        "properties": props,
+        **({"canonical_url": iri} if entity_id != iri else {}),
+    }
+
+
+def _implied_rdf_row(target: str, entity_id: str) -> dict[str, Any]:
+    """The bundle row of an IRI that is only ever an object: untyped, named by its local name."""
+    implied = {"kind": "entity", "id": entity_id, "entity_type": DEFAULT_ENTITY_TYPE, "name": local_name(target)}
+    if entity_id != target:
+        implied["canonical_url"] = target
+    return implied

@@ -84,38 +84,58 @@ def check_traversal(case: TraversalCase, answer: Mapping[str, Any], ids: IdMap) 
     where = case.name
     seeds = [ids.to_backend(s) for s in dict.fromkeys(case.arguments["seeds"])]
     assert answer["seeds"] == seeds, f"{where}: seeds {answer['seeds']!r}, expected {seeds!r}"
+    _check_nodes(case, answer["nodes"], ids)
+    _check_edges(case, answer["edges"], ids)
+    assert (answer["node_count"], answer["edge_count"]) == (case.node_count, case.edge_count), (
+        f"{where}: counts {(answer['node_count'], answer['edge_count'])}, expected {(case.node_count, case.edge_count)}"
+    )
+    _check_schema_summary(case, answer["schema_summary"])
+    _check_truncation(case, answer.get("truncated") or [], ids)
+    warnings = answer.get("warnings") or []
+    assert len(warnings) == case.warnings, f"{where}: warnings {warnings!r}, expected {case.warnings}"
 
-    nodes = [ids.to_standard(n["id"]) for n in answer["nodes"]]
+
+def _check_nodes(case: TraversalCase, answer_nodes: list[dict[str, Any]], ids: IdMap) -> None:
+    """The answer's nodes: the expected ids (in order when the ids keep it), types, names, and which are stubs."""
+    where = case.name
+    nodes = [ids.to_standard(n["id"]) for n in answer_nodes]
     if ids.preserves_order:
         assert nodes == list(case.nodes), f"{where}: nodes {nodes!r}, expected {list(case.nodes)!r}"
     else:
         assert sorted(nodes) == sorted(case.nodes), f"{where}: nodes {nodes!r}, expected {list(case.nodes)!r}"
-    for node_id, node in zip(nodes, answer["nodes"], strict=True):
+    for node_id, node in zip(nodes, answer_nodes, strict=True):
         assert node["entity_type"] == NODE_TYPES[node_id], f"{where}: {node_id} has type {node['entity_type']!r}"
         if "metadata" in node:
             expected_name = EXPECTED_NODE_METADATA[node_id]["name"]
             assert node["metadata"].get("name") == expected_name, f"{where}: full node {node_id} lacks its name"
-    stubs = {node_id for node_id, node in zip(nodes, answer["nodes"], strict=True) if "metadata" not in node}
+    stubs = {node_id for node_id, node in zip(nodes, answer_nodes, strict=True) if "metadata" not in node}
     assert stubs == set(case.stub_nodes), f"{where}: stub nodes {sorted(stubs)}, expected {sorted(case.stub_nodes)}"
 
-    triples = [ids.triple(e["subject"], e["predicate"], e["object"]) for e in answer["edges"]]
+
+def _check_edges(case: TraversalCase, answer_edges: list[dict[str, Any]], ids: IdMap) -> None:
+    """The answer's edges: the expected triples, which are bare, and no provenance left in their metadata."""
+    where = case.name
+    triples = [ids.triple(e["subject"], e["predicate"], e["object"]) for e in answer_edges]
     assert sorted(triples) == sorted(case.edges), f"{where}: edges {sorted(triples)}, expected {sorted(case.edges)}"
-    bare = {t for t, e in zip(triples, answer["edges"], strict=True) if "metadata" not in e}
+    bare = {t for t, e in zip(triples, answer_edges, strict=True) if "metadata" not in e}
     assert bare == set(case.bare_edges), f"{where}: bare edges {sorted(bare)}, expected {sorted(case.bare_edges)}"
-    for triple, edge in zip(triples, answer["edges"], strict=True):
+    for triple, edge in zip(triples, answer_edges, strict=True):
         if "metadata" in edge:
             assert "provenance" not in edge["metadata"], f"{where}: provenance of {triple} not stripped"
 
-    assert (answer["node_count"], answer["edge_count"]) == (case.node_count, case.edge_count), (
-        f"{where}: counts {(answer['node_count'], answer['edge_count'])}, expected {(case.node_count, case.edge_count)}"
-    )
-    summary = answer["schema_summary"]
+
+def _check_schema_summary(case: TraversalCase, summary: Mapping[str, Any]) -> None:
+    """The answer's schema summary: the types and predicates found, and their counts."""
+    where = case.name
     assert summary["entity_types_found"] == list(case.entity_types_found), f"{where}: {summary!r}"
     assert summary["predicates_found"] == list(case.predicates_found), f"{where}: {summary!r}"
     assert summary.get("entity_type_counts") == dict(case.entity_type_counts), f"{where}: {summary!r}"
     assert summary.get("predicate_counts") == dict(case.predicate_counts), f"{where}: {summary!r}"
 
-    truncated = answer.get("truncated") or []
+
+def _check_truncation(case: TraversalCase, truncated: list[dict[str, Any]], ids: IdMap) -> None:
+    """The answer's truncation entries: their reasons in order, the next page's offset, the capped nodes."""
+    where = case.name
     assert [t["reason"] for t in truncated] == list(case.truncated), f"{where}: truncated {truncated!r}"
     for entry in truncated:
         if entry["reason"] == "page":
@@ -123,5 +143,3 @@ def check_traversal(case: TraversalCase, answer: Mapping[str, Any], ids: IdMap) 
         if entry["reason"] == "max_edges_per_node":
             capped = [ids.to_standard(i) for i in entry.get("capped_nodes") or []]
             assert capped == list(case.capped_nodes), f"{where}: capped nodes {capped}"
-    warnings = answer.get("warnings") or []
-    assert len(warnings) == case.warnings, f"{where}: warnings {warnings!r}, expected {case.warnings}"

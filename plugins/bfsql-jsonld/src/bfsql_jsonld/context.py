@@ -140,27 +140,43 @@ def expand_iri(
         return value
     if looks_like_keyword(value):
         return None
-    if local is not None and defined is not None and value in local and defined.get(value) is not True:
-        _define(active, local, value, defined)
+    _define_first(active, value, local, defined)
     term = active.terms.get(value)
     if vocab and term is not None:
         return term.iri
     if ":" in value[1:]:
-        prefix, suffix = value.split(":", 1)
-        if prefix == "_" or suffix.startswith("//"):
-            return value
-        if local is not None and defined is not None and prefix in local and defined.get(prefix) is not True:
-            _define(active, local, prefix, defined)
-        prefix_term = active.terms.get(prefix)
-        if prefix_term is not None and prefix_term.iri is not None and prefix_term.prefix:
-            return prefix_term.iri + suffix
-        if _ABSOLUTE.match(value):
-            return value
+        absolute = _expand_prefixed(active, value, local, defined)
+        if absolute is not None:
+            return absolute
     if vocab and active.vocab is not None:
         return active.vocab + value
     if document_relative and active.base is not None:
         return urljoin(active.base, value)
     return value
+
+
+def _define_first(
+    active: ActiveContext, name: str, local: Mapping[str, Any] | None, defined: dict[str, bool] | None
+) -> None:
+    """Define ``name`` now when the context being processed (``local``) defines it and has not yet."""
+    if local is not None and defined is not None and name in local and defined.get(name) is not True:
+        _define(active, local, name, defined)
+
+
+def _expand_prefixed(
+    active: ActiveContext, value: str, local: Mapping[str, Any] | None, defined: dict[str, bool] | None
+) -> str | None:
+    """A ``prefix:suffix`` value as a blank node, an absolute IRI or a compact IRI; None if it is none of them."""
+    prefix, suffix = value.split(":", 1)
+    if prefix == "_" or suffix.startswith("//"):
+        return value
+    _define_first(active, prefix, local, defined)
+    prefix_term = active.terms.get(prefix)
+    if prefix_term is not None and prefix_term.iri is not None and prefix_term.prefix:
+        return prefix_term.iri + suffix
+    if _ABSOLUTE.match(value):
+        return value
+    return None
 
 
 def compact_iri(active: ActiveContext, iri: str) -> str:
@@ -278,22 +294,28 @@ def _define(active: ActiveContext, local: Mapping[str, Any], term: str, defined:
     value = local[term]
     if term in KEYWORDS and not (term == "@type" and isinstance(value, dict)):
         raise ContextError(f"JSON-LD context redefines the keyword {term}.", "Remove that entry from the context.")
-    if looks_like_keyword(term) or term == "":
-        defined[term] = True
-        return
-    active.terms.pop(term, None)
+    if not (looks_like_keyword(term) or term == ""):
+        active.terms.pop(term, None)
+        definition = _term_definition(active, local, term, value, defined)
+        if definition is not None:
+            active.terms[term] = definition
+    defined[term] = True
+
+
+def _term_definition(
+    active: ActiveContext, local: Mapping[str, Any], term: str, value: Any, defined: dict[str, bool]
+) -> Term | None:
+    """The definition ``value`` gives ``term``; None when the term is left undefined (an ``@id`` like a keyword)."""
     if value is None or (isinstance(value, dict) and "@id" in value and value["@id"] is None):
-        active.terms[term] = Term(iri=None)
-        defined[term] = True
-        return
+        return Term(iri=None)
     simple = isinstance(value, str)
     if simple:
         value = {"@id": value}
     if not isinstance(value, dict):
         raise ContextError(f"Invalid definition of term {term!r}: {value!r}.", "A term maps to an IRI or an object.")
 
-    def expand(iri: str, vocab: bool = True) -> str | None:
-        return expand_iri(active, iri, vocab=vocab, local=local, defined=defined)
+    def expand(iri: str) -> str | None:
+        return expand_iri(active, iri, vocab=True, local=local, defined=defined)
 
     reverse = "@reverse" in value
     prefix = False
@@ -303,45 +325,54 @@ def _define(active: ActiveContext, local: Mapping[str, Any], term: str, defined:
         if not isinstance(value["@id"], str):
             raise ContextError(f"The @id of term {term!r} must be a string.", "Fix the context.")
         if looks_like_keyword(value["@id"]) and value["@id"] not in KEYWORDS:
-            defined[term] = True
-            return
+            return None
         iri = expand(value["@id"])
         if iri == "@context":
             raise ContextError("@context cannot be aliased.", "Remove that term from the context.")
-        simple_term = simple and ":" not in term and "/" not in term
-        prefix = bool(simple_term and iri and (iri.endswith(_GEN_DELIMS) or iri.startswith("_:")))
-    elif ":" in term[1:]:
-        head, tail = term.split(":", 1)
-        if head in local:
-            _define(active, local, head, defined)
-        head_term = active.terms.get(head)
-        iri = head_term.iri + tail if head_term is not None and head_term.iri is not None else term
-    elif "/" in term:
-        iri = expand(term, vocab=False)
-    elif term == "@type":
-        iri = "@type"
-    elif active.vocab is not None:
-        iri = active.vocab + term
+        prefix = simple and _may_be_prefix(term, iri)
     else:
-        raise ContextError(
-            f"JSON-LD term {term!r} has no IRI and the context has no @vocab.", f"Give {term!r} an @id, or set @vocab."
-        )
+        iri = _iri_from_term(active, local, term, defined)
     if "@prefix" in value:
         prefix = value["@prefix"] is True
     type_ = value.get("@type")
-    if isinstance(type_, str) and type_ not in ("@id", "@vocab", "@json", "@none"):
-        type_ = expand(type_)
     container = value.get("@container")
-    containers = frozenset([container] if isinstance(container, str) else container or [])
-    active.terms[term] = Term(
+    return Term(
         iri=iri,
-        type=type_ if isinstance(type_, str) else None,
-        container=containers,
+        type=_type_mapping(type_, expand) if isinstance(type_, str) else None,
+        container=frozenset([container] if isinstance(container, str) else container or []),
         prefix=prefix,
         reverse=reverse,
         context=value.get("@context"),
     )
-    defined[term] = True
+
+
+def _type_mapping(type_: str, expand: Callable[[str], str | None]) -> str | None:
+    """A definition's type coercion: ``@id``, ``@vocab``, ``@json`` and ``@none`` as they are, a datatype expanded."""
+    return type_ if type_ in ("@id", "@vocab", "@json", "@none") else expand(type_)
+
+
+def _may_be_prefix(term: str, iri: str | None) -> bool:
+    """The 1.1 prefix rule for a simple term: no ``:`` or ``/`` in it, its IRI ending in a delimiter or a blank node."""
+    simple_term = ":" not in term and "/" not in term
+    return bool(simple_term and iri and (iri.endswith(_GEN_DELIMS) or iri.startswith("_:")))
+
+
+def _iri_from_term(active: ActiveContext, local: Mapping[str, Any], term: str, defined: dict[str, bool]) -> str | None:
+    """The IRI of a term defined without its own ``@id``: from its prefix, as a relative IRI, or under ``@vocab``."""
+    if ":" in term[1:]:
+        head, tail = term.split(":", 1)
+        _define_first(active, head, local, defined)
+        head_term = active.terms.get(head)
+        return head_term.iri + tail if head_term is not None and head_term.iri is not None else term
+    if "/" in term:
+        return expand_iri(active, term, vocab=False, local=local, defined=defined)
+    if term == "@type":
+        return "@type"
+    if active.vocab is not None:
+        return active.vocab + term
+    raise ContextError(
+        f"JSON-LD term {term!r} has no IRI and the context has no @vocab.", f"Give {term!r} an @id, or set @vocab."
+    )
 
 
 def context_refs(value: Any, base_url: str | None) -> Iterator[str]:

@@ -349,34 +349,39 @@ class Reader:
         return out
 
     def _plain(self, frame: Frame, value: Any, term: Term | None) -> Any:
+        """A metadata value as plain JSON, read through ``term``: ``@id`` and ``@vocab`` strings mapped."""
         if term is not None and term.type == "@json":
             return value
         if isinstance(value, list):
             return [self._plain(frame, v, term) for v in value]
         if isinstance(value, dict):
-            if "@value" in value:
-                return value["@value"]
-            for container in ("@list", "@set"):
-                if container in value:
-                    return self._plain(frame, value[container], term)
-            child = self._child(value, frame.ctx, frame.url, term)
-            node: dict[str, Any] = {}
-            id_hit, type_hit = self.find(child, ID), self.find(child, TYPE)
-            if id_hit is not None and id_hit[0] != "id":
-                node["@id"] = self.node_id(child, id_hit[2])
-            if type_hit is not None and type_hit[0] not in ("type", "entity_type"):
-                raw = type_hit[2] if isinstance(type_hit[2], list) else [type_hit[2]]
-                node["@type"] = [self.vocab_term(child, t) for t in raw]
-            if set(node) == {"@id"} and len(value) == 1:
-                return node["@id"]
-            node.update(self.metadata(child, {h[0] for h in (id_hit, type_hit) if h is not None}))
-            return node
+            return self._plain_object(frame, value, term)
         if isinstance(value, str) and term is not None:
             if term.type == "@id":
                 return self.node_id(frame, value)
             if term.type == "@vocab":
                 return self.vocab_term(frame, value)
         return value
+
+    def _plain_object(self, frame: Frame, value: dict[str, Any], term: Term | None) -> Any:
+        """A value object's value, a ``@list``/``@set``'s items, else a nested node (just its id if that is all)."""
+        if "@value" in value:
+            return value["@value"]
+        for container in ("@list", "@set"):
+            if container in value:
+                return self._plain(frame, value[container], term)
+        child = self._child(value, frame.ctx, frame.url, term)
+        node: dict[str, Any] = {}
+        id_hit, type_hit = self.find(child, ID), self.find(child, TYPE)
+        if id_hit is not None and id_hit[0] != "id":
+            node["@id"] = self.node_id(child, id_hit[2])
+        if type_hit is not None and type_hit[0] not in ("type", "entity_type"):
+            raw = type_hit[2] if isinstance(type_hit[2], list) else [type_hit[2]]
+            node["@type"] = [self.vocab_term(child, t) for t in raw]
+        if set(node) == {"@id"} and len(value) == 1:
+            return node["@id"]
+        node.update(self.metadata(child, {h[0] for h in (id_hit, type_hit) if h is not None}))
+        return node
 
     def schema(self, frame: Frame) -> Schema:
         """The schema document's vocabulary, description, capabilities and batch endpoints."""

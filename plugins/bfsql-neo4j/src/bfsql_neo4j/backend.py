@@ -223,12 +223,20 @@ class Neo4jBackend(GraphBackend):
         if node_types:
             params["types"] = list(node_types)
         statement = self._statements.search(filter_types=bool(node_types))
+        if not await self._fit_search(statement, params, query, node_types):
+            return []
+        return self._ranked_hits(query, await self._reads.read(statement, params), limit)
+
+    async def _fit_search(
+        self, statement: str, params: dict[str, Any], query: str, node_types: list[str] | None
+    ) -> bool:
+        """Cut ``params`` down until the search fits one message; False when no asked type is a label of the graph."""
         if node_types and not self.dialect.fits(statement, params):
             # A label the graph lacks matches no node, so dropping it keeps the answer the same.
             labels = set(await self._labels())
             params["types"] = [t for t in dict.fromkeys(node_types) if t in labels]
             if not params["types"]:
-                return []
+                return False
         if not self.dialect.fits(statement, params):
             params["query"] = fulltext_query(query[:40], self.dialect)
         if not self.dialect.fits(statement, params):
@@ -237,8 +245,12 @@ class Neo4jBackend(GraphBackend):
                 f"to {self.dialect.name.value}: it accepts at most {self.dialect.message_budget} bytes.",
                 "Pass fewer or shorter node_types, e.g. search once per type.",
             )
+        return True
+
+    def _ranked_hits(self, query: str, rows: list[list[Any]], limit: int) -> list[EntityStub]:
+        """The full-text rows as stubs, re-ranked by :func:`lexical_rank` then the index's order, at most ``limit``."""
         ranked: dict[str, tuple[tuple[int, int], float, EntityStub]] = {}
-        for position, (entity_id, labels, name, synonyms, _) in enumerate(await self._reads.read(statement, params)):
+        for position, (entity_id, labels, name, synonyms, _) in enumerate(rows):
             if not isinstance(entity_id, str) or entity_id in ranked:
                 continue
             name = name if isinstance(name, str) else None

@@ -122,12 +122,64 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
     ``stored_embedder`` names the embedder of the stored vectors when the database does
     not record it; giving it asks for vector search, so pgvector and vectors must exist.
     """
+    schema = await _current_schema(conn)
+    found = await _table_columns(conn, schema)
+    _check_kgraph_tables(found, schema)
+    bundle_evidence, evidence_table = _evidence_variant(found, schema)
+    trigram = bool(
+        await conn.fetchval(
+            "SELECT to_regprocedure('similarity(text,text)') IS NOT NULL AND to_regoperator('%(text,text)') IS NOT NULL"
+        )
+    )
+    vector_type = found["entity"].get("embedding", "")
+    vector = vector_type in ("vector", "halfvec") and bool(
+        await conn.fetchval(f"SELECT to_regoperator('<=>({vector_type},{vector_type})') IS NOT NULL")
+    )
+    unique_keys = bool(await conn.fetchval(_UNIQUE_KEYS))
+    merged_ids = [
+        row[0]
+        for row in await conn.fetch(
+            "SELECT entity_id::text FROM entity WHERE status::text = 'merged' LIMIT $1", FEW_MERGED + 1
+        )
+    ]
+    dimension, embedder, index = await _stored_vectors(conn, schema, found, vector, stored_embedder)
+    if stored_embedder is not None and (not vector or dimension is None):
+        raise PostgresStoreError(
+            f"Vector search was asked for (--stored-embedder {stored_embedder}), but "
+            f"{_why_no_vectors(found, schema, vector)}.",
+            "Load with embeddings (bfsql postgres load --embedder NAME, which needs pgvector on the server), "
+            "or leave --stored-embedder unset.",
+        )
+    return StoreLayout(
+        schema=schema,
+        bundle_evidence=bundle_evidence,
+        evidence_table=evidence_table,
+        synonyms_jsonb=found["entity"]["synonyms"] == "jsonb",
+        trigram=trigram,
+        vector=vector,
+        unique_keys=unique_keys,
+        merged=bool(merged_ids),
+        merged_ids=frozenset(merged_ids) if 0 < len(merged_ids) <= FEW_MERGED else None,
+        vector_dimension=dimension,
+        vector_embedder=embedder if dimension is not None else None,
+        vector_type=vector_type if vector else "vector",
+        vector_index=index,
+    )
+
+
+async def _current_schema(conn: asyncpg.Connection) -> str:
+    """The first existing schema of the connection's search_path, where the tables are read."""
     schema = await conn.fetchval("SELECT current_schema()")
     if schema is None:
         raise PostgresStoreError(
             "None of the schemas on the connection's search_path exists.",
             "Set ?search_path=NAME in the DSN to the schema holding the entity and relationship tables.",
         )
+    return str(schema)
+
+
+async def _table_columns(conn: asyncpg.Connection, schema: str) -> dict[str, dict[str, str]]:
+    """The columns of the tables bfsql reads, by table: each column's type (a user-defined one by its name)."""
     rows = await conn.fetch(
         """
         SELECT table_name::text, column_name::text, data_type::text, udt_name::text
@@ -141,7 +193,11 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
     for row in rows:
         kind = row["udt_name"] if row["data_type"] == "USER-DEFINED" else row["data_type"]
         found.setdefault(row["table_name"], {})[row["column_name"]] = kind
+    return found
 
+
+def _check_kgraph_tables(found: dict[str, dict[str, str]], schema: str) -> None:
+    """The entity and relationship tables exist with every column bfsql reads, the JSON ones as json or jsonb."""
     missing_tables = [t for t in REQUIRED_COLUMNS if t not in found]
     if missing_tables:
         raise PostgresStoreError(
@@ -164,6 +220,9 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
                 f"Convert it: ALTER TABLE {table} ALTER COLUMN {column} TYPE jsonb USING to_jsonb({column}).",
             )
 
+
+def _evidence_variant(found: dict[str, dict[str, str]], schema: str) -> tuple[bool, bool]:
+    """Whether evidence is in a complete ``bundle_evidence``, or ``evidence``, table; an error if only partly there."""
     bundle_evidence = "bundle_evidence" in found and not _missing_columns(found, "bundle_evidence", BUNDLE_EVIDENCE)
     evidence_table = (
         "evidence" in found
@@ -177,23 +236,14 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
             f"{', '.join(BUNDLE_EVIDENCE)}; evidence needs {', '.join(EVIDENCE_TABLE)} and relationship.id.",
             "Add the missing columns, or drop the table to serve the graph without provenance.",
         )
+    return bundle_evidence, evidence_table
 
-    trigram = bool(
-        await conn.fetchval(
-            "SELECT to_regprocedure('similarity(text,text)') IS NOT NULL AND to_regoperator('%(text,text)') IS NOT NULL"
-        )
-    )
-    vector_type = found["entity"].get("embedding", "")
-    vector = vector_type in ("vector", "halfvec") and bool(
-        await conn.fetchval(f"SELECT to_regoperator('<=>({vector_type},{vector_type})') IS NOT NULL")
-    )
-    unique_keys = bool(await conn.fetchval(_UNIQUE_KEYS))
-    merged_ids = [
-        row[0]
-        for row in await conn.fetch(
-            "SELECT entity_id::text FROM entity WHERE status::text = 'merged' LIMIT $1", FEW_MERGED + 1
-        )
-    ]
+
+async def _stored_vectors(
+    conn: asyncpg.Connection, schema: str, found: dict[str, dict[str, str]], vector: bool,
+    stored_embedder: str | None,
+) -> tuple[int | None, str | None, bool]:
+    """The stored vectors' dimension, their embedder (as ``bfsql_meta`` records it) and whether their index exists."""
     dimension = None
     embedder = stored_embedder
     if vector:
@@ -209,32 +259,15 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
             vector_index_name(dimension),
         )
     )
-    if stored_embedder is not None and (not vector or dimension is None):
-        if "embedding" not in found["entity"]:
-            problem = f"table {schema}.entity has no embedding column"
-        elif found["entity"]["embedding"] not in ("vector", "halfvec"):
-            problem = f"column {schema}.entity.embedding has type {found['entity']['embedding']}, not vector"
-        elif not vector:
-            problem = "the pgvector operator <=> is not on the search_path (is the vector extension installed?)"
-        else:
-            problem = f"no entity in {schema}.entity has an embedding"
-        raise PostgresStoreError(
-            f"Vector search was asked for (--stored-embedder {stored_embedder}), but {problem}.",
-            "Load with embeddings (bfsql postgres load --embedder NAME, which needs pgvector on the server), "
-            "or leave --stored-embedder unset.",
-        )
-    return StoreLayout(
-        schema=schema,
-        bundle_evidence=bundle_evidence,
-        evidence_table=evidence_table,
-        synonyms_jsonb=found["entity"]["synonyms"] == "jsonb",
-        trigram=trigram,
-        vector=vector,
-        unique_keys=unique_keys,
-        merged=bool(merged_ids),
-        merged_ids=frozenset(merged_ids) if 0 < len(merged_ids) <= FEW_MERGED else None,
-        vector_dimension=dimension,
-        vector_embedder=embedder if dimension is not None else None,
-        vector_type=vector_type if vector else "vector",
-        vector_index=index,
-    )
+    return dimension, embedder, index
+
+
+def _why_no_vectors(found: dict[str, dict[str, str]], schema: str, vector: bool) -> str:
+    """What stops vector search: no embedding column, a column of another type, no pgvector, or no vectors."""
+    if "embedding" not in found["entity"]:
+        return f"table {schema}.entity has no embedding column"
+    if found["entity"]["embedding"] not in ("vector", "halfvec"):
+        return f"column {schema}.entity.embedding has type {found['entity']['embedding']}, not vector"
+    if not vector:
+        return "the pgvector operator <=> is not on the search_path (is the vector extension installed?)"
+    return f"no entity in {schema}.entity has an embedding"
