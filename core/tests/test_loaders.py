@@ -43,8 +43,9 @@ def digest(path: Path) -> str:
 
 
 def dump(db: Path) -> list[str]:
+    """The store's schema and rows as SQL, sorted: the same content in any insertion order."""
     with sqlite3.connect(db) as conn:
-        return list(conn.iterdump())
+        return sorted(conn.iterdump())
 
 
 def stray_files(directory: Path) -> list[str]:
