@@ -69,14 +69,14 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
     """Orient: what the graph contains (and how much of it, where the store can say it cheaply)."""
     graph = ctx.graph
     types, preds, counted, problems = await gather_or_cancel(
-        graph.entity_types(), graph.predicates(), _statistics(graph), graph.backend.health()
+        graph.entity_types(), graph.predicates(), _statistics(graph), graph.health()
     )
     return SchemaDescription(
-        graph_description=graph.description or await graph.backend.graph_description(),
+        graph_description=await graph.describe(),
         comprehensive=graph.capabilities.comprehensive_schema,
         entity_types=types,
         predicates=preds,
-        next_steps=await graph.backend.next_steps() or DEFAULT_NEXT_STEPS,
+        next_steps=await graph.next_steps() or DEFAULT_NEXT_STEPS,
         tool_usage_notes=TOOL_USAGE_NOTES,
         **_schema_counts(counted),
         graphs=ctx.graphs,
