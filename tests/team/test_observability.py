@@ -111,7 +111,7 @@ async def _served(settings: ServerSettings) -> Any:
 async def test_a_call_over_its_limit_is_a_tool_error_saying_when_to_retry():
     settings = ServerSettings(rate_limit="2/minute")
     async with await _served(settings) as server:
-        server.limits = RateLimits({"famplex": settings})
+        server.rate_limits = RateLimits({"famplex": settings})
         async with Client(server) as client:
             with as_caller(Caller("user:ann")):
                 for _ in range(2):
@@ -164,7 +164,7 @@ def test_the_audit_log_always_rotates(tmp_path: Path):
 
 
 async def test_a_call_continues_the_callers_trace_with_spans_per_primitive():
-    from bfsql.server.tracing import annotate
+    from bfsql.server.trace_export import annotate
 
     trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     async with await _served(ServerSettings()) as server:
@@ -218,7 +218,7 @@ async def test_whether_a_call_is_traced_is_decided_before_the_sdk_sees_it(ratio:
                                                                          traced: bool):
     """:class:`SampledFirst` in front of the SDK's span middleware: the ratio for calls without a caller's trace,
     the caller's decision otherwise; a malformed ``traceparent`` forces nothing."""
-    from bfsql.server.tracing import SampledFirst, annotate
+    from bfsql.server.trace_export import SampledFirst, annotate
 
     async with await _served(ServerSettings()) as server:
         server.observe = annotate

@@ -142,7 +142,7 @@ async def send_with_retries(
 async def _attempt(
     send: Callable[[], Awaitable[R]], status: Callable[[R], tuple[int, str | None]],
     dropped: tuple[type[BaseException], ...],
-) -> tuple[R | None, int | None, str | None, BaseException | None]:
+) -> tuple[Any, int | None, str | None, BaseException | None]:
     """One attempt: its answer, status and Retry-After header, or the error of a dropped connection."""
     try:
         answer = await send()

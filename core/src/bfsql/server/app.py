@@ -115,7 +115,7 @@ class BfsqlServer(MCPServer):
         """What the traversal tools' descriptions say of the graphs (rewritten for a caller who sees fewer)."""
         self.observe: Observer | None = None
         """Gets every call's record (metrics, audit log, traces: set up by :mod:`bfsql.server.team`)."""
-        self.limits: RateLimits | None = None
+        self.rate_limits: RateLimits | None = None
         """Rate limits per principal and graph, when configured."""
 
     @property
@@ -182,9 +182,9 @@ class BfsqlServer(MCPServer):
 
     def _refusal(self, spec: ToolSpec, served: ServedGraph, caller: Caller, arguments: Any) -> CallToolResult | None:
         """A tool error when ``caller`` is over its rate limit on ``served`` (the call is counted otherwise)."""
-        if self.limits is None:
+        if self.rate_limits is None:
             return None
-        over = self.limits.hit(caller.principal, served.name, spec.heavy)
+        over = self.rate_limits.hit(caller.principal, served.name, spec.heavy)
         if over is None:
             return None
         return self._refuse("rate_limited", spec.name, served.name, arguments, over.message(served.name))
