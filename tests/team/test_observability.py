@@ -136,7 +136,7 @@ def test_the_audit_log_rotates(tmp_path: Path):
 
 
 def test_one_call_is_one_line_whatever_the_names_hold(tmp_path: Path):
-    """Issue 37.5: U+2028 and U+0085 in a token's ``sub`` reached the log raw; ``splitlines()`` saw two lines."""
+    """U+2028, U+0085 and other line breaks in a token's ``sub`` are escaped in the audit log: one call, one line."""
     path = tmp_path / "audit.jsonl"
     breaking = "a\u2028b\x85c\u2029d\x9be\nf"
     log = AuditLog(str(path), max_mb=1, backups=1)
@@ -154,7 +154,7 @@ def test_one_call_is_one_line_whatever_the_names_hold(tmp_path: Path):
 
 
 def test_the_audit_log_always_rotates(tmp_path: Path):
-    """Issue 37.5: ``audit_log_backups = 0`` was accepted, and turned rotation off (the file grew without bound)."""
+    """``audit_log_backups = 0`` is refused: it would turn rotation off and let the file grow without bound."""
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="greater than or equal to 1"):
