@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -93,7 +94,7 @@ async def test_retries_run_out_with_the_last_answer_kept(server: Scripted) -> No
     assert (spent.value.attempts, spent.value.status, spent.value.asked_wait) == (3, 503, None)
     assert spent.value.answer[1] == "answer 3"
     hits = server.hits["/x"]
-    gaps = [later - earlier for earlier, later in zip(hits, hits[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(hits)]
     assert gaps[0] >= 0.045 and gaps[1] >= 0.095, f"backoff 0.05 then 0.1 expected, waited {gaps}"
 
 

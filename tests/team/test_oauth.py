@@ -93,7 +93,7 @@ async def _never_called(scope: Any, receive: Any, send: Any) -> None:
 
 async def test_the_sdk_signs_in_a_client_granted_fewer_graphs_than_the_server_has(server: str,
                                                                                    provider: OpenIdProvider):
-    """A client granted fewer graphs than the server advertises (graph:famplex only) signs in with the SDK's OAuth client.
+    """A client granted fewer graphs than the server has (graph:famplex only) signs in with the SDK's OAuth client.
 
     The SDK's own client-credentials flow: discovery from the 401, the provider's metadata, a
     token request, the call retried with the token; the analyst holds graph:famplex only.
