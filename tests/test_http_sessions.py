@@ -1,4 +1,4 @@
-"""HTTP sessions are shared fairly (issue 23.2): one client opening sessions in a loop locks nobody else out.
+"""HTTP sessions are shared fairly: one client opening sessions in a loop locks nobody else out.
 
 Clients are told apart by their address: the floods come from other loopback addresses
 (127.0.0.2 and up, which Linux routes to the server on 127.0.0.1), the real MCP client from 127.0.0.1.

@@ -84,8 +84,8 @@ ECHOES = [
 
 
 async def test_echoed_input_counts_against_the_budget(store: Path):
-    """Issue 23.5: a 200,000-character type name came back whole in a warning (200,765 characters for a budget
-    of 1,000 tokens); every text of an answer or an error counts against the budget."""
+    """A 200,000-character type name is clipped in the warning that names it: every text of an answer or an
+    error counts against the budget (1,000 tokens here)."""
     params = StdioServerParameters(command=sys.executable, env=dict(os.environ), args=[
         "-m", "bfsql", "serve", "--db", str(store), "--max-tokens", str(MAX_TOKENS)])
     async with Client(params) as client:

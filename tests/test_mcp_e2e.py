@@ -241,7 +241,7 @@ async def test_filters_the_graph_does_not_know_are_flagged_and_small_budgets_sti
         found = data(result)
         hits, notes = found["items"], found["truncated"]
         assert len(json.dumps(found, separators=(",", ":"), ensure_ascii=False)) <= 500 * 3
-        assert all("id" in hit for hit in hits), "the items hold only items (issue 26.1)"
+        assert all("id" in hit for hit in hits), "the items hold only items, no notes among them"
         assert notes[-1]["reason"] == "max_tokens" and notes[-1]["next_offset"] == len(hits)
         assert found["page"]["returned"] == len(hits) and found["page"]["next_offset"] == len(hits)
         assert len(result.content) == 1 and result.structured_content == found, "one document, said to every client"

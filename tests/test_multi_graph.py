@@ -113,7 +113,7 @@ async def test_an_unknown_graph_is_a_tool_error_naming_the_served_graphs(tmp_pat
         text = error_text(await client.call_tool("search_entities", {"query": "x", "graph": "standrd"}))
         assert text == "Unknown graph 'standrd'. Did you mean 'standard'? This server's graphs: famplex, standard."
         huge = error_text(await client.call_tool("search_entities", {"query": "x", "graph": "g" * 200_000}))
-        assert len(huge) < 300 and huge.endswith("This server's graphs: famplex, standard."), huge  # issue 23.5
+        assert len(huge) < 300 and huge.endswith("This server's graphs: famplex, standard."), huge  # clipped
         assert data(await client.call_tool("search_entities", {"query": "RAF1"}))["items"]  # still serving
 
 

@@ -105,7 +105,7 @@ async def test_edge_cases_explain_themselves():
 
 
 async def test_closures_in_one_call():
-    """Issue 35: ancestors and descendants through a variable-length edge, each result with its depth."""
+    """Ancestors and descendants through a variable-length edge, each result with its depth."""
     async with stdio() as client:
         tool = {t.name: t for t in (await client.list_tools()).tools}["path_query"]
         assert "-[isa*]->" in tool.description and tool.input_schema["properties"]["k"].get("default") is None

@@ -49,7 +49,7 @@ def _offences(path: Path) -> list[str]:
 
 
 def test_import_bfsql_loads_the_contract_only():
-    """Issue 24.4: ``import bfsql`` loaded 37 modules (engine, SQLite store, loaders); a backend needs the contract."""
+    """``import bfsql`` loads only the contract a backend needs, not the engine, the SQLite store or the loaders."""
     code = "import sys, bfsql; print(len([m for m in sys.modules if m == 'bfsql' or m.startswith('bfsql.')]))"
     loaded = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     every = len(list((ROOT / "core" / "src" / "bfsql").rglob("*.py")))

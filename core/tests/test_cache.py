@@ -258,7 +258,7 @@ async def test_a_retry_after_a_timed_out_call_reaches_the_recovered_backend():
 
 
 async def test_callers_sharing_a_batch_load_still_answer_when_its_owner_is_cancelled():
-    """Regression (issue 19.1): the cancelled owner's CancelledError reached every waiter."""
+    """Cancelling the call that owns a shared load does not cancel the calls waiting on it: they get the answer."""
     backend = CountingBackend()
     graph = graph_of(backend)
     backend.delay = 0.2

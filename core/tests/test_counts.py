@@ -1,4 +1,4 @@
-"""Counts without the nodes (issue 35.4): schema_summary's counts, limit=0, and the statistics describe_schema shows.
+"""Counts without the nodes: schema_summary's counts, limit=0, and the statistics describe_schema shows.
 
 The counts of bfs_query and intersect_subgraphs are checked against a breadth-first search written here from
 the records alone (no bfsql code), on random graphs, for the memory backend's hop walk and the SQLite store's

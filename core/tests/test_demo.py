@@ -141,14 +141,14 @@ async def test_the_sqlite_backend_needs_a_store_and_the_cli_serves_the_demo_with
 
 
 def test_tests_never_use_the_users_cache():
-    """Issue 23.0: bfsql's pytest plugin gives a run its own cache unless BFSQL_CACHE_DIR says where."""
+    """bfsql's pytest plugin gives a run its own cache unless BFSQL_CACHE_DIR says where."""
     from bfsql.demo import cache_dir
 
     assert cache_dir() != Path.home() / ".cache" / "bfsql"
 
 
 def test_the_demo_store_is_keyed_by_the_embedder_that_built_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A cache built by a virtualenv with a semantic embedder does not stop one without it (issue 38.1): each finds
+    """A cache built by a virtualenv with a semantic embedder does not stop one without it: each finds
     its own store, and installing the embedder gives the demo its vectors at the next start."""
     monkeypatch.setenv("BFSQL_CACHE_DIR", str(tmp_path))
 

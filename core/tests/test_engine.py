@@ -197,7 +197,7 @@ async def test_node_budget_stops_the_traversal_and_says_so():
 
 
 async def test_one_hop_call_per_hop_and_nothing_else(small_graph):
-    """Issue 24.3: hop answers the asked entities too, so a traversal sends one call per hop (was + get_nodes)."""
+    """hop answers the asked entities too, so a traversal sends one call per hop (no get_nodes beside it)."""
     await bfs_query(small_graph, ["S"], 2, topology_only=True)
     assert small_graph.stats.calls == {"hop": 2}
     await bfs_query(small_graph, ["S"], 2)

@@ -1,4 +1,4 @@
-"""Tool descriptions, argument schemas and error hints give examples in the served graph's words (issue 38.7)."""
+"""Tool descriptions, argument schemas and error hints give examples in the served graph's words."""
 
 from __future__ import annotations
 

@@ -147,7 +147,8 @@ CALLS = [
 
 
 async def test_post_processing_hooks_run_once_per_answer_in_the_pipeline():
-    """Issue 24.1: process_result ran twice for bfs_query, intersect_subgraphs and path_query (engine and pipeline)."""
+    """process_result runs once per answer of bfs_query, intersect_subgraphs and path_query (in the pipeline,
+    not in the engine too)."""
     from mcp import Client
 
     from bfsql.server import build_server

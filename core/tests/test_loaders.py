@@ -94,8 +94,8 @@ def test_load_report_and_progress(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("relationships", [3_000, 260_000])  # written in the loader, and by a side process
 def test_every_phase_counts_to_its_total(tmp_path: Path, relationships: int) -> None:
-    """Issue 38.6: with a side process the write phase said 0 of N and the index phase counted the relationships
-    as entities. Every phase with a total now ends at it, duplicates and rows with metadata included."""
+    """With a side process, every phase with a total ends at it (the write phase at N of N, the index phase
+    counting relationships as relationships), duplicates and rows with metadata included."""
     rows: list[dict[str, Any]] = [{"kind": "entity", "id": f"n{i}", "entity_type": "T"} for i in range(2000)]
     rows += [{"kind": "relationship", "subject": f"n{i % 2000}", "predicate": f"p{i % 3}", "object": f"n{i % 1999}"}
              for i in range(relationships)]

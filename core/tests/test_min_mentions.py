@@ -1,4 +1,4 @@
-"""min_mentions through the MCP tools: nodes below the threshold go, explicit 1 included (issue 26.7).
+"""min_mentions through the MCP tools: nodes below the threshold go, explicit 1 included.
 
 The graph: a seed S linked to Z (total_mentions 0), H (0.5), O (1), T (2) and N (no total_mentions).
 """

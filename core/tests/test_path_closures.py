@@ -1,4 +1,4 @@
-"""Variable-length edges of path queries (issue 35): ``-[isa*]->`` and its quantifiers.
+"""Variable-length edges of path queries: ``-[isa*]->`` and its quantifiers.
 
 The hand-made graph (``isa`` points from child to parent; types in brackets)::
 

@@ -393,7 +393,7 @@ async def test_max_results_cuts_the_lowest_scores(history):
 
 
 async def test_a_hop_extends_the_best_paths_until_its_work_bound(history, monkeypatch):
-    """Issue 23.1: a hop counts extensions best path first and prunes the rest before building them."""
+    """A hop counts extensions best path first and prunes the rest before building them."""
     import bfsql.engine.paths as paths
 
     whole = await path_query(history, "@O:cc -[*]-> -[*]->", max_results=200)
@@ -446,7 +446,7 @@ async def test_default_embedder_on_the_demo_shapes():
         assert member.metadata.reason == "no_matching_relations" and member.metadata.available_relations == ["isa"]
 
 
-# -- an exact name enters there only (issue 35.5a) ------------------------------------------------------
+# -- an exact name enters there only ------------------------------------------------------------------
 
 
 def caffeine_records() -> list:
@@ -504,7 +504,7 @@ async def test_every_exact_match_enters():
     assert {e for e, _ in ends(result)} == {"A:1", "B:1"}
 
 
-# -- a fitted answer keeps sayable names (issue 35.5b) ------------------------------------------------------
+# -- a fitted answer keeps sayable names ------------------------------------------------------------------
 
 
 def long_answer(name_length: int, results: int, entries: int) -> dict:

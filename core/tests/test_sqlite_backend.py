@@ -582,9 +582,9 @@ async def test_registered_factory(bundle: Path, tmp_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_closing_waits_for_the_calls_in_flight(tmp_path: Path) -> None:
-    """Issue 23.0: a connection was closed under a running statement (a store switch while searches and an index
-    build ran on other threads): a segmentation fault. Closing now waits for the reads in flight; later calls fail
-    cleanly. Repeated, since the race was timing-dependent."""
+    """Closing a store while searches and an index build run on other threads waits for the reads in flight (a
+    connection closed under a running statement crashes the process); later calls fail cleanly. Repeated, since
+    such a race depends on timing."""
     from bfsql.embedders import HashingEmbedder
 
     db = tmp_path / "close.sqlite"

@@ -127,7 +127,7 @@ def hpo_hubs(hpo_store) -> list[str]:
 
 
 WILDCARD_CHAIN = "@HP:0000007 <-[*]- -[*]-> <-[*]-"
-"""Issue 23.1: three wildcard hops from the HPO's biggest hub (its fan-out multiplies at every hop)."""
+"""Three wildcard hops from the HPO's biggest hub (its fan-out multiplies at every hop)."""
 
 SHARED_HOPS = ("path_query", {"query": "@HP:0000007 <-[*]- -[*]->"})
 """Two wildcard hops from the HPO's biggest hub: about a second of hops through the cache, which identical
@@ -135,7 +135,7 @@ calls share (a store walk answers a 100-hub intersection in well under a second,
 
 
 def test_a_cancelled_call_ends_only_itself_over_stdio(hpo_store, hpo_hubs, figures):
-    """Regression (issue 19.1): cancelling the owner of shared loads closed the stdio server."""
+    """Cancelling the call that owns shared loads leaves the stdio server serving."""
     db, _ = hpo_store
     params = StdioServerParameters(command=sys.executable, args=["-m", "bfsql", "serve", "--db", str(db)],
                                    env=dict(os.environ))
@@ -165,7 +165,7 @@ def _heavy_calls(hubs: list[str], count: int = 16) -> list[tuple[str, dict]]:
 
 
 def test_cheap_calls_stay_fast_while_sixteen_heavy_calls_run(hpo_store, hpo_hubs, figures):
-    """Issue 19.3: with 16 heavy calls in flight, a cheap call takes under 1 s (median)."""
+    """With 16 heavy calls in flight, a cheap call takes under 1 s (median)."""
     db, _ = hpo_store
     with served_over_http(["--db", str(db)]) as (url, proc):
         measured = asyncio.run(cheap_calls_alongside_heavy(
@@ -178,7 +178,7 @@ def test_cheap_calls_stay_fast_while_sixteen_heavy_calls_run(hpo_store, hpo_hubs
 
 
 def test_timeouts_fire_on_time_under_cpu_bound_work(hpo_store, hpo_hubs, figures):
-    """Issue 19.3: --timeout 3 ends CPU-bound traversals after about 3 s, not when they are done."""
+    """--timeout 3 ends CPU-bound traversals after about 3 s, not when they are done."""
     db, _ = hpo_store
     # The store walks answer 3-hop hub traversals in about a second now; wildcard path chains still run
     # until stopped.
@@ -193,9 +193,8 @@ def test_timeouts_fire_on_time_under_cpu_bound_work(hpo_store, hpo_hubs, figures
 
 
 def test_a_wildcard_path_query_is_bounded_paced_and_timed_out(hpo_store, hpo_hubs, figures):
-    """Issue 23.1: four wildcard chains from a hub end by the timeout, the server stays under 1 GB, and a
-    cheap call from another session is answered within a second (it passed 3 GB, blocked every client and
-    ignored --timeout)."""
+    """Four wildcard chains from a hub end by the timeout, the server stays under 1 GB, and a cheap call from
+    another session is answered within a second."""
     db, _ = hpo_store
     timeout = 5
     with served_over_http(["--db", str(db), "--timeout", str(timeout)]) as (url, proc):
@@ -212,7 +211,7 @@ def test_a_wildcard_path_query_is_bounded_paced_and_timed_out(hpo_store, hpo_hub
 
 
 def test_a_hundred_seed_intersection_holds_its_memory(hpo_store, hpo_hubs, figures):
-    """Issue 19.2: one budget per call: 100 hub seeds with k=5 stay under 600 MB (was ~1 GB and 44-50 s)."""
+    """One budget per call: 100 hub seeds with k=5 stay under 600 MB."""
     db, _ = hpo_store
     with served_over_http(["--db", str(db)]) as (url, proc):
         answers = asyncio.run(hub_explosions(url, [("intersect_subgraphs", {"seeds": hpo_hubs, "k": 5})],
@@ -285,7 +284,8 @@ def _native_counts(db: Path, seed: str, hops: int) -> tuple[int, int]:
 
 
 def test_answers_on_the_hpo_fill_their_budget_name_their_nodes_and_count_truly(hpo_store, figures):
-    """Issue 14's acceptance through a real MCP client at default settings."""
+    """The HPO at default settings, through a real MCP client: answers fill their budget without passing it, name
+    their nodes and count truly."""
     db, _ = hpo_store
     import sqlite3
 

@@ -1,4 +1,4 @@
-"""Who may read ``/metrics`` under each way of serving (issue 37.1), and the proxy rule docs/deploying.md gives.
+"""Who may read ``/metrics`` under each way of serving, and the proxy rule docs/deploying.md gives.
 
 The metrics name every graph, granted or not: under OAuth they are never readable anonymously,
 only with a token carrying the operator scope (or the shared token, when one is set). In
@@ -152,7 +152,7 @@ def server(provider: OpenIdProvider, tmp_path_factory: pytest.TempPathFactory) -
 
 
 def test_under_oauth_the_metrics_are_never_anonymous(server: str, provider: OpenIdProvider):
-    """Issue 37.1: with OAuth on and no auth_token, an unauthenticated GET answered 200 with every graph's name."""
+    """With OAuth on and no auth_token, an unauthenticated GET of the metrics is refused (they name every graph)."""
     base = server.removesuffix("/mcp")
     for path in SPELLINGS:
         refused = httpx.get(base + path, timeout=30)

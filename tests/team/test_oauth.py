@@ -93,7 +93,7 @@ async def _never_called(scope: Any, receive: Any, send: Any) -> None:
 
 async def test_the_sdk_signs_in_a_client_granted_fewer_graphs_than_the_server_has(server: str,
                                                                                    provider: OpenIdProvider):
-    """Issue 37.2: the SDK's OAuth client asked for every advertised scope, and the provider refused graph:restricted.
+    """A client granted fewer graphs than the server has (graph:famplex only) signs in with the SDK's OAuth client.
 
     The SDK's own client-credentials flow: discovery from the 401, the provider's metadata, a
     token request, the call retried with the token; the analyst holds graph:famplex only.
@@ -219,7 +219,7 @@ async def test_keys_rotated_by_the_provider_are_picked_up(server: str, provider:
 
 
 def test_without_oauth_the_discovery_address_answers_404(tmp_path: Path):
-    """Issue 27: a 401 there sent MCP Inspector into an interactive OAuth flow against a shared-token server."""
+    """Without OAuth the discovery addresses answer 404, never 401 (which sends MCP Inspector into an OAuth flow)."""
     with serving(["--auth-token", TOKEN], log=tmp_path / "serve.log") as (url, _):
         base = url.removesuffix("/mcp")
         for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",

@@ -111,7 +111,7 @@ async def _served(settings: ServerSettings) -> Any:
 async def test_a_call_over_its_limit_is_a_tool_error_saying_when_to_retry():
     settings = ServerSettings(rate_limit="2/minute")
     async with await _served(settings) as server:
-        server.limits = RateLimits({"famplex": settings})
+        server.rate_limits = RateLimits({"famplex": settings})
         async with Client(server) as client:
             with as_caller(Caller("user:ann")):
                 for _ in range(2):
@@ -136,7 +136,7 @@ def test_the_audit_log_rotates(tmp_path: Path):
 
 
 def test_one_call_is_one_line_whatever_the_names_hold(tmp_path: Path):
-    """Issue 37.5: U+2028 and U+0085 in a token's ``sub`` reached the log raw; ``splitlines()`` saw two lines."""
+    """U+2028, U+0085 and other line breaks in a token's ``sub`` are escaped in the audit log: one call, one line."""
     path = tmp_path / "audit.jsonl"
     breaking = "a\u2028b\x85c\u2029d\x9be\nf"
     log = AuditLog(str(path), max_mb=1, backups=1)
@@ -154,7 +154,7 @@ def test_one_call_is_one_line_whatever_the_names_hold(tmp_path: Path):
 
 
 def test_the_audit_log_always_rotates(tmp_path: Path):
-    """Issue 37.5: ``audit_log_backups = 0`` was accepted, and turned rotation off (the file grew without bound)."""
+    """``audit_log_backups = 0`` is refused: it would turn rotation off and let the file grow without bound."""
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="greater than or equal to 1"):
@@ -164,7 +164,7 @@ def test_the_audit_log_always_rotates(tmp_path: Path):
 
 
 async def test_a_call_continues_the_callers_trace_with_spans_per_primitive():
-    from bfsql.server.tracing import annotate
+    from bfsql.server.trace_export import annotate
 
     trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     async with await _served(ServerSettings()) as server:
@@ -218,7 +218,7 @@ async def test_whether_a_call_is_traced_is_decided_before_the_sdk_sees_it(ratio:
                                                                          traced: bool):
     """:class:`SampledFirst` in front of the SDK's span middleware: the ratio for calls without a caller's trace,
     the caller's decision otherwise; a malformed ``traceparent`` forces nothing."""
-    from bfsql.server.tracing import SampledFirst, annotate
+    from bfsql.server.trace_export import SampledFirst, annotate
 
     async with await _served(ServerSettings()) as server:
         server.observe = annotate

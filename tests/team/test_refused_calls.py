@@ -1,4 +1,4 @@
-"""Every refused call leaves a trace (issue 37.3): an audit line and a metric, with bounded labels.
+"""Every refused call leaves a trace: an audit line and a metric, with bounded labels.
 
 Two graphs under OAuth (a real OpenID provider), with ``--metrics`` and ``--audit-log``. A token
 granting ``famplex`` calls ``restricted`` (not granted), ``nowhere`` (not served) and tools the

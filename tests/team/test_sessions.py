@@ -1,7 +1,7 @@
 """Legacy (session) clients behind a balancer and a proxy: a replica's death, and fair shares of sessions per user.
 
 A legacy client (an ``initialize`` handshake, then an ``Mcp-Session-Id``) holds its session in
-the memory of the replica that opened it. Issue 37.4: after that replica was killed (SIGKILL),
+the memory of the replica that opened it. Without this, after that replica was killed (SIGKILL),
 its client's 30 later calls all failed with "Session not found": another replica answered 404,
 and the official SDK's session client does not start over on a 404 (mcp 2.3 surfaces it as the
 call's error). And behind a proxy every client has the proxy's address, so the per-client session

@@ -25,7 +25,7 @@ CORE = Path(__file__).resolve().parents[2] / "core"
 
 
 def test_the_team_extra_brings_the_redis_client():
-    """Issue 37.8: rate_limit_storage = "redis://…" needed a package bfsql[team] did not install."""
+    """bfsql[team] installs what rate_limit_storage = "redis://…" needs."""
     extras = tomllib.loads((CORE / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     team = [Requirement(line) for line in extras["team"]]
     assert any(r.name == "redis" or (r.name == "limits" and "redis" in r.extras) for r in team), extras["team"]

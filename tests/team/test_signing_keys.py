@@ -2,7 +2,7 @@
 
 The keys come through a proxy in front of oidc-provider's JWKS that answers as slowly as the test
 says (a slow or struggling issuer) and counts the fetches. Anyone can send a token naming a key
-the server has not seen (an unsigned header costs nothing to forge); issue 37.6: each such token
+the server has not seen (an unsigned header costs nothing to forge); otherwise each such token
 made the server fetch the keys again, at most every 5 s, and every new token, however valid,
 waited behind that fetch (7.6 s with a slow issuer).
 """

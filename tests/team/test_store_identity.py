@@ -64,7 +64,7 @@ def server(login_dsn: str, identity_provider: OpenIdProvider,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     folder = tmp_path_factory.mktemp("identity")
     audit = folder / "audit.jsonl"
-    options = ["--backend", "postgres", "--dsn", login_dsn, "--pool-size", "1",
+    options = ["--backend", "postgres", "--dsn", login_dsn, "--max-connections", "1",
                "--roles", "user:alice=genes_diseases", "--roles", "pharmacology=genes_drugs", "--role-claim", "groups",
                "--oauth-issuer", identity_provider.issuer,
                "--oauth-resource", identity_provider.resource,  # type: ignore[attr-defined]

@@ -65,6 +65,7 @@ from bfsql.version import __version__
 
 if TYPE_CHECKING:
     from bfsql import postprocess
+    from bfsql.backend_config import BackendConfig, DeprecatedOption, HttpStoreConfig, StoreConfig
     from bfsql.backends.memory import MemoryBackend
     from bfsql.backends.sqlite import SqliteBackend
     from bfsql.embedders import AUTO, DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from bfsql.engine.search import search_entities
     from bfsql.engine.traverse import Expansion, expand
     from bfsql.graph import Graph, then
+    from bfsql.http_retry import RETRY_STATUSES, RetriesSpent, RetryPolicy, retry_after_seconds, send_with_retries
     from bfsql.loading import (
         BadRow,
         EntityRecord,
@@ -126,6 +128,10 @@ _LAZY = {
     "path_query": "bfsql.engine.paths",
     "search_entities": "bfsql.engine.search",
     "Graph": "bfsql.graph",
+    # The options every backend's config shares, and the retry policy of HTTP stores.
+    **dict.fromkeys(("BackendConfig", "DeprecatedOption", "HttpStoreConfig", "StoreConfig"), "bfsql.backend_config"),
+    **dict.fromkeys(("RETRY_STATUSES", "RetriesSpent", "RetryPolicy", "retry_after_seconds", "send_with_retries"),
+                    "bfsql.http_retry"),
     "then": "bfsql.graph",
     "statement_span": "bfsql.tracing",
     "create_embedder": "bfsql.plugins",
@@ -155,15 +161,18 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "HUBS",
     "PROVENANCE_KEYS",
+    "RETRY_STATUSES",
     "SEARCH_LIMIT",
     "WORK_BETWEEN_CHECKS",
     "AccessDenied",
+    "BackendConfig",
     "BackendFailure",
     "BadRow",
     "BfsResult",
     "BfsqlError",
     "CallIdentity",
     "Capabilities",
+    "DeprecatedOption",
     "Edge",
     "Embedder",
     "EmbedderMismatch",
@@ -179,6 +188,7 @@ __all__ = [
     "HopEdge",
     "HopMemo",
     "HostPolicy",
+    "HttpStoreConfig",
     "Hub",
     "ImpliedEntity",
     "IntersectionResult",
@@ -195,12 +205,15 @@ __all__ = [
     "Record",
     "RelationshipRecord",
     "ResultEdge",
+    "RetriesSpent",
+    "RetryPolicy",
     "SchemaDescription",
     "SchemaHub",
     "SchemaSummary",
     "SeedPath",
     "ServerSettings",
     "SqliteBackend",
+    "StoreConfig",
     "Survey",
     "TraversalLimits",
     "Truncation",
@@ -244,7 +257,9 @@ __all__ = [
     "relationship_metadata",
     "resolve_config",
     "resolve_embedder_name",
+    "retry_after_seconds",
     "search_entities",
+    "send_with_retries",
     "statement_span",
     "tally",
     "then",

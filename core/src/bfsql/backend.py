@@ -45,28 +45,44 @@ PROVENANCE_KEYS = frozenset({"provenance", "evidence", "text_span", "text_spans"
 class Capabilities:
     """What a backend can do beyond the contract's minimum.
 
-    The engine, the cache and the conformance suite read these flags.
+    Each flag's docstring says what reads it (``Read by:``): some change what the engine, the
+    cache or describe_schema do; others only tell the conformance suite (:mod:`bfsql.testing`)
+    which checks apply, and change nothing when serving. ``tests/test_architecture.py`` checks
+    that every flag says.
     """
 
     batch_primitives: bool = False
-    """The batch primitives are answered natively, ``hop`` in one round trip (not derived from single-id calls)."""
+    """The batch primitives are answered natively, ``hop`` in one round trip (not derived from single-id calls).
+    Read by: the conformance suite only (it then checks ``hop`` is not the single-id fan-out); serving is the
+    same either way."""
     vector_search: bool = False
     """The backend ranks entities by embedding similarity: it implements
     :meth:`GraphBackend.vector_search`, which core's hybrid search uses as its vector
     ranker (modes vector, hybrid, rrf). (A backend whose ``search_entities`` embeds the
-    query itself may also set it; core then treats ``search_entities`` as its only ranker.)"""
+    query itself may also set it; core then treats ``search_entities`` as its only ranker.)
+    Read by: the engine's search (:func:`has_vector_search`), and the conformance suite."""
     lexical_search: bool = True
-    """search_entities can rank by a lexical score (BM25, trigram, substring)."""
+    """search_entities can rank by a lexical score (BM25, trigram, substring).
+    Read by: the conformance suite only (it then runs the lexical ranking checks); serving is the same either
+    way."""
     comprehensive_schema: bool = True
-    """entity_types()/predicates() are complete, not samples."""
+    """entity_types()/predicates() are complete, not samples.
+    Read by: describe_schema (its ``comprehensive`` field), the engine's type filters and path queries (an
+    unknown type is an error only against a complete schema), and the conformance suite."""
     provenance: bool = False
-    """provenance_for_edges returns the evidence records behind edges."""
+    """provenance_for_edges returns the evidence records behind edges.
+    Read by: the conformance suite only (it then checks the evidence answers); serving asks
+    ``provenance_for_edges`` either way."""
     in_memory: bool = False
-    """Primitives are answered from memory as fast as a cache would: the graph does not cache them."""
+    """Primitives are answered from memory as fast as a cache would: the graph does not cache them.
+    Read by: :class:`bfsql.Graph` (which cache policies it applies)."""
     traversal: bool = False
-    """The backend answers ``traverse``: a whole walk in the store, counted there, one page listed."""
+    """The backend answers ``traverse``: a whole walk in the store, counted there, one page listed.
+    Read by: :meth:`bfsql.Graph.walks_in_store` (the engine then asks ``traverse``/``intersect``)."""
     statistics: bool = False
-    """The backend answers ``statistics``: entities by type, edges by predicate and the hubs, for describe_schema."""
+    """The backend answers ``statistics``: entities by type, edges by predicate and the hubs, for describe_schema.
+    Read by: describe_schema (its counts and hubs), the examples a server writes in its texts, and the
+    conformance suite."""
 
     def as_dict(self) -> dict[str, bool]:
         """The flags as a plain dict."""
@@ -142,7 +158,7 @@ class GraphBackend(Primitives, ABC):
     """
 
     capabilities: Capabilities = Capabilities(batch_primitives=True)
-    """Flags read by the engine, the cache and the conformance suite."""
+    """What the backend can do; each flag says what reads it (see :class:`Capabilities`)."""
 
     slow_store_advice: str = "The graph store is slow or unreachable; try again, or narrow the query."
     """What a call that timed out waiting for this store tells the caller to do (an embedded store is never

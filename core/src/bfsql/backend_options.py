@@ -3,7 +3,9 @@
 Every field of a backend's registered config model becomes a flag ``--field-name``
 and an environment variable ``BFSQL_<BACKEND>_<FIELD>``, plus the conventional
 aliases the backend declares (e.g. ``DATABASE_URL``). Precedence: flag, then
-``BFSQL_…`` variable, then aliases, then the model's default.
+``BFSQL_…`` variable, then aliases, then the model's default. An option's old name
+(``deprecated_names`` of :class:`bfsql.backend_config.BackendConfig`) keeps its hidden flag and
+its variable, and sets the new field with a warning.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import click
 from pydantic import BaseModel, ValidationError
 
+from bfsql.backend_config import option_names
 from bfsql.errors import InvalidArgument, clip, plain_problem
 from bfsql.options import field_option, flag, is_bool, is_list, type_name
 from bfsql.plugins import BackendSpec
@@ -36,13 +39,18 @@ def backend_click_options(specs: Mapping[str, BackendSpec], hidden: bool = False
     seen: dict[str, list[str]] = {}
     annotations: dict[str, Any] = {}
     helps: dict[str, str] = {}
+    old_names: set[str] = set()
     for spec in specs.values():
-        for name, field in spec.config_model.model_fields.items():
+        fields = spec.config_model.model_fields
+        for name, target in option_names(spec.config_model).items():
             seen.setdefault(name, []).append(spec.name)
-            annotations.setdefault(name, field.annotation)
-            helps.setdefault(name, field.description or "")
+            annotations.setdefault(name, fields[target].annotation)
+            helps.setdefault(name, fields[target].description or "")
+            if name != target:
+                old_names.add(name)
     return [
-        field_option(name, annotations[name], hidden=hidden, help=f"[{', '.join(seen[name])}] {helps[name]} (env: "
+        field_option(name, annotations[name], hidden=hidden or name in old_names,
+                     help=f"[{', '.join(seen[name])}] {helps[name]} (env: "
                      f"{', '.join(env_var(b, name) for b in seen[name])})")
         for name in sorted(seen)
     ]
@@ -75,6 +83,24 @@ def _from_env(raw: str, annotation: Any) -> Any:
     return raw
 
 
+def _from_variables(spec: BackendSpec, names: Mapping[str, str], given: set[str],
+                    env: Mapping[str, str]) -> dict[str, Any]:
+    """The options set by environment variables (a field's, then an old name's, then the backend's aliases), for the
+    fields no flag gave."""
+    fields = spec.config_model.model_fields
+    aliases = spec.env_aliases or {}
+    values: dict[str, Any] = {}
+    for name, target in names.items():
+        if target in given:
+            continue
+        for var in (env_var(spec.name, name), *aliases.get(name, ())):
+            if env.get(var):
+                values[name] = _from_env(env[var], fields[target].annotation)
+                given.add(target)
+                break
+    return values
+
+
 def resolve_config(spec: BackendSpec, given: Mapping[str, Any], env: Mapping[str, str] | None = None) -> BaseModel:
     """Validate the backend's config from flags, environment and defaults.
 
@@ -83,8 +109,9 @@ def resolve_config(spec: BackendSpec, given: Mapping[str, Any], env: Mapping[str
     """
     env = os.environ if env is None else env
     fields = spec.config_model.model_fields
+    names = option_names(spec.config_model)
     foreign = sorted(
-        flag(name) for name, value in given.items() if name not in fields and value not in (None, ())
+        flag(name) for name, value in given.items() if name not in names and value not in (None, ())
     )
     if foreign:
         accepted = ", ".join(flag(f) for f in fields) or "(none)"
@@ -92,17 +119,9 @@ def resolve_config(spec: BackendSpec, given: Mapping[str, Any], env: Mapping[str
             f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not an option of backend {spec.name!r}.",
             f"Backend {spec.name!r} takes: {accepted}.",
         )
-    values: dict[str, Any] = {}
-    aliases = spec.env_aliases or {}
-    for name, field in fields.items():
-        value = given.get(name)
-        if value not in (None, ()):
-            values[name] = list(value) if isinstance(value, tuple) else value
-            continue
-        for var in (env_var(spec.name, name), *aliases.get(name, ())):
-            if env.get(var):
-                values[name] = _from_env(env[var], field.annotation)
-                break
+    values = {name: list(value) if isinstance(value, tuple) else value
+              for name, value in given.items() if name in names and value not in (None, ())}
+    values.update(_from_variables(spec, names, {names[name] for name in values}, env))
     try:
         return spec.config_model.model_validate(values)
     except ValidationError as exc:

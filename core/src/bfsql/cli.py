@@ -193,9 +193,10 @@ def _with_demo(plan: Any) -> Any:
 
 
 def _split_backend_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    from bfsql.backend_config import option_names
     from bfsql.plugins import get_backends
 
-    names = {f for spec in get_backends().values() for f in spec.config_model.model_fields}
+    names = {name for spec in get_backends().values() for name in option_names(spec.config_model)}  # old names too
     return {k: kwargs.pop(k) for k in list(kwargs) if k in names}
 
 

@@ -6,7 +6,9 @@ loaded plugin that implements a primitive or post-processing hook is registered 
 facade's primitive methods come from the primitive table (:class:`Graph` subclasses
 :class:`~bfsql.primitives.Primitives`); the single-id calls of seed 000 (``get_node``,
 ``edges_from`` …) are derived here from the batch primitives, never hooks. The engine and
-the server only ever talk to a :class:`Graph`.
+the server only ever talk to a :class:`Graph`: every graph-level question (its description,
+workflow advice, the cuts its store made, the embedder of its stored vectors, its health) is a
+method here, never asked of ``graph.backend`` (``tests/test_architecture.py`` checks).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from bfsql.cache import CacheConfig, CachePlugin
 from bfsql.embedders import CachedEmbedder, Embedder, HashingEmbedder, split_identifier
 from bfsql.errors import BackendFailure, BfsqlError, clip
 from bfsql.examples import DEMO, Examples
-from bfsql.models import Node
+from bfsql.models import Node, Truncation
 from bfsql.plugins import get_plugin_manager, new_plugin_manager
 from bfsql.primitives import PRIMITIVES, CachePolicy, Primitives, PrimitiveSpec, hook_caller, implementation
 from bfsql.rows import Edge
@@ -146,7 +148,8 @@ class Graph(Primitives):
     one that takes longer fails with a :class:`~bfsql.errors.BackendFailure` naming the
     primitive (None, the default: no bound; a server passes its ``primitive_timeout`` setting).
     ``description`` is how a server describes the graph (a configuration file's words; None:
-    the backend's own ``graph_description``).
+    the backend's own ``graph_description``). The graph is the one owner of the description a
+    client is shown (:meth:`describe`, :attr:`shown_description`).
     """
 
     def __init__(
@@ -164,6 +167,8 @@ class Graph(Primitives):
         self.name = name
         self.description = description
         """How the server describes the graph (a configuration file's words); None: the backend's own."""
+        self.stored_description: str | None = None
+        """The store's own description (the backend's ``graph_description``), once :meth:`describe` has read it."""
         self.examples: Examples = DEMO
         """The examples of the texts a client reads, in this graph's words (set when a server starts serving it)."""
         self.stats = BackendCallStats()
@@ -220,6 +225,51 @@ class Graph(Primitives):
     def capabilities(self) -> Any:
         """The backend's capability flags."""
         return self.backend.capabilities
+
+    # Graph-level questions: what describe_schema, the engine's answers and readiness checks ask.
+
+    async def describe(self) -> str:
+        """The description clients are shown: the configured words, else the store's own (read now)."""
+        return self.description or await self.read_stored_description()
+
+    async def read_stored_description(self) -> str:
+        """The store's own description (the backend's ``graph_description``), read now and kept as
+        :attr:`stored_description`: a server reads it at start-up, so that :attr:`shown_description` answers
+        without a call and ``bfsql tools`` can say which description is shown."""
+        self.stored_description = await self.backend.graph_description()
+        return self.stored_description
+
+    @property
+    def shown_description(self) -> str | None:
+        """The description clients are shown, without a call: the configured words, else the store's own as last
+        read (None before that)."""
+        return self.description or self.stored_description
+
+    async def next_steps(self) -> str | None:
+        """The store's own workflow advice for describe_schema, or None (the server's default then)."""
+        return await self.backend.next_steps()
+
+    def truncations(self, entity_ids: set[str]) -> list[Truncation]:
+        """What the store cut from what it returned for these entities (an edge limit, say); a traversal answer
+        that reached any of them lists these in its ``truncated``."""
+        return self.backend.truncations(entity_ids)
+
+    async def health(self) -> list[str]:
+        """What makes the store's answers stale or unavailable now, one sentence each; [] when nothing does."""
+        return await self.backend.health()
+
+    async def probe(self, entity_id: str) -> list[str]:
+        """Ask the store itself (past the cache and every plugin) for one entity, and for its :meth:`health`.
+
+        For readiness checks: an answer means the store answered now. Raises what the store raises.
+        """
+        _, problems = await gather_or_cancel(self.backend.get_nodes([entity_id]), self.backend.health())
+        return list(problems)
+
+    @property
+    def stored_embedder(self) -> tuple[str, int] | None:
+        """``(name, dimension)`` of the embedder that made the store's entity vectors, when the store says."""
+        return self.backend.vector_embedder
 
     def walks_in_store(self, primitive: str) -> bool:
         """Whether the engine may ask the backend's ``traverse`` (or ``intersect``) instead of walking hop by hop.

@@ -39,6 +39,7 @@ from typing import Any, Literal
 import click
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from bfsql.backend_config import option_names
 from bfsql.budgets import DEFAULT_LIMITS, DEFAULT_MAX_TOKENS, MIN_MAX_TOKENS, TraversalLimits
 from bfsql.errors import BfsqlError, clip, plain_problem
 from bfsql.options import field_option
@@ -412,10 +413,11 @@ class _Reader:
     def backend_options(self, table: tuple[str, ...], spec: Any, values: Mapping[str, Any]) -> BaseModel:
         """The backend's config model from the graph's remaining keys."""
         fields = list(spec.config_model.model_fields)
+        names = option_names(spec.config_model)  # the fields, and old names still taken (with a warning)
         for key in values:
             if key in ServerSettings.model_fields:
                 raise self.error((*table, key), "a server setting, the same for every graph.", "Set it in [server].")
-            if key not in fields:
+            if key not in names:
                 takes = ", ".join(dict.fromkeys([*_SECTION_KEYS, *ServerSettings.per_graph_fields(), *fields]))
                 raise self.error((*table, key), f"not an option of backend {spec.name!r}.",
                                  f"{nearest(key, fields).strip()} A {spec.name} graph takes: {takes}.".strip())

@@ -5,7 +5,7 @@ The MCP SDK opens a span per tool call (``tools/call NAME``), continuing the cal
 call that reaches its backend (cache hits do not), and a backend may open one per statement it
 sends (:func:`statement_span`; the PostgreSQL backend does). Only the OpenTelemetry API is used
 here: every span is a no-op until an SDK is installed, by ``bfsql serve --otlp-endpoint``
-(:mod:`bfsql.server.tracing`) or by the application embedding bfsql.
+(:mod:`bfsql.server.trace_export`) or by the application embedding bfsql.
 """
 
 from __future__ import annotations

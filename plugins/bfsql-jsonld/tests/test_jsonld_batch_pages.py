@@ -1,4 +1,4 @@
-"""Batch relation answers come in bounded pages, and the backend reads them whole (issue 23.9).
+"""Batch relation answers come in bounded pages, and the backend reads them whole.
 
 The reference app runs in-process on a free loopback port over a generated graph of 40 hubs
 (50 to 1,493 relations each, names with non-ASCII text, dangling ends), with answers of at

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from bfsql import Edge, Graph, HopEdge, InvalidArgument, NodeInfo
+from bfsql import Edge, Graph, HopEdge, InvalidArgument, NodeInfo, retry_after_seconds
 from bfsql_jsonld import JsonLdBackend, JsonLdConfig
 from bfsql_jsonld.errors import ApiError, ContextError, MalformedResponse
-from bfsql_jsonld.http_client import _retry_after_seconds, parse_link_header
+from bfsql_jsonld.http_client import parse_link_header
 from bfsql_jsonld.urls import MAX_URL_BYTES
 
 from jsonld_scripted import Reply, ScriptedApi
@@ -104,12 +104,12 @@ async def test_persistent_503_gives_up_after_the_retries_with_exponential_backof
 
 async def test_timeout_is_a_clear_error(scripted, open_backend):
     scripted.on("/entities/GENE%3ATP53", Reply(json=ENTITY, delay=3))
-    backend = await open_backend(scripted, request_timeout=0.3)
+    backend = await open_backend(scripted, query_timeout=0.3)
     start = time.monotonic()
     with pytest.raises(ApiError, match=r"took longer than 0.3s") as info:
         await backend.metadata_for_nodes(["GENE:TP53"])
     assert time.monotonic() - start < 2
-    assert "--request-timeout" in str(info.value)
+    assert "--query-timeout" in str(info.value)
 
 
 async def test_unreachable_api_is_a_clear_start_up_error():
@@ -470,11 +470,11 @@ async def test_schema_less_api_and_closing_twice(scripted):
 
 
 def test_retry_after_forms():
-    assert _retry_after_seconds("7") == 7.0
-    assert _retry_after_seconds("soon") is None
+    assert retry_after_seconds("7") == 7.0
+    assert retry_after_seconds("soon") is None
     later = email.utils.formatdate(time.time() + 30, usegmt=True)
-    assert 25 <= (_retry_after_seconds(later) or 0) <= 31
-    assert _retry_after_seconds(email.utils.formatdate(time.time() - 30, usegmt=True)) == 0.0
+    assert 25 <= (retry_after_seconds(later) or 0) <= 31
+    assert retry_after_seconds(email.utils.formatdate(time.time() - 30, usegmt=True)) == 0.0
 
 
 def test_link_header_parsing():

@@ -134,7 +134,7 @@ async def test_hop_is_one_statement_for_the_whole_frontier(falkordb_server, monk
 
 
 async def test_a_full_traversal_takes_edge_properties_with_the_hop(falkordb_server, monkeypatch) -> None:
-    """No statement after the hops for edge metadata, and the same metadata as asked for afterwards (issue 29)."""
+    """No statement after the hops for edge metadata, and the same metadata as asked for afterwards."""
     falkordb_server.use("standard", standard_records)
     async for backend in falkordb_server.open(predicate_case="lower", provenance=True):
         statements = statements_run(monkeypatch)

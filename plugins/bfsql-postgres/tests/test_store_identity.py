@@ -49,7 +49,7 @@ def standard_dsn_for_roles(pg_server, tmp_path_factory: pytest.TempPathFactory) 
 async def graph(login_dsn: str) -> AsyncIterator[Graph]:
     """The graph as the server opens it, on a pool of one connection (every call shares it)."""
     backend = await PostgresBackend.create(PostgresConfig(dsn=login_dsn, roles=ROLES, role_claim="groups",
-                                                          pool_size=1))
+                                                          max_connections=1))
     async with Graph(backend, plugins=[]) as opened:
         yield opened
 

@@ -384,7 +384,7 @@ async def test_query_timeout(proxy: FaultProxy) -> None:
 
 
 async def test_concurrency_is_bounded(proxy: FaultProxy) -> None:
-    backend = await SparqlBackend.create(proxied(proxy, max_concurrency=2))
+    backend = await SparqlBackend.create(proxied(proxy, max_connections=2))
     try:
         proxy.forward_delay = 0.1
         proxy.max_in_flight = 0

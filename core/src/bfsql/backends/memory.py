@@ -14,10 +14,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from typing_extensions import override
 
 from bfsql.backend import Capabilities, GraphBackend, hop_edges
+from bfsql.backend_config import BackendConfig
 from bfsql.embedders import Embedder, HashingEmbedder, dot, normalise
 from bfsql.errors import BfsqlError
 from bfsql.hookspecs import hookimpl
@@ -44,11 +45,13 @@ EMBED_BATCH = 256
 """Names embedded per embedder call when vector search first needs them."""
 
 
-class MemoryConfig(BaseModel):
-    """Configuration of the memory backend."""
+class MemoryConfig(BackendConfig):
+    """Configuration of the memory backend (``description``: see :class:`bfsql.BackendConfig`)."""
 
     bundle: Path | None = Field(default=None, description="JSONL bundle to load at start-up.")
-    description: str = Field(default="An in-memory knowledge graph.", description="graph_description text.")
+    description: str = Field(
+        default="An in-memory knowledge graph.", description="graph_description text shown by describe_schema."
+    )
     max_bundle_mb: int = Field(
         default=DEFAULT_MAX_BUNDLE_MB,
         ge=1,

@@ -32,9 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from bfsql.backend import Capabilities, GraphBackend
+from bfsql.backend_config import BackendConfig
 from bfsql.budgets import TraversalLimits
 from bfsql.csr import STORED_HUBS, CsrIndex, overlap, shared_index, stored_statistics, survey
 from bfsql.embedders import Embedder, EmbedderMismatch
@@ -88,7 +89,7 @@ _VISIBLE_PREDICATES = (
 _ENTITY_COLUMNS = "entity_id, entity_type, name, synonyms, properties, status, confidence, source, canonical_url"
 
 
-class SqliteConfig(BaseModel):
+class SqliteConfig(BackendConfig):
     """Configuration of the sqlite backend."""
 
     db: Path | None = Field(default=None, description="SQLite file; default: the bundled FamPlex demo graph")

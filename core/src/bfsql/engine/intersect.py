@@ -248,7 +248,7 @@ async def intersect_subgraphs(
     order, triples, metadata = await drop_low_mentions(graph, order, list(edges), min_mentions, set(seeds))
     listed, listed_triples = _first(order, triples, limit)
 
-    truncated = [*reach.cuts.truncations(limits), *graph.backend.truncations(reach.visited)]
+    truncated = [*reach.cuts.truncations(limits), *graph.truncations(reach.visited)]
     paths, left_out = await connections(graph, reach, seeds, listed[:PATHS_NODES], limits, PATHS_MAX)
     left_out += max(0, len(listed) - PATHS_NODES) * len(seeds)
     if left_out:

@@ -70,13 +70,17 @@ class ServedGraph:
     failure: str | None = None
     schema: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))
     """Its entity types and predicates, read at start-up."""
-    stored_description: str | None = None
-    """The store's own description (the backend's ``graph_description``), read at start-up."""
+
+    @property
+    def stored_description(self) -> str | None:
+        """The store's own description, read at start-up (None for a graph that could not be opened)."""
+        return self.graph.stored_description if self.graph is not None else None
 
     @property
     def shown_description(self) -> str | None:
-        """The description clients are shown: the configuration file's, else the store's own."""
-        return self.description or self.stored_description
+        """The description clients are shown (the graph's, see :meth:`Graph.describe`; the configuration file's
+        for a graph that could not be opened)."""
+        return self.graph.shown_description if self.graph is not None else self.description
 
     def listing(self, default: bool) -> GraphListing:
         """How describe_schema lists it."""
@@ -111,7 +115,7 @@ class BfsqlServer(MCPServer):
         """What the traversal tools' descriptions say of the graphs (rewritten for a caller who sees fewer)."""
         self.observe: Observer | None = None
         """Gets every call's record (metrics, audit log, traces: set up by :mod:`bfsql.server.team`)."""
-        self.limits: RateLimits | None = None
+        self.rate_limits: RateLimits | None = None
         """Rate limits per principal and graph, when configured."""
 
     @property
@@ -178,9 +182,9 @@ class BfsqlServer(MCPServer):
 
     def _refusal(self, spec: ToolSpec, served: ServedGraph, caller: Caller, arguments: Any) -> CallToolResult | None:
         """A tool error when ``caller`` is over its rate limit on ``served`` (the call is counted otherwise)."""
-        if self.limits is None:
+        if self.rate_limits is None:
             return None
-        over = self.limits.hit(caller.principal, served.name, spec.heavy)
+        over = self.rate_limits.hit(caller.principal, served.name, spec.heavy)
         if over is None:
             return None
         return self._refuse("rate_limited", spec.name, served.name, arguments, over.message(served.name))
@@ -272,18 +276,17 @@ async def _prepare(served: ServedGraph) -> None:
     graph = served.graph
     assert graph is not None
     if not graph.embedder_chosen:  # a graph built with an embedder keeps it; else the setting ("auto": the store's own)
-        stored = graph.backend.vector_embedder
+        stored = graph.stored_embedder
         embedder = create_embedder(resolve_embedder_name(served.settings.embedder, stored[0] if stored else None))
         graph.set_embedder(embedder)
         await embedder.embed(["warm-up"])  # load a model now, not under the first search's clock and memory
     await graph.bind_embedder()
     types, preds, stored = await gather_or_cancel(
-        graph.entity_types(), graph.predicates(), graph.backend.graph_description()
+        graph.entity_types(), graph.predicates(), graph.read_stored_description()
     )
     served.schema = (types, preds)
-    served.stored_description = stored
     graph.examples = await examples_or_placeholders(graph, types, preds)
-    if served.description and len(stored) > len(served.description) and stored != served.description:
+    if graph.description and len(stored) > len(graph.description) and stored != graph.description:
         startup.info("graph %s: the configuration's description is shown; the store's own (%d characters) is "
                      "longer", served.name, len(stored))
 

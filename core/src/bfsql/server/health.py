@@ -23,7 +23,6 @@ from collections.abc import Awaitable, Callable, Collection
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bfsql.backend import gather_or_cancel
 from bfsql.errors import clip
 from bfsql.server.app import BfsqlServer, ServedGraph
 
@@ -54,10 +53,8 @@ async def graph_problems(served: ServedGraph, timeout: float = READY_TIMEOUT) ->
     """
     if served.graph is None:
         return [f"It could not be opened at start-up ({served.failure})."]
-    backend = served.graph.backend
     try:
-        _, reported = await asyncio.wait_for(gather_or_cancel(backend.get_nodes([PROBE_ID]), backend.health()),
-                                             timeout)
+        reported = await asyncio.wait_for(served.graph.probe(PROBE_ID), timeout)
     except TimeoutError:
         return [f"Its store did not answer within {timeout:g} s."]
     except Exception as exc:

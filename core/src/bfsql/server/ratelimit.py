@@ -123,7 +123,7 @@ class RateLimitGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Look at a POSTed tools/call; refuse it when over a limit, else pass the request on unchanged."""
-        limits = self.server.limits
+        limits = self.server.rate_limits
         if limits is None or scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") != self.path:
             await self.app(scope, receive, send)
             return
@@ -152,9 +152,9 @@ class RateLimitGate:
         graph = arguments.get("graph", visible[0].name) if len(self.server.graphs) > 1 else visible[0].name
         if not any(served.name == graph for served in visible):
             return None  # the server's own error names the graphs this caller may use
-        assert self.server.limits is not None
+        assert self.server.rate_limits is not None
         caller = self.identify(scope)
-        over = self.server.limits.check(caller.principal, graph, spec.heavy)
+        over = self.server.rate_limits.check(caller.principal, graph, spec.heavy)
         if over is None:
             return None
         if self.server.observe is not None:

@@ -28,7 +28,7 @@ from bfsql.server.callers import CallerMiddleware, Identify, as_caller, by_addre
 from bfsql.server.http import BearerAuth
 from bfsql.server.pipeline import CallRecord, Observer
 from bfsql.server.ratelimit import RateLimitGate, RateLimits
-from bfsql.server.tracing import annotate
+from bfsql.server.trace_export import annotate
 from bfsql.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -192,12 +192,13 @@ async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) 
             closing.append(audit.close)
             observers.append(audit.record)
         if settings.otlp_endpoint:
-            from bfsql.server.tracing import install_exporter
+            from bfsql.server.trace_export import install_exporter
 
             closing.append(install_exporter(settings.otlp_endpoint, settings.otlp_sample_ratio,
                                              server.middleware).shutdown)
         if any(s.settings.rate_limit or s.settings.heavy_rate_limit for s in server.graphs.values()):
-            server.limits = RateLimits({n: s.settings for n, s in server.graphs.items()}, settings.rate_limit_storage)
+            server.rate_limits = RateLimits({n: s.settings for n, s in server.graphs.items()},
+                                            settings.rate_limit_storage)
         observe = server.observe = _observer(observers)
         identify: Identify = by_address
         scopes: GraphScopes | None = None
@@ -211,7 +212,7 @@ async def team_layers(server: BfsqlServer, settings: ServerSettings, path: str) 
         def wrap(app: ASGIApp) -> ASGIApp:
             from bfsql.server.oauth import NoDiscovery, OAuthGate
 
-            if server.limits is not None:
+            if server.rate_limits is not None:
                 app = RateLimitGate(app, server, identify, path)
             gate = None
             if scopes is not None:

@@ -10,7 +10,7 @@ pipeline fits the answer to the budget.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import Field
 
@@ -41,7 +41,7 @@ from bfsql.server.answers import compact_json
 from bfsql.server.instructions import DEFAULT_NEXT_STEPS, TOOL_DESCRIPTIONS, TOOL_USAGE_NOTES
 from bfsql.server.tool_spec import ToolContext
 
-__all__ = ["BUILTIN_TOOLS", "register_builtin_tools"]
+__all__ = ["BUILTIN_TOOLS", "BuiltinTool", "register_builtin_tools"]
 
 Ids = Annotated[list[str], Field(description="Canonical entity ids.", examples=[["HGNC:BRAF", "HGNC:RAF1"]])]
 Types = Annotated[list[str] | None, Field(description="Entity types that get full metadata.", examples=[["Gene"]])]
@@ -69,14 +69,14 @@ async def describe_schema(ctx: ToolContext) -> SchemaDescription:
     """Orient: what the graph contains (and how much of it, where the store can say it cheaply)."""
     graph = ctx.graph
     types, preds, counted, problems = await gather_or_cancel(
-        graph.entity_types(), graph.predicates(), _statistics(graph), graph.backend.health()
+        graph.entity_types(), graph.predicates(), _statistics(graph), graph.health()
     )
     return SchemaDescription(
-        graph_description=graph.description or await graph.backend.graph_description(),
+        graph_description=await graph.describe(),
         comprehensive=graph.capabilities.comprehensive_schema,
         entity_types=types,
         predicates=preds,
-        next_steps=await graph.backend.next_steps() or DEFAULT_NEXT_STEPS,
+        next_steps=await graph.next_steps() or DEFAULT_NEXT_STEPS,
         tool_usage_notes=TOOL_USAGE_NOTES,
         **_schema_counts(counted),
         graphs=ctx.graphs,
@@ -328,22 +328,34 @@ async def describe_edges(
     return EdgeRecords(list(found), found, missing=[e for e in wanted if e not in found])
 
 
-BUILTIN_TOOLS: tuple[tuple[Any, Any, bool, bool], ...] = (
-    (describe_schema, SchemaDescription, False, False),
-    (search_entities, ListAnswer[EntityStub], False, False),
-    (bfs_query, BfsResult, True, True),
-    (describe_entity, dict[str, Any], False, True),
-    (describe_entities, ListAnswer[Node], False, True),
-    (intersect_subgraphs, IntersectionResult, True, True),
-    (path_query, PathQueryResult, True, True),
-    (describe_edges, ListAnswer[ResultEdge], False, True),
+class BuiltinTool(NamedTuple):
+    """One built-in tool: its function and how the server registers it."""
+
+    fn: Callable[..., Any]
+    """The tool (its name is the function's; its description is ``TOOL_DESCRIPTIONS[name]``)."""
+    answer: Any
+    """The model its answer is validated against."""
+    traverses: bool
+    """A traversal: its description lists the schema, and it waits for one of its graph's heavy-call slots."""
+    own_budget: bool
+    """A call may set its own ``max_tokens``."""
+
+
+BUILTIN_TOOLS: tuple[BuiltinTool, ...] = (
+    BuiltinTool(describe_schema, SchemaDescription, traverses=False, own_budget=False),
+    BuiltinTool(search_entities, ListAnswer[EntityStub], traverses=False, own_budget=False),
+    BuiltinTool(bfs_query, BfsResult, traverses=True, own_budget=True),
+    BuiltinTool(describe_entity, dict[str, Any], traverses=False, own_budget=True),
+    BuiltinTool(describe_entities, ListAnswer[Node], traverses=False, own_budget=True),
+    BuiltinTool(intersect_subgraphs, IntersectionResult, traverses=True, own_budget=True),
+    BuiltinTool(path_query, PathQueryResult, traverses=True, own_budget=True),
+    BuiltinTool(describe_edges, ListAnswer[ResultEdge], traverses=False, own_budget=True),
 )
-"""(function, answer model, whether it traverses, whether a call may set its own max_tokens), in the order clients
-see them. A traversal's description lists the schema, and it waits for one of its graph's heavy-call slots."""
+"""The built-in tools, in the order clients see them."""
 
 
 def register_builtin_tools(register: RegisterTool) -> None:
     """Register the built-in tools with the server's ``register`` (the callback plugins get from ``register_tools``)."""
-    for fn, output, traverses, budgeted in BUILTIN_TOOLS:
-        register(fn, description=TOOL_DESCRIPTIONS[fn.__name__], output=output, injects_schema=traverses,
-                 heavy=traverses, max_tokens=budgeted)
+    for tool in BUILTIN_TOOLS:
+        register(tool.fn, description=TOOL_DESCRIPTIONS[tool.fn.__name__], output=tool.answer,
+                 injects_schema=tool.traverses, heavy=tool.traverses, max_tokens=tool.own_budget)

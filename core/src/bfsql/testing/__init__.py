@@ -9,9 +9,17 @@ capabilities and lists them at the end of the run.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+from bfsql.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from bfsql.testing.conformance import BackendConformance
+    from bfsql.testing.idmap import IdMap
+    from bfsql.testing.parity import assert_parity
+    from bfsql.testing.profiles import CLIENT_PROFILES, ClientProfile, read_as, seen_by
 
 # Plain asserts in the suite's helpers report their operands like asserts in test files.
 pytest.register_assert_rewrite(
@@ -22,7 +30,7 @@ pytest.register_assert_rewrite(
 __all__ = ["CLIENT_PROFILES", "BackendConformance", "ClientProfile", "IdMap", "assert_parity", "read_as",
            "reset_plugins", "seen_by"]
 
-_LAZY = {
+_LAZY = {  # imported on first use, so that loading the pytest plugin stays cheap for every test run
     "BackendConformance": "bfsql.testing.conformance",
     "CLIENT_PROFILES": "bfsql.testing.profiles",
     "ClientProfile": "bfsql.testing.profiles",
@@ -40,10 +48,4 @@ def reset_plugins() -> None:
     reset()
 
 
-def __getattr__(name: str) -> Any:
-    # Imported on first use, so that loading the pytest plugin stays cheap for every test run.
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -89,10 +89,8 @@ class JsonLdBackend(GraphBackend):
         client = ApiClient(
             config.base_url,
             auth_headers=config.auth_headers(),
-            request_timeout=config.request_timeout,
-            max_retries=config.max_retries,
-            retry_backoff=config.retry_backoff,
-            max_retry_wait=config.max_retry_wait,
+            request_timeout=config.query_timeout,
+            retry=config.retry_policy(),
             max_connections=config.max_connections,
             max_response_bytes=int(config.max_response_mb * 2**20),
         )
@@ -262,7 +260,8 @@ class JsonLdBackend(GraphBackend):
 
     @override
     async def graph_description(self) -> str:
-        return self._schema.description or f"A knowledge graph published as JSON-LD at {self.config.base_url}."
+        return (self.config.description or self._schema.description
+                or f"A knowledge graph published as JSON-LD at {self.config.base_url}.")
 
     @override
     async def next_steps(self) -> str | None:

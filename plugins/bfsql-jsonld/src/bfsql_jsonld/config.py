@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from typing import ClassVar
 
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from bfsql import HttpStoreConfig
 from bfsql_jsonld.urls import UrlTemplate
 
 __all__ = ["JsonLdConfig"]
 
 
-class JsonLdConfig(BaseModel):
-    """How to reach a JSON-LD REST API and how to read its documents."""
+class JsonLdConfig(HttpStoreConfig):
+    """How to reach a JSON-LD REST API and how to read its documents.
+
+    ``query_timeout``, ``max_connections``, ``description`` and the retry options are the ones every
+    HTTP store shares (:class:`bfsql.HttpStoreConfig`); ``request_timeout`` is the old name of
+    ``query_timeout``.
+    """
+
+    deprecated_names: ClassVar[dict[str, str]] = {"request_timeout": "query_timeout"}
 
     base_url: str = Field(description="Base URL of the JSON-LD REST API, e.g. http://127.0.0.1:8080")
     entity_url: str = Field(default="/entities/{id}", description="URL template of one entity document")
@@ -48,12 +58,6 @@ class JsonLdConfig(BaseModel):
     )
     api_token: SecretStr | None = Field(
         default=None, description="Bearer token sent to the API as 'Authorization: Bearer'"
-    )
-    request_timeout: float = Field(default=30.0, gt=0, description="Seconds one HTTP request may take")
-    max_retries: int = Field(default=3, ge=0, le=10, description="Retries on 429/502/503/504 and dropped connections")
-    retry_backoff: float = Field(default=0.5, ge=0, description="First retry delay in seconds; doubles per retry")
-    max_retry_wait: float = Field(
-        default=60.0, ge=0, description="Longest wait before a retry; a longer Retry-After fails at once"
     )
     max_connections: int = Field(default=16, ge=1, le=256, description="HTTP requests in flight at once")
     max_pages: int = Field(default=1000, ge=1, description="Pages followed for one list; more is an error")

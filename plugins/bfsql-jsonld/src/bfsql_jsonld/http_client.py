@@ -1,9 +1,9 @@
 """One shared aiohttp session with timeouts, retries, bounded bodies and origin-bound credentials.
 
-* Retries: 429, 502, 503 and 504 answers and dropped connections are retried up to
-  ``max_retries`` times, waiting ``retry_backoff * 2**attempt`` seconds, or what
-  ``Retry-After`` asks (seconds or an HTTP date). A wait longer than ``max_retry_wait``
-  fails at once instead of hanging the tool call.
+* Retries: the policy every HTTP store shares (:mod:`bfsql.http_retry`, the options of
+  :class:`bfsql.HttpStoreConfig`): 429, 502, 503 and 504 answers and dropped connections are
+  retried up to ``max_retries`` times, waiting what ``Retry-After`` asks or a doubling backoff;
+  a wait longer than ``max_retry_wait``, or past the call's ``query_timeout``, fails at once.
 * Timeouts: every request (connect, send, read the body) is bounded by ``request_timeout``.
 * Credentials (``--auth-header``, ``--api-token``) are sent only to the API's origin;
   redirects are followed by hand so they never leak to another host.
@@ -14,11 +14,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import json
 import logging
-import time
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -26,6 +23,7 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
+from bfsql import RetriesSpent, RetryPolicy, send_with_retries
 from bfsql_jsonld.errors import ApiError, MalformedResponse, NotFound
 from bfsql_jsonld.urls import same_origin, shown
 
@@ -33,7 +31,6 @@ __all__ = ["ApiClient", "Response", "parse_link_header"]
 
 logger = logging.getLogger("bfsql_jsonld")
 
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
 ACCEPT = "application/ld+json, application/json;q=0.9"
@@ -73,18 +70,14 @@ class ApiClient:
         *,
         auth_headers: dict[str, str],
         request_timeout: float,
-        max_retries: int,
-        retry_backoff: float,
-        max_retry_wait: float,
+        retry: RetryPolicy,
         max_connections: int,
         max_response_bytes: int,
     ) -> None:
         self.base_url = base_url
         self._auth = auth_headers
         self._timeout = request_timeout
-        self._max_retries = max_retries
-        self._backoff = retry_backoff
-        self._max_wait = max_retry_wait
+        self._retry = retry
         self._max_connections = max_connections
         self._max_bytes = max_response_bytes
         self._session: aiohttp.ClientSession | None = None
@@ -112,34 +105,36 @@ class ApiClient:
         return await self._request("POST", url, body)
 
     async def _request(self, method: str, url: str, body: Any) -> Response:
-        if self._session is None:
+        session = self._session
+        if session is None:
             raise ApiError("The JSON-LD backend is closed.", "This is a bug: the backend was used after aclose().")
-        attempt = 0
-        while True:
-            try:
-                status, final_url, headers, raw = await self._send(self._session, method, url, body)
-            except TimeoutError:  # aiohttp's timeout errors subclass it
-                raise self._timed_out(method, url) from None
-            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-                if attempt >= self._max_retries:
-                    raise ApiError(
-                        f"{method} {shown(url)} failed: {exc or type(exc).__name__} (after {attempt + 1} attempt(s)).",
-                        "Check that the API is up and --base-url is right.",
-                    ) from None
-                delay = self._backoff_delay(attempt)
-            else:
-                if status not in RETRY_STATUSES:
-                    return self._decode(method, url, final_url, status, headers, raw)
-                if attempt >= self._max_retries:
-                    raise ApiError(
-                        f"{method} {shown(url)} answered {status} {_reason(status)} {attempt + 1} time(s); "
-                        f"gave up after {self._max_retries} retries.",
-                        "The API is overloaded or down; try again later, or raise --max-retries.",
-                    )
-                delay = self._retry_delay(method, url, status, headers.get("Retry-After"), attempt)
-            logger.info("bfsql-jsonld: retrying %s %s in %.2fs", method, shown(url), delay)
-            await asyncio.sleep(delay)
-            attempt += 1
+        try:
+            status, final_url, headers, raw = await send_with_retries(
+                lambda: self._send(session, method, url, body),
+                lambda answer: (answer[0], answer[2].get("Retry-After")), self._retry,
+                (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError), f"bfsql-jsonld {method}",
+            )
+        except TimeoutError:  # aiohttp's timeout errors subclass it
+            raise self._timed_out(method, url) from None
+        except RetriesSpent as spent:
+            raise self._gave_up(method, url, spent) from None
+        return self._decode(method, url, final_url, status, headers, raw)
+
+    def _gave_up(self, method: str, url: str, spent: RetriesSpent) -> ApiError:
+        what = (f"answered {spent.status} {_reason(spent.status)}" if spent.status is not None
+                else f"failed: {spent.cause or type(spent.cause).__name__}")
+        if spent.over_budget:
+            return ApiError(f"{method} {shown(url)} {what} {spent.attempts} time(s); waiting {spent.asked_wait:g}s "
+                            f"more would outlast --query-timeout ({self._timeout:g}s).",
+                            "The API is overloaded or down; try again later.")
+        if spent.asked_wait is not None:
+            return ApiError(f"{method} {shown(url)} {what} and asks to wait {spent.asked_wait:g}s before retrying.",
+                            f"That is longer than --max-retry-wait ({self._retry.max_wait:g}s); try again later.")
+        if spent.status is None:
+            return ApiError(f"{method} {shown(url)} {what} (after {spent.attempts} attempt(s)).",
+                            "Check that the API is up and --base-url is right.")
+        return ApiError(f"{method} {shown(url)} {what} {spent.attempts} time(s); gave up after {spent.attempts - 1} "
+                        "retries.", "The API is overloaded or down; try again later, or raise --max-retries.")
 
     async def _send(
         self, session: aiohttp.ClientSession, method: str, url: str, body: Any
@@ -202,38 +197,8 @@ class ApiClient:
     def _timed_out(self, method: str, url: str) -> ApiError:
         return ApiError(
             f"{method} {shown(url)} took longer than {self._timeout:g}s.",
-            "The API is slow or stuck; raise --request-timeout if it is just slow.",
+            "The API is slow or stuck; raise --query-timeout if it is just slow.",
         )
-
-    def _backoff_delay(self, attempt: int) -> float:
-        return float(min(self._backoff * 2**attempt, self._max_wait))
-
-    def _retry_delay(self, method: str, url: str, status: int, retry_after: str | None, attempt: int) -> float:
-        if retry_after is None:
-            return self._backoff_delay(attempt)
-        wait = _retry_after_seconds(retry_after)
-        if wait is None:
-            return self._backoff_delay(attempt)
-        if wait > self._max_wait:
-            raise ApiError(
-                f"{method} {shown(url)} answered {status} and asks to wait {wait:g}s before retrying.",
-                f"That is longer than --max-retry-wait ({self._max_wait:g}s); try again later.",
-            )
-        return wait
-
-
-def _retry_after_seconds(value: str) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP-date); None if unreadable."""
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _reason(status: int) -> str:

@@ -256,8 +256,8 @@ async def schema(request: web.Request) -> web.Response:
         request,
         {
             "@id": "/schema",
-            "description": await graph.backend.graph_description(),
-            "next_steps": await graph.backend.next_steps(),
+            "description": await graph.describe(),
+            "next_steps": await graph.next_steps(),
             "comprehensive": capabilities["comprehensive_schema"],
             "entity_types": types,
             "predicates": predicates,

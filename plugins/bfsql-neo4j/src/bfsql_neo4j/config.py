@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
 
+from bfsql import StoreConfig
 from bfsql_neo4j.dialect import DialectName
 from bfsql_neo4j.mapping import PredicateCase
 
@@ -22,7 +23,7 @@ ENV_ALIASES: dict[str, tuple[str, ...]] = {
 """The conventional Neo4j environment variables, read after the ``BFSQL_NEO4J_*`` ones."""
 
 
-class Neo4jConfig(BaseModel):
+class Neo4jConfig(StoreConfig):
     """How to reach the Bolt server and how its property graph maps onto entities and edges."""
 
     uri: str = Field(default="bolt://localhost:7687", description="Bolt URI (bolt://, neo4j://, +s/+ssc variants).")
@@ -67,7 +68,7 @@ class Neo4jConfig(BaseModel):
     provenance: bool = Field(
         default=False, description="Edges carry a 'provenance' list (stored as JSON, see --json-properties)."
     )
-    query_timeout: float = Field(default=30.0, gt=0, description="Seconds one statement may run.")
+    query_timeout: float = Field(default=30.0, gt=0, description="Seconds one Cypher statement may run.")
     batch_size: int = Field(
         default=5000,
         ge=1,
@@ -75,7 +76,6 @@ class Neo4jConfig(BaseModel):
         description="Ids (or edges) per UNWIND statement; more are split into statements run concurrently.",
     )
     max_connections: int = Field(default=8, ge=1, le=100, description="Bolt connection pool size.")
-    description: str | None = Field(default=None, description="graph_description text.")
 
     @field_validator("node_label", "fulltext_index", "name_property", "synonyms_property")
     @classmethod

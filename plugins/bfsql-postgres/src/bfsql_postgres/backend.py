@@ -333,12 +333,12 @@ class PostgresBackend(GraphBackend):
             pool = await asyncpg.create_pool(
                 config.dsn,
                 min_size=1,
-                max_size=config.pool_size,
+                max_size=config.max_connections,
                 timeout=config.connect_timeout,
-                command_timeout=config.statement_timeout + _CLIENT_GRACE,
+                command_timeout=config.query_timeout + _CLIENT_GRACE,
                 server_settings={
                     "default_transaction_read_only": "on",
-                    "statement_timeout": str(max(1, math.ceil(config.statement_timeout * 1000))),
+                    "statement_timeout": str(max(1, math.ceil(config.query_timeout * 1000))),
                     "application_name": "bfsql",
                     # Every statement is prepared once and run with an id array of any size. Custom
                     # plans re-plan it per call, costing more than the run for a few ids and picking
@@ -381,7 +381,7 @@ class PostgresBackend(GraphBackend):
             await pool.close()
             raise
         return cls(
-            pool, layout, statement_timeout=config.statement_timeout, description=config.description, where=where,
+            pool, layout, statement_timeout=config.query_timeout, description=config.description, where=where,
             walk_rows=walk_rows, max_replica_lag=config.max_replica_lag, roles=roles,
         )
 

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from bfsql import StoreConfig
 from bfsql_postgres.roles import parse_entries, role_name_problem
 
 __all__ = ["ENV_ALIASES", "PostgresConfig"]
 
 
-class PostgresConfig(BaseModel):
-    """Configuration of the postgres backend (flags ``--dsn``, … ; env ``BFSQL_POSTGRES_<FIELD>``)."""
+class PostgresConfig(StoreConfig):
+    """Configuration of the postgres backend (flags ``--dsn``, … ; env ``BFSQL_POSTGRES_<FIELD>``).
+
+    ``query_timeout``, ``max_connections`` and ``description`` are the options every store shares
+    (:class:`bfsql.StoreConfig`); ``statement_timeout`` and ``pool_size`` are their old names here.
+    """
+
+    deprecated_names: ClassVar[dict[str, str]] = {"statement_timeout": "query_timeout", "pool_size": "max_connections"}
 
     dsn: str | None = Field(
         default=None,
@@ -20,18 +27,18 @@ class PostgresConfig(BaseModel):
         "(also read from DATABASE_URL). Tables are looked up in the first schema of the search_path; "
         "add ?search_path=NAME to the URI to serve another schema.",
     )
-    statement_timeout: float = Field(
-        default=30.0, gt=0, description="Seconds one SQL statement may run before PostgreSQL cancels it."
+    query_timeout: float = Field(
+        default=30.0, gt=0,
+        description="Seconds one SQL statement may run before PostgreSQL cancels it (was --statement-timeout).",
     )
     connect_timeout: float = Field(default=10.0, gt=0, description="Seconds to wait for a connection.")
-    pool_size: int = Field(default=10, ge=1, le=100, description="Most connections held open at once.")
+    max_connections: int = Field(
+        default=10, ge=1, le=100, description="Most connections held open at once (was --pool-size)."
+    )
     stored_embedder: str | None = Field(
         default=None,
         description="Name of the embedder (e.g. hashing) that made entity.embedding, for databases built by "
         "other tools; 'bfsql postgres load' records it itself. Setting it requires pgvector and the vectors.",
-    )
-    description: str | None = Field(
-        default=None, description="graph_description text shown by describe_schema."
     )
     max_replica_lag: float | None = Field(
         default=None, gt=0,

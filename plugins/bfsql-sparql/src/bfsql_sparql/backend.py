@@ -96,8 +96,8 @@ class SparqlBackend(GraphBackend):
             config.endpoint,
             default_graphs=config.default_graph,
             timeout=config.query_timeout,
-            max_concurrency=config.max_concurrency,
-            max_retries=config.max_retries,
+            max_concurrency=config.max_connections,
+            retry=config.retry_policy(),
             http_method=config.http_method,
         )
         self.type_predicate = self._config_iris("type_predicate", [config.type_predicate], [])[0]

@@ -6,16 +6,15 @@ short one as a GET ``query=`` parameter, any other as a POST body of type
 a query that may hold thousands of IRIs (Virtuoso, which does not answer those, gets a
 form-encoded POST: :attr:`SparqlClient.form_posts`); the client refuses any other text. Answers are
 decoded by orjson when it is installed (``pip install 'bfsql-sparql[fast]'``), else by
-the standard library.
+the standard library. Failed requests are retried by the policy every HTTP store shares
+(:mod:`bfsql.http_retry`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
-import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +23,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 
-from bfsql import BackendFailure
+from bfsql import BackendFailure, RetriesSpent, RetryPolicy, send_with_retries
 
 __all__ = ["SparqlClient", "SparqlEndpointError", "Term", "term", "user_agent"]
 
@@ -35,9 +34,6 @@ SPARQL_QUERY = "application/sparql-query"
 FORM = "application/x-www-form-urlencoded"
 GET_MAX_URL = 2000
 """Longer queries are POSTed: many servers and proxies cut URLs beyond about 2 KB."""
-RETRY_STATUSES = frozenset({429, 503})
-MAX_BACKOFF = 30.0
-"""Seconds; an endpoint that asks for a longer wait gets an error instead of a stalled tool call."""
 _READ_ONLY = re.compile(r"\s*(SELECT|ASK)\b")
 
 
@@ -98,17 +94,16 @@ def term(raw: Mapping[str, Any]) -> Term:
     return Term("uri", raw["value"])
 
 
-def _retry_after(header: str | None) -> float | None:
-    if not header:
-        return None
-    header = header.strip()
-    if header.isdigit():
-        return float(header)
-    try:
-        when = email.utils.parsedate_to_datetime(header)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+class _Answer(NamedTuple):
+    """One HTTP answer of the endpoint, read whole."""
+
+    status: int
+    body: bytes
+    retry_after: str | None
+    partial: str | None
+    """Virtuoso's X-SQL-State: the answer was cut short (an anytime query)."""
+    partial_message: str
+    content_type: str
 
 
 class SparqlClient:
@@ -124,16 +119,15 @@ class SparqlClient:
         default_graphs: Sequence[str] = (),
         timeout: float = 30.0,
         max_concurrency: int = 4,
-        max_retries: int = 3,
+        retry: RetryPolicy | None = None,
         http_method: Literal["auto", "get", "post"] = "auto",
-        backoff: float = 0.5,
     ) -> None:
         self.endpoint = endpoint
         self.default_graphs = list(default_graphs)
         self.timeout = timeout
-        self.max_retries = max_retries
+        self.retry = retry or RetryPolicy(budget=timeout)
+        """How failed requests are retried (429, 502, 503, 504 and dropped connections)."""
         self.http_method = http_method
-        self.backoff = backoff
         self.extra_params: dict[str, str] = {}
         """Endpoint-specific parameters sent with every query (e.g. Virtuoso's ``timeout``)."""
         self.form_posts = False
@@ -219,59 +213,72 @@ class SparqlClient:
             await self.start()
         assert self._session is not None
         method, kwargs = self._request(query)
-        attempt = 0
-        while True:
-            async with self._semaphore:
-                self.requests += 1
-                started = time.perf_counter()
-                try:
-                    async with self._session.request(method, **kwargs) as response:
-                        self.server = response.headers.get("Server", self.server)
-                        body = await response.read()
-                        status = response.status
-                        retry_after = _retry_after(response.headers.get("Retry-After"))
-                        partial = response.headers.get("X-SQL-State")
-                        partial_message = response.headers.get("X-SQL-Message", "")
-                        content_type = response.content_type
-                        cap = response.headers.get("X-SPARQL-MaxRows", "")
-                        if cap.isdigit():
-                            self.row_cap = int(cap)
-                except TimeoutError:
-                    raise SparqlEndpointError(
-                        f"The SPARQL endpoint {self.endpoint} did not answer within {self.timeout:g}s.",
-                        "Ask for less (fewer seeds or hops), or raise --query-timeout.",
-                    ) from None
-                except aiohttp.ClientError as exc:
-                    if attempt >= self.max_retries:
-                        raise SparqlEndpointError(
-                            f"Cannot reach the SPARQL endpoint {self.endpoint}: {type(exc).__name__}: {exc}.",
-                            "Check --endpoint and that the server is running.",
-                        ) from None
-                    status, retry_after, body, partial, partial_message, content_type = -1, None, b"", None, "", ""
-                logger.debug("%s %s: %s in %.3fs", method, self.endpoint, status, time.perf_counter() - started)
-            if status == 200:
-                if partial and not allow_partial:
-                    raise SparqlEndpointError(
-                        f"The SPARQL endpoint returned partial results ({partial}: {partial_message}); "
-                        "they are not used.",
-                        "The endpoint cut the query short (Virtuoso anytime query); ask for less or raise its limits.",
-                    )
-                return self._decode(body, content_type)
-            if (status in RETRY_STATUSES or status == -1) and attempt < self.max_retries:
-                delay = retry_after if retry_after is not None else self.backoff * 2**attempt * (1 + random.random())
-                if delay > MAX_BACKOFF:
-                    raise SparqlEndpointError(
-                        f"The SPARQL endpoint is rate limiting (HTTP {status}) and asks to wait {delay:.0f}s.",
-                        "Try again later.",
-                    )
-                logger.info("sparql: HTTP %s, retrying in %.2fs (attempt %d)", status, delay, attempt + 1)
-                attempt += 1
-                await asyncio.sleep(delay)
-                continue
+        try:
+            answer = await send_with_retries(lambda: self._send(method, kwargs), lambda a: (a.status, a.retry_after),
+                                             self.retry, (aiohttp.ClientError,), f"sparql {method}")
+        except TimeoutError:
             raise SparqlEndpointError(
-                f"The SPARQL endpoint {self.endpoint} answered HTTP {status}: {self._snippet(body)}",
+                f"The SPARQL endpoint {self.endpoint} did not answer within {self.timeout:g}s.",
+                "Ask for less (fewer seeds or hops), or raise --query-timeout.",
+            ) from None
+        except RetriesSpent as spent:
+            raise self._gave_up(spent) from None
+        if answer.status != 200:
+            raise SparqlEndpointError(
+                f"The SPARQL endpoint {self.endpoint} answered HTTP {answer.status}: {self._snippet(answer.body)}",
                 "Retry later; if it persists the endpoint may not support this query (see docs/backends/sparql.md).",
             )
+        if answer.partial and not allow_partial:
+            raise SparqlEndpointError(
+                f"The SPARQL endpoint returned partial results ({answer.partial}: {answer.partial_message}); "
+                "they are not used.",
+                "The endpoint cut the query short (Virtuoso anytime query); ask for less or raise its limits.",
+            )
+        return self._decode(answer.body, answer.content_type)
+
+    async def _send(self, method: str, kwargs: dict[str, Any]) -> _Answer:
+        """One request, within the concurrency bound; its answer read whole."""
+        assert self._session is not None
+        async with self._semaphore:
+            self.requests += 1
+            started = time.perf_counter()
+            async with self._session.request(method, **kwargs) as response:
+                self.server = response.headers.get("Server", self.server)
+                body = await response.read()
+                cap = response.headers.get("X-SPARQL-MaxRows", "")
+                if cap.isdigit():
+                    self.row_cap = int(cap)
+                answer = _Answer(response.status, body, response.headers.get("Retry-After"),
+                                 response.headers.get("X-SQL-State"), response.headers.get("X-SQL-Message", ""),
+                                 response.content_type)
+            logger.debug("%s %s: %s in %.3fs", method, self.endpoint, answer.status, time.perf_counter() - started)
+            return answer
+
+    def _gave_up(self, spent: RetriesSpent) -> SparqlEndpointError:
+        """The error of a request the retry policy gave up on."""
+        if spent.status is None:
+            return SparqlEndpointError(
+                f"Cannot reach the SPARQL endpoint {self.endpoint}: {type(spent.cause).__name__}: {spent.cause}.",
+                "Check --endpoint and that the server is running.",
+            )
+        if spent.over_budget:
+            return SparqlEndpointError(
+                f"The SPARQL endpoint {self.endpoint} answered HTTP {spent.status} {spent.attempts} time(s); waiting "
+                f"{spent.asked_wait:.0f}s more would outlast --query-timeout ({self.timeout:g}s).",
+                "The endpoint is overloaded or rate limiting; try again later.",
+            )
+        if spent.asked_wait is not None:
+            return SparqlEndpointError(
+                f"The SPARQL endpoint is rate limiting (HTTP {spent.status}) and asks to wait {spent.asked_wait:.0f}s, "
+                f"longer than --max-retry-wait ({self.retry.max_wait:g}s).",
+                "Try again later.",
+            )
+        return SparqlEndpointError(
+            f"The SPARQL endpoint {self.endpoint} answered HTTP {spent.status} {spent.attempts} time(s), last: "
+            f"{self._snippet(spent.answer.body) if spent.answer else '(no body)'}; gave up after {spent.attempts - 1} "
+            "retries.",
+            "The endpoint is overloaded or down; try again later, or raise --max-retries.",
+        )
 
     def _decode(self, body: bytes, content_type: str) -> Any:
         try:

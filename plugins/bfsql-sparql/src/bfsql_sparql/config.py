@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
+from bfsql import HttpStoreConfig
 from bfsql_sparql.terms import InvalidTerm, PrefixMap, check_iri, check_language
 
 __all__ = ["ENV_ALIASES", "SparqlConfig"]
@@ -14,8 +15,15 @@ ENV_ALIASES: dict[str, tuple[str, ...]] = {"endpoint": ("SPARQL_ENDPOINT_URL",)}
 """Conventional environment variables, read after BFSQL_SPARQL_<FIELD>."""
 
 
-class SparqlConfig(BaseModel):
-    """Configuration of the sparql backend."""
+class SparqlConfig(HttpStoreConfig):
+    """Configuration of the sparql backend.
+
+    ``query_timeout``, ``max_connections``, ``description`` and the retry options are the ones every
+    HTTP store shares (:class:`bfsql.HttpStoreConfig`); ``max_concurrency`` is the old name of
+    ``max_connections``.
+    """
+
+    deprecated_names: ClassVar[dict[str, str]] = {"max_concurrency": "max_connections"}
 
     endpoint: str = Field(description="SPARQL 1.1 query endpoint URL, e.g. http://127.0.0.1:7878/query.")
     prefix: list[str] = Field(
@@ -69,14 +77,13 @@ class SparqlConfig(BaseModel):
         description="Entity ids per VALUES block (a hop is one query per block); public endpoints take about 2000, "
         "a local store more.",
     )
-    query_timeout: float = Field(default=30.0, gt=0, description="Seconds one request may take.")
-    max_concurrency: int = Field(default=4, ge=1, le=64, description="Requests in flight at once.")
-    max_retries: int = Field(default=3, ge=0, le=10, description="Retries after 429/503 and connection errors.")
+    max_connections: int = Field(
+        default=4, ge=1, le=64, description="Requests in flight at once (was --max-concurrency)."
+    )
     http_method: Literal["auto", "get", "post"] = Field(
         default="auto",
         description="GET (query=) or POST (an application/sparql-query body); auto: GET for short queries.",
     )
-    description: str | None = Field(default=None, description="graph_description text.")
 
     @field_validator("endpoint")
     @classmethod
