@@ -34,7 +34,7 @@ class SignalAt(LoadProgress):
 
 @pytest.fixture(autouse=True)
 def default_dispositions() -> Any:
-    """The signals at their defaults, as a shell leaves them: under ``nohup`` SIGHUP is ignored and the load rightly leaves it so."""
+    """SIGTERM and SIGHUP at their defaults: under ``nohup`` SIGHUP is ignored, and the load rightly leaves it so."""
     saved = {signum: signal.signal(signum, signal.SIG_DFL) for signum in (signal.SIGTERM, signal.SIGHUP)}
     yield
     for signum, handler in saved.items():
