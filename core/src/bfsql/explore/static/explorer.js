@@ -431,7 +431,7 @@ function renderLegend() {
   legend.append(
     el("ul", {}, ...types.map((type) => el("li", { dataset: { type } }, swatch(type),
       `${type === NOT_SHOWN ? "not in the answer" : type} (${counts.get(type)})`))),
-    el("div", { class: "key" }, "thick border: seed · dashed: stub · arrows: subject → object, labelled by predicate"),
+    el("div", { class: "key" }, "thick border and halo: seed · dashed: stub · arrows: subject → object, labelled by predicate"),
   );
 }
 
