@@ -247,7 +247,9 @@ class PathStep(BaseModel):
     """One step of a path: an entity (``entity``, ``label``) or an edge (``edge``, ``direction``).
 
     ``score`` is the step's own score: the semantic match of an entry point or semantic
-    filter, or the relation match of an edge.
+    filter, or the relation match of an edge. An edge step whose relation matched exactly
+    (a predicate named, or ``[*]``) has no score: it is 1, and a path of exact relations
+    says so once, in the result's ``score``.
     """
 
     entity: str | None = None
@@ -258,7 +260,8 @@ class PathStep(BaseModel):
 
 
 class PathEntity(BaseModel):
-    """The entity a path reaches: id, type, display name and (unless cut for size) metadata."""
+    """The entity a path reaches: id, type and display name; its metadata only when the query asked for it
+    (``with_metadata``) and the budget held it."""
 
     id: str
     entity_type: str

@@ -77,9 +77,11 @@ followed by up to 5 edges, each optionally followed by a filter:
           deep); each entity once, at its least depth, given as the result's depth
   filter: type:T (entity type, case-insensitive) | @id | "text" (top k most similar) | nothing
 Example: "BRAF" -[isa]-> type:Family <-[isa]- type:Gene  (genes in BRAF's families).
-Returns results (entity, path of entity/edge steps, score = product of step scores) and
-metadata; when nothing is found, metadata says where and why (no_entry_point;
-stopped_at_hop with reason and available_relations) and how to fix the query.
+Returns results (entity: id, entity_type, name; path of entity/edge steps; score = product of
+step scores; an edge step without a score matched exactly) and metadata; when nothing is
+found, metadata says where and why (no_entry_point; stopped_at_hop with reason and
+available_relations) and how to fix the query. Entities come without their metadata:
+with_metadata=true adds it, or call describe_entities on the results you need.
 k (default 3; unset, a name matching an entity exactly enters there only), threshold (0.5)
 and max_results (20) tune it. [] is a syntax error: use [*]."""
 

@@ -795,11 +795,12 @@ def fit_paths(answer: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
     if _fits(clipped, budget):
         return clipped
     slim = {**answer, "results": entities(answer["results"], lambda e: {k: v for k, v in e.items() if k != "metadata"})}
-    slim = with_note(slim, {
-        "reason": "named_stubs",
-        "detail": f"Entity metadata was left out to keep the answer under {budget.max_tokens} tokens.",
-        "hint": "Call describe_entities with the result ids for their full records.",
-    })
+    if any("metadata" in r["entity"] for r in answer["results"]):  # asked with_metadata: say it went
+        slim = with_note(slim, {
+            "reason": "named_stubs",
+            "detail": f"Entity metadata was left out to keep the answer under {budget.max_tokens} tokens.",
+            "hint": "Call describe_entities with the result ids for their full records.",
+        })
     if _fits(slim, budget):
         return slim
     results = slim["results"]
