@@ -23,6 +23,7 @@ __all__ = [
     "IntersectionResult",
     "ListAnswer",
     "Node",
+    "NodePaths",
     "Page",
     "PathEntity",
     "PathMetadata",
@@ -150,9 +151,18 @@ class ListAnswer(BaseModel, Generic[Item]):
 
 
 class ConnectionPath(BaseModel):
-    """How a shared node of intersect_subgraphs reaches one seed: the edges of a shortest path, seed first."""
+    """How a shared node of intersect_subgraphs reaches one seed: the edges of a shortest path, seed first (the
+    engine's form; an answer groups them per node, :class:`NodePaths`)."""
 
     seed: str
+    node: str
+    edges: list[tuple[str, str, str]]
+
+
+class NodePaths(BaseModel):
+    """How a shared node of intersect_subgraphs reaches the seeds: the edges of a shortest path from each seed, in
+    the order of the seeds, each path from its seed to the node (an edge on two paths is given once)."""
+
     node: str
     edges: list[tuple[str, str, str]]
 
@@ -175,7 +185,7 @@ class IntersectionResult(BaseModel):
     """The answer of ``intersect_subgraphs``: nodes within ``k`` hops of every seed.
 
     ``paths`` shows how the shared nodes connect to the seeds: for each shared node (nearest
-    first, as far as the answer budget goes), a shortest path from every seed. ``context``
+    first, as far as the answer budget goes), the edges of a shortest path from every seed. ``context``
     names, as stubs, the seeds and the nodes on those paths that are not shared nodes (they
     are not counted in ``node_count``).
     """
@@ -187,7 +197,7 @@ class IntersectionResult(BaseModel):
     nodes: list[Node]
     edges: list[ResultEdge]
     schema_summary: SchemaSummary
-    paths: list[ConnectionPath] | None = None
+    paths: list[NodePaths] | None = None
     context: list[Node] | None = Field(
         default=None, description="The seeds and the other nodes on paths, as stubs; not among the shared nodes."
     )
