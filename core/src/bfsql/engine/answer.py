@@ -182,7 +182,7 @@ class Traversal:
         edges: dict[str, dict[Triple, None]] = {}
         for path in self.paths:
             if kept is None or path.node in kept:
-                edges.setdefault(path.node, {}).update(dict.fromkeys(tuple(e) for e in path.edges))
+                edges.setdefault(path.node, {}).update(dict.fromkeys((s, p, o) for s, p, o in path.edges))
         return [{"node": node, "edges": [list(e) for e in found]} for node, found in edges.items()]
 
     @property
