@@ -43,7 +43,8 @@ async def test_path_query_is_listed_read_only_with_its_language_and_schema():
         tool = tools["path_query"]
         assert tool.annotations.read_only_hint is True and tool.annotations.idempotent_hint is True
         assert tool.annotations.destructive_hint is False
-        assert set(tool.input_schema["properties"]) == {"query", "k", "threshold", "max_results", "max_tokens"}
+        assert set(tool.input_schema["properties"]) == {
+            "query", "k", "threshold", "max_results", "with_metadata", "max_tokens"}
         assert tool.input_schema["required"] == ["query"]
         assert '-[terms]->' in tool.description and "type:" in tool.description and "[*]" in tool.description
         assert "Valid node_types for this graph: Complex, Family, Gene" in tool.description
@@ -60,9 +61,12 @@ async def test_multi_hop_and_reverse_shapes_of_the_seed():
         assert [r["entity"]["id"] for r in answer["results"]] == ["HGNC:ARAF", "HGNC:RAF1"]
         first = answer["results"][0]
         assert steps(first) == ["HGNC:BRAF", "isa", "FPLX:RAF", "isa", "HGNC:ARAF"]
-        assert first["path"][1] == {"edge": "isa", "direction": "outgoing", "score": 1.0}
+        assert first["path"][1] == {"edge": "isa", "direction": "outgoing"}  # exact: no score, it is 1
         assert first["path"][3]["direction"] == "incoming"
-        assert first["entity"] == {**first["entity"], "id": "HGNC:ARAF", "entity_type": "Gene", "name": "ARAF"}
+        assert first["entity"] == {"id": "HGNC:ARAF", "entity_type": "Gene", "name": "ARAF"}  # no metadata unasked
+        full = data(await client.call_tool("path_query", {
+            "query": '"BRAF" -[isa]-> type:Family <-[isa]- type:Gene', "with_metadata": True}))
+        assert full["results"][0]["entity"]["metadata"]["name"] == "ARAF"
         assert first["score"] == 1.0
         meta = answer["metadata"]
         assert meta["hops"] == 2 and meta["k"] == 3 and meta["threshold"] == 0.5 and meta["max_results"] == 20
@@ -150,7 +154,7 @@ async def test_search_modes_over_the_demo():
 
 async def test_answer_budget_applies_to_path_answers():
     async with stdio("--max-tokens", "600") as client:
-        arguments = {"query": "@FPLX:MAPK <-[*]-", "max_results": 50}
+        arguments = {"query": "@FPLX:MAPK <-[*]-", "max_results": 50, "with_metadata": True}
         answer = data(await client.call_tool("path_query", arguments))
         assert len(json.dumps(answer, separators=(",", ":"), ensure_ascii=False)) <= 600 * 3
         assert answer["metadata"]["truncated"]

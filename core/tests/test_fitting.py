@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from bfsql.budgets import CHARS_PER_TOKEN
+from bfsql.budgets import CHARS_PER_TOKEN, MIN_MAX_TOKENS
 from bfsql.engine.answer import Detail, Traversal
 from bfsql.server.answers.fitting import AnswerBudget, clip_metadata, compact_json, fit_traversal
 
@@ -69,12 +69,34 @@ def test_a_small_answer_is_whole():
 
 def test_the_schema_summary_shows_a_plugins_edit():
     """schema_summary is made when first asked (a process_result plugin may edit it); else read from the lists."""
-    assert fit_traversal(answer(), AnswerBudget(20000))["schema_summary"] == {
-        "entity_types_found": ["T"], "predicates_found": ["r"], "entity_type_counts": {"T": 5},
-        "predicate_counts": {"r": 4}}
+    assert fit_traversal(page_of_more(), AnswerBudget(20000))["schema_summary"] == {
+        "entity_types_found": ["T"], "predicates_found": ["r"], "entity_type_counts": {"T": 9},
+        "predicate_counts": {"r": 8}}
     edited = answer()
     edited.schema_summary.predicates_found.append("s")
     assert fit_traversal(edited, AnswerBudget(20000))["schema_summary"]["predicates_found"] == ["r", "s"]
+
+
+def test_the_counts_come_only_when_the_answer_does_not_list_everything():
+    """An answer that lists every node and edge leaves the counts out (they are its lists, counted); one that
+    lists fewer (a page, a cut to the budget, limit=0) gives them, for the whole traversal."""
+    whole = fit_traversal(answer(), AnswerBudget(20000))
+    assert (len(whole["nodes"]), len(whole["edges"])) == (5, 4)
+    assert whole["schema_summary"] == {"entity_types_found": ["T"], "predicates_found": ["r"]}
+    cut = fit_traversal(answer(description=10), AnswerBudget(MIN_MAX_TOKENS))
+    assert len(cut["nodes"]) < 5 and cut["truncated"]
+    assert cut["schema_summary"]["entity_type_counts"] == {"T": 5}
+    assert cut["schema_summary"]["predicate_counts"] == {"r": 4}
+    page = fit_traversal(page_of_more(), AnswerBudget(20000))
+    assert len(page["nodes"]) == 5 and page["schema_summary"]["entity_type_counts"] == {"T": 9}
+
+
+def page_of_more() -> Traversal:
+    """The first page (five nodes, four edges) of a traversal of nine nodes and eight edges."""
+    page = answer()
+    page.node_count, page.edge_count = 9, 8
+    page.entity_type_counts, page.predicate_counts = {"T": 9}, {"r": 8}
+    return page
 
 
 def test_long_values_are_clipped_from_the_farthest_node_back():

@@ -142,7 +142,8 @@ CALLS = [
     ("describe_entity", {"id": "S"}, {"process_nodes", "process_result"}),
     ("describe_entities", {"ids": ["S", "A"]}, {"process_nodes", "process_result"}),
     ("describe_edges", {"edges": [["S", "assoc", "A"]]}, {"process_edges", "process_result"}),
-    ("path_query", {"query": "@S -[assoc]->"}, {"process_nodes", "process_result"}),
+    ("path_query", {"query": "@S -[assoc]->"}, {"process_result"}),  # results carry no metadata unasked
+    ("path_query", {"query": "@S -[assoc]->", "with_metadata": True}, {"process_nodes", "process_result"}),
 ]
 
 

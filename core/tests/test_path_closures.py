@@ -112,11 +112,11 @@ async def test_a_walked_result_carries_its_whole_path(dag):
     assert k3.depth == 5
     assert [s.model_dump(exclude_none=True) for s in k3.path] == [
         {"entity": "X", "label": "x"},
-        {"edge": "isa", "direction": "outgoing", "score": 1.0}, {"entity": "C", "label": "c"},
-        {"edge": "isa", "direction": "outgoing", "score": 1.0}, {"entity": "A2", "label": "a2"},
-        {"edge": "isa", "direction": "outgoing", "score": 1.0}, {"entity": "K1", "label": "k1"},
-        {"edge": "isa", "direction": "outgoing", "score": 1.0}, {"entity": "K2", "label": "k2"},
-        {"edge": "isa", "direction": "outgoing", "score": 1.0}, {"entity": "K3", "label": "k3"},
+        {"edge": "isa", "direction": "outgoing"}, {"entity": "C", "label": "c"},
+        {"edge": "isa", "direction": "outgoing"}, {"entity": "A2", "label": "a2"},
+        {"edge": "isa", "direction": "outgoing"}, {"entity": "K1", "label": "k1"},
+        {"edge": "isa", "direction": "outgoing"}, {"entity": "K2", "label": "k2"},
+        {"edge": "isa", "direction": "outgoing"}, {"entity": "K3", "label": "k3"},
     ]
     # A1 is reached at depth 2 from B1 and from C: the first by id (B1) wins the tie
     a1 = await path_query(dag, "@X -[isa*]-> @A1")

@@ -250,7 +250,7 @@ async def test_simple_attribute_lookup_with_hand_computed_scores(history):
         {"entity": "D:1732", "label": "February 22, 1732"},
     ]
     assert first.entity.name == "February 22, 1732" and first.entity.entity_type == "Date"
-    assert first.entity.metadata == {"name": "February 22, 1732"}
+    assert first.entity.metadata is None  # id, type and name by default: the answer stays lean
     meta = result.metadata
     assert (meta.hops, meta.k, meta.threshold, meta.max_results, meta.total_results) == (1, 3, 0.5, 20, 2)
     assert meta.total_candidates_explored > 0 and meta.execution_time_ms >= 0
@@ -261,7 +261,7 @@ async def test_simple_attribute_lookup_with_hand_computed_scores(history):
 async def test_exact_predicate_short_circuits_and_types_match_case_insensitively(history):
     result = await path_query(history, "@P:gw -[born_on]-> type:date")
     assert ends(result) == [("D:1732", 1.0)]
-    assert result.results[0].path[1].score == 1.0
+    assert result.results[0].path[1].score is None  # an exact match says no score: it is 1
 
 
 async def test_reverse_lookup_incoming_edges(history):
@@ -286,7 +286,7 @@ async def test_semantic_filter_keeps_top_k_similar_candidates(history):
     result = await path_query(history, '@D:1732 <-[*]- "birthday"')
     assert ends(result) == [("E:birthday", round(R2, 4))]  # "Birthday Ball" vs "birthday"; others 0
     assert result.results[0].path[-1].score == round(R2, 4)
-    assert result.results[0].path[1].score == 1.0  # wildcard
+    assert result.results[0].path[1].score is None  # a wildcard matches with 1, said by no score
 
 
 async def test_wildcard_and_no_filter_accept_everything(history):
@@ -417,7 +417,21 @@ async def test_a_variable_length_edge_matches_fuzzy_terms_and_k_at_every_level(h
     # k=1: one predicate per entity, the best: KNOWS where there is one, so D:1732 is not reached
     best_only = await path_query(history, "@P:gw -[knows, born*]->", k=1)
     assert [(r.entity.id, r.depth) for r in best_only.results] == [("P:tj", 1), ("P:wi", 2), ("D:1783", 3)]
-    assert [s.score for s in best_only.results[-1].path if s.edge] == [1.0, 1.0, 0.7071]
+    assert [s.score for s in best_only.results[-1].path if s.edge] == [None, None, 0.7071]
+
+
+async def test_results_carry_metadata_only_when_asked(history):
+    """By default a result's entity is id, type and name (sayable); with_metadata=True adds its metadata."""
+    lean = await path_query(history, "@D:1732 <-[occurred]- type:Event")
+    assert [to_output(r.entity) for r in lean.results] == [
+        {"id": "E:birthday", "entity_type": "Event", "name": "Birthday Ball"},
+        {"id": "E:yorktown", "entity_type": "Event", "name": "Battle of Yorktown"}]
+    full = await path_query(history, "@D:1732 <-[occurred]- type:Event", with_metadata=True)
+    stored = await history.metadata_for_nodes(["E:birthday", "E:yorktown"])
+    assert [r.entity.metadata for r in full.results] == [stored["E:birthday"], stored["E:yorktown"]]
+    assert all(r.entity.metadata for r in full.results)
+    assert [(r.entity.id, r.entity.name, r.path) for r in full.results] == [
+        (r.entity.id, r.entity.name, r.path) for r in lean.results]
 
 
 async def test_one_hop_call_per_hop(history):

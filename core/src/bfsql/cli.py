@@ -347,6 +347,23 @@ def _note_lines(notes: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _seed_paths(node: str, edges: list[list[str]], seeds: list[str]) -> list[str]:
+    """A shared node's paths (intersect_subgraphs' ``paths`` entry: every seed's edges in seed order) as one line
+    per seed, "SEED -p-> X <-q- NODE"."""
+    lines: list[str] = []
+    for seed in seeds:
+        at, steps, used = seed, [], set()
+        while at != node and (step := next((i for i, e in enumerate(edges) if i not in used and at in (e[0], e[2])),
+                                           None)) is not None:
+            subject, predicate, obj = edges[step]
+            steps.append(f"-{predicate}-> {obj}" if subject == at else f"<-{predicate}- {subject}")
+            at = obj if subject == at else subject
+            used.add(step)
+        if steps:
+            lines.append(f"{seed} {' '.join(steps)}")
+    return lines
+
+
 def _render_traversal(data: dict[str, Any]) -> str:
     """A traversal answer for people: every node with its name and how much of it was shown."""
     nodes, edges = data["nodes"], data["edges"]
@@ -362,12 +379,9 @@ def _render_traversal(data: dict[str, Any]) -> str:
         lines.append(f"  {node['id']:<{width}}  [{node['entity_type']}]  {name}  ({shown})".rstrip())
     for edge in edges:
         lines.append(f"  {edge['subject']} -{edge['predicate']}-> {edge['object']}")
-    for path in data.get("paths", []):
-        at, steps = path["seed"], []
-        for subject, predicate, obj in path["edges"]:
-            steps.append(f"-{predicate}-> {obj}" if subject == at else f"<-{predicate}- {subject}")
-            at = obj if subject == at else subject
-        lines.append(f"  path {path['seed']} {' '.join(steps)}")
+    seeds = data.get("seeds", [])
+    for paths in data.get("paths", []):
+        lines += [f"  path {line}" for line in _seed_paths(paths["node"], paths["edges"], seeds)]
     lines += _note_lines(data.get("truncated", []))
     lines += [f"warning: {warning}" for warning in data.get("warnings", [])]
     summary = data.get("schema_summary", {})

@@ -23,6 +23,7 @@ __all__ = [
     "IntersectionResult",
     "ListAnswer",
     "Node",
+    "NodePaths",
     "Page",
     "PathEntity",
     "PathMetadata",
@@ -150,9 +151,18 @@ class ListAnswer(BaseModel, Generic[Item]):
 
 
 class ConnectionPath(BaseModel):
-    """How a shared node of intersect_subgraphs reaches one seed: the edges of a shortest path, seed first."""
+    """How a shared node of intersect_subgraphs reaches one seed: the edges of a shortest path, seed first (the
+    engine's form; an answer groups them per node, :class:`NodePaths`)."""
 
     seed: str
+    node: str
+    edges: list[tuple[str, str, str]]
+
+
+class NodePaths(BaseModel):
+    """How a shared node of intersect_subgraphs reaches the seeds: the edges of a shortest path from each seed, in
+    the order of the seeds, each path from its seed to the node (an edge on two paths is given once)."""
+
     node: str
     edges: list[tuple[str, str, str]]
 
@@ -175,7 +185,7 @@ class IntersectionResult(BaseModel):
     """The answer of ``intersect_subgraphs``: nodes within ``k`` hops of every seed.
 
     ``paths`` shows how the shared nodes connect to the seeds: for each shared node (nearest
-    first, as far as the answer budget goes), a shortest path from every seed. ``context``
+    first, as far as the answer budget goes), the edges of a shortest path from every seed. ``context``
     names, as stubs, the seeds and the nodes on those paths that are not shared nodes (they
     are not counted in ``node_count``).
     """
@@ -187,7 +197,7 @@ class IntersectionResult(BaseModel):
     nodes: list[Node]
     edges: list[ResultEdge]
     schema_summary: SchemaSummary
-    paths: list[ConnectionPath] | None = None
+    paths: list[NodePaths] | None = None
     context: list[Node] | None = Field(
         default=None, description="The seeds and the other nodes on paths, as stubs; not among the shared nodes."
     )
@@ -247,7 +257,9 @@ class PathStep(BaseModel):
     """One step of a path: an entity (``entity``, ``label``) or an edge (``edge``, ``direction``).
 
     ``score`` is the step's own score: the semantic match of an entry point or semantic
-    filter, or the relation match of an edge.
+    filter, or the relation match of an edge. An edge step whose relation matched exactly
+    (a predicate named, or ``[*]``) has no score: it is 1, and a path of exact relations
+    says so once, in the result's ``score``.
     """
 
     entity: str | None = None
@@ -258,7 +270,8 @@ class PathStep(BaseModel):
 
 
 class PathEntity(BaseModel):
-    """The entity a path reaches: id, type, display name and (unless cut for size) metadata."""
+    """The entity a path reaches: id, type and display name; its metadata only when the query asked for it
+    (``with_metadata``) and the budget held it."""
 
     id: str
     entity_type: str

@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol, TypedDict
 
-from bfsql.models import BfsResult, ConnectionPath, IntersectionResult, Node, ResultEdge, SchemaSummary, Truncation
+from bfsql.models import (
+    BfsResult,
+    ConnectionPath,
+    IntersectionResult,
+    Node,
+    NodePaths,
+    ResultEdge,
+    SchemaSummary,
+    Truncation,
+)
 from bfsql.rows import Reached
 
 __all__ = [
@@ -151,13 +160,30 @@ class Traversal:
             entity_type_counts=self.entity_type_counts, predicate_counts=self.predicate_counts,
         )
 
-    def schema_record(self) -> dict[str, Any]:
-        """``schema_summary`` as an answer's JSON holds it; the model is made only if someone asked for it first."""
+    def schema_record(self, counts: bool = True) -> dict[str, Any]:
+        """``schema_summary`` as an answer's JSON holds it, with its counts unless ``counts`` is False (an answer
+        that lists every node and edge leaves them out: they are its own lists counted); the model is made only if
+        someone asked for it first."""
         model = self.__dict__.get("schema_summary")
         if model is not None:
-            return model.model_dump(exclude_none=True)  # type: ignore[no-any-return]
-        return {"entity_types_found": list(self.types_seen), "predicates_found": list(self.predicates_seen),
-                "entity_type_counts": dict(self.entity_type_counts), "predicate_counts": dict(self.predicate_counts)}
+            record: dict[str, Any] = model.model_dump(exclude_none=True)
+        else:
+            record = {"entity_types_found": list(self.types_seen), "predicates_found": list(self.predicates_seen),
+                      "entity_type_counts": dict(self.entity_type_counts),
+                      "predicate_counts": dict(self.predicate_counts)}
+        if not counts:
+            record.pop("entity_type_counts", None)
+            record.pop("predicate_counts", None)
+        return record
+
+    def node_paths(self, kept: set[str] | None = None) -> list[dict[str, Any]]:
+        """``paths`` as an answer shows them: one entry per shared node (of ``kept``, when given), in their order,
+        with the edges of its paths from every seed, seed order, each edge once (:class:`~bfsql.models.NodePaths`)."""
+        edges: dict[str, dict[Triple, None]] = {}
+        for path in self.paths:
+            if kept is None or path.node in kept:
+                edges.setdefault(path.node, {}).update(dict.fromkeys((s, p, o) for s, p, o in path.edges))
+        return [{"node": node, "edges": [list(e) for e in found]} for node, found in edges.items()]
 
     @property
     def nodes(self) -> list[Node]:
@@ -193,7 +219,8 @@ class Traversal:
         if self.tool == "bfs_query":
             return BfsResult(max_hops=self.hops, **common)
         context = [Node(id=i, entity_type=self.types[i], name=self.names.get(i)) for i in self.context]
-        return IntersectionResult(k=self.hops, paths=self.paths or None, context=context or None, **common)
+        paths = [NodePaths.model_validate(p) for p in self.node_paths()]
+        return IntersectionResult(k=self.hops, paths=paths or None, context=context or None, **common)
 
 
 @dataclass

@@ -573,9 +573,10 @@ async def _filter_hint(run: _Run, hop: Hop, reached: list[str], type_name: str |
 
 
 def _steps(path: _Path, names: dict[str, str | None]) -> list[PathStep]:
+    """A path as its steps; an edge step says its score only when its relation matched fuzzily (below 1)."""
     steps = [PathStep(entity=path.nodes[0], label=names.get(path.nodes[0]), score=_round(path.node_scores[0]))]
     for i, (predicate, direction, score) in enumerate(path.edges, start=1):
-        steps.append(PathStep(edge=predicate, direction=direction, score=_round(score)))
+        steps.append(PathStep(edge=predicate, direction=direction, score=None if score == 1.0 else _round(score)))
         steps.append(PathStep(entity=path.nodes[i], label=names.get(path.nodes[i]), score=_round(path.node_scores[i])))
     return steps
 
@@ -663,8 +664,10 @@ def _run_notes(run: _Run) -> list[Truncation]:
     return notes
 
 
-async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth: bool) -> list[PathResult]:
-    """One result per entity reached, with its best path, best first; cut at ``max_results`` (with a note)."""
+async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth: bool,
+                   with_metadata: bool) -> list[PathResult]:
+    """One result per entity reached, with its best path, best first; cut at ``max_results`` (with a note). The
+    entity is its id, type and name, and its metadata only ``with_metadata``."""
     best_by_end: dict[str, _Path] = {}
     for path in sorted(paths, key=_Path.order):
         best_by_end.setdefault(path.nodes[-1], path)
@@ -683,7 +686,7 @@ async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth
     for path in ordered:
         end = path.nodes[-1]
         entity = PathEntity(id=end, entity_type=run.types.get(end, ""), name=names.get(end),
-                            metadata=dict(metadata.get(end, {})))
+                            metadata=dict(metadata.get(end, {})) if with_metadata else None)
         results.append(PathResult(entity=entity, path=_steps(path, names), score=round(path.score, 4),
                                   depth=path.depth if with_depth else None))
     return results
@@ -698,12 +701,14 @@ async def path_query(
     max_results: int = DEFAULT_MAX_RESULTS,
     limits: TraversalLimits = DEFAULT_LIMITS,
     time_limit: float | None = None,
+    with_metadata: bool = False,
 ) -> PathQueryResult:
     """Run a path query; syntax and argument errors raise, empty outcomes are explained in ``metadata``.
 
     ``k`` None (unset) is :data:`DEFAULT_K`, except that a semantic entry whose text is the id, name or a synonym
     of some candidates keeps only those. Variable-length edges stop walking ``time_limit`` seconds after the query
-    began (None: no limit), and say so.
+    began (None: no limit), and say so. Each result's entity is its id, type and name; ``with_metadata`` adds its
+    metadata (describe_entities gives it for chosen results).
     """
     started = time.perf_counter()
     _check_parameters(k, threshold, max_results)
@@ -749,4 +754,4 @@ async def path_query(
         paths = outcome
 
     with_depth = any(hop.relation.quantifier for hop in parsed.hops)
-    return finish(await _results(run, paths, meta, with_depth))
+    return finish(await _results(run, paths, meta, with_depth, with_metadata))

@@ -43,7 +43,8 @@ TOOL_USAGE_NOTES = """\
   call bfs_query with limit=0 and read schema_summary.entity_type_counts (nodes by
   type) and predicate_counts (edges by predicate): exact counts of the whole
   traversal (they add up to node_count and edge_count), with no nodes listed, at the
-  cost of the walk alone. Never count the ids of a page: it may be cut.
+  cost of the walk alone. Never count the ids of a page: it may be cut. (An answer
+  that lists every node and edge leaves the counts out: its lists are complete.)
 - intersect_subgraphs: nodes within k undirected hops of every seed; no paging, but
   limit caps the shared nodes listed (nearest first) and limit=0 gives the counts alone.
 - describe_schema may give entity_type_counts, predicate_counts and hubs (the most
@@ -56,7 +57,8 @@ TOOL_USAGE_NOTES = """\
 - path_query: a chain "name" or @id, then edges -[terms]-> / <-[terms]- ([*] = any
   relation), each optionally followed by type:T, @id or "text". -[isa*]-> walks isa
   edges transitively in one call (all ancestors; <-[isa*]- all descendants), each result
-  with its depth. Empty answers explain why in metadata (reason, available_relations, hint).
+  with its depth. A result's entity is id, entity_type and name (with_metadata=true adds
+  its metadata). Empty answers explain why in metadata (reason, available_relations, hint).
 - describe_entity / describe_entities: full records for stubs. Unknown ids are
   an error (describe_entity) or listed in "unknown_ids" beside "items" (describe_entities).
 - Type and predicate filters match ignoring case.
@@ -77,9 +79,11 @@ followed by up to 5 edges, each optionally followed by a filter:
           deep); each entity once, at its least depth, given as the result's depth
   filter: type:T (entity type, case-insensitive) | @id | "text" (top k most similar) | nothing
 Example: "BRAF" -[isa]-> type:Family <-[isa]- type:Gene  (genes in BRAF's families).
-Returns results (entity, path of entity/edge steps, score = product of step scores) and
-metadata; when nothing is found, metadata says where and why (no_entry_point;
-stopped_at_hop with reason and available_relations) and how to fix the query.
+Returns results (entity: id, entity_type, name; path of entity/edge steps; score = product of
+step scores; an edge step without a score matched exactly) and metadata; when nothing is
+found, metadata says where and why (no_entry_point; stopped_at_hop with reason and
+available_relations) and how to fix the query. Entities come without their metadata:
+with_metadata=true adds it, or call describe_entities on the results you need.
 k (default 3; unset, a name matching an entity exactly enters there only), threshold (0.5)
 and max_results (20) tune it. [] is a syntax error: use [*]."""
 
@@ -93,16 +97,18 @@ TOOL_DESCRIPTIONS = {
     "bfs_query": "Traverse: the union of the seeds' neighbourhoods up to max_hops (1-5; 1-3 typical), "
     "edges followed in both directions. node_types/predicates choose full detail (others become stubs); "
     "topology_only=true returns the bare structure; exclude_node_types removes types entirely; "
-    "min_mentions drops rarely mentioned nodes; limit/offset page through nodes. schema_summary counts the whole "
-    "traversal's nodes by type (entity_type_counts) and edges by predicate (predicate_counts); limit=0 answers "
-    "those counts alone, without nodes: use it for 'how many X' questions and to size a neighbourhood first.",
+    "min_mentions drops rarely mentioned nodes; limit/offset page through nodes. When the answer does not list "
+    "every node and edge (a page, a cut, limit=0), schema_summary counts the whole traversal's nodes by type "
+    "(entity_type_counts) and edges by predicate (predicate_counts); limit=0 answers those counts alone, without "
+    "nodes: use it for 'how many X' questions and to size a neighbourhood first.",
     "describe_entity": "Expand one stub: the entity's id, entity_type and all metadata as one flat object.",
     "describe_entities": "Expand several stubs in one call: a list of full nodes, in the order asked. Ids the "
     "graph does not know are listed in unknown_ids, beside the items.",
     "intersect_subgraphs": "Intersect: only nodes within k undirected hops (1-5) of every seed (2 or more), "
-    "with the edges among them, paths from each seed to the nearest, and the seeds and path nodes as context "
-    "stubs. Use for 'what do all of these share?'. Same detail filters as bfs_query; no paging: limit caps the "
-    "shared nodes listed (nearest first), limit=0 answers the counts alone (schema_summary.entity_type_counts).",
+    "with the edges among them, paths (per shared node, the edges of a shortest path from each seed, in seed "
+    "order) for the nearest, and the seeds and path nodes as context stubs. Use for 'what do all of these "
+    "share?'. Same detail filters as bfs_query; no paging: limit caps the shared nodes "
+    "listed (nearest first), limit=0 answers the counts alone (schema_summary.entity_type_counts).",
     "path_query": PATH_QUERY_DESCRIPTION,
     "describe_edges": "Expand edges: the full metadata of given edges ([subject, predicate, object] triples, or "
     "the edge objects bfs_query answers), with the provenance (evidence text, documents) that traversals leave "

@@ -270,11 +270,15 @@ async def path_query(
     max_results: Annotated[
         int, Field(description="Most results returned (1-200).", examples=[20])
     ] = DEFAULT_MAX_RESULTS,
+    with_metadata: Annotated[
+        bool, Field(description="Give each result's entity its metadata too; default: id, entity_type and name "
+                    "only (describe_entities gives the metadata of chosen results).", examples=[True])
+    ] = False,
 ) -> PathQueryResult:
     """Follow a chain of relations."""
     return await run_path_query(
         ctx.graph, query, k=k, threshold=threshold, max_results=max_results, limits=ctx.settings.limits,
-        time_limit=ctx.settings.timeout * WALK_TIME_SHARE,
+        time_limit=ctx.settings.timeout * WALK_TIME_SHARE, with_metadata=with_metadata,
     )
 
 

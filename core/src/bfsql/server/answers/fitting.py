@@ -290,10 +290,11 @@ def _paths_size(answer: Traversal, budget: AnswerBudget) -> dict[str, int]:
     """For each shared node, the size of its paths and of the context stubs of the nodes on them (an upper bound:
     a node on several paths is counted on each)."""
     sizes: dict[str, int] = {}
-    for path in answer.paths:
-        inner = {end for s, _, o in path.edges for end in (s, o)} - {path.seed, path.node}
+    seeds = set(answer.seeds)
+    for paths in answer.node_paths():
+        inner = {end for s, _, o in paths["edges"] for end in (s, o)} - seeds - {paths["node"]}
         stubs = sum(len(compact_json(_context_stub(answer, budget, i))) + 1 for i in inner)
-        sizes[path.node] = sizes.get(path.node, 0) + len(compact_json(path.model_dump())) + 1 + stubs
+        sizes[paths["node"]] = len(compact_json(paths)) + 1 + stubs
     return sizes
 
 
@@ -503,12 +504,13 @@ def _envelope(
 ) -> dict[str, Any]:
     envelope: dict[str, Any] = {"seeds": answer.seeds}
     envelope["max_hops" if answer.tool == "bfs_query" else "k"] = answer.hops
+    listed_all = 0 < len(nodes) == answer.node_count and len(edges) == answer.edge_count
     envelope.update(
         node_count=answer.node_count,
         edge_count=answer.edge_count,
         nodes=nodes,
         edges=edges,
-        schema_summary=answer.schema_record(),
+        schema_summary=answer.schema_record(counts=not listed_all),
     )
     if paths:
         envelope["paths"] = paths
@@ -554,7 +556,7 @@ def _build(
             edge["metadata"] = metadata if edge_levels[e] == FULL else clip_metadata(metadata, sizes.clip_chars)
         edges.append(edge)
     counts[CUT] += answer.unlisted
-    paths = [p.model_dump() for p in answer.paths if p.node in kept]
+    paths = answer.node_paths(kept) if answer.paths else []
     notes = [*answer.truncated, *_notes(answer, budget, counts, len(nodes))]
     if counts[CUT]:
         notes = [n for n in notes if n.reason != "page"]
@@ -795,11 +797,12 @@ def fit_paths(answer: dict[str, Any], budget: AnswerBudget) -> dict[str, Any]:
     if _fits(clipped, budget):
         return clipped
     slim = {**answer, "results": entities(answer["results"], lambda e: {k: v for k, v in e.items() if k != "metadata"})}
-    slim = with_note(slim, {
-        "reason": "named_stubs",
-        "detail": f"Entity metadata was left out to keep the answer under {budget.max_tokens} tokens.",
-        "hint": "Call describe_entities with the result ids for their full records.",
-    })
+    if any("metadata" in r["entity"] for r in answer["results"]):  # asked with_metadata: say it went
+        slim = with_note(slim, {
+            "reason": "named_stubs",
+            "detail": f"Entity metadata was left out to keep the answer under {budget.max_tokens} tokens.",
+            "hint": "Call describe_entities with the result ids for their full records.",
+        })
     if _fits(slim, budget):
         return slim
     results = slim["results"]
