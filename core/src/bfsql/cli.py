@@ -434,9 +434,9 @@ async def _call_tool(plans: list[Any], tool: str, arguments: dict[str, Any]) -> 
     document, without the MCP SDK (about a second of imports for one call) and without warming
     up the embedder (loaded only if the call searches).
     """
-    from bfsql.server.host import open_host
+    from bfsql.server.host import ToolHost, open_host
 
-    async with open_host(plans, warm_up=False) as host:
+    async with open_host(plans, kind=ToolHost, warm_up=False) as host:
         answer = await host.answer(tool, arguments)
     return not answer.is_error, answer.text if answer.is_error else json.loads(answer.text)
 

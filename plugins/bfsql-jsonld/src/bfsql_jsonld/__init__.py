@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import bfsql
-from bfsql.lazy import lazy_names
+from bfsql import lazy_names
 from bfsql_jsonld.config import JsonLdConfig
 
 if TYPE_CHECKING:

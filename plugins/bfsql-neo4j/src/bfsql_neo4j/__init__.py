@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bfsql import hookimpl
-from bfsql.lazy import lazy_names
+from bfsql import hookimpl, lazy_names
 from bfsql_neo4j.config import ENV_ALIASES, Neo4jConfig
 
 if TYPE_CHECKING:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bfsql import hookimpl
-from bfsql.lazy import lazy_names
+from bfsql import hookimpl, lazy_names
 from bfsql_postgres.config import ENV_ALIASES, PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bfsql import hookimpl
-from bfsql.lazy import lazy_names
+from bfsql import hookimpl, lazy_names
 from bfsql_sparql.config import ENV_ALIASES, SparqlConfig
 
 if TYPE_CHECKING:
