@@ -194,3 +194,69 @@ def test_the_terminal_says_what_it_means():
     assert "valuess" not in tools and "edges (list of lists of 3 strings or objects; required)" in tools
     path_query = tools[tools.index("path_query: "):tools.index("\n\n", tools.index("path_query: "))]
     assert "followed by up to 5 edges" in path_query and "[] is a syntax error" in path_query
+
+
+QUICK_QUERY_UNLOADED = (
+    "mcp", "mcp_types", "aiohttp", "neo4j", "asyncpg", "starlette", "uvicorn", "jsonschema", "rich", "tokenizers",
+    "bfsql.server.app", "bfsql.loading.sqlite_loader", "bfsql.loading.bundle", "bfsql.diagrams", "bfsql_jsonld.server",
+    "bfsql_neo4j.backend", "bfsql_postgres.backend", "bfsql_sparql.backend", "bfsql_jsonld.backend",
+)
+"""What one ``bfsql query`` on the demo must not import: the MCP SDK and what it brings (a call answered in process
+needs no protocol), the other backends and their drivers, the loader, the diagrams, the embedder's model."""
+
+MODULES_AT_EXIT = (
+    "import atexit, json, sys\n"
+    "out = sys.argv.pop(1)\n"
+    "atexit.register(lambda: open(out, 'w').write(json.dumps(sorted(sys.modules))))\n"
+    "from bfsql.cli import main\n"
+    "sys.argv[0] = 'bfsql'\n"
+    "main()\n"
+)
+"""Runs the bfsql command line and writes the names of every module it imported to a file, at exit."""
+
+
+@pytest.mark.parametrize("call", [
+    ["describe_entity", "id=HGNC:BRAF"],
+    ["bfs_query", '{"seeds": ["FPLX:RAF"], "max_hops": 1, "topology_only": true}'],
+])
+def test_a_query_imports_neither_the_mcp_sdk_nor_other_backends(tmp_path, call):
+    """One call from the terminal starts without the MCP SDK, the other installed backends' drivers or the loader."""
+    modules = tmp_path / "modules.json"
+    done = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, str(modules), "query", *call, "--json"],
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)
+    imported = set(json.loads(modules.read_text()))
+    assert "bfsql.server.pipeline" in imported, "the runner saw the call"
+    assert sorted(name for name in QUICK_QUERY_UNLOADED if name in imported) == []
+    assert sorted(name for name in imported if name.startswith(("mcp.", "aiohttp.", "neo4j.", "asyncpg."))) == []
+
+
+QUERIED_AS_SERVED = [
+    ("describe_entity", {"id": "HGNC:BRAF"}),
+    ("describe_entities", {"ids": ["HGNC:BRAF", "FPLX:RAF", "NOPE:1"]}),
+    ("search_entities", {"query": "RAF kinase", "limit": 5}),
+    ("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 2, "max_tokens": 600}),
+    ("intersect_subgraphs", {"seeds": ["HGNC:BRAF", "HGNC:RAF1"], "k": 1}),
+    ("describe_schema", {}),
+]
+
+
+async def test_a_query_answers_the_document_a_served_call_answers():
+    """``bfsql query --json`` prints the very document an MCP client gets from ``bfsql serve`` for the same call,
+    and the same error text for a call refused."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    served = Client(StdioServerParameters(command=sys.executable, args=["-m", "bfsql", "serve"], env=dict(os.environ)))
+    async with served as client:
+        for tool, arguments in QUERIED_AS_SERVED:
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error, result.content[0].text
+            done = run("query", tool, json.dumps(arguments), "--json")
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout) == result.structured_content == json.loads(result.content[0].text), tool
+        refused = await client.call_tool("bfs_query", {"seeds": ["FPLX:RAF"], "max_hops": 9})
+        assert refused.is_error
+        done = run("query", "bfs_query", '{"seeds": ["FPLX:RAF"], "max_hops": 9}')
+        assert done.returncode == 1 and done.stderr.strip() == f"Error: {refused.content[0].text}"

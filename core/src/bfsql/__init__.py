@@ -243,6 +243,7 @@ __all__ = [
     "in_light_call",
     "intersect_subgraphs",
     "is_loopback",
+    "lazy_names",
     "lexical_rank",
     "light_call",
     "load_sqlite",

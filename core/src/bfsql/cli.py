@@ -201,7 +201,23 @@ def _split_backend_options(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 class BfsqlGroup(click.Group):
-    """The ``bfsql`` group: each command's whole first sentence in the list, and -v named where it goes."""
+    """The ``bfsql`` group: each command's whole first sentence in the list, and -v named where it goes.
+
+    A command that opens graphs gets its settings and every backend's options when it is first
+    asked for (:meth:`get_command`), so that one command does not build the options of all four.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._equipped: set[str] = set()
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, with its options when it opens graphs."""
+        command = super().get_command(ctx, cmd_name)
+        if isinstance(command, GraphCommand) and cmd_name not in self._equipped:
+            _graph_command(command)
+            self._equipped.add(cmd_name)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands with the first sentence of their help, never cut with '...' (the formatter wraps it)."""
@@ -294,7 +310,7 @@ def _parse_arguments(arguments: tuple[str, ...], tool: str | None = None) -> dic
 
 def _did_you_mean(tool: str | None, value: str) -> str:
     """``; did you mean query=BRAF?``: the value named as the tool's first required argument, when there is one."""
-    from bfsql.server.app import collect_tools
+    from bfsql.server.host import collect_tools
 
     spec = next((s for s in collect_tools() if s.name == tool), None)
     required = spec.input_schema().get("required", []) if spec is not None else []
@@ -426,15 +442,17 @@ def _render(tool: str, data: Any) -> str:
 
 
 async def _call_tool(plans: list[Any], tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
-    """Whether the call answered, and its answer's document (or error text)."""
-    from mcp import Client
+    """Whether the call answered, and its answer's document (or error text).
 
-    from bfsql.server.answers import document_of
-    from bfsql.server.run import open_server
+    The call runs through the same host and pipeline as a served one and gets the same
+    document, without the MCP SDK (about a second of imports for one call) and without warming
+    up the embedder (loaded only if the call searches).
+    """
+    from bfsql.server.host import ToolHost, open_host
 
-    async with open_server(plans) as server, Client(server) as client:
-        result = await client.call_tool(tool, arguments)
-    return not result.is_error, document_of(result)
+    async with open_host(plans, kind=ToolHost, warm_up=False) as host:
+        answer = await host.answer(tool, arguments)
+    return not answer.is_error, answer.text if answer.is_error else json.loads(answer.text)
 
 
 @click.command(cls=GraphCommand)
@@ -454,13 +472,14 @@ def query(tool: str, arguments: tuple[str, ...], as_json: bool, diagram: str | N
       bfsql query bfs_query '{"seeds": ["FPLX:RAF"], "max_hops": 1}'
       bfsql query bfs_query seeds='["HGNC:BRAF"]' max_hops=2 --format mermaid
     """
-    from bfsql.diagrams import DIAGRAM_TOOLS
+    if diagram:
+        from bfsql.diagrams import DIAGRAM_TOOLS  # here: a call without --format does not load the diagrams
 
-    if diagram and tool not in DIAGRAM_TOOLS:
-        raise click.UsageError(f"--format {diagram} draws {' and '.join(DIAGRAM_TOOLS)} answers, not {tool}'s; "
-                               "use --json for the others.")
-    if diagram and as_json:
-        raise click.UsageError("give either --json or --format, not both")
+        if tool not in DIAGRAM_TOOLS:
+            raise click.UsageError(f"--format {diagram} draws {' and '.join(DIAGRAM_TOOLS)} answers, not {tool}'s; "
+                                   "use --json for the others.")
+        if as_json:
+            raise click.UsageError("give either --json or --format, not both")
     _print_answer(tool, _parse_arguments(arguments, tool), as_json, options, diagram)
 
 
@@ -661,7 +680,7 @@ def tools(as_json: bool, config_path: Path | None) -> None:
 
     Call one from the terminal with 'bfsql query TOOL key=value ...'.
     """
-    from bfsql.server.app import collect_tools
+    from bfsql.server.host import collect_tools
 
     _report_plugin_errors()
     graphs: list[Any] = []
@@ -805,7 +824,7 @@ def build_cli() -> click.Group:
     group = BfsqlGroup(name="bfsql", commands=dict(cli.commands), callback=cli.callback, params=cli.params,
                        help=cli.help)
     for command in (serve, query, path, explore):
-        group.add_command(_graph_command(command))
+        group.add_command(command)  # its options come when it is asked for (BfsqlGroup.get_command)
     group.add_command(load)
     group.add_command(tools)
     group.add_command(plugins)

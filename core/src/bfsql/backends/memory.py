@@ -12,7 +12,7 @@ from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 from typing_extensions import override
@@ -22,8 +22,6 @@ from bfsql.backend_config import BackendConfig
 from bfsql.embedders import Embedder, HashingEmbedder, dot, normalise
 from bfsql.errors import BfsqlError
 from bfsql.hookspecs import hookimpl
-from bfsql.loading.bundle import Record, read_bundle
-from bfsql.loading.errors import LoadError
 from bfsql.loading.records import (
     EntityRecord,
     EvidenceRecord,
@@ -35,6 +33,9 @@ from bfsql.models import EntityStub
 from bfsql.primitives import HUBS, SEARCH_LIMIT
 from bfsql.rows import Edge, GraphStatistics, Hub, Neighbourhood, NodeInfo
 from bfsql.search_rank import lexical_rank
+
+if TYPE_CHECKING:
+    from bfsql.loading.bundle import Record
 
 __all__ = ["DEFAULT_MAX_BUNDLE_MB", "MemoryBackend", "MemoryBundleError", "MemoryConfig"]
 
@@ -114,6 +115,9 @@ class MemoryBackend(GraphBackend):
                 f"Build a SQLite store once and serve that: bfsql load --db {store} {path} && "
                 f"bfsql serve --db {store}",
             )
+        from bfsql.loading.bundle import read_bundle  # here: serving a store never loads the bundle reader
+        from bfsql.loading.errors import LoadError
+
         try:
             return cls((record for _, record in read_bundle(path)), description)
         except LoadError as exc:

@@ -49,7 +49,7 @@ from bfsql.loading.records import (
     node_metadata,
     provenance,
 )
-from bfsql.loading.sqlite_loader import REQUIRED_TABLES, SCHEMA_VERSION
+from bfsql.loading.store_format import REQUIRED_TABLES, SCHEMA_VERSION
 from bfsql.models import EntityStub
 from bfsql.pacing import in_light_call
 from bfsql.primitives import HUBS, SEARCH_LIMIT

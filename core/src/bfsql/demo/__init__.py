@@ -11,20 +11,24 @@ from __future__ import annotations
 import csv
 import functools
 import hashlib
+import importlib.util
 import os
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
 from bfsql.embedders import AUTO, is_semantic
-from bfsql.loading import sqlite_loader
-from bfsql.loading.bundle import Record
 from bfsql.loading.records import EntityRecord, RelationshipRecord
+from bfsql.loading.store_format import SCHEMA_VERSION
 from bfsql.plugins import create_embedder, preferred_embedder
 from bfsql.version import __version__
+
+if TYPE_CHECKING:
+    from bfsql.loading.bundle import Record
 
 __all__ = [
     "CACHE_DIR_VARIABLE", "DATA_DIR", "FAMPLEX_VERSION", "cache_dir", "demo_store", "ensure_demo_db",
@@ -197,8 +201,10 @@ def cache_dir() -> Path:
 @functools.cache
 def _content_hash() -> str:
     """Hash of everything the demo store is built from, so any change rebuilds it."""
-    digest = hashlib.sha256(sqlite_loader.SCHEMA_VERSION.encode())
-    for path in [*(DATA_DIR / name for name in _FILES), Path(__file__), Path(sqlite_loader.__file__)]:
+    digest = hashlib.sha256(SCHEMA_VERSION.encode())
+    loader = importlib.util.find_spec("bfsql.loading.sqlite_loader")  # its source, without loading it
+    assert loader is not None and loader.origin is not None
+    for path in [*(DATA_DIR / name for name in _FILES), Path(__file__), Path(loader.origin)]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
@@ -220,6 +226,8 @@ def ensure_demo_db() -> Path:
     path = cache_dir() / f"famplex-{FAMPLEX_VERSION}-bfsql-{__version__}-{_content_hash()}-{built_by}.sqlite"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
+        from bfsql.loading import sqlite_loader
+
         records = famplex_records()
         sqlite_loader.load_records(path, records, description=famplex_description(records))
     return path
@@ -249,5 +257,7 @@ def demo_store(embedder: str = AUTO) -> Path:
         return base  # a lexical demo and a spelling embedder: nothing to compare
     target = base.with_name(f"{base.stem}-{chosen.name}-{chosen.dimension}.sqlite")
     if not target.is_file():
+        from bfsql.loading import sqlite_loader
+
         sqlite_loader.reembed_store(target, chosen, base)
     return target

@@ -84,6 +84,7 @@ from bfsql.loading.readers import ImpliedEntity, read_records, refuse_sqlite_sou
 from bfsql.loading.records import EntityRecord, EvidenceRecord, RelationshipRecord
 from bfsql.loading.relationship_buffer import RelationshipBuffer
 from bfsql.loading.relationship_writer import MIN_ROWS, SideStore
+from bfsql.loading.store_format import SCHEMA_VERSION
 from bfsql.plugins import create_embedder, preferred_embedder
 from bfsql.vectors import build_codes, drop_vectors, save_vectors
 
@@ -110,9 +111,6 @@ FROM_HELPER = "from the helper"
 
 EMBED_BATCH = 2048
 """Texts per embedder call while loading (large, so that a model can batch names of similar length)."""
-
-SCHEMA_VERSION = "1"
-"""Written to ``meta.schema_version``; a store with another version must be rebuilt."""
 
 PROGRESS_EVERY = 1000
 """Records between two progress updates (and batched writes)."""
@@ -196,10 +194,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS entity_trigram USING fts5 (
     label, content='entity_label', content_rowid='label_id', tokenize='trigram'
 )
 """
-
-REQUIRED_TABLES = frozenset({"meta", "entity", "relationship", "evidence", "entity_label", "entity_fts"})
-"""Tables every store has; the backend refuses a file without them."""
-
 
 def encode_vectors(vectors: Any) -> list[bytes]:
     """Vectors (rows of a matrix) normalised and stored as int8 with one scale each.

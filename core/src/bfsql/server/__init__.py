@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from bfsql.backend_options import backend_click_options, resolve_config
     from bfsql.server.answers import AnswerBudget
     from bfsql.server.app import build_server
+    from bfsql.server.host import open_graph
     from bfsql.server.http import HostPolicy, is_loopback
-    from bfsql.server.run import open_graph
     from bfsql.server.tool_spec import ToolContext
     from bfsql.settings import ServerSettings
 
@@ -32,7 +32,7 @@ _HOMES = {
     "backend_click_options": "bfsql.backend_options",
     "build_server": "bfsql.server.app",
     "is_loopback": "bfsql.server.http",
-    "open_graph": "bfsql.server.run",
+    "open_graph": "bfsql.server.host",
     "resolve_config": "bfsql.backend_options",
 }
 

@@ -1,95 +1,53 @@
-"""Building the MCP server over one graph or several: every tool, through one pipeline.
+"""The MCP server over one graph or several: the tool host (:mod:`bfsql.server.host`) behind the protocol.
 
 The graphs are opened by the caller inside the event loop that serves them (see
 :mod:`bfsql.server.run`); :func:`build_server` then reads their schemas and collects the
 tools from the ``register_tools`` hook — the built-in ones (:mod:`bfsql.server.tools`) and any
 plugin's, registered the same way — with the valid filter values in the traversal tools'
-descriptions when a schema is small.
-
-A server with several graphs gives every tool an optional ``graph`` argument (the default
-graph, the first, answers calls without it); each graph keeps its own backend, cache,
-embedder and settings, and a graph that fails leaves the others answering.
-
-A caller (:mod:`bfsql.server.callers`) whose token grants only some graphs sees only those:
-in the tools' graph enum and descriptions, the instructions, describe_schema's ``graphs``, and
-the errors, where another graph is as unknown as one that does not exist. Its default graph is
-the first it may see.
+descriptions when a schema is small. Which graph a call names, what a caller may see, rate
+limits and refusals are the host's (:class:`~bfsql.server.host.ToolHost`); this module lists
+the tools as MCP tools and sends each answer as an MCP tool result.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, TextContent, Tool
+from mcp_types import CallToolResult, TextContent, Tool, ToolAnnotations
 
-from bfsql.backend import gather_or_cancel
-from bfsql.engine.examples import examples_or_placeholders
-from bfsql.errors import BfsqlError, clip
 from bfsql.graph import Graph
-from bfsql.models import GraphListing
-from bfsql.pacing import HeavySlots
-from bfsql.plugins import collect, create_embedder, resolve_embedder_name
-from bfsql.server.answers import error_result
-from bfsql.server.callers import Caller, current_caller
-from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection, schema_injection
-from bfsql.server.pipeline import READ_ONLY, CallRecord, Observer, run_tool
-from bfsql.server.ratelimit import RateLimits
-from bfsql.server.tool_spec import ToolSpec, tool_spec
-from bfsql.server.tools import register_builtin_tools
-from bfsql.settings import DEFAULT_MAX_HEAVY_CALLS, ServerSettings, graph_name_error
+from bfsql.server.answers import result_of
+from bfsql.server.host import SENT_CHARS, ServedGraph, ToolHost, build_host, collect_tools, start_failure
+from bfsql.server.instructions import SERVER_INSTRUCTIONS, graphs_injection
+from bfsql.server.pipeline import ToolAnswer
+from bfsql.server.tool_spec import ToolSpec
+from bfsql.settings import DEFAULT_MAX_HEAVY_CALLS, ServerSettings
 from bfsql.version import __version__
 
-__all__ = ["SERVER_NAME", "BfsqlServer", "ServedGraph", "build_server", "collect_tools", "start_failure"]
-
-logger = logging.getLogger("bfsql.server")
-startup = logging.getLogger("bfsql.startup")
+__all__ = [
+    "READ_ONLY", "SENT_CHARS", "SERVER_NAME", "BfsqlServer", "ServedGraph", "build_server", "collect_tools",
+    "start_failure", "tool_result",
+]
 
 SERVER_NAME = "bfsql"
 """The name the server gives MCP clients."""
 
-SENT_CHARS = 100
-"""Characters of a tool or graph name as a client sent it that a refused call's record keeps (the rest is clipped)."""
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False)
+"""Every tool is read-only and idempotent."""
 
 
-@dataclass
-class ServedGraph:
-    """One graph a server answers for, with its own settings."""
-
-    name: str
-    graph: Graph | None
-    """None when it could not be opened (``failure`` says why)."""
-    settings: ServerSettings
-    description: str | None = None
-    """The configuration file's description of the graph (None: the store's own is shown)."""
-    backend: str = ""
-    failure: str | None = None
-    schema: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))
-    """Its entity types and predicates, read at start-up."""
-
-    @property
-    def stored_description(self) -> str | None:
-        """The store's own description, read at start-up (None for a graph that could not be opened)."""
-        return self.graph.stored_description if self.graph is not None else None
-
-    @property
-    def shown_description(self) -> str | None:
-        """The description clients are shown (the graph's, see :meth:`Graph.describe`; the configuration file's
-        for a graph that could not be opened)."""
-        return self.graph.shown_description if self.graph is not None else self.description
-
-    def listing(self, default: bool) -> GraphListing:
-        """How describe_schema lists it."""
-        return GraphListing(name=self.name, description=self.shown_description, backend=self.backend,
-                            default=default, available=self.graph is not None)
+def tool_result(answer: ToolAnswer) -> CallToolResult:
+    """The MCP tool result of a call's answer: its document as structured content and as the one text block, or
+    the error's text (``isError``)."""
+    if answer.document is None:
+        return CallToolResult(content=[TextContent(type="text", text=answer.text)], is_error=True)
+    return result_of(answer.document, answer.text)
 
 
-class BfsqlServer(MCPServer):
-    """An MCP server whose tools all run through :func:`~bfsql.server.pipeline.run_tool`.
+class BfsqlServer(ToolHost, MCPServer):
+    """An MCP server whose tools all run through the host's pipeline (:func:`~bfsql.server.pipeline.run_tool`).
 
     The SDK's own argument handling is bypassed: the pipeline validates arguments itself, so
     that mistakes are explained in plain words and unknown arguments are refused by name.
@@ -99,40 +57,9 @@ class BfsqlServer(MCPServer):
         self, graphs: Sequence[ServedGraph], tools: list[ToolSpec], max_heavy_calls: int = DEFAULT_MAX_HEAVY_CALLS,
         injected: str = "",
     ) -> None:
-        if not graphs:
-            raise ValueError("a server needs at least one graph")
-        self.words = next(served.graph.examples for served in graphs if served.graph is not None)
+        ToolHost.__init__(self, graphs, tools, max_heavy_calls, injected)
         instructions = self.words.say(SERVER_INSTRUCTIONS) + (graphs_injection(graphs) if len(graphs) > 1 else "")
-        super().__init__(SERVER_NAME, instructions=instructions, version=__version__,
-                         log_level="WARNING")
-        self.graphs = {served.name: served for served in graphs}
-        self.default = graphs[0]
-        self.tools = {spec.name: spec for spec in tools}
-        self.slots = {name: HeavySlots(max_heavy_calls) for name in self.graphs}
-        """Each graph's heavy calls (traversals) in flight at once; more wait their turn. Per graph, so that a
-        graph whose store stops answering holds only its own slots, never another graph's."""
-        self.injected = injected
-        """What the traversal tools' descriptions say of the graphs (rewritten for a caller who sees fewer)."""
-        self.observe: Observer | None = None
-        """Gets every call's record (metrics, audit log, traces: set up by :mod:`bfsql.server.team`)."""
-        self.rate_limits: RateLimits | None = None
-        """Rate limits per principal and graph, when configured."""
-
-    @property
-    def graph(self) -> Graph | None:
-        """The default graph."""
-        return self.default.graph
-
-    def visible(self, caller: Caller | None = None) -> list[ServedGraph]:
-        """The graphs ``caller`` (default: the current one) may see, the default first."""
-        caller = caller or current_caller()
-        return [served for served in self.graphs.values() if caller.sees(served.name)]
-
-    def instructions_for(self, caller: Caller) -> str:
-        """The server's instructions as ``caller`` reads them: naming only the graphs it may see."""
-        visible = self.visible(caller)
-        return self.words.say(SERVER_INSTRUCTIONS) + (
-            graphs_injection(visible) if len(self.graphs) > 1 and visible else "")
+        MCPServer.__init__(self, SERVER_NAME, instructions=instructions, version=__version__, log_level="WARNING")
 
     def _input_schema(self, spec: ToolSpec, visible: list[ServedGraph]) -> dict[str, Any]:
         schema = spec.input_schema()
@@ -174,138 +101,12 @@ class BfsqlServer(MCPServer):
             for spec in self.tools.values()
         ]
 
-    def _refuse(self, outcome: str, tool: str, graph: str, arguments: Any, text: str) -> CallToolResult:
-        """The tool error of a call refused before it ran, recorded with the tool and graph names as sent (clipped)."""
-        if self.observe is not None:
-            self.observe(CallRecord(clip(tool, SENT_CHARS), clip(graph, SENT_CHARS), arguments, outcome, 0.0))
-        return error_result(text)
-
-    def _refusal(self, spec: ToolSpec, served: ServedGraph, caller: Caller, arguments: Any) -> CallToolResult | None:
-        """A tool error when ``caller`` is over its rate limit on ``served`` (the call is counted otherwise)."""
-        if self.rate_limits is None:
-            return None
-        over = self.rate_limits.hit(caller.principal, served.name, spec.heavy)
-        if over is None:
-            return None
-        return self._refuse("rate_limited", spec.name, served.name, arguments, over.message(served.name))
-
-    def _asked_graph(self, arguments: Any, visible: list[ServedGraph]) -> str:
-        """The graph a call names, as sent; else the caller's default graph ("" when it may see none)."""
-        asked = arguments.get("graph") if len(self.graphs) > 1 and isinstance(arguments, dict) else None
-        if asked is not None:
-            return str(asked)
-        return visible[0].name if visible else ""
-
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult:
-        """Run one call through the pipeline on the graph it names; errors name the tools or graphs.
-
-        A call refused before it runs (an unknown tool, a graph the caller may not see, an
-        unavailable graph, a rate limit) is recorded too, its outcome one of
-        :data:`~bfsql.server.pipeline.REFUSALS`.
-        """
-        caller = current_caller()
-        visible = self.visible(caller)
-        spec = self.tools.get(name)
-        if spec is None:
-            return self._refuse("unknown_tool", name, self._asked_graph(arguments, visible), arguments,
-                                f"Unknown tool {clip(name)!r}. This server's tools: {', '.join(self.tools)}.")
-        if not visible:
-            return self._refuse("not_granted", name, self._asked_graph(arguments, visible), arguments,
-                                "Your credentials grant none of this server's graphs: ask for a token with a graph "
-                                "scope.")
+        """Run one call through the host's pipeline (:meth:`ToolHost.answer`) and send it as a tool result."""
         report = context.report_progress if context is not None else None
-        if len(self.graphs) == 1:
-            refused = self._refusal(spec, self.default, caller, arguments)
-            return refused or await run_tool(
-                spec, arguments, self.default.graph, self.default.settings,  # type: ignore[arg-type]
-                report, slots=self.slots[self.default.name], observe=self.observe)
-        arguments = dict(arguments) if isinstance(arguments, dict) else arguments
-        chosen = arguments.pop("graph", None) if isinstance(arguments, dict) else None
-        names = [g.name for g in visible]
-        if chosen is not None and (not isinstance(chosen, str) or chosen not in names):
-            # The caller is told of a graph it may not see what it is told of one that does not exist.
-            outcome = "not_granted" if isinstance(chosen, str) and chosen in self.graphs else "unknown_graph"
-            return self._refuse(outcome, name, str(chosen), arguments, graph_name_error(str(chosen), names))
-        served = self.graphs[chosen] if chosen is not None else visible[0]
-        if served.graph is None:
-            others = ", ".join(g.name for g in visible if g.graph is not None)
-            return self._refuse(
-                "unavailable", name, served.name, arguments,
-                f"Graph {served.name!r} is unavailable: it could not be opened at start-up ({served.failure}). "
-                f"The other graphs answer: {others}. Restart the server once its store is reachable."
-            )
-        listing = None if chosen is not None else [g.listing(g is visible[0]) for g in visible]
-        about: dict[str, Any] = {"graph": served.name}
-        if chosen is None and len(visible) > 1:  # so that a miss here is not taken for a miss everywhere
-            about["other_graphs"] = [g.name for g in visible if g is not served]
-        refused = self._refusal(spec, served, caller, arguments)
-        result = refused or await run_tool(spec, arguments, served.graph, served.settings, report, graphs=listing,
-                                           slots=self.slots[served.name], observe=self.observe, about=about)
-        if result.is_error:
-            text = "".join(getattr(block, "text", "") for block in result.content)
-            result.content = [TextContent(type="text", text=f"[graph {served.name}] {text}")]
-        return result
-
-
-def collect_tools() -> list[ToolSpec]:
-    """Every tool: the built-in ones, registered here by the server, then the plugins' (``register_tools`` hook).
-
-    A plugin's tool whose name is taken is an error of that plugin (see ``bfsql plugins``).
-    """
-    builtin: dict[str, ToolSpec] = {}
-
-    def register(fn: Callable[..., Any], **options: Any) -> None:
-        spec = tool_spec(fn, plugin="bfsql", **options)
-        builtin[spec.name] = spec
-
-    register_builtin_tools(register)
-
-    def plugin_tool(fn: Callable[..., Any], *, plugin: str, **options: Any) -> ToolSpec:
-        spec = tool_spec(fn, plugin=plugin, **options)
-        if spec.name in builtin:
-            raise ValueError(f"tool {spec.name!r} is one of bfsql's own")
-        return spec
-
-    return [*builtin.values(), *collect("register_tools", plugin_tool, "tool").values()]
-
-
-async def _prepare(served: ServedGraph) -> None:
-    """Bind the graph's embedder and read its schema (a store whose vectors come from another embedder fails here)."""
-    graph = served.graph
-    assert graph is not None
-    if not graph.embedder_chosen:  # a graph built with an embedder keeps it; else the setting ("auto": the store's own)
-        stored = graph.stored_embedder
-        embedder = create_embedder(resolve_embedder_name(served.settings.embedder, stored[0] if stored else None))
-        graph.set_embedder(embedder)
-        await embedder.embed(["warm-up"])  # load a model now, not under the first search's clock and memory
-    await graph.bind_embedder()
-    types, preds, stored = await gather_or_cancel(
-        graph.entity_types(), graph.predicates(), graph.read_stored_description()
-    )
-    served.schema = (types, preds)
-    graph.examples = await examples_or_placeholders(graph, types, preds)
-    if graph.description and len(stored) > len(graph.description) and stored != graph.description:
-        startup.info("graph %s: the configuration's description is shown; the store's own (%d characters) is "
-                     "longer", served.name, len(stored))
-
-
-def start_failure(exc: BaseException, start_timeout: float) -> str:
-    """Why one of several graphs is unavailable, in the words describe_schema and its tool errors use."""
-    if isinstance(exc, TimeoutError):
-        return f"it did not start within {start_timeout:g} s (start_timeout)"
-    return str(exc) or type(exc).__name__
-
-
-async def _prepare_or_fail(served: ServedGraph) -> None:
-    """Prepare one of several graphs within its start timeout; on failure it is served as unavailable."""
-    try:
-        await asyncio.wait_for(_prepare(served), served.settings.start_timeout)
-    except Exception as exc:
-        served.failure = start_failure(exc, served.settings.start_timeout)
-        logger.error("graph %s could not start: %s", served.name, served.failure)
-        served.graph = None
+        return tool_result(await self.answer(name, arguments, report))
 
 
 async def build_server(
@@ -316,29 +117,6 @@ async def build_server(
     """An MCP server exposing the BFS-QL tools (and plugin tools) over an open graph, or several.
 
     ``graph`` is one open :class:`Graph` (answered with ``settings``) or the graphs of a
-    configuration file, the default first. When a graph has at most 20 entity types and 30
-    predicates, the traversal tools' descriptions list them, so a client knows the valid
-    filter values from the start. With several graphs, one that fails to start is logged and
-    answered as unavailable; with one, its failure is raised.
+    configuration file, the default first (see :func:`~bfsql.server.host.build_host`).
     """
-    if isinstance(graph, Graph):
-        served: list[ServedGraph] = [ServedGraph(graph.name, graph, settings or ServerSettings())]
-    else:
-        served = list(graph)
-    if len(served) == 1 and served[0].graph is not None:
-        await _prepare(served[0])
-    else:
-        await asyncio.gather(*(_prepare_or_fail(entry) for entry in served if entry.graph is not None))
-    if all(entry.graph is None for entry in served):
-        raise BfsqlError("No graph could be opened: " + "; ".join(f"{e.name}: {e.failure}" for e in served) + ".",
-                         "Check each graph's backend options; the log says more.")
-    if len(served) == 1:
-        injected = schema_injection(*served[0].schema) or ""
-    else:
-        injected = graphs_injection(served, with_schema=True)
-    examples = next(entry.graph.examples for entry in served if entry.graph is not None)
-    tools = collect_tools()
-    for spec in tools:
-        spec.examples = examples  # the default graph's words, before the schema's own are injected
-        spec.description = examples.say(spec.description) + (injected if spec.injects_schema else "")
-    return BfsqlServer(served, tools, max_heavy_calls, injected)
+    return await build_host(graph, settings, max_heavy_calls, kind=BfsqlServer)

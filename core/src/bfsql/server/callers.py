@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
-
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from starlette.types import Scope
+from typing import TYPE_CHECKING, Any
 
 from bfsql.identity import CallIdentity, identified_as
-from bfsql.server.sessions import client_of
+
+if TYPE_CHECKING:  # only annotations: a call answered without MCP (bfsql query) never loads the SDK
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from starlette.types import Scope
 
 __all__ = ["LOCAL", "Caller", "CallerMiddleware", "Identify", "as_caller", "by_address", "current_caller"]
 
@@ -47,12 +47,14 @@ LOCAL = Caller("local")
 
 _current: ContextVar[Caller] = ContextVar("bfsql_caller", default=LOCAL)
 
-Identify = Callable[[Scope], Caller]
+Identify = Callable[["Scope"], Caller]
 """Names the caller of an HTTP request from its ASGI scope (after authentication)."""
 
 
 def by_address(scope: Scope) -> Caller:
     """The caller of shared-token (or open loopback) HTTP: the client's address, seeing every graph."""
+    from bfsql.server.sessions import client_of
+
     return Caller(f"client:{client_of(scope)}")
 
 

@@ -17,6 +17,10 @@
 5. **The document** (:mod:`bfsql.server.answers`): the answer fitted to its budget, as one JSON
    object that carries every note, serialised once.
 
+A call ends as a :class:`ToolAnswer` (the document and its text, or an error's text), which the
+MCP server sends as a tool result (:mod:`bfsql.server.app`) and ``bfsql query`` prints: nothing
+here imports the MCP SDK.
+
 Every call, whatever its end, is logged and handed as one :class:`CallRecord` to the server's
 observer (metrics, audit log, trace attributes: set up by :mod:`bfsql.server.team`).
 """
@@ -32,8 +36,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_types import CallToolResult, ToolAnnotations
-
 from bfsql.budgets import MIN_MAX_TOKENS
 from bfsql.errors import AccessDenied, BackendFailure, BfsqlError, InvalidArgument, clip
 from bfsql.graph import Graph
@@ -44,9 +46,7 @@ from bfsql.server.answers import (
     AnswerBudget,
     compact_json,
     document,
-    error_result,
     postprocess,
-    result_of,
     was_cut,
 )
 from bfsql.server.tool_spec import MAX_TOKENS_ARGUMENT, ToolContext, ToolSpec, validate
@@ -55,17 +55,32 @@ from bfsql.settings import ServerSettings
 __all__ = [
     "HTTP_REFUSALS",
     "OUTCOMES",
-    "READ_ONLY",
     "REFUSALS",
     "CallRecord",
+    "ToolAnswer",
     "answer_budget",
+    "failed",
     "run_tool",
 ]
 
 logger = logging.getLogger("bfsql.server")
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, destructive_hint=False, open_world_hint=False)
-"""Every tool is read-only and idempotent."""
+@dataclass(frozen=True)
+class ToolAnswer:
+    """How a call ended: its document and the document's wire text, or (``document`` None) an error's text."""
+
+    text: str
+    document: dict[str, Any] | None = None
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the call ended in a tool error."""
+        return self.document is None
+
+
+def failed(text: str, max_chars: int = ERROR_CHARS) -> ToolAnswer:
+    """A tool error the model reads, clipped to ``max_chars`` (echoed input counts against the budget)."""
+    return ToolAnswer(clip(text, max_chars))
 
 
 # -- the pipeline ----------------------------------------------------------------------
@@ -135,7 +150,7 @@ async def run_tool(
     slots: asyncio.Semaphore | None = None,
     observe: Observer | None = None,
     about: dict[str, Any] | None = None,
-) -> CallToolResult:
+) -> ToolAnswer:
     """Run one call of ``spec`` through every stage; an answer or a tool error, never an exception.
 
     A heavy tool first waits for one of the server's ``slots``; the timeout covers the wait, the
@@ -173,21 +188,21 @@ async def run_tool(
         fitted, text = await asyncio.wait_for(answer(call, budget), settings.timeout)
         kind, chars, cut = "ok", len(text), was_cut(fitted)
         outcome = f"{len(text)} chars" + (", cut" if cut else "")
-        return result_of(fitted, text)
+        return ToolAnswer(text, fitted)
     except BfsqlError as exc:
         kind = "backend_error" if isinstance(exc, BackendFailure) else "denied" if isinstance(
             exc, AccessDenied) else "invalid"
         outcome = f"error: {clip(exc.message, 200)}"
-        return error_result(f"{exc.message} {graph.examples.say(exc.hint)}".strip(), most)
+        return failed(f"{exc.message} {graph.examples.say(exc.hint)}".strip(), most)
     except TimeoutError:
         if waiting:
             kind, outcome = "busy", "timed out waiting for a heavy-call slot"
-            return error_result(
+            return failed(
                 f"{spec.name} timed out after {settings.timeout:g}s waiting for its turn: the server is busy with "
                 "other traversals. Try again shortly, or narrow the query."
             )
         kind, outcome = "timeout", "timed out"
-        return error_result(
+        return failed(
             f"{spec.name} timed out after {settings.timeout:g}s. "
             "Narrow the query (fewer hops or seeds, exclude_node_types, named relations instead of [*]) or try again."
         )
@@ -198,10 +213,10 @@ async def run_tool(
             outcome = "cancelled"
             raise  # this call was cancelled (client or timeout): it ends, and only it
         logger.warning("%s: a shared backend call was cancelled under it", spec.name)
-        return error_result(f"{spec.name} was interrupted by another call's cancellation; try again.")
+        return failed(f"{spec.name} was interrupted by another call's cancellation; try again.")
     except Exception as exc:
         logger.error("%s: internal error", spec.name, exc_info=True)
-        return error_result(
+        return failed(
             f"bfsql (or one of its plugins) hit an internal error in {spec.name}: {type(exc).__name__}: "
             f"{clip(str(exc), 300)}. This is a bug, not a problem with your arguments or the graph's store; "
             "please report it."

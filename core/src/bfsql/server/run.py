@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
-import inspect
 import logging
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from pydantic import BaseModel
-
-from bfsql.backend import GraphBackend
 from bfsql.errors import BfsqlError
-from bfsql.graph import Graph
-from bfsql.plugins import BackendSpec
-from bfsql.server.app import BfsqlServer, ServedGraph, build_server, start_failure
+from bfsql.server.app import BfsqlServer
 from bfsql.server.health import HealthRoutes, Readiness
+from bfsql.server.host import GC_THRESHOLDS, open_graph, open_host, tune_garbage_collector
 from bfsql.server.http import HostGuard, HostPolicy, is_loopback
 from bfsql.server.sessions import SessionQuota, UnheldSessions
 from bfsql.server.team import check_team_settings, team_layers
@@ -48,67 +42,11 @@ def check_exposure(settings: ServerSettings) -> None:
         )
 
 
-@asynccontextmanager
-async def open_graph(spec: BackendSpec, config: BaseModel, **graph_options: Any) -> AsyncIterator[Graph]:
-    """Build the backend (awaiting an async factory) and wrap it in a Graph; close it after."""
-    backend = spec.factory(config)
-    if inspect.isawaitable(backend):
-        backend = await backend
-    if not isinstance(backend, GraphBackend):
-        raise TypeError(f"backend {spec.name!r} factory returned {type(backend).__name__}, not a bfsql.GraphBackend")
-    graph_options.setdefault("name", spec.name)
-    graph = Graph(backend, **graph_options)
-    try:
-        yield graph
-    finally:
-        await graph.aclose()
-
-
-GC_THRESHOLDS = (700, 10, 1000)
-"""The server's garbage-collector thresholds: Python's defaults but full collections 100 times rarer.
-
-A full collection walks every live object: the cache, a store's in-memory index, the answers
-in flight. A full traversal allocates tens of thousands of small dicts and tuples, which with
-the default thresholds (700, 10, 10) set off several full collections per call: a 1-hop full
-``bfs_query`` from an HPO hub on PostgreSQL took 180-210 ms, 77-88 ms with these. Almost all of
-the engine's garbage is freed by reference counting; only cycles wait for the rarer collections.
-"""
-
-
-def tune_garbage_collector() -> None:
-    """Set :data:`GC_THRESHOLDS` (process-wide; ``bfsql serve``, ``query`` and ``explore`` call it)."""
-    gc.set_threshold(*GC_THRESHOLDS)
-
-
-@asynccontextmanager
-async def open_server(
-    plans: Sequence[GraphPlan], settings: ServerSettings | None = None
-) -> AsyncIterator[BfsqlServer]:
-    """Open every planned graph and build the server over them; close them all after.
-
-    With several graphs, they open at once, and one that cannot be opened within its
-    ``start_timeout`` is logged and served as unavailable; a single graph's failure is raised.
-    Sets the server's garbage-collector thresholds.
-    """
-    tune_garbage_collector()
-    async with AsyncExitStack() as stack:
-
-        async def open_one(plan: GraphPlan) -> ServedGraph:
-            entry = ServedGraph(plan.name, None, plan.settings, plan.description, plan.spec.name)
-            opening = open_graph(plan.spec, plan.config, name=plan.name, description=plan.description,
-                                 primitive_timeout=plan.settings.primitive_timeout)
-            if len(plans) == 1:
-                entry.graph = await stack.enter_async_context(opening)
-                return entry
-            try:
-                entry.graph = await asyncio.wait_for(stack.enter_async_context(opening), plan.settings.start_timeout)
-            except Exception as exc:
-                entry.failure = start_failure(exc, plan.settings.start_timeout)
-                logger.error("graph %s (%s) could not be opened: %s", plan.name, plan.spec.name, entry.failure)
-            return entry
-
-        served = list(await asyncio.gather(*(open_one(plan) for plan in plans)))
-        yield await build_server(served, max_heavy_calls=(settings or ServerSettings()).max_heavy_calls)
+def open_server(plans: Sequence[GraphPlan], settings: ServerSettings | None = None) -> AbstractAsyncContextManager[
+        BfsqlServer]:
+    """Open every planned graph and build the MCP server over them; close them all after (see
+    :func:`~bfsql.server.host.open_host`). Sets the server's garbage-collector thresholds."""
+    return open_host(plans, settings, kind=BfsqlServer)
 
 
 class StdinLines:

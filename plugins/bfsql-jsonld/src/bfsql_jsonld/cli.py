@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from bfsql_jsonld.server import DEFAULT_VOCAB, ServerOptions
+from bfsql_jsonld.options import DEFAULT_VOCAB, ServerOptions
 
 __all__ = ["jsonld_serve_command"]
 

@@ -40,12 +40,12 @@ import json
 import logging
 import signal
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from bfsql import BfsqlError, Edge, EntityStub, Graph, HostPolicy, NodeInfo, gather_or_cancel, light_call
+from bfsql_jsonld.options import DEFAULT_VOCAB, ServerOptions
 from bfsql_jsonld.relation_pages import (
     PageLimits,
     decode_cursor,
@@ -60,7 +60,6 @@ __all__ = ["DEFAULT_VOCAB", "ServerOptions", "build_app", "run_server", "server_
 
 logger = logging.getLogger("bfsql_jsonld.server")
 
-DEFAULT_VOCAB = "urn:bfsql:vocab:"
 HYDRA = "http://www.w3.org/ns/hydra/core#"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 CONTENT_TYPE = "application/ld+json"
@@ -68,28 +67,6 @@ SEARCH_LIMIT = 20
 """Search hits answered when the request gives no ``limit``."""
 MAX_LIMIT = 200
 """The most hits a search or a vector search may ask for."""
-
-
-@dataclass(frozen=True)
-class ServerOptions:
-    """How the reference server pages, batches, names its vocabulary and authenticates."""
-
-    page_size: int = 500
-    """Relations per page (a client may ask for fewer with ``page_size``)."""
-    max_batch: int = 500
-    """Ids (or relations) one batch request may hold."""
-    batch_rows: int = 5000
-    """Relations one batch answer may hold; the rest follows its next link."""
-    batch_bytes: int = 2**20
-    """Bytes one batch answer's relations may take (about: the envelope adds its context)."""
-    max_heavy_requests: int = 4
-    """Batch requests computed at once; the others wait their turn."""
-    vocab: str = DEFAULT_VOCAB
-    """The ``@vocab`` IRI that types, predicates and metadata keys are relative to."""
-    auth_token: str | None = None
-    """Bearer token every request must carry, if set."""
-    allowed_hosts: tuple[str, ...] = ()
-    """Host names accepted besides the bound address's own (``bfsql serve``'s rules, against DNS rebinding)."""
 
 
 GRAPH_KEY = web.AppKey("graph", Graph)

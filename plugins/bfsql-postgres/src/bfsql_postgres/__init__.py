@@ -12,18 +12,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bfsql import hookimpl
-from bfsql_postgres.backend import PostgresBackend
+from bfsql import hookimpl, lazy_names
 from bfsql_postgres.config import ENV_ALIASES, PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError
 
 if TYPE_CHECKING:
     import click
 
+    from bfsql_postgres.backend import PostgresBackend
+
+# The backend (and asyncpg) loads when a graph is opened, not when bfsql loads its plugins.
+__getattr__ = lazy_names(__name__, {"PostgresBackend": "bfsql_postgres.backend"})
+
 __all__ = ["PostgresBackend", "PostgresConfig", "PostgresStoreError", "register_backends", "register_commands"]
 
 
 async def _create(config: PostgresConfig) -> PostgresBackend:
+    from bfsql_postgres.backend import PostgresBackend
+
     return await PostgresBackend.create(config)
 
 

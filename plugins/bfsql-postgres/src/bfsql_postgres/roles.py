@@ -28,12 +28,13 @@ ROLE`` to it, and that it may read the tables the server reads. A call with no c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import asyncpg
+from typing import TYPE_CHECKING, Any
 
 from bfsql import AccessDenied, CallIdentity, clip
 from bfsql_postgres.errors import PostgresStoreError
+
+if TYPE_CHECKING:
+    import asyncpg
 
 __all__ = ["MAX_ROLE_BYTES", "SET_ROLE_SQL", "RoleMap", "check_roles", "parse_entries", "role_name_problem"]
 

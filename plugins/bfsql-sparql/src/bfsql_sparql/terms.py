@@ -74,12 +74,20 @@ _PCT = "%[0-9A-Fa-f]{2}"
 _PLAIN = rf"A-Za-z0-9\-._~!$&'()*+,;={_UCSCHAR}"
 """iunreserved and sub-delims."""
 _PCHAR = rf"(?:[{_PLAIN}:@]|{_PCT})"
-_RFC3987 = re.compile(
-    rf"[A-Za-z][A-Za-z0-9+.\-]*:"
-    rf"(?://(?:(?:[{_PLAIN}:]|{_PCT})*@)?(?:\[(?P<literal>[^\]]*)\]|(?:[{_PLAIN}]|{_PCT})*)(?::[0-9]*)?"
-    rf"(?:/{_PCHAR}*)*|/?(?:{_PCHAR}+(?:/{_PCHAR}*)*)?)"
-    rf"(?:\?(?:{_PCHAR}|[{_PRIVATE}/?])*)?(?:#(?:{_PCHAR}|[/?])*)?"
-)
+
+
+@functools.cache
+def _rfc3987() -> re.Pattern[str]:
+    """The absolute-IRI pattern, compiled on first use (tens of milliseconds: bfsql imports this module for every
+    command, through the backend's configuration)."""
+    return re.compile(
+        rf"[A-Za-z][A-Za-z0-9+.\-]*:"
+        rf"(?://(?:(?:[{_PLAIN}:]|{_PCT})*@)?(?:\[(?P<literal>[^\]]*)\]|(?:[{_PLAIN}]|{_PCT})*)(?::[0-9]*)?"
+        rf"(?:/{_PCHAR}*)*|/?(?:{_PCHAR}+(?:/{_PCHAR}*)*)?)"
+        rf"(?:\?(?:{_PCHAR}|[{_PRIVATE}/?])*)?(?:#(?:{_PCHAR}|[/?])*)?"
+    )
+
+
 _IP_FUTURE = re.compile(r"v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+")
 _ECHAR = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 
@@ -115,7 +123,7 @@ def check_iri(iri: str) -> str:
     if _BAD_CHAR.search(iri):
         shown = ", ".join(repr(ch) for ch in sorted(set(_BAD_CHAR.findall(iri)))[:5])
         raise InvalidTerm(f"{clip(iri)!r} is not a valid IRI: it contains {shown}.")
-    valid = _RFC3987.fullmatch(iri)
+    valid = _rfc3987().fullmatch(iri)
     if not valid or (valid["literal"] is not None and not _ip_literal(valid["literal"])):
         raise InvalidTerm(
             f"{clip(iri)!r} is not a valid IRI (RFC 3987): check its %-escapes (%XX), '[' ']', '#', '?' and port."

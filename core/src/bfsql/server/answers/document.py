@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
-
-from mcp_types import CallToolResult, TextContent
+from typing import TYPE_CHECKING, Any
 
 from bfsql.budgets import CHARS_PER_TOKEN
 from bfsql.errors import clip
 from bfsql.server.answers.fitting import AnswerBudget, answer_limit, compact_json, hold_texts
 from bfsql.server.answers.kinds import RECORD_NOTES, kind_of
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
 
 __all__ = ["ERROR_CHARS", "document", "document_of", "error_result", "notes_in", "result_of", "was_cut"]
 
@@ -61,6 +62,8 @@ def document(answer: Any, budget: AnswerBudget, about: dict[str, Any] | None = N
 
 def result_of(data: dict[str, Any], text: str | None = None) -> CallToolResult:
     """A tool result carrying the document ``data``: as structured content and as its one text block."""
+    from mcp_types import CallToolResult, TextContent  # here: a call answered without MCP never loads the SDK
+
     return CallToolResult(
         content=[TextContent(type="text", text=compact_json(data) if text is None else text)],
         structured_content=data,
@@ -73,6 +76,8 @@ ERROR_CHARS = 2000
 
 def error_result(text: str, max_chars: int = ERROR_CHARS) -> CallToolResult:
     """A tool error the model reads, clipped to ``max_chars`` (echoed input counts against the budget)."""
+    from mcp_types import CallToolResult, TextContent
+
     return CallToolResult(content=[TextContent(type="text", text=clip(text, max_chars))], is_error=True)
 
 

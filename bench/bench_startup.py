@@ -1,0 +1,167 @@
+"""Benchmark: one ``bfsql query`` on the demo graph, as whole processes, start-up included.
+
+Run: ``python bench/bench_startup.py [--runs N] [--before-src PATH] [--calls NAME,...]`` (about a
+minute; needs only bfsql and the plugins installed beside it). Not part of CI; ``nox -s bench``
+runs it.
+
+**What is timed**: the whole process of ``python -m bfsql query TOOL ARGS --json`` on the bundled
+demo (FamPlex in its SQLite store), from its start to its exit: the interpreter, the imports,
+the plugins, opening the store and the call. Each run's wall time is read around the child
+process, its CPU time (user + system) from the operating system's accounting of the finished
+child (``RUSAGE_CHILDREN``).
+
+**The baselines**, run in the same session and interleaved run by run with the change (so a
+machine whose speed drifts moves them all alike): ``python -c pass`` (the interpreter's own
+start), and with ``--before-src`` (a bfsql checkout, e.g. today's main) the same calls through
+that version. Each version runs with its own ``core/src`` and ``plugins/*/src`` first on
+``PYTHONPATH`` (the change: the checkout of the bfsql this script imports). Both checkouts are
+byte-compiled first, as an installed package is, so that no run pays for compiling sources.
+Warm-up runs (not counted) build each version's demo store.
+
+**Figures**, per call: median wall and CPU seconds (min-max beside them), the ratio to
+``python -c pass`` and, with a baseline, the change / baseline ratio of the medians; the load
+average, since on a shared machine wall time is mostly waiting for a core.
+
+**Target** (issue 38): ``bfsql query`` on the demo within 0.4 s wall (median of each call); exit
+status 1 when a call misses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TARGET_WALL = 0.4
+"""Seconds of wall time one ``bfsql query`` on the demo may take (issue 38)."""
+
+CALLS = {
+    "describe_entity": ["describe_entity", "id=HGNC:BRAF"],
+    "search_entities": ["search_entities", "query=BRAF", "limit=5"],
+    "bfs_query": ["bfs_query", '{"seeds": ["FPLX:RAF"], "max_hops": 1, "topology_only": true}'],
+}
+"""The calls timed, by name (``--calls`` picks some)."""
+
+
+@dataclass
+class Command:
+    """One command line timed, and what its runs took."""
+
+    label: str
+    argv: list[str]
+    env: dict[str, str]
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+    def run(self) -> None:
+        """Run it once, keeping its wall and CPU seconds; a failed run stops the benchmark."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run(self.argv, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode:
+            raise SystemExit(f"{self.label} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+        self.wall.append(wall)
+        self.cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+
+
+def source_dirs(checkout: Path) -> list[Path]:
+    """A checkout's ``core/src`` and every plugin's ``src``."""
+    return [checkout / "core" / "src", *sorted((checkout / "plugins").glob("*/src"))]
+
+
+def checkout_of(path: Path | None) -> Path:
+    """The checkout at ``path`` (a checkout or its ``core/src``); None: the one of the bfsql this script imports."""
+    if path is None:
+        import bfsql
+
+        return Path(bfsql.__file__).resolve().parents[3]
+    return path if (path / "core" / "src").is_dir() else path.resolve().parents[1]
+
+
+def version_env(checkout: Path) -> dict[str, str]:
+    """The environment that runs ``checkout``'s bfsql and plugins, byte-compiled first."""
+    dirs = source_dirs(checkout)
+    for directory in dirs:
+        compileall.compile_dir(str(directory), quiet=1)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(str(d) for d in dirs)}
+
+
+def commands(calls: Sequence[str], before: Path | None) -> list[tuple[str, list[Command]]]:
+    """Per call, its commands: the change, the baseline version (when given) and ``python -c pass``."""
+    change = version_env(checkout_of(None))
+    baseline = version_env(checkout_of(before)) if before is not None else None
+    made = []
+    for name in calls:
+        argv = [sys.executable, "-m", "bfsql", "query", *CALLS[name], "--json"]
+        group = [Command("change", argv, change)]
+        if baseline is not None:
+            group.append(Command("baseline", argv, baseline))
+        made.append((name, [*group, Command("python -c pass", [sys.executable, "-c", "pass"], dict(os.environ))]))
+    return made
+
+
+def spread(values: list[float]) -> str:
+    """Median, with min-max."""
+    return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+
+
+def report(name: str, group: list[Command]) -> bool:
+    """Print a call's figures; whether the change met the target."""
+    change, *others = group
+    bare = others[-1]
+    print(f"\n{name}: {' '.join(change.argv[3:])}")
+    print(f"  {'command':<16} {'wall s median (min-max)':<26} {'cpu s median (min-max)':<26} wall / pass  cpu / pass")
+    for command in group:
+        wall_ratio = statistics.median(command.wall) / statistics.median(bare.wall)
+        cpu_ratio = statistics.median(command.cpu) / statistics.median(bare.cpu)
+        print(f"  {command.label:<16} {spread(command.wall):<26} {spread(command.cpu):<26} "
+              f"{wall_ratio:>10.1f}  {cpu_ratio:>10.1f}")
+    if len(others) == 2:
+        baseline = others[0]
+        print(f"  change / baseline: wall {statistics.median(change.wall) / statistics.median(baseline.wall):.2f}, "
+              f"cpu {statistics.median(change.cpu) / statistics.median(baseline.cpu):.2f}")
+    met = statistics.median(change.wall) <= TARGET_WALL
+    print(f"  target: wall <= {TARGET_WALL} s: {'met' if met else 'NOT met'}")
+    return met
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Time every call of ``--calls``, interleaved with its baselines; 1 when the change misses the target."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=9, help="counted runs of each command (default 9)")
+    parser.add_argument("--warmup", type=int, default=1, help="runs of each command not counted (default 1)")
+    parser.add_argument("--before-src", type=Path, help="a baseline bfsql checkout (or its core/src); default: none")
+    parser.add_argument("--calls", default=",".join(CALLS), help=f"calls to time, of {', '.join(CALLS)}")
+    args = parser.parse_args(argv)
+    unknown = [c for c in args.calls.split(",") if c not in CALLS]
+    if unknown:
+        parser.error(f"unknown calls {unknown}; choose among {', '.join(CALLS)}")
+    groups = commands(args.calls.split(","), args.before_src)
+    load = os.getloadavg()
+    for _, group in groups:
+        for command in group:
+            for _ in range(args.warmup):
+                command.run()
+                command.wall.clear()
+                command.cpu.clear()
+        for _ in range(args.runs):
+            for command in group:
+                command.run()
+    print(f"{os.cpu_count()} cores; load average {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+          f"{args.runs} runs a command, interleaved")
+    met = [report(name, group) for name, group in groups]
+    return 0 if all(met) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
