@@ -48,6 +48,8 @@ from bfsql.models import (
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer, in_light_call, light_call
 from bfsql.primitives import HUBS, SEARCH_LIMIT, Primitives
 from bfsql.rows import (
+    Closure,
+    ClosureStep,
     Edge,
     GraphStatistics,
     HopEdge,
@@ -161,6 +163,8 @@ __all__ = [
     "BfsResult",
     "BfsqlError",
     "Capabilities",
+    "Closure",
+    "ClosureStep",
     "Edge",
     "Embedder",
     "EmbedderMismatch",

@@ -64,7 +64,8 @@ class Capabilities:
     in_memory: bool = False
     """Primitives are answered from memory as fast as a cache would: the graph does not cache them."""
     traversal: bool = False
-    """The backend answers ``traverse``: a whole walk in the store, counted there, one page listed."""
+    """The backend answers ``traverse``: a whole walk in the store, counted there, one page listed; and the other
+    walk primitives it implements (``intersect``, ``closure``)."""
     statistics: bool = False
     """The backend answers ``statistics``: entities by type, edges by predicate and the hubs, for describe_schema."""
 

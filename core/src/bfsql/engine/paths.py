@@ -38,7 +38,7 @@ from typing import Any, Literal
 from bfsql.backend import gather_or_cancel
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.embedders import dot, split_identifier
-from bfsql.engine.closures import Option, Reach, Start, Walk, walk
+from bfsql.engine.closures import InStore, Option, Reach, Start, Walk, walk
 from bfsql.engine.path_syntax import (
     MAX_WALK_DEPTH,
     ExactEntity,
@@ -494,6 +494,7 @@ async def _walk_hop(
         run.graph, [Start(p.nodes[-1], p.score, p.nodes) for p in roots], follow,
         most=quantifier.most or MAX_WALK_DEPTH, open_ended=quantifier.most is None,
         max_nodes=run.limits.max_nodes, pacer=run.pacer, deadline=run.deadline,
+        in_store=await _in_store(run, hop),
     )
     if unmatched:
         return unmatched[0]
@@ -513,6 +514,23 @@ async def _walk_hop(
         return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
     extended = [_walked_path(roots[reach[e].start], e, reach[e], walked, hop.direction, m) for e, m in match.items()]
     return sorted(extended, key=_Path.order)
+
+
+async def _in_store(run: _Run, hop: Hop) -> InStore | None:
+    """The predicates a store may walk a variable-length edge along itself: those its terms name exactly (each then
+    scores 1 and, being at most ``k``, is followed from every entity), or every predicate for ``[*]``; None when a
+    term is matched by similarity, or the schema lists only a sample of the predicates."""
+    relation = hop.relation
+    if not run.graph.capabilities.comprehensive_schema:
+        return None
+    outgoing, cap = hop.direction == "outgoing", run.limits.max_edges_per_node
+    if relation.wildcard:
+        return InStore(None, outgoing, cap)
+    terms = {t.casefold() for t in relation.terms}
+    predicates = tuple(p for p in await run.graph.predicates() if p.casefold() in terms)
+    if {p.casefold() for p in predicates} != terms or len(predicates) > run.k:
+        return None
+    return InStore(predicates, outgoing, cap)
 
 
 def _walk_hint(walked: Walk, quantifier: Quantifier) -> str:
