@@ -27,6 +27,7 @@ from bfsql import (
     SEARCH_LIMIT,
     BackendFailure,
     Capabilities,
+    Closure,
     Edge,
     Embedder,
     EmbedderMismatch,
@@ -48,7 +49,7 @@ from bfsql import (
     relationship_metadata,
     statement_span,
 )
-from bfsql_postgres import queries, walk
+from bfsql_postgres import closures, queries, walk
 from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
@@ -287,6 +288,7 @@ class PostgresBackend(GraphBackend):
         self._predicates_sql = queries.predicates_sql(layout)
         self._statistics_sql = queries.exact_statistics_sql(layout)
         self._traverse_sql: dict[int, str] = {}
+        self._closure_sql = {way: closures.closure_sql(layout, way) for way in (False, True)}
         self.capabilities = dataclasses.replace(
             type(self).capabilities, vector_search=layout.vector_dimension is not None, provenance=layout.provenance
         )
@@ -518,6 +520,23 @@ class PostgresBackend(GraphBackend):
         asked = list(dict.fromkeys(entity_ids))
         memo = self._memo()
         return _neighbourhoods(asked, await self._fetch(self._hop_sql[memo is not None], _storable(asked)), memo)
+
+    @override
+    async def closure(
+        self,
+        seeds: list[str],
+        predicates: list[str] | None,
+        outgoing: bool,
+        depth: int,
+        max_nodes: int,
+        max_edges_per_node: int,
+        time_left: float | None,
+    ) -> Closure | None:
+        """A relation's closure walked in the database: one ``WITH RECURSIVE`` statement (:mod:`bfsql_postgres.closures`)."""
+        sql = self._closure_sql[outgoing]
+        rows = await self._fetch(sql, _storable(list(dict.fromkeys(seeds))), predicates, depth, max_nodes,
+                                 max_edges_per_node, time_left)
+        return closures.closure_of_rows(rows, depth)
 
     @override
     async def traverse(
