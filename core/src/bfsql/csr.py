@@ -45,7 +45,20 @@ from typing import Any
 
 import numpy as np
 
-from bfsql.rows import Closure, ClosureStep, Edge, GraphStatistics, HopEdge, Hub, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
+from bfsql.rows import (
+    Closure,
+    ClosureStep,
+    Edge,
+    GraphStatistics,
+    HopEdge,
+    Hub,
+    Neighbourhood,
+    NodeInfo,
+    Overlap,
+    Reached,
+    SeedPath,
+    Survey,
+)
 
 __all__ = [
     "CSR_VERSION", "STORED_HUBS", "CsrIndex", "DamagedIndex", "Edges", "EntityRow", "build_index", "closure",

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 __all__ = [
-    "Closure", "ClosureStep", "Edge", "GraphStatistics", "HopEdge", "Hub", "Neighbourhood", "NodeInfo", "Overlap", "Reached", "SeedPath",
-    "Survey",
+    "Closure", "ClosureStep", "Edge", "GraphStatistics", "HopEdge", "Hub", "Neighbourhood", "NodeInfo", "Overlap",
+    "Reached", "SeedPath", "Survey",
 ]
 
 

@@ -532,7 +532,8 @@ class PostgresBackend(GraphBackend):
         max_edges_per_node: int,
         time_left: float | None,
     ) -> Closure | None:
-        """A relation's closure walked in the database: one ``WITH RECURSIVE`` statement (:mod:`bfsql_postgres.closures`)."""
+        """A relation's closure walked in the database: one ``WITH RECURSIVE`` statement
+        (:mod:`bfsql_postgres.closures`)."""
         sql = self._closure_sql[outgoing]
         rows = await self._fetch(sql, _storable(list(dict.fromkeys(seeds))), predicates, depth, max_nodes,
                                  max_edges_per_node, time_left)
