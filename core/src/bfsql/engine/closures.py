@@ -120,7 +120,9 @@ async def walk(
     """Walk from ``starts`` along the edges ``follow`` takes, breadth first, at most ``most`` levels deep.
 
     Every entity is entered once, at its least depth, from the best-scoring of the entities that reach
-    it at that depth (then the first by id); a start's ``blocked`` entities are never entered from it.
+    it at that depth (then the first by id), along the best-scoring of its edges from there (then the first
+    predicate in code-point order, whatever order ``hop`` gave the edges in: the store's walk, which
+    keeps one edge per pair, chooses the same); a start's ``blocked`` entities are never entered from it.
     Another start may be reached like any entity. The walk stops early when it would hold more than
     ``max_nodes`` entities (the best of the last level are kept), or at the first level begun after
     ``deadline`` (a :func:`time.perf_counter` time). When ``open_ended`` (``*`` or ``*n..``) and the
@@ -261,7 +263,9 @@ async def _level(
                 result.dangling.add(other)
                 continue
             known = found.get(other)
-            if known is None or score * relation > known.score:
+            if known is None or score * relation > known.score or (
+                    known.parent == entity and known.start == start and score * relation == known.score
+                    and predicate < known.predicate):
                 found[other] = Reach(depth, entity, predicate, relation, score * relation, start, other_type)
         pacer.work += len(options) + 1
         if pacer.work > WORK_BETWEEN_CHECKS:

@@ -449,13 +449,14 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
     if not match:
         return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
 
-    # Only the paths kept are built: the others are ranked on (score, depth, nodes) keys, the order of _Path.
-    keyed: list[tuple[float, int, tuple[str, ...], int]] = []
-    for position, (index, _, score, other) in enumerate(extensions):
+    # Only the paths kept are built: the others are ranked on (score, depth, nodes) keys, the order of _Path, then
+    # by predicate, so that two edges joining the same pair come in one order whatever order the hop gave them.
+    keyed: list[tuple[float, int, tuple[str, ...], str, int]] = []
+    for position, (index, predicate, score, other) in enumerate(extensions):
         if other in match:
             m, path = match[other], paths[index]
             keyed.append((-(path.score * score * (1.0 if m is None else m)), path.depth, (*path.nodes, other),
-                          position))
+                          predicate, position))
             pacer.work += 1
             if pacer.work > WORK_BETWEEN_CHECKS:
                 await pacer.pause()
