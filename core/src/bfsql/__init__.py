@@ -30,7 +30,7 @@ from bfsql.backend import (
 from bfsql.budgets import TraversalLimits
 from bfsql.errors import BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.hookspecs import hookimpl, hookspec
-from bfsql.hop_memo import HopMemo, hop_memo
+from bfsql.hop_memo import HopMemo, call_memo, hop_memo
 from bfsql.lazy import lazy_names
 from bfsql.models import (
     BfsResult,
@@ -210,6 +210,7 @@ __all__ = [
     "backend_click_options",
     "bfs_query",
     "build_server",
+    "call_memo",
     "clip",
     "compact_iri",
     "cosine",

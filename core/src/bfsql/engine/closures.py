@@ -23,7 +23,7 @@ from bfsql.graph import Graph
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import Closure, Neighbourhood
 
-__all__ = ["Follow", "InStore", "Option", "Reach", "Start", "Walk", "walk"]
+__all__ = ["Asked", "Follow", "InStore", "Option", "Reach", "Start", "Walk", "ask_closure", "walk"]
 
 Option = tuple[str, float, str, str | None]
 """An edge a walk may take from an entity: (predicate, relation score, other end, the other end's type or None
@@ -46,6 +46,14 @@ class InStore:
     outgoing: bool
     max_edges_per_node: int
     """The hub cap: a store answers None rather than expand an entity with more edges in the direction."""
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """The store's answer to a walk's ``closure`` call (:func:`ask_closure`), asked before the walk began (with
+    the lookup of the entity it starts from, say)."""
+
+    closure: Closure | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +124,7 @@ async def walk(
     pacer: Pacer,
     deadline: float | None = None,
     in_store: InStore | None = None,
+    asked: Asked | None = None,
 ) -> Walk:
     """Walk from ``starts`` along the edges ``follow`` takes, breadth first, at most ``most`` levels deep.
 
@@ -130,9 +139,13 @@ async def walk(
 
     ``in_store``, when given, says ``follow`` takes exactly those edges, each scoring 1: a backend that
     walks closures then walks all the levels in one call (see the module); else one ``hop`` call a level.
+    ``asked``: that call's answer, when the caller made it already (:func:`ask_closure`, from the same starts).
     """
     if in_store is not None and graph.walks_in_store("closure"):
-        walked = await _walk_in_store(graph, starts, in_store, most, open_ended, max_nodes, pacer, deadline)
+        if asked is None:
+            asked = await ask_closure(graph, [s.entity for s in starts], in_store, most, open_ended, max_nodes,
+                                      deadline)
+        walked = await _walk_in_store(starts, asked.closure, most, open_ended, max_nodes, pacer)
         if walked is not None:
             return walked
 
@@ -183,23 +196,29 @@ async def _walk(
     return result
 
 
+async def ask_closure(
+    graph: Graph, seeds: Iterable[str], in_store: InStore, most: int, open_ended: bool, max_nodes: int,
+    deadline: float | None,
+) -> Asked:
+    """The store's ``closure`` for a :func:`walk` from ``seeds`` (its starts' entities) with these arguments:
+    what the walk asks when it is not given the answer."""
+    time_left = None if deadline is None else deadline - time.perf_counter()
+    return Asked(await graph.closure(
+        sorted(set(seeds)), None if in_store.predicates is None else list(in_store.predicates), in_store.outgoing,
+        most + 1 if open_ended else most, max_nodes, in_store.max_edges_per_node, time_left,
+    ))
+
+
 async def _walk_in_store(
-    graph: Graph, starts: Sequence[Start], in_store: InStore, most: int, open_ended: bool, max_nodes: int,
-    pacer: Pacer, deadline: float | None,
+    starts: Sequence[Start], closure: Closure | None, most: int, open_ended: bool, max_nodes: int, pacer: Pacer,
 ) -> Walk | None:
     """The walk from the levels the store walked in one ``closure`` call; None where they could differ from the
     level-by-level walk's: the store answered None, nothing was found at the first level, the store's levels
     pass an entity a path holds, or the walk was cut after a hop (whose path an unlisted entity may be on) or
     from starts of different scores (the cut keeps the best)."""
-    seeds = sorted({s.entity for s in starts})
-    time_left = None if deadline is None else deadline - time.perf_counter()
-    closure = await graph.closure(
-        seeds, None if in_store.predicates is None else list(in_store.predicates), in_store.outgoing,
-        most + 1 if open_ended else most, max_nodes, in_store.max_edges_per_node, time_left,
-    )
     if closure is None or not closure.levels or not closure.levels[0]:
         return None  # the level walk says why nothing matched
-    seeded = set(seeds)
+    seeded = {s.entity for s in starts}
     blocked = {e for s in starts for e in s.blocked} - seeded
     if closure.cut and (blocked or len({s.score for s in starts}) > 1):
         return None  # the entities the cut level leaves unlisted may be on a path, or the best of another start

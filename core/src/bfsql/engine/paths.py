@@ -38,7 +38,7 @@ from typing import Any, Literal
 from bfsql.backend import gather_or_cancel
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.embedders import dot, split_identifier
-from bfsql.engine.closures import InStore, Option, Reach, Start, Walk, walk
+from bfsql.engine.closures import Asked, InStore, Option, Reach, Start, Walk, ask_closure, walk
 from bfsql.engine.path_syntax import (
     MAX_WALK_DEPTH,
     ExactEntity,
@@ -54,6 +54,7 @@ from bfsql.engine.search import SEARCH_LIMIT, labels_of, search_entities
 from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
+from bfsql.hop_memo import remembers_reads
 from bfsql.models import PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge, Neighbourhood, NodeInfo
@@ -196,6 +197,8 @@ class _Run:
     """What cut a walk short (depth, max_nodes, time), with the count reached so far."""
     pacer: Pacer = field(default_factory=Pacer)
     """Yields the event loop during long hops (so timeouts fire and other calls are served)."""
+    asked: Asked | None = None
+    """The store's closure of the first edge, asked with the ``@id`` entry's lookup (:func:`_walk_ahead`)."""
 
 
 # -- scoring ----------------------------------------------------------------------
@@ -270,10 +273,12 @@ async def relation_scores(graph: Graph, relation: Relation, predicates: list[str
 # -- steps --------------------------------------------------------------------------
 
 
-async def _entry(run: _Run, entry: SemanticText | ExactEntity) -> tuple[list[_Path], str | None, str | None]:
-    """Entry paths, or ``([], message, hint)`` when there is no entry point."""
+async def _entry(run: _Run, entry: SemanticText | ExactEntity, first: Hop | None
+                 ) -> tuple[list[_Path], str | None, str | None]:
+    """Entry paths, or ``([], message, hint)`` when there is no entry point. An ``@id`` entry is looked up
+    together with the store's walk of the ``first`` edge from it, when the store would walk it."""
     if isinstance(entry, ExactEntity):
-        found = await run.graph.get_nodes([entry.id])
+        found, run.asked = await gather_or_cancel(run.graph.get_nodes([entry.id]), _walk_ahead(run, entry.id, first))
         run.explored += 1
         if entry.id not in found:
             return (
@@ -284,6 +289,20 @@ async def _entry(run: _Run, entry: SemanticText | ExactEntity) -> tuple[list[_Pa
         run.types[entry.id] = found[entry.id].entity_type
         return [_Path((entry.id,), (), (None,), 1.0)], None, None
     return await _semantic_entry(run, entry)
+
+
+async def _walk_ahead(run: _Run, entity: str, hop: Hop | None) -> Asked | None:
+    """The store's closure of ``hop`` from ``entity`` alone, when ``hop`` is a variable-length edge the store
+    walks: asked with the entity's lookup, one round trip instead of two (wasted only when there is no such
+    entity). None otherwise."""
+    quantifier = hop.relation.quantifier if hop is not None else None
+    if hop is None or quantifier is None or not run.graph.walks_in_store("closure"):
+        return None
+    in_store = await _in_store(run, hop)
+    if in_store is None:
+        return None
+    return await ask_closure(run.graph, [entity], in_store, quantifier.most or MAX_WALK_DEPTH,
+                             quantifier.most is None, run.limits.max_nodes, run.deadline)
 
 
 async def _semantic_entry(run: _Run, entry: SemanticText) -> tuple[list[_Path], str | None, str | None]:
@@ -482,6 +501,7 @@ async def _walk_hop(
     roots = sorted(paths, key=_Path.order)
     unmatched: list[_Stop] = []
     levels = 0
+    asked, run.asked = run.asked, None  # the first edge's, asked from the entry (its only start)
 
     async def follow(rows_of: dict[str, Neighbourhood], frontier: list[str]) -> dict[str, list[Option]]:
         nonlocal levels
@@ -495,7 +515,7 @@ async def _walk_hop(
         run.graph, [Start(p.nodes[-1], p.score, p.nodes) for p in roots], follow,
         most=quantifier.most or MAX_WALK_DEPTH, open_ended=quantifier.most is None,
         max_nodes=run.limits.max_nodes, pacer=run.pacer, deadline=run.deadline,
-        in_store=await _in_store(run, hop),
+        in_store=await _in_store(run, hop), asked=asked,
     )
     if unmatched:
         return unmatched[0]
@@ -708,6 +728,7 @@ async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth
     return results
 
 
+@remembers_reads
 async def path_query(
     graph: Graph,
     query: str,
@@ -745,7 +766,7 @@ async def path_query(
         meta.warnings = run.warnings or None
         return PathQueryResult(results=results, metadata=meta)
 
-    paths, message, hint = await _entry(run, parsed.entry)
+    paths, message, hint = await _entry(run, parsed.entry, parsed.hops[0] if parsed.hops else None)
     if not paths:
         meta.error, meta.message, meta.hint = "no_entry_point", message, hint
         return finish([])

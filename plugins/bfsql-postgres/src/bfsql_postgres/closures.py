@@ -17,7 +17,12 @@ one per path. The rules are those of :meth:`bfsql.primitives.Primitives.closure`
   direction (a possible hub; an index-only probe of at most that many entries) stops the walk and
   the answer is None: the engine walks level by level and caps the hub itself;
 * a level is not begun after ``time_left`` seconds from the statement's start
-  (``clock_timestamp()``, read once a level).
+  (``clock_timestamp()``, read once a level);
+* in a path query (the backend passes ``$7``), a walk of few entities also sends their metadata,
+  one row each after the levels', for the query's memo: the answer then reads none.
+
+A level's rows are one join (each edge with its far end's entity row), and the new entities are
+sorted by id only at a level that passes ``max_nodes``.
 
 Membership tests are hashed subqueries (``IN (SELECT unnest(...)) IS TRUE``), so a level costs the
 index probes of its frontier plus hashing, whatever the plan's guesses.
@@ -27,7 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bfsql import Closure, ClosureStep
+from bfsql import Closure, ClosureStep, HopMemo
+from bfsql_postgres import queries
 from bfsql_postgres.layout import StoreLayout
 
 __all__ = ["closure_of_rows", "closure_sql"]
@@ -40,55 +46,62 @@ def _late() -> str:
 
 def _level(layout: StoreLayout, near: str, far: str) -> str:
     """The lateral subquery of one level, from the walk's row ``w``: the new entities kept, how many were found,
-    whether the frontier holds a possible hub, and the level's edges (``ps``, ``pp``, ``pc``, ``pt``)."""
-    merged = "coalesce(t.status::text = 'merged', FALSE)" if layout.merged else "FALSE"
-    status = ", e.status" if layout.merged else ""
+    whether they passed ``max_nodes``, whether the frontier holds a possible hub, and the level's edges (``ps``,
+    ``pp``, ``pc``, ``pt``).
+
+    ``z`` is the level's rows in one join (each edge of the frontier with its far end's entity row, by primary
+    key), without those to merged entities and those to an entity reached before that is no seed; ``fresh``
+    marks the rows to a new entity. ``k``, the new entities kept, is ``n``, all of them, unless they pass
+    ``max_nodes``: only then are they sorted by id (the other branch is never run).
+    """
+    merged = " AND NOT coalesce(e.status::text = 'merged', FALSE)" if layout.merged else ""
     distinct = "" if layout.unique_keys else "DISTINCT "
     return f"""
-WITH r AS MATERIALIZED (
-    SELECT {distinct}r.{near}::text AS parent, r.predicate::text AS p, r.{far}::text AS child
-    FROM relationship r
-    WHERE r.{near} = ANY(w.frontier) AND ($2::text[] IS NULL OR r.predicate = ANY($2::text[]))
+WITH z AS MATERIALIZED (
+    SELECT {distinct}r.{near}::text AS parent, r.predicate::text AS p, r.{far}::text AS child,
+           e.entity_type::text AS type,
+           e.entity_id IS NOT NULL AND NOT (r.{far}::text IN (SELECT unnest($1::text[]))) IS TRUE AS fresh
+    FROM relationship r LEFT JOIN entity e ON e.entity_id = r.{far}
+    WHERE r.{near} = ANY(w.frontier) AND ($2::text[] IS NULL OR r.predicate = ANY($2::text[])){merged}
 ),
-t AS MATERIALIZED (
-    SELECT e.entity_id::text AS id, e.entity_type::text AS type{status}
-    FROM entity e WHERE e.entity_id = ANY(ARRAY(SELECT DISTINCT child FROM r))
-),
-x AS MATERIALIZED (
-    SELECT r.parent, r.p, r.child, t.type,
-           t.id IS NOT NULL AND NOT (r.child IN (SELECT unnest($1::text[]))) IS TRUE AS fresh
-    FROM r LEFT JOIN t ON t.id = r.child
-    WHERE NOT {merged}
-),
-z AS MATERIALIZED (
-    SELECT * FROM x WHERE NOT (fresh AND (child IN (SELECT unnest(w.seen))) IS TRUE)
-),
-n AS MATERIALIZED (SELECT DISTINCT child FROM z WHERE fresh),
+y AS MATERIALIZED (SELECT * FROM z WHERE NOT (fresh AND (child IN (SELECT unnest(w.seen))) IS TRUE)),
+n AS MATERIALIZED (SELECT DISTINCT child FROM y WHERE fresh),
+m AS MATERIALIZED (SELECT count(*) AS found, count(*) > $4::bigint - w.total AS cut FROM n),
 k AS MATERIALIZED (
+    SELECT child FROM n WHERE NOT (SELECT cut FROM m)
+    UNION ALL
     SELECT child FROM (SELECT child, row_number() OVER (ORDER BY child COLLATE "C") AS rank FROM n) ranked
-    WHERE rank <= $4::bigint - w.total
+    WHERE (SELECT cut FROM m) AND rank <= $4::bigint - w.total
 )
 SELECT
-    ARRAY(SELECT child FROM k) AS new,
-    (SELECT count(*) FROM n) AS found,
+    ARRAY(SELECT child FROM k) AS new, m.found, m.cut,
     EXISTS (SELECT FROM unnest(w.frontier) f(id)
             WHERE EXISTS (SELECT FROM relationship h WHERE h.{near} = f.id OFFSET $5::bigint)) AS hub,
-    y.ps, y.pp, y.pc, y.pt
-FROM (
+    a.ps, a.pp, a.pc, a.pt
+FROM m, (
     SELECT array_agg(parent) AS ps, array_agg(p) AS pp, array_agg(child) AS pc, array_agg(type) AS pt
-    FROM z WHERE NOT fresh OR (child IN (SELECT child FROM k)) IS TRUE
-) y"""
+    FROM y WHERE NOT fresh OR NOT (SELECT cut FROM m) OR (child IN (SELECT child FROM k)) IS TRUE
+) a"""
+
+
+_NO_METADATA = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::text, NULL::text"
+_NO_LEVEL = "NULL::int, NULL::text[], NULL::text[], NULL::text[], NULL::text[], NULL::bigint, NULL::bool, " \
+    "NULL::bool, NULL::bool, NULL::bool"
 
 
 def closure_sql(layout: StoreLayout, outgoing: bool) -> str:
     """The walk: ``$1`` seeds, ``$2`` predicates (NULL: all), ``$3`` levels, ``$4`` max_nodes,
-    ``$5`` max_edges_per_node, ``$6`` seconds the walk may take (NULL: no limit).
+    ``$5`` max_edges_per_node, ``$6`` seconds the walk may take (NULL: no limit), ``$7`` the most entities
+    (seeds included) whose metadata comes with the walk (0: none).
 
     One row per level walked, in order: ``(level, ps, pp, pc, pt, found, cut, hub, late, going)``, the
     level's edges as aligned arrays (parent, predicate, child, child's type or NULL); ``found`` the new
     entities of the level, ``cut`` whether they passed ``max_nodes``, ``hub`` whether the level's frontier
     held a possible hub (the level is then not walked), ``late`` whether the time was up after it, ``going``
-    whether it reached a new entity. Level 0 is the seeds found.
+    whether it reached a new entity. Level 0 is the seeds found. Then, when the walk held no hub and its
+    seeds and entities reached number at most ``$7``, one row per such entity: NULL in those ten columns,
+    then the columns of :data:`~bfsql_postgres.queries.ENTITY_METADATA` (id, name, synonyms, properties,
+    status, confidence, source, url).
     """
     near, far = ("subject_id", "object_id") if outgoing else ("object_id", "subject_id")
     visible = " AND e.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
@@ -97,21 +110,33 @@ WITH RECURSIVE walk(level, frontier, seen, total, ps, pp, pc, pt, found, cut, hu
     SELECT 0, ids, ids, 0::bigint, NULL::text[], NULL::text[], NULL::text[], NULL::text[], 0::bigint, FALSE, FALSE,
            {_late()}
     FROM (SELECT ARRAY(SELECT e.entity_id::text FROM entity e
-                       WHERE e.entity_id = ANY($1::text[]){visible}) AS ids) seeds
+                       WHERE e.entity_id = ANY($1::text[]){visible}) AS ids OFFSET 0) seeds
     UNION ALL
     SELECT w.level + 1, l.new, w.seen || l.new, w.total + cardinality(l.new), l.ps, l.pp, l.pc, l.pt, l.found,
-           l.found > $4::bigint - w.total, l.hub, {_late()}
+           l.cut, l.hub, {_late()}
     FROM walk w CROSS JOIN LATERAL ({_level(layout, near, far)}) l
     WHERE cardinality(w.frontier) > 0 AND w.level < $3::int AND NOT (w.cut OR w.hub OR w.late)
-)
-SELECT level, ps, pp, pc, pt, found, cut, hub, late, cardinality(frontier) > 0 AS going FROM walk ORDER BY level
+),
+last AS MATERIALIZED (SELECT seen, hub FROM walk ORDER BY level DESC LIMIT 1)
+(SELECT level, ps, pp, pc, pt, found, cut, hub, late, cardinality(frontier) > 0 AS going, {_NO_METADATA}
+ FROM walk ORDER BY level)
+UNION ALL
+SELECT {_NO_LEVEL}, {queries.ENTITY_METADATA}
+FROM last JOIN entity e ON e.entity_id = ANY(last.seen)
+WHERE NOT last.hub AND cardinality(last.seen) <= $7::int
 """
 
 
-def closure_of_rows(rows: list[Any], depth: int) -> Closure | None:
-    """The :class:`~bfsql.Closure` of the statement's rows (see :func:`closure_sql`); None after a hub."""
+def closure_of_rows(rows: list[Any], depth: int, memo: HopMemo | None) -> Closure | None:
+    """The :class:`~bfsql.Closure` of the statement's rows (see :func:`closure_sql`); None after a hub. The
+    metadata rows go to ``memo`` (as a hop's entity rows do: see ``PostgresBackend._memo``)."""
     answer = Closure([])
-    for level, ps, pp, pc, pt, found, cut, hub, late, going in rows:
+    for level, ps, pp, pc, pt, found, cut, hub, late, going, *metadata in rows:
+        if level is None:
+            if memo is not None:
+                entity_id, name, synonyms, properties, status, confidence, source, url = metadata
+                memo.nodes[entity_id] = (name, synonyms, properties, status, confidence, source, url)
+            continue
         if hub:
             return None
         if level > 0:
