@@ -342,6 +342,11 @@ class Primitives:
         caps), which a store may also answer None for when it cannot count them cheaply and only
         might be one. The engine then walks level by level. Optional, like ``traverse``; the
         conformance suite compares both walks.
+
+        A path query asks it for its first edge before it looked up its ``@id`` entry (the walk from an
+        unknown id is empty): a store that says its seeds (``Closure.seeds``: type and name, as ``get_nodes``
+        answers) spares the query that lookup, and one that keeps the metadata of what it reached in the
+        call's memo (:func:`bfsql.call_memo`) spares it ``metadata_for_nodes``.
         """
         raise NotImplementedError(f"{type(self).__name__} does not walk closures in the store")
 

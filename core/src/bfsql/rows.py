@@ -203,3 +203,6 @@ class Closure:
     are no entity are all there."""
     timed_out: bool = False
     """A level was due after the time left: the walk stopped before it."""
+    seeds: dict[str, NodeInfo] | None = None
+    """The seeds that are visible entities, with their type and name, when the store read them with the walk
+    (None: not said). A path query whose walk starts from its ``@id`` entry then needs no ``get_nodes`` for it."""

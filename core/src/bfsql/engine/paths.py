@@ -275,10 +275,13 @@ async def relation_scores(graph: Graph, relation: Relation, predicates: list[str
 
 async def _entry(run: _Run, entry: SemanticText | ExactEntity, first: Hop | None
                  ) -> tuple[list[_Path], str | None, str | None]:
-    """Entry paths, or ``([], message, hint)`` when there is no entry point. An ``@id`` entry is looked up
-    together with the store's walk of the ``first`` edge from it, when the store would walk it."""
+    """Entry paths, or ``([], message, hint)`` when there is no entry point. From an ``@id`` entry, the store's
+    walk of the ``first`` edge is asked first, when the store would walk it: where it says its seeds, the entry
+    needs no lookup of its own."""
     if isinstance(entry, ExactEntity):
-        found, run.asked = await gather_or_cancel(run.graph.get_nodes([entry.id]), _walk_ahead(run, entry.id, first))
+        run.asked = await _walk_ahead(run, entry.id, first)
+        seeds = run.asked.closure.seeds if run.asked is not None and run.asked.closure is not None else None
+        found = seeds if seeds is not None else await run.graph.get_nodes([entry.id])
         run.explored += 1
         if entry.id not in found:
             return (
@@ -293,8 +296,8 @@ async def _entry(run: _Run, entry: SemanticText | ExactEntity, first: Hop | None
 
 async def _walk_ahead(run: _Run, entity: str, hop: Hop | None) -> Asked | None:
     """The store's closure of ``hop`` from ``entity`` alone, when ``hop`` is a variable-length edge the store
-    walks: asked with the entity's lookup, one round trip instead of two (wasted only when there is no such
-    entity). None otherwise."""
+    walks: asked before the entity is looked up (its seeds may say it; an unknown id's walk is empty). None
+    otherwise."""
     quantifier = hop.relation.quantifier if hop is not None else None
     if hop is None or quantifier is None or not run.graph.walks_in_store("closure"):
         return None

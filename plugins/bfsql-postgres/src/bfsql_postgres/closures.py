@@ -18,8 +18,10 @@ one per path. The rules are those of :meth:`bfsql.primitives.Primitives.closure`
   the answer is None: the engine walks level by level and caps the hub itself;
 * a level is not begun after ``time_left`` seconds from the statement's start
   (``clock_timestamp()``, read once a level);
-* in a path query (the backend passes ``$7``), a walk of few entities also sends their metadata,
-  one row each after the levels', for the query's memo: the answer then reads none.
+* after the levels, the seeds found are sent with their type, name and metadata (``Closure.seeds``:
+  a path query needs no lookup of its ``@id`` entry), and in a path query (the backend passes
+  ``$7``) so are all the entities of a walk of few, for the query's memo: the answer then reads no
+  metadata.
 
 A level's rows are one join (each edge with its far end's entity row), and the new entities are
 sorted by id only at a level that passes ``max_nodes``.
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bfsql import Closure, ClosureStep, HopMemo
+from bfsql import Closure, ClosureStep, HopMemo, NodeInfo
 from bfsql_postgres import queries
 from bfsql_postgres.layout import StoreLayout
 
@@ -84,7 +86,8 @@ FROM m, (
 ) a"""
 
 
-_NO_METADATA = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::text, NULL::text"
+_NO_ENTITY = ("NULL::bool, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::float8, "
+              "NULL::text, NULL::text")
 _NO_LEVEL = "NULL::int, NULL::text[], NULL::text[], NULL::text[], NULL::text[], NULL::bigint, NULL::bool, " \
     "NULL::bool, NULL::bool, NULL::bool"
 
@@ -92,16 +95,17 @@ _NO_LEVEL = "NULL::int, NULL::text[], NULL::text[], NULL::text[], NULL::text[], 
 def closure_sql(layout: StoreLayout, outgoing: bool) -> str:
     """The walk: ``$1`` seeds, ``$2`` predicates (NULL: all), ``$3`` levels, ``$4`` max_nodes,
     ``$5`` max_edges_per_node, ``$6`` seconds the walk may take (NULL: no limit), ``$7`` the most entities
-    (seeds included) whose metadata comes with the walk (0: none).
+    (seeds included) a walk may reach and still send them all (0: only the seeds).
 
     One row per level walked, in order: ``(level, ps, pp, pc, pt, found, cut, hub, late, going)``, the
     level's edges as aligned arrays (parent, predicate, child, child's type or NULL); ``found`` the new
     entities of the level, ``cut`` whether they passed ``max_nodes``, ``hub`` whether the level's frontier
     held a possible hub (the level is then not walked), ``late`` whether the time was up after it, ``going``
-    whether it reached a new entity. Level 0 is the seeds found. Then, when the walk held no hub and its
-    seeds and entities reached number at most ``$7``, one row per such entity: NULL in those ten columns,
-    then the columns of :data:`~bfsql_postgres.queries.ENTITY_METADATA` (id, name, synonyms, properties,
-    status, confidence, source, url).
+    whether it reached a new entity. Level 0 is the seeds found. Then one row per seed found, or, when the
+    walk held no hub and its seeds and entities reached number at most ``$7``, per such entity: NULL in those
+    ten columns, then whether it is a seed, its type, and the columns of
+    :data:`~bfsql_postgres.queries.ENTITY_METADATA` (id, name, synonyms, properties, status, confidence,
+    source, url).
     """
     near, far = ("subject_id", "object_id") if outgoing else ("object_id", "subject_id")
     visible = " AND e.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
@@ -117,24 +121,29 @@ WITH RECURSIVE walk(level, frontier, seen, total, ps, pp, pc, pt, found, cut, hu
     FROM walk w CROSS JOIN LATERAL ({_level(layout, near, far)}) l
     WHERE cardinality(w.frontier) > 0 AND w.level < $3::int AND NOT (w.cut OR w.hub OR w.late)
 ),
-last AS MATERIALIZED (SELECT seen, hub FROM walk ORDER BY level DESC LIMIT 1)
-(SELECT level, ps, pp, pc, pt, found, cut, hub, late, cardinality(frontier) > 0 AS going, {_NO_METADATA}
+last AS MATERIALIZED (
+    SELECT w.seen, w.hub, s.frontier AS seeds FROM walk w, walk s WHERE s.level = 0 ORDER BY w.level DESC LIMIT 1
+)
+(SELECT level, ps, pp, pc, pt, found, cut, hub, late, cardinality(frontier) > 0 AS going, {_NO_ENTITY}
  FROM walk ORDER BY level)
 UNION ALL
-SELECT {_NO_LEVEL}, {queries.ENTITY_METADATA}
-FROM last JOIN entity e ON e.entity_id = ANY(last.seen)
-WHERE NOT last.hub AND cardinality(last.seen) <= $7::int
+SELECT {_NO_LEVEL}, e.entity_id::text = ANY(last.seeds), e.entity_type::text, {queries.ENTITY_METADATA}
+FROM last JOIN entity e ON e.entity_id = ANY(
+    CASE WHEN NOT last.hub AND cardinality(last.seen) <= $7::int THEN last.seen ELSE last.seeds END)
 """
 
 
 def closure_of_rows(rows: list[Any], depth: int, memo: HopMemo | None) -> Closure | None:
-    """The :class:`~bfsql.Closure` of the statement's rows (see :func:`closure_sql`); None after a hub. The
-    metadata rows go to ``memo`` (as a hop's entity rows do: see ``PostgresBackend._memo``)."""
+    """The :class:`~bfsql.Closure` of the statement's rows (see :func:`closure_sql`), its seeds said; None after a
+    hub. The entity rows' metadata goes to ``memo`` (as a hop's entity rows do: see ``PostgresBackend._memo``)."""
     answer = Closure([])
-    for level, ps, pp, pc, pt, found, cut, hub, late, going, *metadata in rows:
+    seeds: dict[str, NodeInfo] = {}
+    for level, ps, pp, pc, pt, found, cut, hub, late, going, seed, entity_type, *metadata in rows:
         if level is None:
+            entity_id, name, synonyms, properties, status, confidence, source, url = metadata
+            if seed:
+                seeds[entity_id] = NodeInfo(entity_type, name)
             if memo is not None:
-                entity_id, name, synonyms, properties, status, confidence, source, url = metadata
                 memo.nodes[entity_id] = (name, synonyms, properties, status, confidence, source, url)
             continue
         if hub:
@@ -144,4 +153,5 @@ def closure_of_rows(rows: list[Any], depth: int, memo: HopMemo | None) -> Closur
                                                                       strict=True)])
             answer.cut, answer.found = bool(cut), int(found) if cut else 0
         answer.timed_out = bool(late and going and level < depth and not cut)
+    answer.seeds = seeds
     return answer
