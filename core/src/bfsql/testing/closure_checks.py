@@ -4,12 +4,13 @@ Part of the conformance suite (:class:`~bfsql.testing.BackendConformance` inheri
 that implements ``closure`` (and declares ``capabilities.traversal``) answers path_query's variable-length
 edges in one call; these checks run the same queries on a graph that walks level by level (one ``hop`` call
 a level: a wrapper on ``hop`` keeps the store walk off) and compare the whole answers: results, depths, the
-paths shown, scores, cuts and their notes, warnings. The queries cover both directions, one and several
-predicates and ``[*]``, depth ranges, walks after a hop (several starts, each with the path it may not
-re-enter), ``max_nodes`` cuts and the hub cap; the level walk reads each hop's edges in reverse order (no
-order is promised), so pairs joined by edges of two predicates must show the same one. On random graphs
-(cycles, several parents, pairs joined twice, hubs, self-loops, dangling and merged ends) each single-start
-closure is also checked against a breadth-first search written here, over the records themselves.
+paths shown, scores, cuts and their notes, warnings; and the seeds a store says, against ``get_nodes``.
+The queries cover both directions, one and several predicates and ``[*]``, depth ranges, walks after a
+hop (several starts, each with the path it may not re-enter), ``max_nodes`` cuts and the hub cap; the
+level walk reads each hop's edges in reverse order (no order is promised), so pairs joined by edges of
+two predicates must show the same one. On random graphs (cycles, several parents, pairs joined twice,
+hubs, self-loops, dangling and merged ends) each single-start closure is also checked against a
+breadth-first search written here, over the records themselves.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ async def compare_closures(
     level = Graph(backend, plugins=[_LevelByLevel()], cache=None)
     assert store.walks_in_store("closure") and not level.walks_in_store("closure")
     p, q = list(predicates)[:2]
+    for seed in seeds:  # the seeds a store says are get_nodes' answer (an unknown id left out)
+        said = await backend.closure([seed, "bfsql:no-such-entity"], [p], True, 1, 100, 20_000, None)
+        if said is not None and said.seeds is not None:
+            assert said.seeds == await backend.get_nodes([seed, "bfsql:no-such-entity"]), seed
     for seed, (edge, limits) in itertools.product(seeds, itertools.product(EDGES, LIMITS)):
         if rng is not None and rng.random() < 0.5:
             continue  # random graphs: half the combinations, a different half each
