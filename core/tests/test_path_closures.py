@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bfsql import Graph, postprocess
+from bfsql import Graph, hookimpl, postprocess, then
 from bfsql.backends.memory import MemoryBackend
 from bfsql.budgets import TraversalLimits
 from bfsql.engine.path_syntax import MAX_WALK_DEPTH, Quantifier, parse_path_query
@@ -182,6 +182,27 @@ async def test_one_walk_from_several_starts_never_reenters_a_path(dag):
     result = await path_query(dag, "@A1 <-[isa]- -[isa*]->", max_results=50)
     assert depths(result) == [("A2", 1), ("ROOT", 1), ("K1", 2), ("R2", 2), ("K2", 3), ("K3", 4), ("X", 5), ("B1", 6)]
     assert nodes_of(result.results[-1]) == ["A1", "C", "A2", "K1", "K2", "K3", "X", "B1"]
+
+
+class _ReversedHops:
+    """Gives each entity's edges in reverse order: a hop promises no order."""
+
+    @hookimpl(wrapper=True)
+    def hop(self, entity_ids):
+        inner = yield
+        return then(inner, lambda found: {i: there._replace(edges=there.edges[::-1]) for i, there in found.items()})
+
+
+@pytest.mark.parametrize("query", ["@X -[isa, partof*]->", "@X -[isa, partof]->", "@Y <-[isa, partof*]-",
+                                   "@X -[isa, partof]-> -[isa, partof*]->"])
+async def test_two_edges_joining_a_pair_show_the_first_predicate_whatever_order_the_hop_gives(query):
+    records = [entity("X", "T"), entity("Y", "T"), entity("Z", "T"), rel("X", "partof", "Y"), rel("X", "isa", "Y"),
+               rel("Y", "partof", "Z"), rel("Y", "isa", "Z")]
+    shown = set()
+    for plugins in ([], [_ReversedHops()]):
+        result = await path_query(Graph(MemoryBackend(records), plugins=plugins), query)
+        shown.add(tuple(tuple(s.edge for s in r.path if s.edge) for r in result.results))
+    assert len(shown) == 1 and all(set(edges) == {"isa"} for edges in shown.pop())
 
 
 async def test_results_come_by_score_then_depth_then_id_and_max_results_cuts_them(dag):

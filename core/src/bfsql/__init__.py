@@ -30,7 +30,7 @@ from bfsql.backend import (
 from bfsql.budgets import TraversalLimits
 from bfsql.errors import AccessDenied, BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
 from bfsql.hookspecs import hookimpl, hookspec
-from bfsql.hop_memo import HopMemo, hop_memo
+from bfsql.hop_memo import HopMemo, call_memo, hop_memo
 from bfsql.identity import CallIdentity, call_identity, identified_as
 from bfsql.lazy import lazy_names
 from bfsql.models import (
@@ -49,6 +49,8 @@ from bfsql.models import (
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer, in_light_call, light_call
 from bfsql.primitives import HUBS, SEARCH_LIMIT, Primitives
 from bfsql.rows import (
+    Closure,
+    ClosureStep,
     Edge,
     GraphStatistics,
     HopEdge,
@@ -172,6 +174,8 @@ __all__ = [
     "BfsqlError",
     "CallIdentity",
     "Capabilities",
+    "Closure",
+    "ClosureStep",
     "DeprecatedOption",
     "Edge",
     "Embedder",
@@ -223,6 +227,7 @@ __all__ = [
     "bfs_query",
     "build_server",
     "call_identity",
+    "call_memo",
     "clip",
     "compact_iri",
     "cosine",

@@ -77,8 +77,9 @@ class Capabilities:
     """Primitives are answered from memory as fast as a cache would: the graph does not cache them.
     Read by: :class:`bfsql.Graph` (which cache policies it applies)."""
     traversal: bool = False
-    """The backend answers ``traverse``: a whole walk in the store, counted there, one page listed.
-    Read by: :meth:`bfsql.Graph.walks_in_store` (the engine then asks ``traverse``/``intersect``)."""
+    """The backend answers ``traverse``: a whole walk in the store, counted there, one page listed; and the other
+    walk primitives it implements (``intersect``, ``closure``).
+    Read by: :meth:`bfsql.Graph.walks_in_store` (the engine then asks ``traverse``, ``intersect``, ``closure``)."""
     statistics: bool = False
     """The backend answers ``statistics``: entities by type, edges by predicate and the hubs, for describe_schema.
     Read by: describe_schema (its counts and hubs), the examples a server writes in its texts, and the

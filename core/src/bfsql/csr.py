@@ -15,6 +15,8 @@ shows) are counted on the arrays and saved with it (``meta.statistics``), so tha
 without its index in memory can say them too.
 Processes serving the same file from several graphs share one copy (:func:`shared_index`).
 
+:func:`closure` walks a relation's closure level by level on the arrays (the ``closure`` primitive:
+each level's rows gathered with numpy, then sorted out in Python against the set of what was reached).
 :func:`survey` runs a whole breadth-first traversal on the arrays with numpy, with the engine's
 exact rules (hub caps, ``max_nodes``, excluded types, dangling ends), and materialises only the
 page of the answer: the cost of a hub's two-hop survey is that of the edges it visits, with no
@@ -29,6 +31,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 import weakref
 import zlib
 from array import array
@@ -42,10 +45,24 @@ from typing import Any
 
 import numpy as np
 
-from bfsql.rows import Edge, GraphStatistics, HopEdge, Hub, Neighbourhood, NodeInfo, Overlap, Reached, SeedPath, Survey
+from bfsql.rows import (
+    Closure,
+    ClosureStep,
+    Edge,
+    GraphStatistics,
+    HopEdge,
+    Hub,
+    Neighbourhood,
+    NodeInfo,
+    Overlap,
+    Reached,
+    SeedPath,
+    Survey,
+)
 
 __all__ = [
-    "CSR_VERSION", "STORED_HUBS", "CsrIndex", "DamagedIndex", "Edges", "EntityRow", "build_index", "entity_rows",
+    "CSR_VERSION", "STORED_HUBS", "CsrIndex", "DamagedIndex", "Edges", "EntityRow", "build_index", "closure",
+    "entity_rows",
     "index_of_edges", "index_of_entities", "load_index", "overlap", "save_index", "shared_index", "stored_statistics",
     "survey",
 ]
@@ -1011,6 +1028,87 @@ class _Arrivals:
             arrived = (level_nodes[at] == nodes) & ((level_bits[at, word] & flag) != 0) & (found < 0)
             found[arrived] = hop
         return found
+
+
+def closure(
+    index: CsrIndex,
+    seeds: Sequence[str],
+    predicates: Sequence[str] | None,
+    outgoing: bool,
+    depth: int,
+    max_nodes: int,
+    cap: int,
+    time_left: float | None,
+) -> Closure | None:
+    """The ``closure`` primitive on the arrays (:meth:`bfsql.primitives.Primitives.closure` says what it answers):
+    None when an entity to expand has more than ``cap`` rows in the direction."""
+    deadline = None if time_left is None else time.perf_counter() + time_left
+    wanted = None if predicates is None else set(predicates)
+    codes = None if wanted is None else np.array([i for i, p in enumerate(index.predicates) if p in wanted])
+    seeded = frozenset(x for x in index.find(list(seeds)).values() if index.type_code[x] >= 0)
+    seen, frontier, total = set(seeded), sorted(seeded), 0
+    answer = Closure([])
+    while frontier and len(answer.levels) < depth:
+        if deadline is not None and time.perf_counter() > deadline:
+            answer.timed_out = True
+            break
+        level = _closure_level(index, frontier, codes, outgoing, cap, seen, seeded)
+        if level is None:
+            return None
+        steps, new = level
+        room = max_nodes - total
+        if len(new) > room:
+            kept = set(sorted(new)[:room])
+            steps = [step for step in steps if step[2] not in new or step[2] in kept]
+            answer.cut, answer.found = True, len(new)
+        answer.levels.append(_named_steps(index, steps))
+        total += len(new)
+        seen |= new
+        frontier = sorted(new)
+        if answer.cut:
+            break
+    return answer
+
+
+def _closure_level(
+    index: CsrIndex, frontier: list[int], codes: np.ndarray | None, outgoing: bool, cap: int, seen: set[int],
+    seeded: frozenset[int],
+) -> tuple[list[tuple[int, int, int, int]], set[int]] | None:
+    """One level of :func:`closure`: its rows ``(parent, predicate, child, child's type code)`` and the entities it
+    reaches first; None when a frontier entity has more than ``cap`` rows in the direction (a hub)."""
+    nodes = np.array(frontier, dtype=np.int64)
+    starts = index.offsets[nodes]
+    degrees = index.offsets[nodes + 1] - starts
+    ends = index.subjects if outgoing else index.objects
+    for node in nodes[degrees > cap].tolist():  # more rows than the cap both ways: count those of the direction
+        if int(np.count_nonzero(ends[index.rows[index.offsets[node] : index.offsets[node + 1]]] == node)) > cap:
+            return None
+    parents = np.repeat(nodes, degrees)
+    edges = _edges_from(index, starts, degrees)
+    keep = ends[edges] == parents
+    if codes is not None:
+        keep &= np.isin(index.preds[edges], codes)
+    edges, parents = edges[keep], parents[keep]
+    children = (index.objects if outgoing else index.subjects)[edges]
+    steps: list[tuple[int, int, int, int]] = []
+    new: set[int] = set()
+    for parent, predicate, child, code in zip(parents.tolist(), index.preds[edges].tolist(), children.tolist(),
+                                              index.type_code[children].tolist(), strict=True):
+        if code >= 0 and child not in seeded:
+            if child in seen:
+                continue
+            new.add(child)
+        steps.append((parent, predicate, child, code))
+    return steps, new
+
+
+def _named_steps(index: CsrIndex, steps: list[tuple[int, int, int, int]]) -> list[ClosureStep]:
+    """The rows of a level with ids, predicate and type names."""
+    ends = sorted({end for step in steps for end in (step[0], step[2])})
+    id_of = dict(zip(ends, index.ids.many(ends), strict=True))
+    predicates, types = index.predicates, index.types
+    return [ClosureStep(id_of[parent], predicates[predicate], id_of[child], types[code] if code >= 0 else None)
+            for parent, predicate, child, code in steps]
 
 
 def overlap(

@@ -272,7 +272,8 @@ class Graph(Primitives):
         return self.backend.vector_embedder
 
     def walks_in_store(self, primitive: str) -> bool:
-        """Whether the engine may ask the backend's ``traverse`` (or ``intersect``) instead of walking hop by hop.
+        """Whether the engine may ask the backend's ``traverse`` (or ``intersect``, ``closure``) instead of walking
+        hop by hop.
 
         The backend must implement it and say so (``capabilities.traversal``), and no plugin of this graph
         may hook ``hop`` or ``get_nodes`` (an access-control wrapper, say): a walk inside the store would

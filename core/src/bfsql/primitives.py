@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from bfsql.budgets import TraversalLimits
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.models import EntityStub
-from bfsql.rows import Edge, GraphStatistics, Neighbourhood, NodeInfo, Overlap, Survey
+from bfsql.rows import Closure, Edge, GraphStatistics, Neighbourhood, NodeInfo, Overlap, Survey
 
 __all__ = [
     "HUBS",
@@ -311,6 +311,44 @@ class Primitives:
         the engine walks hop by hop where it is not implemented; the conformance suite compares both.
         """
         raise NotImplementedError(f"{type(self).__name__} does not intersect in the store")
+
+    @primitive(cache=CachePolicy.NEVER, optional=True)
+    async def closure(
+        self,
+        seeds: list[str],
+        predicates: list[str] | None,
+        outgoing: bool,
+        depth: int,
+        max_nodes: int,
+        max_edges_per_node: int,
+        time_left: float | None,
+    ) -> Closure | None:
+        """A relation's closure walked where the data lives: the edges of each level, ``depth`` levels at most.
+
+        From ``seeds`` (visible entities, level 0) along the edges of ``predicates`` (None: every
+        predicate), subject to object when ``outgoing``, else object to subject, breadth first: level
+        ``d`` lists every such edge from an entity of level ``d - 1`` to an entity no level before
+        reached, to a seed, or to an end that is no entity (``child_type`` None; never walked on).
+        Merged entities and their edges are invisible. The walk ends after ``depth`` levels or at a
+        level that reaches no new entity; it stops after the level at which the new entities pass
+        ``max_nodes`` in all (``cut``: that level's edges to new entities lead only to the first of
+        them by id, as many as there was room for, and ``found`` counts them all), and before a level
+        due after ``time_left`` seconds (``timed_out``). The engine's variable-length path edges
+        (:func:`bfsql.engine.closures.walk`) replay these levels exactly as their level-by-level walk
+        would have gone: one call instead of one ``hop`` call per level.
+
+        None when the store cannot answer it exactly: it would expand an entity with more than
+        ``max_edges_per_node`` edges in the direction (all predicates; a hub, whose edges the engine
+        caps), which a store may also answer None for when it cannot count them cheaply and only
+        might be one. The engine then walks level by level. Optional, like ``traverse``; the
+        conformance suite compares both walks.
+
+        A path query asks it for its first edge before it looked up its ``@id`` entry (the walk from an
+        unknown id is empty): a store that says its seeds (``Closure.seeds``: type and name, as ``get_nodes``
+        answers) spares the query that lookup, and one that keeps the metadata of what it reached in the
+        call's memo (:func:`bfsql.call_memo`) spares it ``metadata_for_nodes``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not walk closures in the store")
 
     @primitive(cache=CachePolicy.SESSION, optional=True)
     async def statistics(self, hubs: int = HUBS) -> GraphStatistics | None:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 __all__ = [
-    "Edge", "GraphStatistics", "HopEdge", "Hub", "Neighbourhood", "NodeInfo", "Overlap", "Reached", "SeedPath",
-    "Survey",
+    "Closure", "ClosureStep", "Edge", "GraphStatistics", "HopEdge", "Hub", "Neighbourhood", "NodeInfo", "Overlap",
+    "Reached", "SeedPath", "Survey",
 ]
 
 
@@ -172,3 +172,37 @@ class GraphStatistics:
     """Visible edges (touching no merged entity; dangling ones included) by predicate, sorted by predicate."""
     hubs: list[Hub] | None = None
     """The entities with the most edges, most first, ties by id."""
+
+
+class ClosureStep(NamedTuple):
+    """One edge a closure walked: from ``parent`` (a seed or an entity of the level before) to ``child``."""
+
+    parent: str
+    predicate: str
+    child: str
+    child_type: str | None
+    """The child's entity type; None when the child is no entity of the graph (a dangling edge)."""
+
+
+@dataclass
+class Closure:
+    """A relation's closure walked where the data lives, level by level: the answer of the ``closure`` primitive.
+
+    ``levels[d - 1]`` holds the edges of level ``d``: every edge walked (of the predicates asked, in the
+    direction asked) from a seed (level 0) or an entity first reached at level ``d - 1`` to an entity first
+    reached at level ``d``, to a seed, or to an end that is no entity. So each entity's least depth is the
+    level it is a child at first, and every shortest path is there.
+    """
+
+    levels: list[list[ClosureStep]]
+    found: int = 0
+    """When ``cut``: the entities first reached at the last level, counted (they are not all listed)."""
+    cut: bool = False
+    """The walk passed ``max_nodes`` at its last level: that level's edges to new entities lead only to the
+    first of them by id (code-point order), as many as there was room for; the edges to seeds and to ends that
+    are no entity are all there."""
+    timed_out: bool = False
+    """A level was due after the time left: the walk stopped before it."""
+    seeds: dict[str, NodeInfo] | None = None
+    """The seeds that are visible entities, with their type and name, when the store read them with the walk
+    (None: not said). A path query whose walk starts from its ``@id`` entry then needs no ``get_nodes`` for it."""

@@ -23,8 +23,10 @@ from bfsql import (
     ServerSettings,
     TraversalLimits,
     bfs_query,
+    hookimpl,
     search_entities,
 )
+from bfsql.engine.paths import path_query
 from bfsql.server import AnswerBudget
 from bfsql.testing.standard_graph import (
     ASPIRIN,
@@ -123,6 +125,43 @@ async def test_a_traversal_sends_one_statement_per_hop(standard_dsn: str) -> Non
         assert result.node_count == 9  # all but the isolated GENE:ORPHAN
     finally:
         await backend.aclose()
+
+
+async def test_a_closure_from_an_id_is_one_statement_that_brings_the_metadata_shown(standard_dsn: str) -> None:
+    """``@id -[p*]->``: the walk says its seed (no lookup of the entry) and brings the metadata of what it reached
+    (a path query's memo), so that nothing else is sent; the answer is the level walk's, metadata included."""
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    try:
+        for query in (f"@{TP53} -[REGULATES, INHIBITS*]->", f"@{TP53} <-[REGULATES, INHIBITS*]-"):
+            store = Graph(backend, plugins=[])
+            await store.predicates()  # the schema, as a server's graph holds it
+            sent = await log.after(path_query(store, query))
+            assert len(sent) == 1 and "WITH RECURSIVE" in sent[0], [s[:80] for s in sent]
+            assert "get_nodes" not in store.stats.calls
+            assert store.stats.calls["metadata_for_nodes"] == 2  # the entry's and the results', from the memo
+            answer = await path_query(store, query)
+            level = await path_query(Graph(backend, plugins=[_LevelWalk()], cache=None), query)
+            assert answer.results and all(r.entity.metadata.get("name") for r in answer.results)
+            assert _without_time(answer) == _without_time(level)
+        unknown = await path_query(Graph(backend, plugins=[]), "@NOPE:1 -[REGULATES*]->")
+        assert unknown.metadata.error == "no_entry_point" and not unknown.results
+    finally:
+        await backend.aclose()
+
+
+class _LevelWalk:
+    """A hop wrapper that changes nothing: the graph walks level by level, and reads metadata by statement."""
+
+    @hookimpl(wrapper=True)
+    def hop(self, entity_ids):
+        return (yield)
+
+
+def _without_time(result):
+    dumped = result.model_dump()
+    dumped["metadata"].pop("execution_time_ms")
+    return dumped
 
 
 @pytest.mark.parametrize("count_rows", [bfsql_postgres.backend.COUNT_WALK_ROWS, 5, 0])

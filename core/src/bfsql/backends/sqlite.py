@@ -37,7 +37,7 @@ from pydantic import Field
 from bfsql.backend import Capabilities, GraphBackend
 from bfsql.backend_config import BackendConfig
 from bfsql.budgets import TraversalLimits
-from bfsql.csr import STORED_HUBS, CsrIndex, overlap, shared_index, stored_statistics, survey
+from bfsql.csr import STORED_HUBS, CsrIndex, closure, overlap, shared_index, stored_statistics, survey
 from bfsql.embedders import Embedder, EmbedderMismatch
 from bfsql.errors import BackendFailure, BfsqlError, clip
 from bfsql.hookspecs import hookimpl
@@ -53,7 +53,7 @@ from bfsql.loading.store_format import REQUIRED_TABLES, SCHEMA_VERSION
 from bfsql.models import EntityStub
 from bfsql.pacing import in_light_call
 from bfsql.primitives import HUBS, SEARCH_LIMIT
-from bfsql.rows import Edge, GraphStatistics, HopEdge, Neighbourhood, NodeInfo, Overlap, Survey
+from bfsql.rows import Closure, Edge, GraphStatistics, HopEdge, Neighbourhood, NodeInfo, Overlap, Survey
 from bfsql.search_rank import lexical_rank
 from bfsql.vectors import VectorIndex, open_vectors
 
@@ -700,6 +700,25 @@ class SqliteBackend(GraphBackend):
         if index.edge_count <= INLINE_WALK_EDGES:
             return overlap(*arguments)
         return await self._run(overlap, *arguments)
+
+    async def closure(
+        self,
+        seeds: list[str],
+        predicates: list[str] | None,
+        outgoing: bool,
+        depth: int,
+        max_nodes: int,
+        max_edges_per_node: int,
+        time_left: float | None,
+    ) -> Closure | None:
+        """A relation's closure walked on the array index, without a statement per level (see :func:`csr.closure`)."""
+        index = self._csr
+        if index is None:
+            raise RuntimeError("the array index is not read yet (capabilities.traversal is false)")
+        arguments = (index, list(seeds), predicates, outgoing, depth, max_nodes, max_edges_per_node, time_left)
+        if index.edge_count <= INLINE_WALK_EDGES:
+            return closure(*arguments)
+        return await self._run(closure, *arguments)
 
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Metadata of each visible entity, one query per chunk of ids."""

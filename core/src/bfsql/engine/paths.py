@@ -38,7 +38,7 @@ from typing import Any, Literal
 from bfsql.backend import gather_or_cancel
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.embedders import dot, split_identifier
-from bfsql.engine.closures import Option, Reach, Start, Walk, walk
+from bfsql.engine.closures import Asked, InStore, Option, Reach, Start, Walk, ask_closure, walk
 from bfsql.engine.path_syntax import (
     MAX_WALK_DEPTH,
     ExactEntity,
@@ -54,6 +54,7 @@ from bfsql.engine.search import SEARCH_LIMIT, labels_of, search_entities
 from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
+from bfsql.hop_memo import remembers_reads
 from bfsql.models import PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge, Neighbourhood, NodeInfo
@@ -196,6 +197,8 @@ class _Run:
     """What cut a walk short (depth, max_nodes, time), with the count reached so far."""
     pacer: Pacer = field(default_factory=Pacer)
     """Yields the event loop during long hops (so timeouts fire and other calls are served)."""
+    asked: Asked | None = None
+    """The store's closure of the first edge, asked with the ``@id`` entry's lookup (:func:`_walk_ahead`)."""
 
 
 # -- scoring ----------------------------------------------------------------------
@@ -270,10 +273,15 @@ async def relation_scores(graph: Graph, relation: Relation, predicates: list[str
 # -- steps --------------------------------------------------------------------------
 
 
-async def _entry(run: _Run, entry: SemanticText | ExactEntity) -> tuple[list[_Path], str | None, str | None]:
-    """Entry paths, or ``([], message, hint)`` when there is no entry point."""
+async def _entry(run: _Run, entry: SemanticText | ExactEntity, first: Hop | None
+                 ) -> tuple[list[_Path], str | None, str | None]:
+    """Entry paths, or ``([], message, hint)`` when there is no entry point. From an ``@id`` entry, the store's
+    walk of the ``first`` edge is asked first, when the store would walk it: where it says its seeds, the entry
+    needs no lookup of its own."""
     if isinstance(entry, ExactEntity):
-        found = await run.graph.get_nodes([entry.id])
+        run.asked = await _walk_ahead(run, entry.id, first)
+        seeds = run.asked.closure.seeds if run.asked is not None and run.asked.closure is not None else None
+        found = seeds if seeds is not None else await run.graph.get_nodes([entry.id])
         run.explored += 1
         if entry.id not in found:
             return (
@@ -284,6 +292,20 @@ async def _entry(run: _Run, entry: SemanticText | ExactEntity) -> tuple[list[_Pa
         run.types[entry.id] = found[entry.id].entity_type
         return [_Path((entry.id,), (), (None,), 1.0)], None, None
     return await _semantic_entry(run, entry)
+
+
+async def _walk_ahead(run: _Run, entity: str, hop: Hop | None) -> Asked | None:
+    """The store's closure of ``hop`` from ``entity`` alone, when ``hop`` is a variable-length edge the store
+    walks: asked before the entity is looked up (its seeds may say it; an unknown id's walk is empty). None
+    otherwise."""
+    quantifier = hop.relation.quantifier if hop is not None else None
+    if hop is None or quantifier is None or not run.graph.walks_in_store("closure"):
+        return None
+    in_store = await _in_store(run, hop)
+    if in_store is None:
+        return None
+    return await ask_closure(run.graph, [entity], in_store, quantifier.most or MAX_WALK_DEPTH,
+                             quantifier.most is None, run.limits.max_nodes, run.deadline)
 
 
 async def _semantic_entry(run: _Run, entry: SemanticText) -> tuple[list[_Path], str | None, str | None]:
@@ -449,13 +471,14 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
     if not match:
         return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
 
-    # Only the paths kept are built: the others are ranked on (score, depth, nodes) keys, the order of _Path.
-    keyed: list[tuple[float, int, tuple[str, ...], int]] = []
-    for position, (index, _, score, other) in enumerate(extensions):
+    # Only the paths kept are built: the others are ranked on (score, depth, nodes) keys, the order of _Path, then
+    # by predicate, so that two edges joining the same pair come in one order whatever order the hop gave them.
+    keyed: list[tuple[float, int, tuple[str, ...], str, int]] = []
+    for position, (index, predicate, score, other) in enumerate(extensions):
         if other in match:
             m, path = match[other], paths[index]
             keyed.append((-(path.score * score * (1.0 if m is None else m)), path.depth, (*path.nodes, other),
-                          position))
+                          predicate, position))
             pacer.work += 1
             if pacer.work > WORK_BETWEEN_CHECKS:
                 await pacer.pause()
@@ -481,6 +504,7 @@ async def _walk_hop(
     roots = sorted(paths, key=_Path.order)
     unmatched: list[_Stop] = []
     levels = 0
+    asked, run.asked = run.asked, None  # the first edge's, asked from the entry (its only start)
 
     async def follow(rows_of: dict[str, Neighbourhood], frontier: list[str]) -> dict[str, list[Option]]:
         nonlocal levels
@@ -494,6 +518,7 @@ async def _walk_hop(
         run.graph, [Start(p.nodes[-1], p.score, p.nodes) for p in roots], follow,
         most=quantifier.most or MAX_WALK_DEPTH, open_ended=quantifier.most is None,
         max_nodes=run.limits.max_nodes, pacer=run.pacer, deadline=run.deadline,
+        in_store=await _in_store(run, hop), asked=asked,
     )
     if unmatched:
         return unmatched[0]
@@ -513,6 +538,23 @@ async def _walk_hop(
         return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
     extended = [_walked_path(roots[reach[e].start], e, reach[e], walked, hop.direction, m) for e, m in match.items()]
     return sorted(extended, key=_Path.order)
+
+
+async def _in_store(run: _Run, hop: Hop) -> InStore | None:
+    """The predicates a store may walk a variable-length edge along itself: those its terms name exactly (each then
+    scores 1 and, being at most ``k``, is followed from every entity), or every predicate for ``[*]``; None when a
+    term is matched by similarity, or the schema lists only a sample of the predicates."""
+    relation = hop.relation
+    if not run.graph.capabilities.comprehensive_schema:
+        return None
+    outgoing, cap = hop.direction == "outgoing", run.limits.max_edges_per_node
+    if relation.wildcard:
+        return InStore(None, outgoing, cap)
+    terms = {t.casefold() for t in relation.terms}
+    predicates = tuple(p for p in await run.graph.predicates() if p.casefold() in terms)
+    if {p.casefold() for p in predicates} != terms or len(predicates) > run.k:
+        return None
+    return InStore(predicates, outgoing, cap)
 
 
 def _walk_hint(walked: Walk, quantifier: Quantifier) -> str:
@@ -692,6 +734,7 @@ async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth
     return results
 
 
+@remembers_reads
 async def path_query(
     graph: Graph,
     query: str,
@@ -731,7 +774,7 @@ async def path_query(
         meta.warnings = run.warnings or None
         return PathQueryResult(results=results, metadata=meta)
 
-    paths, message, hint = await _entry(run, parsed.entry)
+    paths, message, hint = await _entry(run, parsed.entry, parsed.hops[0] if parsed.hops else None)
     if not paths:
         meta.error, meta.message, meta.hint = "no_entry_point", message, hint
         return finish([])

@@ -57,6 +57,7 @@ from bfsql.testing.answers import (
     run_traversal,
 )
 from bfsql.testing.applicability import requires, skip, unmet
+from bfsql.testing.closure_checks import ClosureChecks
 from bfsql.testing.exact_answers import ExactAnswerChecks
 from bfsql.testing.idmap import IdMap, IdMapLike
 from bfsql.testing.parity import assert_parity
@@ -152,7 +153,7 @@ def _payload(result: Any, what: str) -> Any:
     return json.loads(result.content[0].text)
 
 
-class BackendConformance(ExactAnswerChecks, ClientProfileChecks):
+class BackendConformance(ExactAnswerChecks, ClientProfileChecks, ClosureChecks):
     """The standard tests of a bfsql backend. Subclass it (``class TestMine(BackendConformance)``).
 
     Provide the ``backend`` fixture: a :class:`~bfsql.GraphBackend` (or

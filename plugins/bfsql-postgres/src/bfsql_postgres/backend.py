@@ -31,6 +31,7 @@ from bfsql import (
     AccessDenied,
     BackendFailure,
     Capabilities,
+    Closure,
     Edge,
     Embedder,
     EmbedderMismatch,
@@ -46,6 +47,7 @@ from bfsql import (
     Survey,
     TraversalLimits,
     call_identity,
+    call_memo,
     clip,
     entity_metadata,
     expand,
@@ -53,7 +55,7 @@ from bfsql import (
     relationship_metadata,
     statement_span,
 )
-from bfsql_postgres import queries, walk
+from bfsql_postgres import closures, queries, walk
 from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
@@ -75,6 +77,10 @@ HNSW_EF_SEARCH = 100
 """Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default 40 is tight for limit 20-100)."""
 WALK_ROWS = 20_000
 """Rows a traversal may fetch hop by hop (as the engine walks) before it is walked in the database instead."""
+CLOSURE_METADATA = 200
+"""Most entities (seeds included) a closure walked in a path query brings the metadata of with its levels: a
+path query shows at most 200 results (``MAX_RESULTS``), and a walk that reaches more leaves unshown most of
+what it reached, whose metadata would be sent for nothing."""
 COUNT_WALK_ROWS = 2_000
 """The same for a traversal asked for its counts alone (``count`` 0): no page is made of the rows fetched, so a
 bigger walk is cheaper in the database (on the HPO, interleaved medians against the 20,000 of a listed walk: a
@@ -298,6 +304,7 @@ class PostgresBackend(GraphBackend):
         self._budgeted_hop_sql = (queries.budgeted_hop_sql(layout), queries.budgeted_hop_sql(layout, metadata=True))
         self.walk_rows = walk_rows
         self._get_nodes_sql = queries.entities_sql(layout, queries.IDENTITY_COLUMNS)
+        self._get_nodes_memo_sql = queries.entities_sql(layout, f"{queries.IDENTITY_COLUMNS}, {queries.NODE_MEMO}")
         self._node_metadata_sql = queries.entities_sql(layout, queries.ENTITY_METADATA)
         self._edge_metadata_sql = queries.edge_metadata_sql(layout)
         self._provenance_sql = queries.provenance_sql(layout)
@@ -305,6 +312,7 @@ class PostgresBackend(GraphBackend):
         self._predicates_sql = queries.predicates_sql(layout)
         self._statistics_sql = queries.exact_statistics_sql(layout)
         self._traverse_sql: dict[int, str] = {}
+        self._closure_sql = {way: closures.closure_sql(layout, way) for way in (False, True)}
         self.capabilities = dataclasses.replace(
             type(self).capabilities, vector_search=layout.vector_dimension is not None, provenance=layout.provenance
         )
@@ -455,6 +463,11 @@ class PostgresBackend(GraphBackend):
         elsewhere, and in a store without unique keys (a triple's rows would come more than once)."""
         return hop_memo() if self.layout.unique_keys else None
 
+    def _reads_memo(self) -> HopMemo | None:
+        """The memo of the running call (:func:`bfsql.call_memo`: a traversal's or a path query's) that a closure
+        or ``get_nodes`` keeps the metadata of what it reads in; None elsewhere, and without unique keys."""
+        return call_memo() if self.layout.unique_keys else None
+
     def _triples(self, edges: list[Edge]) -> tuple[list[str], list[str], list[str]]:
         """The distinct storable edges touching none of the layout's few merged ids, as three parallel
         arrays (subjects, predicates, objects)."""
@@ -576,6 +589,27 @@ class PostgresBackend(GraphBackend):
         return _neighbourhoods(asked, await self._fetch(self._hop_sql[memo is not None], _storable(asked)), memo)
 
     @override
+    async def closure(
+        self,
+        seeds: list[str],
+        predicates: list[str] | None,
+        outgoing: bool,
+        depth: int,
+        max_nodes: int,
+        max_edges_per_node: int,
+        time_left: float | None,
+    ) -> Closure | None:
+        """A relation's closure walked in the database: one ``WITH RECURSIVE`` statement
+        (:mod:`bfsql_postgres.closures`). In a call that keeps what it reads (:meth:`_reads_memo`: a path query),
+        a walk of at most :data:`CLOSURE_METADATA` entities brings their metadata too, for
+        :meth:`metadata_for_nodes`."""
+        memo = self._reads_memo()
+        sql = self._closure_sql[outgoing]
+        rows = await self._fetch(sql, _storable(list(dict.fromkeys(seeds))), predicates, depth, max_nodes,
+                                 max_edges_per_node, time_left, CLOSURE_METADATA if memo is not None else 0)
+        return closures.closure_of_rows(rows, depth, memo)
+
+    @override
     async def traverse(
         self,
         seeds: list[str],
@@ -621,15 +655,26 @@ class PostgresBackend(GraphBackend):
 
     @override
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
-        """Type and name of each visible entity, in one statement."""
-        rows = await self._fetch(self._get_nodes_sql, _storable(list(dict.fromkeys(entity_ids))))
-        return {entity_id: NodeInfo(entity_type, name) for entity_id, entity_type, name in rows}
+        """Type and name of each visible entity, in one statement; in a call that keeps what it reads
+        (:meth:`_reads_memo`: a path query, whose ``@id`` entry is shown with its metadata), the same statement
+        brings their metadata, for :meth:`metadata_for_nodes`."""
+        asked = _storable(list(dict.fromkeys(entity_ids)))
+        memo = self._reads_memo()
+        if memo is None:
+            rows = await self._fetch(self._get_nodes_sql, asked)
+            return {entity_id: NodeInfo(entity_type, name) for entity_id, entity_type, name in rows}
+        found: dict[str, NodeInfo] = {}
+        for entity_id, entity_type, name, *metadata in await self._fetch(self._get_nodes_memo_sql, asked):
+            found[entity_id] = NodeInfo(entity_type, name)
+            memo.nodes[entity_id] = (name, *metadata)
+        return found
 
     @override
     async def metadata_for_nodes(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Metadata of each visible entity, in one statement (none for those the traversal's hops brought)."""
+        """Metadata of each visible entity, in one statement (none for those the call's hops, closures and
+        ``get_nodes`` brought: :func:`bfsql.call_memo`)."""
         asked = list(dict.fromkeys(entity_ids))
-        memo = hop_memo()
+        memo = call_memo()
         rows, asked = _from_memo(asked, memo.nodes if memo is not None else {}, lambda entity_id: (entity_id,))
         if asked:
             rows.extend(await self._fetch(self._node_metadata_sql, _storable(asked)))

@@ -18,6 +18,7 @@ __all__ = [
     "ENTITY_METADATA",
     "ESTIMATED_STATISTICS_SQL",
     "IDENTITY_COLUMNS",
+    "NODE_MEMO",
     "RELATIONSHIPS_PROBE_SQL",
     "RELATIONSHIPS_SIZE_SQL",
     "budgeted_hop_sql",
@@ -45,6 +46,11 @@ distinct text: a store repeats ``[]``, ``{}`` and the same lists thousands of ti
 
 IDENTITY_COLUMNS = "e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name"
 """What get_nodes answers."""
+
+NODE_MEMO = ("e.synonyms::text, e.properties::text, e.status::text, e.confidence::float8, e.source::text, "
+             "e.canonical_url::text")
+"""The columns of :data:`ENTITY_METADATA` after the id and the name: what ``get_nodes`` brings beside
+:data:`IDENTITY_COLUMNS` in a call that keeps what it reads, for ``metadata_for_nodes``."""
 
 
 def _visible(layout: StoreLayout, alias: str) -> str:
