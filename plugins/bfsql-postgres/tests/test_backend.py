@@ -24,9 +24,9 @@ from bfsql import (
     TraversalLimits,
     bfs_query,
     hookimpl,
+    path_query,
     search_entities,
 )
-from bfsql.engine.paths import path_query
 from bfsql.server import AnswerBudget
 from bfsql.testing.standard_graph import (
     ASPIRIN,
