@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
 import pytest
@@ -30,6 +31,15 @@ class TestMemoryBackend(BackendConformance):
     @pytest.fixture
     def backend(self) -> MemoryBackend:
         return MemoryBackend(standard_records())
+
+    @pytest.fixture
+    def load_records(self) -> Callable[[list[Record]], Awaitable[MemoryBackend]]:
+        """The random graphs' records in memory (the engine walks them hop by hop)."""
+
+        async def load(records: list[Record]) -> MemoryBackend:
+            return MemoryBackend(records)
+
+        return load
 
 
 def as_iri(standard_id: str) -> str:

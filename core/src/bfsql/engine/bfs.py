@@ -70,7 +70,7 @@ async def bfs_query(
     order, triples, known = await drop_low_mentions(graph, order, found, min_mentions, set(seeds))
 
     total = len(order)
-    stop = total if limit is None else min(total, offset + limit)
+    stop = min(total, offset + _page_size(limit, limits))
     page = page_edges(order, triples, offset, stop)
     answer = Traversal(
         tool="bfs_query",
@@ -87,8 +87,9 @@ async def bfs_query(
         predicates_seen=predicates_seen,
         entity_type_counts=tally(map(reached.types.__getitem__, order)),
         predicate_counts=tally(e[1] for e in triples),
-        truncated=[*reached.truncations(limits), *graph.backend.truncations(set(distance)),
-                   *_page_note(offset, stop, total)],
+        truncated=[*truncations(reached.capped_nodes, reached.nodes_cut, limits,
+                                (total + (reached.nodes_cut if min_mentions is None else 0), len(triples))),
+                   *graph.backend.truncations(set(distance)), *_page_note(offset, stop, total)],
         warnings=[*filters.warnings, *_warnings(reached.unknown_seeds, reached.dangling_edges)],
         offset=offset,
         found_by=reached.found_by if page is found else None,  # still in the order found
@@ -109,13 +110,13 @@ async def _surveyed(
     room: AnswerRoom | None,
 ) -> Traversal:
     """The answer from the store's own walk (the traverse primitive): counted there, one page listed."""
-    page_size = limit if limit is not None else limits.max_nodes
+    page_size = _page_size(limit, limits)
     count = page_size if room is None else min(page_size, room.most_nodes())
     survey = await graph.traverse(seeds, max_hops, limits, sorted(excluded), offset, count)
     if survey.node_count == 0:
         raise UnknownEntity(survey.unknown_seeds)
     total = survey.node_count
-    stop = total if limit is None else min(total, offset + limit)
+    stop = min(total, offset + page_size)
     columns = page_columns(survey.page)
     return Traversal(
         tool="bfs_query",
@@ -129,13 +130,19 @@ async def _surveyed(
         predicates_seen=survey.predicates,
         entity_type_counts=survey.entity_type_counts,
         predicate_counts=survey.predicate_counts,
-        truncated=[*truncations(survey.capped, survey.nodes_cut, limits),
+        truncated=[*truncations(survey.capped, survey.nodes_cut, limits,
+                                (total + survey.nodes_cut, survey.edge_count)),
                    *graph.backend.truncations(set(columns["node_ids"])),
                    *_page_note(offset, stop, total)],
         warnings=_warnings(survey.unknown_seeds, survey.dangling_edges),
         offset=offset,
         unlisted=max(0, stop - offset - len(survey.page)),
     )
+
+
+def _page_size(limit: int | None, limits: TraversalLimits) -> int:
+    """Nodes a page lists at most: ``limit``, within ``max_nodes`` (what one answer may list)."""
+    return limits.max_nodes if limit is None else min(limit, limits.max_nodes)
 
 
 def _page_note(offset: int, stop: int, total: int) -> list[Truncation]:
