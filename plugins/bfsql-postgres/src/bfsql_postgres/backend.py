@@ -32,6 +32,7 @@ from bfsql import (
     EmbedderMismatch,
     EntityStub,
     EvidenceRecord,
+    Expansion,
     Graph,
     GraphBackend,
     GraphStatistics,
@@ -537,31 +538,35 @@ class PostgresBackend(GraphBackend):
         A bigger walk is walked in the database by one statement (:mod:`bfsql_postgres.walk`) that
         sends back only the counts, the cuts, the schema and the page: it costs the database's
         work, not the transfer and bookkeeping of every edge. A call that lists the whole walk
-        (``count`` of ``max_nodes``) is walked hop by hop whatever its size: every row comes back
-        anyway, and the engine's bookkeeping is the cheaper. One that lists nothing (``count`` 0: the
-        counts alone) goes hop by hop only within :data:`COUNT_WALK_ROWS`.
+        (``count`` of ``max_nodes``) is walked hop by hop whatever its size (every row comes back
+        anyway, and the engine's bookkeeping is the cheaper) unless that walk reaches ``max_walk_nodes``:
+        the database then walks it whole, so the counts are always exact. One that lists nothing (``count`` 0:
+        the counts alone) goes hop by hop only within :data:`COUNT_WALK_ROWS`.
         """
-        excluded = frozenset(exclude_types)
-        if self.walk_rows > 0 and count >= limits.max_nodes:  # the whole walk is listed: moving it is no waste
-            reached = await expand(cast(Graph, self), seeds, hops, limits=limits, exclude_types=excluded)
-            return walk.survey_of_expansion(reached, offset, count)
-        rows = self.walk_rows if count > 0 else min(self.walk_rows, COUNT_WALK_ROWS)
-        if rows > 0:
-            budget = _RowBudget(self, rows)
-            try:
-                reached = await expand(cast(Graph, budget), seeds, hops, limits=limits, exclude_types=excluded)
-            except _TooManyRows:
-                pass
-            else:
-                return walk.survey_of_expansion(reached, offset, count)
+        walked = await self._walked_hop_by_hop(seeds, hops, limits, frozenset(exclude_types), count)
+        if walked is not None and not walked.nodes_cut:  # else the database walks it whole: its counts are exact
+            return walk.survey_of_expansion(walked, offset, count)
         sql = self._traverse_sql.get(hops)
         if sql is None:
             sql = self._traverse_sql[hops] = walk.traverse_sql(self.layout, hops)
         rows = await self._fetch(
-            sql, _storable(list(dict.fromkeys(seeds))), limits.max_nodes, limits.max_edges_per_node,
-            _storable(list(exclude_types)), offset, count,
+            sql, _storable(list(dict.fromkeys(seeds))), limits.max_edges_per_node, _storable(list(exclude_types)),
+            offset, count,
         )
         return walk.survey_of_rows(seeds, rows)
+
+    async def _walked_hop_by_hop(self, seeds: list[str], hops: int, limits: TraversalLimits,
+                                 excluded: frozenset[str], count: int) -> Expansion | None:
+        """The walk taken hop by hop where that is the cheaper (see :meth:`traverse`), or None where it is not."""
+        if self.walk_rows > 0 and count >= limits.max_nodes:  # the whole walk is listed: moving it is no waste
+            return await expand(cast(Graph, self), seeds, hops, limits=limits, exclude_types=excluded)
+        rows = self.walk_rows if count > 0 else min(self.walk_rows, COUNT_WALK_ROWS)
+        if rows <= 0:
+            return None
+        try:
+            return await expand(cast(Graph, _RowBudget(self, rows)), seeds, hops, limits=limits, exclude_types=excluded)
+        except _TooManyRows:
+            return None
 
     @override
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
