@@ -288,3 +288,13 @@ async def test_cuts_the_backend_reports_reach_the_answers_that_touch_them():
     assert not [t for t in far.truncated or [] if t.reason == "edge_limit"]
     both = await intersect_subgraphs(graph, ["B", "D"], 1)
     assert [t.reason for t in both.truncated or []] == ["edge_limit"]
+
+
+async def test_a_walk_out_of_time_stops_after_a_hop_and_says_its_counts_are_lower_bounds():
+    result = await bfs_query(hub_graph(10), ["H"], 3, limits=TraversalLimits(), time_limit=0)
+    assert (result.node_count, result.edge_count) == (11, 10)  # the first hop only
+    (cut,) = result.truncated
+    assert cut.reason == "time_limit" and "after 1 of 3 hops" in cut.detail
+    assert "at least 11 nodes and 10 edges" in cut.detail
+    shared = await intersect_subgraphs(hub_graph(10), ["L00", "L05"], 3, limits=TraversalLimits(), time_limit=0)
+    assert shared.node_count == 1 and "time_limit" in {t.reason for t in shared.truncated}  # H, one hop away

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges
 from bfsql.engine.filters import read_filters
-from bfsql.engine.traverse import ProgressFn, expand, truncations
+from bfsql.engine.traverse import ProgressFn, expand, time_note, truncations
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_hops
@@ -32,6 +34,7 @@ async def bfs_query(
     limits: TraversalLimits = DEFAULT_LIMITS,
     room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
+    time_limit: float | None = None,
 ) -> Traversal:
     """Breadth-first search from every seed at once, up to ``max_hops`` undirected hops.
 
@@ -39,7 +42,8 @@ async def bfs_query(
     detail; metadata is fetched for those only. ``limit=0`` answers the counts alone: no node
     is listed and no metadata fetched. Where the backend can run the whole walk itself
     (the ``traverse`` primitive) and min_mentions does not need every node's metadata, the walk
-    runs there and only what an answer can show comes back; otherwise it runs hop by hop.
+    runs there and only what an answer can show comes back; otherwise it runs hop by hop, and no hop after the
+    first begins once it has run ``time_limit`` seconds (the answer then says its counts are lower bounds).
     """
     seeds = check_seeds(seeds, 1, "bfs_query")
     check_hops(max_hops, "max_hops")
@@ -58,7 +62,9 @@ async def bfs_query(
         answer.warnings[:0] = filters.warnings
         return answer
 
-    reached = await expand(graph, seeds, max_hops, limits=limits, exclude_types=excluded, progress=progress)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    reached = await expand(graph, seeds, max_hops, limits=limits, exclude_types=excluded, progress=progress,
+                           deadline=deadline)
     if not reached.distance:
         raise UnknownEntity(reached.unknown_seeds)
 
@@ -89,6 +95,7 @@ async def bfs_query(
         predicate_counts=tally(e[1] for e in triples),
         truncated=[*truncations(reached.capped_nodes, reached.nodes_cut, limits,
                                 (total + (reached.nodes_cut if min_mentions is None else 0), len(triples))),
+                   *time_note(reached.walked, max_hops, time_limit, (total, len(triples))),
                    *graph.backend.truncations(set(distance)), *_page_note(offset, stop, total)],
         warnings=[*filters.warnings, *_warnings(reached.unknown_seeds, reached.dangling_edges)],
         offset=offset,

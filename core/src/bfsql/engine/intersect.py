@@ -9,6 +9,7 @@ integer per visited node, however many seeds there are.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
@@ -16,7 +17,7 @@ from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
 from bfsql.engine.arguments import check_hops, check_limit, check_min_mentions, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail
 from bfsql.engine.filters import read_filters
-from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped, truncations
+from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped, time_note, truncations
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_hops
@@ -59,12 +60,14 @@ async def reach_all(
     exclude_types: frozenset[str] = frozenset(),
     progress: ProgressFn | None = None,
     first_hop: dict[str, Neighbourhood] | None = None,
+    deadline: float | None = None,
 ) -> Reach:
     """Walk ``k`` undirected hops from all ``seeds`` (known ids) at once; the nodes every seed reaches.
 
     ``limits.max_walk_nodes`` bounds the nodes visited by the whole walk; when a level would pass
     it, the new nodes kept are the first by id. Neighbours of an excluded type are not visited.
-    ``first_hop`` is the seeds' hop when the caller has it already.
+    ``first_hop`` is the seeds' hop when the caller has it already. A level after the first does not begin past
+    ``deadline`` (a :func:`time.perf_counter` time): the walk stops there (``cuts.walked``).
     """
     reach = Reach()
     if first_hop is None:
@@ -83,6 +86,9 @@ async def reach_all(
     pacer = Pacer()
     for level in range(1, k + 1):
         if not gained:
+            break
+        if level > 1 and deadline is not None and time.perf_counter() >= deadline:
+            reach.cuts.walked = level - 1
             break
         rows_of = first_hop if level == 1 else await graph.hop(list(gained))
         now: dict[str, int] = {}
@@ -209,12 +215,14 @@ async def intersect_subgraphs(
     limits: TraversalLimits = DEFAULT_LIMITS,
     room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
+    time_limit: float | None = None,
 ) -> Traversal:
     """Nodes within ``k`` undirected hops of every seed, and the edges among them.
 
     ``limit`` caps the shared nodes listed (the nearest first, with the edges among them; no paging): ``0``
     answers the counts alone. ``room``, when given, tells how many nodes an answer could show with detail;
-    metadata is fetched for those only.
+    metadata is fetched for those only. Walked hop by hop, no level after the first begins once the walk has run
+    ``time_limit`` seconds (the answer then says its counts are lower bounds).
     """
     seeds = check_seeds(seeds, 2, "intersect_subgraphs")
     check_hops(k, "k")
@@ -239,7 +247,9 @@ async def intersect_subgraphs(
     unknown = [s for s in seeds if s not in known]
     if unknown:
         raise UnknownEntity(unknown)
-    reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress, first_hop=known)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress, first_hop=known,
+                            deadline=deadline)
     common = set(reach.common)
     edges = await _induced_edges(graph, common)
 
@@ -250,6 +260,7 @@ async def intersect_subgraphs(
 
     cuts = reach.cuts
     truncated = [*truncations(cuts.capped_nodes, cuts.nodes_cut, limits, (len(order), len(triples)), "intersection"),
+                 *time_note(cuts.walked, k, time_limit, (len(order), len(triples)), "intersection"),
                  *graph.backend.truncations(reach.visited)]
     paths, left_out = await connections(graph, reach, seeds, listed[:PATHS_NODES], limits, PATHS_MAX)
     left_out += max(0, len(listed) - PATHS_NODES) * len(seeds)

@@ -9,6 +9,7 @@ are sorted only where a hub cap cuts a node's edge list.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ from bfsql.models import Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge
 
-__all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand", "truncations"]
+__all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand", "time_note", "truncations"]
 
 ProgressFn = Callable[[int, int, str], Awaitable[None]]
 """``progress(done, total, message)``."""
@@ -55,6 +56,8 @@ class Expansion:
     """Hub id -> its total edge count, for hubs whose edges were capped."""
     nodes_cut: int = 0
     """Neighbours not visited because the walk reached ``max_walk_nodes``."""
+    walked: int | None = None
+    """The hops walked when the walk ran out of its time before the last (None: it did not)."""
 
     def order(self) -> list[str]:
         """Every reached node, nearest first, then by id: the order of answers and pages."""
@@ -98,6 +101,22 @@ def truncations(capped_nodes: dict[str, int], nodes_cut: int, limits: TraversalL
     return cuts
 
 
+def time_note(walked: int | None, hops: int, time_limit: float | None, at_least: tuple[int, int],
+              whole: str = "neighbourhood") -> list[Truncation]:
+    """Say that a walk taken hop by hop stopped after ``walked`` of its ``hops`` hops, its time (``time_limit``
+    seconds) spent: its counts, those of the hops walked, are lower bounds (``at_least``: nodes, edges)."""
+    if walked is None:
+        return []
+    nodes, edges = at_least
+    return [Truncation(
+        reason="time_limit",
+        detail=f"The walk, taken hop by hop in the server, had run {time_limit:g}s (half the call's timeout) after "
+        f"{walked} of {hops} hops and stopped. node_count and edge_count count those hops: the whole {whole} holds "
+        f"at least {nodes} nodes and {edges} edges.",
+        hint="Lower max_hops, add exclude_node_types, or start from a more specific seed.",
+    )]
+
+
 def capped(node_id: str, rows: list[HopEdge], limits: TraversalLimits, hubs: dict[str, int]) -> list[HopEdge]:
     """``rows`` within the hub cap: the first ``max_edges_per_node`` in edge order; a cut hub is noted in ``hubs``."""
     if len(rows) <= limits.max_edges_per_node:
@@ -114,12 +133,15 @@ async def expand(
     limits: TraversalLimits,
     exclude_types: frozenset[str] = frozenset(),
     progress: ProgressFn | None = None,
+    deadline: float | None = None,
 ) -> Expansion:
     """Visit every node within ``hops`` undirected hops of any seed, within ``limits``.
 
     Seeds are always kept, whatever their type; neighbours of an excluded type are
     neither kept nor expanded, and the edges touching them are dropped. When a hop would
     pass ``max_walk_nodes``, the new nodes kept are the first by id and the walk stops there.
+    A hop after the first does not begin past ``deadline`` (a :func:`time.perf_counter` time): the walk stops
+    and says how many hops it walked (:attr:`Expansion.walked`).
     """
     result = Expansion()
     distance, types, names, edges = result.distance, result.types, result.names, result.edges
@@ -139,6 +161,9 @@ async def expand(
     pacer = Pacer()
     for hop in range(1, hops + 1):
         if not frontier:
+            break
+        if hop > 1 and deadline is not None and time.perf_counter() >= deadline:
+            result.walked = hop - 1
             break
         rows_of = first_hop if hop == 1 else await graph.hop(frontier)
         new: dict[str, tuple[str, str | None]] = {}
