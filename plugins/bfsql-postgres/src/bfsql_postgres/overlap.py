@@ -226,13 +226,7 @@ def intersect_sql(layout: StoreLayout, k: int) -> str:
     (``a``: ``dangling``, ``traced``).
     """
     distinct = "" if layout.unique_keys else "DISTINCT "
-    hops = range(1, k + 1)
     steps = ",".join([*(_hop(layout, h) for h in range(1, k)), _last_hop(layout, k)])
-    back = ",".join(_step(layout, step) for step in hops)
-    nodes = _union(["SELECT id, type, name FROM n0", *(f"SELECT id, type, name FROM n{h}" for h in hops)])
-    pairs = _union(f"SELECT node, seed, {h} AS hop FROM a{h}" for h in range(k + 1))
-    hubs = _union(f"SELECT node, degree FROM g{h}" for h in hops)
-    dangling = _dangling(layout, k)
     among = f"""SELECT {distinct}r.subject_id::text AS s, r.predicate::text AS p, r.object_id::text AS o
     FROM relationship r WHERE r.subject_id = ANY(ARRAY(SELECT node FROM shared))
     AND {_member("r.object_id::text", "SELECT node FROM shared")}"""
@@ -243,7 +237,7 @@ n0 AS MATERIALIZED (
     FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout)}
 ),
 a0 AS MATERIALIZED (SELECT id AS node, seed FROM s),{steps},
-pairs AS MATERIALIZED ({pairs}),
+pairs AS MATERIALIZED ({_union(f"SELECT node, seed, {h} AS hop FROM a{h}" for h in range(k + 1))}),
 shared AS MATERIALIZED (
     SELECT node, max(hop) AS at FROM pairs GROUP BY node HAVING count(*) = (SELECT count(*) FROM s)
 ),
@@ -259,8 +253,17 @@ b0 AS MATERIALIZED (
     SELECT t.rank, p.seed, p.hop AS d, t.node AS here, NULL::text AS s, NULL::text AS p, NULL::text AS o
     FROM traced t JOIN tp p ON p.node = t.node
     WHERE (t.rank - 1) * (SELECT count(*) FROM s) + p.seed < $6::bigint AND p.hop > 0
-),{back}
-SELECT 'N', node, NULL, NULL, NULL, at FROM listed
+),{",".join(_step(layout, step) for step in range(1, k + 1))}
+{_answer(layout, k)}"""
+
+
+def _answer(layout: StoreLayout, k: int) -> str:
+    """The rows :func:`intersect_sql` answers, from its expressions."""
+    hops = range(1, k + 1)
+    nodes = _union(["SELECT id, type, name FROM n0", *(f"SELECT id, type, name FROM n{h}" for h in hops)])
+    steps = _union(f"SELECT 'Q', b.s, b.p, b.o, s.id, b.rank * 1000 + {step} FROM b{step} b, s WHERE s.seed = b.seed"
+                   for step in hops)
+    return f"""SELECT 'N', node, NULL, NULL, NULL, at FROM listed
 UNION ALL
 SELECT 'I', id, type, name, NULL, NULL::bigint FROM ({nodes}) nodes WHERE {_member("id", "SELECT node FROM listed")}
 UNION ALL
@@ -272,14 +275,13 @@ GROUP BY type
 UNION ALL
 SELECT 'P', NULL, p, NULL, NULL, count(*) FROM among GROUP BY p
 UNION ALL
-SELECT DISTINCT 'H', node, NULL, NULL, NULL, degree FROM ({hubs}) hubs
+SELECT DISTINCT 'H', node, NULL, NULL, NULL, degree FROM ({_union(f"SELECT node, degree FROM g{h}" for h in hops)}) hubs
 UNION ALL
 SELECT 'L', b.here, NULL, NULL, s.id, b.rank * 1000 + b.d FROM b0 b, s WHERE s.seed = b.seed
 UNION ALL
-{_union(f"SELECT 'Q', b.s, b.p, b.o, s.id, b.rank * 1000 + {step} FROM b{step} b, s WHERE s.seed = b.seed"
-        for step in hops)}
+{steps}
 UNION ALL
-SELECT 'C', 'dangling', NULL, NULL, NULL, (SELECT count(*) FROM ({dangling}) d)
+SELECT 'C', 'dangling', NULL, NULL, NULL, (SELECT count(*) FROM ({_dangling(layout, k)}) d)
 UNION ALL
 SELECT 'C', 'traced', NULL, NULL, NULL, (SELECT count(*) FROM traced)
 """

@@ -199,17 +199,35 @@ def traverse_sql(layout: StoreLayout, hops: int) -> str:
     each = range(1, hops + 1)
     steps = ",".join(_hop(layout, hop) for hop in each)
     every = " UNION ALL ".join(f"SELECT id, type, name, {n} AS level FROM l{n}" for n in range(hops + 1))
-    hubs = " UNION ALL ".join(f"SELECT node, degree FROM g{h}" for h in each)
-    kept = " UNION ALL ".join(f"SELECT node, s, p, o FROM hr{h} WHERE rank <= $2::bigint" for h in each)
-    cut_back = " UNION ALL ".join(f"({_cut_back(h, hops)})" for h in each)
-    listed = " UNION ALL ".join(f"({_page_edges(layout, n, hops)})" for n in range(hops + 1))
     excluded = " UNION ALL ".join(f"SELECT id, type, {h} AS hop FROM t{h} WHERE NOT merged AND type = ANY($3::text[])"
                                   for h in each)
+    return f"""
+WITH l0 AS MATERIALIZED (
+    SELECT {distinct}e.entity_id::text AS id, e.entity_type::text AS type, e.name::text AS name
+    FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout)}
+),{steps},
+v AS MATERIALIZED ({every}),
+x AS MATERIALIZED ({excluded}),
+hubs AS MATERIALIZED ({" UNION ALL ".join(f"SELECT node, degree FROM g{h}" for h in each)}),
+kept AS MATERIALIZED ({" UNION ALL ".join(f"SELECT node, s, p, o FROM hr{h} WHERE rank <= $2::bigint" for h in each)}),
+page AS MATERIALIZED (
+    SELECT id, type, name, level FROM v ORDER BY level, id {_C} OFFSET $4::bigint LIMIT $5::bigint
+)
+{_answer(layout, hops)}"""
+
+
+def _answer(layout: StoreLayout, hops: int) -> str:
+    """The rows :func:`traverse_sql` answers, from its expressions."""
+    each = range(1, hops + 1)
+    cut_back = " UNION ALL ".join(f"({_cut_back(h, hops)})" for h in each)
+    listed = " UNION ALL ".join(f"({_page_edges(layout, n, hops)})" for n in range(hops + 1))
     excluded_predicates = " UNION ALL ".join(
         f"SELECT p FROM ({_within_caps(h, f'p, {_OTHER} AS other')}) rows "
         f"WHERE EXISTS (SELECT FROM x WHERE hop = {h}) AND {_member('other', f'SELECT id FROM x WHERE hop = {h}')}"
         for h in each
     )
+    # Each edge counted once, in halves: the rows to the next level two, the rows within a level one (a self-loop,
+    # one row, two), the rows back to an earlier level none, and the rows of cut_back theirs.
     halves = " UNION ALL ".join(
         f"SELECT p, 2 * sum(rows) FROM w{h} WHERE {_member('other', f'SELECT id FROM l{h}')} GROUP BY p "
         f"UNION ALL SELECT p, sum(rows) + sum(loops) FROM w{h} "
@@ -219,19 +237,7 @@ def traverse_sql(layout: StoreLayout, hops: int) -> str:
     dangling = " + ".join(
         f"(SELECT coalesce(sum(rows), 0) FROM u{h} WHERE NOT {_member('other', f'SELECT id FROM t{h}')})" for h in each
     )
-    return f"""
-WITH l0 AS MATERIALIZED (
-    SELECT {distinct}e.entity_id::text AS id, e.entity_type::text AS type, e.name::text AS name
-    FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout)}
-),{steps},
-v AS MATERIALIZED ({every}),
-x AS MATERIALIZED ({excluded}),
-hubs AS MATERIALIZED ({hubs}),
-kept AS MATERIALIZED ({kept}),
-page AS MATERIALIZED (
-    SELECT id, type, name, level FROM v ORDER BY level, id {_C} OFFSET $4::bigint LIMIT $5::bigint
-)
-SELECT 'S', id, NULL, NULL, NULL::bigint FROM l0
+    return f"""SELECT 'S', id, NULL, NULL, NULL::bigint FROM l0
 UNION ALL
 SELECT 'N', id, type, name, level FROM page
 UNION ALL
