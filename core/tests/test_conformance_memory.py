@@ -68,6 +68,18 @@ class TestMemoryBackendWithIdMap(BackendConformance):
     def id_map(self) -> IdMap:
         return IdMap(as_iri)
 
+    @pytest.fixture
+    def as_stored(self) -> Callable[[list[Record]], list[Record]]:
+        """The random graphs of the exact-count check with IRIs for ids, as the standard graph here."""
+        return with_iris
+
+    @pytest.fixture
+    def load_records(self) -> Callable[[list[Record]], Awaitable[MemoryBackend]]:
+        async def load(records: list[Record]) -> MemoryBackend:
+            return MemoryBackend(records)
+
+        return load
+
 
 def test_id_maps() -> None:
     identity = IdMap()
