@@ -261,6 +261,8 @@ class Server:
     """The hub classes' neighbourhoods without the hub cap (the answers' counts are lower bounds of them)."""
     notes: dict[str, set[str]] = field(default_factory=dict)
     """The reasons of the answers' ``truncated`` notes, per class."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """The classes whose call failed (a timeout), with the error: the class stops there, the others go on."""
     loads: dict[str, float] = field(default_factory=dict)
     """The load average when each class, the intersection and the search were measured."""
     search: float | None = None
@@ -367,19 +369,22 @@ async def _classes(session: Session, store: Store, graph: sg.Graph, expected: Ex
     server = session.server
     for name, kind, hops in CLASSES:
         timings, base, counts, notes = [], [], [], set()
-        for seed in getattr(seeds, kind):
-            arguments = {"seeds": [graph.ids[seed]], "max_hops": hops, "topology_only": True}
-            await session.call(name, "bfs_query", arguments)  # warm-up
-            for _ in range(repeat):
-                seconds, _, answer = await session.call(name, "bfs_query", arguments)
-                got = (answer["node_count"], answer["edge_count"])
-                if got != expected.bfs(seed, hops):
-                    raise AssertionError(f"{name} from {graph.ids[seed]}: bfsql counts {got}, exact "
-                                         f"{expected.bfs(seed, hops)}")
-                base.append(await store.baseline([seed], hops))
-                timings.append(seconds)
-                counts.append(got)
-                notes.update(t["reason"] for t in answer.get("truncated", []))
+        try:
+            for seed in getattr(seeds, kind):
+                arguments = {"seeds": [graph.ids[seed]], "max_hops": hops, "topology_only": True}
+                await session.call(name, "bfs_query", arguments)  # warm-up
+                for _ in range(repeat):
+                    seconds, _, answer = await session.call(name, "bfs_query", arguments)
+                    got = (answer["node_count"], answer["edge_count"])
+                    if got != expected.bfs(seed, hops):
+                        raise AssertionError(f"{name} from {graph.ids[seed]}: bfsql counts {got}, exact "
+                                             f"{expected.bfs(seed, hops)}")
+                    base.append(await store.baseline([seed], hops))
+                    timings.append(seconds)
+                    counts.append(got)
+                    notes.update(t["reason"] for t in answer.get("truncated", []))
+        except RuntimeError as exc:  # the call failed (a timeout): said in the table and among the misses
+            server.failed[name] = str(exc)[:300]
         server.timings[name], server.baseline[name], server.counts[name] = timings, base, counts
         server.notes[name], server.loads[name] = notes, load_average()
         if kind == "hub":
@@ -722,6 +727,11 @@ def _print_load(result: Result) -> None:
 
 def _print_class(result: Result, name: str) -> None:
     s = result.server
+    if not s.counts[name]:
+        say(f"| {name}, topology (load average {s.loads[name]:.1f}) | **error**: {s.failed.get(name, '')} | | |")
+        return
+    if name in s.failed:
+        say(f"| {name}: a call failed (load average {s.loads[name]:.1f}) | {s.failed[name]} | | |")
     ours, base = _median(s.timings[name]), _median(s.baseline[name])
     nodes = sorted({c[0] for c in s.counts[name]})
     target = " (target <= 1.5)" if name == "hub, 2 hops" else ""
@@ -768,9 +778,9 @@ def missed(result: Result) -> list[str]:
     s, store = result.server, result.store
     if s.error:
         return [f"{store}: the server failed: {s.error}"]
-    found = []
+    found = [f"{name} failed: {error}" for name, error in s.failed.items()]
     hub = _median(s.timings["hub, 2 hops"]) / _median(s.baseline["hub, 2 hops"])
-    if hub > TARGETS["hub2"]:
+    if not hub <= TARGETS["hub2"]:
         found.append(f"hub 2-hop {hub:.2f}x the {result.baseline}")
     if s.intersect_error or not s.intersect or max(s.intersect) > TARGETS["intersect_s"]:
         found.append(f"intersect_subgraphs {s.intersect_error or _ms(max(s.intersect))}")
