@@ -12,9 +12,10 @@
   that is no entity is dangling.
 * :class:`Csr` is the baseline: the same edges as CSR arrays (each node's rows in triple
   order, so a hub cap keeps the rows bfsql keeps), and :meth:`Csr.bfs` a breadth-first
-  search with bfs_query's rules (every seed at distance 0; a hub's first ``cap`` rows; new
-  nodes kept by id order when ``max_nodes`` would be passed, the walk stopping there; an
-  edge counts when both its ends are reached) that computes only the two counts.
+  search with bfs_query's rules (every seed at distance 0; a hub's first ``cap`` rows; an
+  edge counts when both its ends are reached; ``max_nodes`` cuts a hop by id order when
+  given below the reach, as bfs_query once did) that computes only the two counts;
+  :meth:`Csr.intersection` counts an intersection the same way.
 
 Run ``python bench/scale_graphs.py SCALE OUT.jsonl`` to write one R-MAT bundle.
 """
@@ -205,6 +206,36 @@ class Csr:
     def nbytes(self) -> int:
         """Bytes of the adjacency: offsets, rows and the two end arrays."""
         return int(self.offsets.nbytes + self.rows.nbytes + self.subjects.nbytes + self.objects.nbytes)
+
+    def distances(self, seed: int, hops: int, cap: int, passable: np.ndarray | None = None) -> np.ndarray:
+        """Hops from ``seed`` to every node within ``hops`` (-1 beyond), a hub's first ``cap`` rows followed; only
+        entities are entered (and the ids ``passable`` marks, the seeds of an intersection)."""
+        enterable = self.entity if passable is None else self.entity | passable
+        distance = np.full(len(self.entity), -1, dtype=np.int64)
+        distance[seed] = 0
+        frontier = np.array([seed], dtype=np.int64)
+        for hop in range(1, hops + 1):
+            if not len(frontier):
+                break
+            starts = self.offsets[frontier]
+            taken = np.minimum(self.offsets[frontier + 1] - starts, cap)
+            firsts = np.cumsum(taken) - taken
+            edges = self.rows[np.repeat(starts - firsts, taken) + np.arange(int(taken.sum()))]
+            subjects = self.subjects[edges]
+            others = np.where(subjects == np.repeat(frontier, taken), self.objects[edges], subjects)
+            frontier = np.unique(others[(distance[others] < 0) & enterable[others]])
+            distance[frontier] = hop
+        return distance
+
+    def intersection(self, seeds: Sequence[int], k: int, cap: int) -> tuple[int, int]:
+        """``(node_count, edge_count)`` of an intersect_subgraphs of ``seeds``: the nodes within ``k`` of every seed
+        (each seed's own walk, a hub's first ``cap`` rows, passing through the other seeds), the edges among them."""
+        passable = np.zeros(len(self.entity), dtype=bool)
+        passable[list(seeds)] = True
+        shared = np.ones(len(self.entity), dtype=bool)
+        for seed in seeds:
+            shared &= self.distances(seed, k, cap, passable) >= 0
+        return int(shared.sum()), int(np.count_nonzero(shared[self.subjects] & shared[self.objects]))
 
     def bfs(self, seeds: Sequence[int], hops: int, max_nodes: int, cap: int) -> tuple[int, int]:
         """``(node_count, edge_count)`` of a bfs_query from ``seeds`` (see the module)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
 import pytest
@@ -31,6 +32,15 @@ class TestMemoryBackend(BackendConformance):
     def backend(self) -> MemoryBackend:
         return MemoryBackend(standard_records())
 
+    @pytest.fixture
+    def load_records(self) -> Callable[[list[Record]], Awaitable[MemoryBackend]]:
+        """The random graphs' records in memory (the engine walks them hop by hop)."""
+
+        async def load(records: list[Record]) -> MemoryBackend:
+            return MemoryBackend(records)
+
+        return load
+
 
 def as_iri(standard_id: str) -> str:
     """Like a SPARQL store's ids: percent-encoded IRIs, which sort differently from the standard ids."""
@@ -57,6 +67,18 @@ class TestMemoryBackendWithIdMap(BackendConformance):
     @pytest.fixture
     def id_map(self) -> IdMap:
         return IdMap(as_iri)
+
+    @pytest.fixture
+    def as_stored(self) -> Callable[[list[Record]], list[Record]]:
+        """The random graphs of the exact-count check with IRIs for ids, as the standard graph here."""
+        return with_iris
+
+    @pytest.fixture
+    def load_records(self) -> Callable[[list[Record]], Awaitable[MemoryBackend]]:
+        async def load(records: list[Record]) -> MemoryBackend:
+            return MemoryBackend(records)
+
+        return load
 
 
 def test_id_maps() -> None:

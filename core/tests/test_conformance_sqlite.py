@@ -51,3 +51,14 @@ class TestSqliteBackendWithoutIndex(BackendConformance):
         assert not await backend.wait_for_index(0)
         yield backend
         await backend.aclose()
+
+    @pytest.fixture
+    def load_records(self, tmp_path: Path) -> Callable[[list[Record]], Awaitable[SqliteBackend]]:
+        """Random graphs served without the array index: the engine walks them hop by hop over SQL."""
+
+        async def load(records: list[Record]) -> SqliteBackend:
+            db = tmp_path / f"random-{len(list(tmp_path.iterdir()))}.db"
+            load_records(db, records, embedder="none")
+            return SqliteBackend(db, memory_index=0)
+
+        return load

@@ -189,11 +189,19 @@ async def test_hub_edges_are_capped_and_reported():
     assert "6 of their edges were not followed" in cut.detail
 
 
-async def test_node_budget_stops_the_traversal_and_says_so():
-    result = await bfs_query(hub_graph(10), ["H"], 3, limits=TraversalLimits(max_nodes=4))
+async def test_walk_bound_stops_the_traversal_and_says_the_counts_are_lower_bounds():
+    result = await bfs_query(hub_graph(10), ["H"], 3, limits=TraversalLimits(max_walk_nodes=4))
     assert result.node_count == 4
     (cut,) = result.truncated
-    assert cut.reason == "max_nodes" and "7 further neighbour(s)" in cut.detail
+    assert cut.reason == "max_walk_nodes" and "7 further neighbour(s)" in cut.detail
+    assert f"at least 11 nodes and {result.edge_count} edges" in cut.detail
+
+
+async def test_max_nodes_lists_a_page_and_counts_the_whole_traversal():
+    result = await bfs_query(hub_graph(10), ["H"], 3, limits=TraversalLimits(max_nodes=4))
+    assert (result.node_count, ids(result)) == (11, ["H", "L00", "L01", "L02"])
+    (page,) = result.truncated
+    assert (page.reason, page.next_offset) == ("page", 4)
 
 
 async def test_one_hop_call_per_hop_and_nothing_else(small_graph):
@@ -280,3 +288,13 @@ async def test_cuts_the_backend_reports_reach_the_answers_that_touch_them():
     assert not [t for t in far.truncated or [] if t.reason == "edge_limit"]
     both = await intersect_subgraphs(graph, ["B", "D"], 1)
     assert [t.reason for t in both.truncated or []] == ["edge_limit"]
+
+
+async def test_a_walk_out_of_time_stops_after_a_hop_and_says_its_counts_are_lower_bounds():
+    result = await bfs_query(hub_graph(10), ["H"], 3, limits=TraversalLimits(), time_limit=0)
+    assert (result.node_count, result.edge_count) == (11, 10)  # the first hop only
+    (cut,) = result.truncated
+    assert cut.reason == "time_limit" and "after 1 of 3 hops" in cut.detail
+    assert "at least 11 nodes and 10 edges" in cut.detail
+    shared = await intersect_subgraphs(hub_graph(10), ["L00", "L05"], 3, limits=TraversalLimits(), time_limit=0)
+    assert shared.node_count == 1 and "time_limit" in {t.reason for t in shared.truncated}  # H, one hop away

@@ -407,6 +407,32 @@ async def test_a_hop_extends_the_best_paths_until_its_work_bound(history, monkey
     assert "1 lower-scoring paths were not extended" in notes["max_extensions"].detail
 
 
+async def test_a_hop_reads_its_frontier_in_pieces_until_its_work_bound(history, monkeypatch):
+    """Issue 36.4: a hop reads the edges of its frontier a piece at a time, best paths first, and stops reading
+    once it holds more than MAX_EXTENSIONS of them: the rest would only be pruned (a wildcard hop from 100,000
+    paths meets millions of rows). The answer is the one of the whole read."""
+    import bfsql.engine.paths as paths
+
+    asked: list[list[str]] = []
+    hop = history.hop
+
+    async def recording(ids: list[str]):
+        asked.append(list(ids))
+        return await hop(ids)
+
+    monkeypatch.setattr(history, "hop", recording)
+    monkeypatch.setattr(paths, "FRONTIER_PIECE", 1)
+    whole = await path_query(history, "@O:cc -[*]-> -[*]->", max_results=200)
+    assert whole.metadata.truncated is None and asked == [["O:cc"], ["P:gw"], ["P:tj"]]
+    asked.clear()
+    monkeypatch.setattr(paths, "MAX_EXTENSIONS", 2)
+    cut = await path_query(history, "@O:cc -[*]-> -[*]->", max_results=200)
+    assert asked == [["O:cc"], ["P:gw"]]  # P:gw's three edges are more than the bound: P:tj's are not read
+    assert [e for e, _ in ends(cut)] == ["D:1732", "P:tj", "PL:mv"]
+    notes = {note.reason: note for note in cut.metadata.truncated}
+    assert "1 lower-scoring paths were not extended" in notes["max_extensions"].detail
+
+
 async def test_a_variable_length_edge_matches_fuzzy_terms_and_k_at_every_level(history):
     """Closures (test_path_closures.py) match relations like any edge."""
     # KNOWS matches "knows" exactly (1); BORN_ON matches "born" by 1/sqrt(2). From P:gw: P:tj (KNOWS), D:1732

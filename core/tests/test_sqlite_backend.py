@@ -210,8 +210,8 @@ async def test_types_and_predicates_come_from_the_index(bundle: Path, tmp_path: 
 @pytest.mark.asyncio
 async def test_a_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) -> None:
     """A walk's or an intersection's hop handles its rows a piece at a time (a hub's hop meets millions of rows,
-    each costing memory while handled): any piece size gives the same answer, hub caps, node cuts, dangling
-    ends and excluded types included."""
+    each costing memory while handled): any piece size gives the same answer, hub caps, dangling ends and
+    excluded types included."""
     from bfsql import csr
 
     rng = random.Random(25)
@@ -226,23 +226,19 @@ async def test_a_hop_in_pieces_answers_as_in_one(tmp_path: Path, monkeypatch) ->
                      "object": rng.choice(ends)})
     backend, index = await _indexed(tmp_path / "random.sqlite", write_jsonl(tmp_path / "random.jsonl", rows))
     monkeypatch.setattr(csr, "SMALL_HOP_ROWS", 0)  # every hop of a walk with numpy, in pieces
-    cases = [(seeds, k, max_nodes, cap, excluded)
+    cases = [(seeds, k, cap, excluded)
              for seeds in (["E0", "E5"], ["E7", "E8", "E9"], ["E1", "E0"])
-             for k in (1, 2, 3) for max_nodes, cap in ((1000, 1000), (40, 15)) for excluded in ([], ["Drug"])]
-    whole = [csr.overlap(index, seeds, k, max_nodes, cap, excluded, 50, 10, 30)
-             for seeds, k, max_nodes, cap, excluded in cases]
-    assert any(answer.nodes_cut for answer in whole) and any(answer.capped for answer in whole)
+             for k in (1, 2, 3) for cap in (1000, 15) for excluded in ([], ["Drug"])]
+    whole = [csr.overlap(index, seeds, k, cap, excluded, 50, 10, 30) for seeds, k, cap, excluded in cases]
+    assert any(answer.capped for answer in whole)
     assert any(answer.dangling_edges for answer in whole) and any(answer.node_count > 5 for answer in whole)
-    walks = [csr.survey(index, seeds, k, max_nodes, cap, excluded, 3, 40)
-             for seeds, k, max_nodes, cap, excluded in cases]
-    assert any(walk.nodes_cut for walk in walks) and any(walk.dangling_edges for walk in walks)
+    walks = [csr.survey(index, seeds, k, cap, excluded, 3, 40) for seeds, k, cap, excluded in cases]
+    assert any(walk.dangling_edges for walk in walks) and any(walk.node_count > 40 for walk in walks)
     for rows_at_once in (1, 7):
         monkeypatch.setattr(csr, "OVERLAP_ROWS", rows_at_once)
         monkeypatch.setattr(csr, "WALK_ROWS", rows_at_once)
-        assert [csr.overlap(index, seeds, k, max_nodes, cap, excluded, 50, 10, 30)
-                for seeds, k, max_nodes, cap, excluded in cases] == whole
-        assert [csr.survey(index, seeds, k, max_nodes, cap, excluded, 3, 40)
-                for seeds, k, max_nodes, cap, excluded in cases] == walks
+        assert [csr.overlap(index, seeds, k, cap, excluded, 50, 10, 30) for seeds, k, cap, excluded in cases] == whole
+        assert [csr.survey(index, seeds, k, cap, excluded, 3, 40) for seeds, k, cap, excluded in cases] == walks
     await backend.aclose()
 
 
@@ -622,7 +618,7 @@ async def test_a_walk_that_fails_midway_leaves_no_marks(bundle: Path, tmp_path: 
 
     backend, index = await _indexed(tmp_path / "graph.sqlite", bundle)
     monkeypatch.setattr(csr, "SMALL_HOP_ROWS", 0)  # the walk with numpy, which marks
-    first = csr.survey(index, ["A"], 2, 100, 100, [], 0, 100)
+    first = csr.survey(index, ["A"], 2, 100, [], 0, 100)
     assert first.node_count > 1
 
     def broken(_index, visited, levels, *rest):
@@ -632,7 +628,7 @@ async def test_a_walk_that_fails_midway_leaves_no_marks(bundle: Path, tmp_path: 
     with monkeypatch.context() as patched:
         patched.setattr(csr, "_walk", broken)
         with pytest.raises(RuntimeError):
-            csr.survey(index, ["A"], 2, 100, 100, [], 0, 100)
-    assert csr.survey(index, ["A"], 2, 100, 100, [], 0, 100) == first
+            csr.survey(index, ["A"], 2, 100, [], 0, 100)
+    assert csr.survey(index, ["A"], 2, 100, [], 0, 100) == first
     assert all(not marks.any() for marks in index.spare_marks)
     await backend.aclose()

@@ -18,9 +18,10 @@ Processes serving the same file from several graphs share one copy (:func:`share
 :func:`closure` walks a relation's closure level by level on the arrays (the ``closure`` primitive:
 each level's rows gathered with numpy, then sorted out in Python against the set of what was reached).
 :func:`survey` runs a whole breadth-first traversal on the arrays with numpy, with the engine's
-exact rules (hub caps, ``max_nodes``, excluded types, dangling ends), and materialises only the
+exact rules (hub caps, excluded types, dangling ends), and materialises only the
 page of the answer: the cost of a hub's two-hop survey is that of the edges it visits, with no
-Python object per edge. Small hops (at most :data:`SMALL_HOP_ROWS` rows) run on Python sets
+Python object per edge. The walk is never cut at a number of nodes: its counts are the whole traversal's.
+Small hops (at most :data:`SMALL_HOP_ROWS` rows) run on Python sets
 instead, where numpy's fixed cost per call would be most of the walk.
 """
 
@@ -620,7 +621,6 @@ def survey(
     index: CsrIndex,
     seeds: Sequence[str],
     hops: int,
-    max_nodes: int,
     max_edges_per_node: int,
     exclude_types: Iterable[str],
     offset: int,
@@ -631,8 +631,8 @@ def survey(
     The same rules as the hop-by-hop engine (:func:`bfsql.engine.traverse.expand`): every seed
     at distance 0; each hop expands the last level's nodes, a hub's first ``max_edges_per_node``
     rows only; an edge to a node reached before is kept, one to a new node keeps it unless
-    its type is excluded (an end that is no entity is dangling); when ``max_nodes`` would be
-    passed, the new nodes kept are the first by id and the walk stops there.
+    its type is excluded (an end that is no entity is dangling). The walk is never cut: visiting a node costs
+    a mark, so the counts are the whole traversal's however big it is, and only the page is materialised.
 
     Hops of at most :data:`SMALL_HOP_ROWS` rows are walked with Python sets (:class:`_SmallWalk`);
     from the first bigger hop on, the walk goes on with numpy on the whole frontier (:func:`_walk`).
@@ -642,14 +642,14 @@ def survey(
     starts = sorted({i for i in known.values() if type_code[i] >= 0})
     unknown = [s for s in distinct if s not in known or type_code[known[s]] < 0]
     excluded = [index.types.index(t) for t in exclude_types if t in index.types] if exclude_types else []
-    small = _SmallWalk(index, starts, max_nodes, max_edges_per_node, excluded)
+    small = _SmallWalk(index, starts, max_edges_per_node, excluded)
     if small.walk(hops):
         return small.survey(unknown, offset, count)
     levels = [np.array(level, dtype=np.int64) for level in small.levels]
     kept = [np.fromiter(small.kept, dtype=np.int64, count=len(small.kept))]
     with _visited_marks(index) as visited:
-        return _walk(index, visited, levels, kept, small.found, unknown, hops - small.hops, max_nodes,
-                     max_edges_per_node, excluded, offset, count)
+        return _walk(index, visited, levels, kept, small.found, unknown, hops - small.hops, max_edges_per_node,
+                     excluded, offset, count)
 
 
 SMALL_HOP_ROWS = 512
@@ -671,8 +671,6 @@ class _Found:
     """Each hub whose rows were cut at ``max_edges_per_node``: its degree."""
     dangling: int = 0
     """Rows whose other end is no entity."""
-    nodes_cut: int = 0
-    """New neighbours not visited because ``max_nodes`` was reached."""
 
 
 class _SmallWalk:
@@ -683,9 +681,8 @@ class _SmallWalk:
     are read through memoryviews, whose items are Python ints: no numpy call at all.
     """
 
-    def __init__(self, index: CsrIndex, starts: list[int], max_nodes: int, cap: int, excluded: list[int]) -> None:
+    def __init__(self, index: CsrIndex, starts: list[int], cap: int, excluded: list[int]) -> None:
         self.index = index
-        self.max_nodes = max_nodes
         self.cap = cap
         self.excluded = frozenset(excluded)
         self.type_code = index.views.type_code
@@ -701,7 +698,7 @@ class _SmallWalk:
 
     def walk(self, hops: int) -> bool:
         """Walk up to ``hops`` hops while they are small; whether the whole walk is done."""
-        while self.hops < hops and self.levels[-1] and not self.found.nodes_cut:
+        while self.hops < hops and self.levels[-1]:
             if not self._hop():
                 return False
             self.hops += 1
@@ -744,17 +741,9 @@ class _SmallWalk:
                     new[other] = code
                     fresh[edge] = other
         found.dangling += dangling
-        admitted = sorted(new)
-        room = self.max_nodes - len(type_of)
-        if len(admitted) > room:  # an edge to a new end left out is no edge of the walk
-            found.nodes_cut += len(admitted) - room
-            admitted = admitted[: max(room, 0)]
-            type_of.update((node, new[node]) for node in admitted)
-            fresh = {edge: other for edge, other in fresh.items() if other in type_of}
-        else:
-            type_of.update(new)
+        type_of.update(new)
         kept.update(fresh)
-        self.levels.append(admitted)
+        self.levels.append(sorted(new))
         return True
 
     def survey(self, unknown: list[str], offset: int, count: int) -> Survey:
@@ -800,7 +789,7 @@ class _SmallWalk:
                               | {predicates[p] for p in found.excluded_preds}),
             unknown_seeds=unknown,
             capped={index.ids[node]: degree for node, degree in found.capped.items()},
-            nodes_cut=found.nodes_cut,
+            nodes_cut=0,
             dangling_edges=found.dangling,
             **self._counts(),
         )
@@ -850,7 +839,6 @@ def _walk(
     found: _Found,
     unknown: list[str],
     hops: int,
-    max_nodes: int,
     max_edges_per_node: int,
     exclude_codes: list[int],
     offset: int,
@@ -860,10 +848,8 @@ def _walk(
     rest ``found``) with ``visited`` cleared; leaves it cleared."""
     excluded_codes = np.array(exclude_codes, dtype=np.int16)
     excluded_types, excluded_preds, capped = found.excluded_types, found.excluded_preds, found.capped
-    dangling, nodes_cut = found.dangling, found.nodes_cut
-    reached_before = np.concatenate(levels)
-    visited[reached_before] = True
-    reached = len(reached_before)
+    dangling = found.dangling
+    visited[np.concatenate(levels)] = True
     for _ in range(hops):
         frontier = levels[-1]
         if not len(frontier):
@@ -889,19 +875,11 @@ def _walk(
             fresh_ends.append(others[fresh])
             fresh_edges.append(edges[fresh])
             del node, edges, subjects, others, seen, codes, fresh
-        ends, candidates = np.concatenate(fresh_ends), np.concatenate(fresh_edges)
+        new = np.sort(_distinct(np.concatenate(fresh_ends), index.spare_node_slots, len(index.ids)))
+        kept_parts.extend(fresh_edges)  # every new end is admitted: each edge to one is kept
         del fresh_ends, fresh_edges
-        new = np.sort(_distinct(ends, index.spare_node_slots, len(index.ids)))
-        room = max_nodes - reached
-        if len(new) > room:
-            nodes_cut += len(new) - room
-            new = new[: max(room, 0)]
         visited[new] = True
-        reached += len(new)
-        kept_parts.append(candidates[visited[ends]])
         levels.append(new)
-        if nodes_cut:
-            break
     order = np.concatenate(levels)
     kept_edges = _distinct(np.concatenate(kept_parts), index.spare_slots, index.edge_count)
     type_bins = np.bincount(index.type_code[order], minlength=len(index.types))
@@ -921,7 +899,7 @@ def _walk(
         predicates=sorted(index.predicates[p] for p in preds),
         unknown_seeds=unknown,
         capped=dict(zip(index.ids.many(list(capped)), capped.values(), strict=True)),
-        nodes_cut=nodes_cut,
+        nodes_cut=0,
         dangling_edges=dangling,
         entity_type_counts=_binned(index.types, type_bins),
         predicate_counts=_binned(index.predicates, pred_bins),
@@ -1115,7 +1093,6 @@ def overlap(
     index: CsrIndex,
     seeds: Sequence[str],
     k: int,
-    max_nodes: int,
     max_edges_per_node: int,
     exclude_types: Iterable[str],
     count: int,
@@ -1126,8 +1103,8 @@ def overlap(
 
     The rules of :func:`bfsql.engine.intersect.reach_all`: each hop expands the nodes that
     gained seed bits, a hub's first ``max_edges_per_node`` rows only, passing those bits on; a
-    new node of an excluded type is not visited, an end that is no entity is dangling; when
-    ``max_nodes`` would be passed, the new nodes kept are the first by id (the walk goes on).
+    new node of an excluded type is not visited, an end that is no entity is dangling. The walk is never cut
+    (a visit costs a row of seed bits): the counts are the whole intersection's.
     A node is shared once every seed's bit has reached it; the edges among shared nodes are all
     their edges (no cap).
     """
@@ -1147,7 +1124,6 @@ def overlap(
     arrivals = _Arrivals()
     arrivals.add(seed_index, seed_bits)
     capped: dict[int, int] = {}
-    visited, nodes_cut = len(seeds), 0
     gained, gained_bits = seed_index, seed_bits
     for hop in range(1, k + 1):
         if not len(gained):
@@ -1164,13 +1140,8 @@ def overlap(
         gains = bits & ~before
         more = old & gains.any(axis=1)
         newcomers, newcomer_bits = targets[~old], bits[~old]
-        room = max_nodes - visited
-        if len(newcomers) > room:
-            nodes_cut += len(newcomers) - room
-            newcomers, newcomer_bits = newcomers[: max(room, 0)], newcomer_bits[: max(room, 0)]
         mask[targets[more]] |= gains[more]
         mask[newcomers] = newcomer_bits
-        visited += len(newcomers)
         gained = np.concatenate([targets[more], newcomers])
         gained_bits = np.concatenate([gains[more], newcomer_bits])
         arrivals.add(gained, gained_bits)
@@ -1195,7 +1166,7 @@ def overlap(
         paths=paths,
         paths_left_out=left_out,
         capped=dict(zip(index.ids.many(list(capped)), capped.values(), strict=True)),
-        nodes_cut=nodes_cut,
+        nodes_cut=0,
         dangling_edges=int(np.count_nonzero(dangling)),
         entity_type_counts=_binned(index.types, type_bins),
         predicate_counts=_binned(index.predicates, pred_bins),

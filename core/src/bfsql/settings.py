@@ -125,10 +125,12 @@ class ServerSettings(BaseModel):
     start_timeout: float = _setting(15.0, "Seconds each graph of a configuration file may take to open at start-up "
                                     "(the graphs open at once); one that takes longer is served as unavailable.",
                                     per_graph=True, gt=0)
-    max_nodes: int = _setting(DEFAULT_LIMITS.max_nodes, "Traversal budget: nodes one traversal may visit.",
-                              per_graph=True, ge=1)
+    max_nodes: int = _setting(DEFAULT_LIMITS.max_nodes, "Traversal budget: nodes one answer lists at most (the "
+                              "counts are never cut by it).", per_graph=True, ge=1)
     max_edges_per_node: int = _setting(DEFAULT_LIMITS.max_edges_per_node,
                                        "Traversal budget: edges followed from one (hub) node.", per_graph=True, ge=1)
+    max_walk_nodes: int = _setting(DEFAULT_LIMITS.max_walk_nodes, "Safety bound: nodes a walk taken hop by hop in the "
+                                   "server may visit (stores that walk themselves have none).", per_graph=True, ge=1)
     bare_stubs: bool = _setting(False, "Stubs without names: exactly Appendix A's {id, entity_type}.",
                                 per_graph=True)
     embedder: str = _setting("auto", "Embedder for vector search and path queries (must match a store's "
@@ -221,8 +223,9 @@ class ServerSettings(BaseModel):
 
     @property
     def limits(self) -> TraversalLimits:
-        """The traversal limits: ``max_nodes`` and ``max_edges_per_node``."""
-        return TraversalLimits(max_nodes=self.max_nodes, max_edges_per_node=self.max_edges_per_node)
+        """The traversal limits: ``max_nodes``, ``max_edges_per_node`` and ``max_walk_nodes``."""
+        return TraversalLimits(max_nodes=self.max_nodes, max_edges_per_node=self.max_edges_per_node,
+                               max_walk_nodes=self.max_walk_nodes)
 
     @property
     def named_stubs(self) -> bool:

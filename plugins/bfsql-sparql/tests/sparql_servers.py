@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +44,8 @@ class SparqlServer:
     endpoint: str
     graphs: Mapping[str, str]
     """Dataset name to graph IRI."""
+    add_graph: Callable[[str, Path], None] | None = None
+    """Loads an N-Triples file into a new named graph (its IRI) while the server runs."""
 
 
 def lubm_file() -> Path:
@@ -119,7 +121,8 @@ class OxigraphInstance:
         self.port = free_port()
         self.command = [binary, "serve", "--location", str(self.store), "--bind", f"127.0.0.1:{self.port}"]
         self.server = SparqlServer(
-            "oxigraph", f"http://127.0.0.1:{self.port}/query", {n: g for n, (g, _) in datasets.items()}
+            "oxigraph", f"http://127.0.0.1:{self.port}/query", {n: g for n, (g, _) in datasets.items()},
+            self.add_graph,
         )
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -141,6 +144,15 @@ class OxigraphInstance:
                     f"Oxigraph did not restart: {exc}; {log.read_text(errors='replace')[-2000:]}"
                 ) from None
         return time.perf_counter() - began
+
+    def add_graph(self, graph: str, path: Path) -> None:
+        """Load the N-Triples file ``path`` into the named graph ``graph`` (the Graph Store Protocol's POST)."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/store?graph={urllib.parse.quote(graph, safe='')}",
+            data=path.read_bytes(), headers={"Content-Type": "application/n-triples"}, method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=60):
+            pass
 
     def stop(self, kill: bool = False) -> None:
         """SIGTERM (a clean stop) or SIGKILL (a crash); either way the process is reaped."""
@@ -254,7 +266,15 @@ def virtuoso(workdir: Path, datasets: Mapping[str, tuple[str, Path]]) -> Iterato
             + " DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ(); checkpoint;",
             "loading the test graphs",
         )
-        yield SparqlServer("virtuoso", f"http://127.0.0.1:{http_port}/sparql", {n: g for n, (g, _) in datasets.items()})
+
+        def add_graph(graph: str, path: Path) -> None:
+            local = home / path.name
+            shutil.copyfile(path, local)
+            _isql(isql, sql_port, f"DB.DBA.TTLP_MT(file_to_string_output('{local}'), '', '{graph}', 0); checkpoint;",
+                  f"loading {path.name}")
+
+        yield SparqlServer("virtuoso", f"http://127.0.0.1:{http_port}/sparql", {n: g for n, (g, _) in datasets.items()},
+                           add_graph)
     finally:
         _stop(process)
 

@@ -12,14 +12,14 @@ Core's suite has no RDF rendering, so this is it:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from rdflib import BNode, Graph, Literal, Namespace, URIRef
 from rdflib.namespace import DCTERMS, OWL, PROV, RDF, RDFS, SKOS, XSD
 
-from bfsql import EntityRecord, EvidenceRecord, RelationshipRecord
+from bfsql import EntityRecord, EvidenceRecord, Record, RelationshipRecord
 from bfsql.testing.standard_graph import standard_records
 
 VOCAB = Namespace("http://bfsql.test/vocab/")
@@ -64,9 +64,14 @@ def _add_values(graph: Graph, subject: Any, key: str, value: Any) -> None:
 
 def standard_graph_rdf(iri: Callable[[str], str]) -> Graph:
     """The standard graph as an rdflib Graph, entity ids written as ``iri(standard_id)``."""
+    return records_rdf(standard_records(), iri)
+
+
+def records_rdf(records: Iterable[Record], iri: Callable[[str], str]) -> Graph:
+    """Bundle records as an rdflib Graph (see the module), entity ids written as ``iri(id)``."""
     graph = Graph()
     statements: dict[tuple[str, str, str], BNode] = {}
-    for record in standard_records():
+    for record in records:
         if isinstance(record, EntityRecord):
             node = URIRef(iri(record.id))
             graph.add((node, RDF.type, VOCAB[record.entity_type]))
@@ -106,5 +111,10 @@ def standard_graph_rdf(iri: Callable[[str], str]) -> Graph:
 
 def write_standard_ntriples(path: Path, iri: Callable[[str], str]) -> Path:
     """Write the standard graph as N-Triples to ``path``."""
-    path.write_text(standard_graph_rdf(iri).serialize(format="nt", encoding=None) or "", encoding="utf-8")
+    return write_ntriples(path, standard_records(), iri)
+
+
+def write_ntriples(path: Path, records: Iterable[Record], iri: Callable[[str], str]) -> Path:
+    """Write bundle records as N-Triples to ``path``."""
+    path.write_text(records_rdf(records, iri).serialize(format="nt", encoding=None) or "", encoding="utf-8")
     return path

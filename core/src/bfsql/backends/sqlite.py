@@ -675,8 +675,7 @@ class SqliteBackend(GraphBackend):
         index = self._csr
         if index is None:
             raise RuntimeError("the array index is not read yet (capabilities.traversal is false)")
-        arguments = (index, list(seeds), hops, limits.max_nodes, limits.max_edges_per_node, list(exclude_types),
-                     offset, count)
+        arguments = (index, list(seeds), hops, limits.max_edges_per_node, list(exclude_types), offset, count)
         if index.edge_count <= INLINE_WALK_EDGES:
             return survey(*arguments)
         return await self._run(survey, *arguments)
@@ -695,8 +694,8 @@ class SqliteBackend(GraphBackend):
         index = self._csr
         if index is None:
             raise RuntimeError("the array index is not read yet (capabilities.traversal is false)")
-        arguments = (index, list(seeds), k, limits.max_nodes, limits.max_edges_per_node, list(exclude_types), count,
-                     path_nodes, path_limit)
+        arguments = (index, list(seeds), k, limits.max_edges_per_node, list(exclude_types), count, path_nodes,
+                     path_limit)
         if index.edge_count <= INLINE_WALK_EDGES:
             return overlap(*arguments)
         return await self._run(overlap, *arguments)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges
 from bfsql.engine.filters import read_filters
-from bfsql.engine.traverse import ProgressFn, expand, truncations
+from bfsql.engine.traverse import ProgressFn, expand, time_note, truncations
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_hops
@@ -32,6 +34,7 @@ async def bfs_query(
     limits: TraversalLimits = DEFAULT_LIMITS,
     room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
+    time_limit: float | None = None,
 ) -> Traversal:
     """Breadth-first search from every seed at once, up to ``max_hops`` undirected hops.
 
@@ -39,7 +42,8 @@ async def bfs_query(
     detail; metadata is fetched for those only. ``limit=0`` answers the counts alone: no node
     is listed and no metadata fetched. Where the backend can run the whole walk itself
     (the ``traverse`` primitive) and min_mentions does not need every node's metadata, the walk
-    runs there and only what an answer can show comes back; otherwise it runs hop by hop.
+    runs there and only what an answer can show comes back; otherwise it runs hop by hop, and no hop after the
+    first begins once it has run ``time_limit`` seconds (the answer then says its counts are lower bounds).
     """
     seeds = check_seeds(seeds, 1, "bfs_query")
     check_hops(max_hops, "max_hops")
@@ -58,7 +62,9 @@ async def bfs_query(
         answer.warnings[:0] = filters.warnings
         return answer
 
-    reached = await expand(graph, seeds, max_hops, limits=limits, exclude_types=excluded, progress=progress)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    reached = await expand(graph, seeds, max_hops, limits=limits, exclude_types=excluded, progress=progress,
+                           deadline=deadline)
     if not reached.distance:
         raise UnknownEntity(reached.unknown_seeds)
 
@@ -70,7 +76,7 @@ async def bfs_query(
     order, triples, known = await drop_low_mentions(graph, order, found, min_mentions, set(seeds))
 
     total = len(order)
-    stop = total if limit is None else min(total, offset + limit)
+    stop = min(total, offset + _page_size(limit, limits))
     page = page_edges(order, triples, offset, stop)
     answer = Traversal(
         tool="bfs_query",
@@ -87,8 +93,10 @@ async def bfs_query(
         predicates_seen=predicates_seen,
         entity_type_counts=tally(map(reached.types.__getitem__, order)),
         predicate_counts=tally(e[1] for e in triples),
-        truncated=[*reached.truncations(limits), *graph.truncations(set(distance)),
-                   *_page_note(offset, stop, total)],
+        truncated=[*truncations(reached.capped_nodes, reached.nodes_cut, limits,
+                                (total + (reached.nodes_cut if min_mentions is None else 0), len(triples))),
+                   *time_note(reached.walked, max_hops, time_limit, (total, len(triples))),
+                   *graph.truncations(set(distance)), *_page_note(offset, stop, total)],
         warnings=[*filters.warnings, *_warnings(reached.unknown_seeds, reached.dangling_edges)],
         offset=offset,
         found_by=reached.found_by if page is found else None,  # still in the order found
@@ -109,13 +117,13 @@ async def _surveyed(
     room: AnswerRoom | None,
 ) -> Traversal:
     """The answer from the store's own walk (the traverse primitive): counted there, one page listed."""
-    page_size = limit if limit is not None else limits.max_nodes
+    page_size = _page_size(limit, limits)
     count = page_size if room is None else min(page_size, room.most_nodes())
     survey = await graph.traverse(seeds, max_hops, limits, sorted(excluded), offset, count)
     if survey.node_count == 0:
         raise UnknownEntity(survey.unknown_seeds)
     total = survey.node_count
-    stop = total if limit is None else min(total, offset + limit)
+    stop = min(total, offset + page_size)
     columns = page_columns(survey.page)
     return Traversal(
         tool="bfs_query",
@@ -129,13 +137,19 @@ async def _surveyed(
         predicates_seen=survey.predicates,
         entity_type_counts=survey.entity_type_counts,
         predicate_counts=survey.predicate_counts,
-        truncated=[*truncations(survey.capped, survey.nodes_cut, limits),
+        truncated=[*truncations(survey.capped, survey.nodes_cut, limits,
+                                (total + survey.nodes_cut, survey.edge_count)),
                    *graph.truncations(set(columns["node_ids"])),
                    *_page_note(offset, stop, total)],
         warnings=_warnings(survey.unknown_seeds, survey.dangling_edges),
         offset=offset,
         unlisted=max(0, stop - offset - len(survey.page)),
     )
+
+
+def _page_size(limit: int | None, limits: TraversalLimits) -> int:
+    """Nodes a page lists at most: ``limit``, within ``max_nodes`` (what one answer may list)."""
+    return limits.max_nodes if limit is None else min(limit, limits.max_nodes)
 
 
 def _page_note(offset: int, stop: int, total: int) -> list[Truncation]:

@@ -9,6 +9,7 @@ integer per visited node, however many seeds there are.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
@@ -16,7 +17,7 @@ from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
 from bfsql.engine.arguments import check_hops, check_limit, check_min_mentions, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail
 from bfsql.engine.filters import read_filters
-from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped, truncations
+from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped, time_note, truncations
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_hops
@@ -59,12 +60,14 @@ async def reach_all(
     exclude_types: frozenset[str] = frozenset(),
     progress: ProgressFn | None = None,
     first_hop: dict[str, Neighbourhood] | None = None,
+    deadline: float | None = None,
 ) -> Reach:
     """Walk ``k`` undirected hops from all ``seeds`` (known ids) at once; the nodes every seed reaches.
 
-    ``limits.max_nodes`` bounds the nodes visited by the whole walk; when a level would pass
+    ``limits.max_walk_nodes`` bounds the nodes visited by the whole walk; when a level would pass
     it, the new nodes kept are the first by id. Neighbours of an excluded type are not visited.
-    ``first_hop`` is the seeds' hop when the caller has it already.
+    ``first_hop`` is the seeds' hop when the caller has it already. A level after the first does not begin past
+    ``deadline`` (a :func:`time.perf_counter` time): the walk stops there (``cuts.walked``).
     """
     reach = Reach()
     if first_hop is None:
@@ -83,6 +86,9 @@ async def reach_all(
     pacer = Pacer()
     for level in range(1, k + 1):
         if not gained:
+            break
+        if level > 1 and deadline is not None and time.perf_counter() >= deadline:
+            reach.cuts.walked = level - 1
             break
         rows_of = first_hop if level == 1 else await graph.hop(list(gained))
         now: dict[str, int] = {}
@@ -113,7 +119,7 @@ async def reach_all(
                     mask[other] = before | bits
                     now[other] = now.get(other, 0) | (bits & ~before)
         admitted = list(fresh)
-        room = limits.max_nodes - len(mask)
+        room = limits.max_walk_nodes - len(mask)
         if len(admitted) > room:
             reach.cuts.nodes_cut += len(admitted) - room
             admitted = sorted(admitted)[: max(0, room)]
@@ -209,12 +215,14 @@ async def intersect_subgraphs(
     limits: TraversalLimits = DEFAULT_LIMITS,
     room: AnswerRoom | None = None,
     progress: ProgressFn | None = None,
+    time_limit: float | None = None,
 ) -> Traversal:
     """Nodes within ``k`` undirected hops of every seed, and the edges among them.
 
     ``limit`` caps the shared nodes listed (the nearest first, with the edges among them; no paging): ``0``
     answers the counts alone. ``room``, when given, tells how many nodes an answer could show with detail;
-    metadata is fetched for those only.
+    metadata is fetched for those only. Walked hop by hop, no level after the first begins once the walk has run
+    ``time_limit`` seconds (the answer then says its counts are lower bounds).
     """
     seeds = check_seeds(seeds, 2, "intersect_subgraphs")
     check_hops(k, "k")
@@ -239,21 +247,26 @@ async def intersect_subgraphs(
     unknown = [s for s in seeds if s not in known]
     if unknown:
         raise UnknownEntity(unknown)
-    reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress, first_hop=known)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    reach = await reach_all(graph, seeds, k, limits=limits, exclude_types=excluded, progress=progress, first_hop=known,
+                            deadline=deadline)
     common = set(reach.common)
     edges = await _induced_edges(graph, common)
 
     order = sorted(common, key=lambda n: (reach.common[n], n))
     types_seen, predicates_seen = sorted({reach.types[n] for n in common}), sorted({e[1] for e in edges})
     order, triples, metadata = await drop_low_mentions(graph, order, list(edges), min_mentions, set(seeds))
-    listed, listed_triples = _first(order, triples, limit)
+    listed, listed_triples = _first(order, triples, _most(limit, limits))
 
-    truncated = [*reach.cuts.truncations(limits), *graph.truncations(reach.visited)]
+    cuts = reach.cuts
+    truncated = [*truncations(cuts.capped_nodes, cuts.nodes_cut, limits, (len(order), len(triples)), "intersection"),
+                 *time_note(cuts.walked, k, time_limit, (len(order), len(triples)), "intersection"),
+                 *graph.truncations(reach.visited)]
     paths, left_out = await connections(graph, reach, seeds, listed[:PATHS_NODES], limits, PATHS_MAX)
     left_out += max(0, len(listed) - PATHS_NODES) * len(seeds)
     if left_out:
         truncated.append(_paths_note(min(len(listed), PATHS_NODES), left_out))
-    truncated.extend(_limit_note(len(listed), len(order), limit))
+    truncated.extend(_limit_note(len(listed), len(order), limit, limits))
     dangling = reach.cuts.dangling_edges
     answer = Traversal(
         tool="intersect_subgraphs",
@@ -280,23 +293,37 @@ async def intersect_subgraphs(
     return answer
 
 
-def _first(order: list[str], triples: list[Triple], limit: int | None) -> tuple[list[str], list[Triple]]:
-    """The first ``limit`` shared nodes (None: all) and the edges among them."""
-    if limit is None or limit >= len(order):
+def _most(limit: int | None, limits: TraversalLimits) -> int:
+    """Shared nodes an answer lists at most: ``limit``, within ``max_nodes`` (what one answer may list)."""
+    return limits.max_nodes if limit is None else min(limit, limits.max_nodes)
+
+
+def _first(order: list[str], triples: list[Triple], most: int) -> tuple[list[str], list[Triple]]:
+    """The first ``most`` shared nodes and the edges among them."""
+    if most >= len(order):
         return order, triples
-    listed = set(order[:limit])
-    return order[:limit], [e for e in triples if e[0] in listed and e[2] in listed]
+    listed = set(order[:most])
+    return order[:most], [e for e in triples if e[0] in listed and e[2] in listed]
 
 
-def _limit_note(listed: int, shared: int, limit: int | None) -> list[Truncation]:
-    """Say that ``limit`` cut the shared nodes (not when it is 0: the counts alone were asked for)."""
-    if not limit or listed >= shared:
+def _limit_note(listed: int, shared: int, limit: int | None, limits: TraversalLimits) -> list[Truncation]:
+    """Say that ``limit``, or ``max_nodes``, cut the shared nodes listed (not when ``limit`` is 0: the counts alone
+    were asked for)."""
+    if limit == 0 or listed >= shared:
         return []
+    if limit is not None and limit <= limits.max_nodes:
+        return [Truncation(
+            reason="limit",
+            detail=f"Returned the {listed} nearest of {shared} shared nodes (limit={limit}).",
+            hint="Raise limit, or omit it, for more (intersect_subgraphs has no paging); exclude_node_types or "
+            "a smaller k narrows the intersection.",
+            count=shared - listed,
+        )]
     return [Truncation(
-        reason="limit",
-        detail=f"Returned the {listed} nearest of {shared} shared nodes (limit={limit}).",
-        hint="Raise limit, or omit it, for more (intersect_subgraphs has no paging); exclude_node_types or "
-        "a smaller k narrows the intersection.",
+        reason="max_nodes",
+        detail=f"Returned the {listed} nearest of {shared} shared nodes: an answer lists at most "
+        f"{limits.max_nodes} (max_nodes); the counts are of all of them.",
+        hint="exclude_node_types or a smaller k narrows the intersection (intersect_subgraphs has no paging).",
         count=shared - listed,
     )]
 
@@ -328,15 +355,16 @@ async def _overlapped(
 ) -> Traversal:
     """The answer from the store's own intersection walk (the intersect primitive): counted there, the nearest
     shared nodes listed (at most ``limit``)."""
-    most = limits.max_nodes if limit is None else limit
+    most = _most(limit, limits)
     count = most if room is None else min(most, room.most_nodes())
     found = await graph.intersect(seeds, k, limits, sorted(excluded), count, min(PATHS_NODES, most), PATHS_MAX)
     shown = min(found.node_count, most)
-    truncated = truncations(found.capped, found.nodes_cut, limits)
+    truncated = truncations(found.capped, found.nodes_cut, limits, (found.node_count, found.edge_count),
+                            "intersection")
     left_out = found.paths_left_out + max(0, shown - PATHS_NODES) * len(seeds)
     if left_out:
         truncated.append(_paths_note(min(shown, PATHS_NODES), left_out))
-    truncated.extend(_limit_note(shown, found.node_count, limit))
+    truncated.extend(_limit_note(shown, found.node_count, limit, limits))
     dangling = found.dangling_edges
     return Traversal(
         tool="intersect_subgraphs",

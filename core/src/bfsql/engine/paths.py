@@ -81,6 +81,8 @@ MAX_EXTENSIONS = 500_000
 """Path extensions one hop considers: paths are extended best first until this many are counted,
 and the rest are pruned (and reported) before anything is built. This bounds a hop's memory and
 time whatever the frontier (a wildcard chain from a hub grows by its fan-out at every hop)."""
+FRONTIER_PIECE = 2_048
+"""Frontier entities whose edges a path query's hop reads at once (see :func:`_frontier_options`)."""
 SEMANTIC_CANDIDATES = 2_000
 """Most entities of one hop a semantic filter scores (the best by path score): each costs an embedding."""
 WALK_TIME_SHARE = 0.5
@@ -340,9 +342,15 @@ def _directed(rows_of: dict[str, Neighbourhood], node: str, direction: Direction
     return [row for row in there.edges if row[end] == node] if there is not None else []
 
 
-def _other_direction_hint(rows_of: dict[str, Neighbourhood], frontier: list[str], direction: Direction) -> str:
+def _other_predicates(rows_of: dict[str, Neighbourhood], frontier: list[str], direction: Direction) -> set[str]:
+    """The predicates of the frontier's edges in the direction opposite to ``direction``."""
     other_direction: Direction = "incoming" if direction == "outgoing" else "outgoing"
-    preds = sorted({row[1] for node in frontier for row in _directed(rows_of, node, other_direction)})
+    return {row[1] for node in frontier for row in _directed(rows_of, node, other_direction)}
+
+
+def _other_direction_hint(other_predicates: set[str], direction: Direction) -> str:
+    other_direction: Direction = "incoming" if direction == "outgoing" else "outgoing"
+    preds = sorted(other_predicates)
     if not preds:
         return ""
     arrow = "<-[…]-" if direction == "outgoing" else "-[…]->"
@@ -379,8 +387,8 @@ async def _edge_options(
     return options_of, local, scores
 
 
-def _no_match(run: _Run, hop: Hop, number: int, rows_of: dict[str, Neighbourhood], frontier: list[str],
-              local: list[str], scores: dict[str, float]) -> _Stop:
+def _no_match(run: _Run, hop: Hop, number: int, local: list[str], scores: dict[str, float],
+              other_predicates: set[str]) -> _Stop:
     """The stop of a hop whose relation matches no edge of its frontier, naming the relations there."""
     word = hop.direction
     ranked = sorted(local, key=lambda p: (-scores[p], p))
@@ -393,7 +401,7 @@ def _no_match(run: _Run, hop: Hop, number: int, rows_of: dict[str, Neighbourhood
             if ranked
             else f". There are no {word} edges here."
         )
-        + _other_direction_hint(rows_of, frontier, hop.direction)
+        + _other_direction_hint(other_predicates, hop.direction)
         + " Use one of the available relations, [*], or a lower threshold."
     )
     return _Stop(number, "no_matching_relations", hint, ranked[:AVAILABLE_RELATIONS_SHOWN])
@@ -417,13 +425,50 @@ async def _filter_matches(run: _Run, hop: Hop, reached: list[str], type_name: st
     return {i: similarity[i] for i in kept}
 
 
+class _Options(dict[str, list[Option]]):
+    """The edges a hop follows from each frontier entity hopped (see :func:`_frontier_options`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hopped: set[str] = set()
+        """The frontier entities whose edges were read (those with options are keys too)."""
+
+
+async def _frontier_options(run: _Run, paths: list[_Path], hop: Hop, number: int) -> _Options | _Stop:
+    """The frontier's edge options, read a piece of the frontier at a time in the order of the paths (best first)
+    until the paths ending there have more than :data:`MAX_EXTENSIONS` extensions: the extensions of a hop stop
+    there, so the edges of the rest of the frontier would only be read to be dropped (a wildcard hop from 100,000
+    paths meets millions of rows). The stop of a relation matching no edge of the whole frontier when none is
+    found."""
+    ending = Counter(p.nodes[-1] for p in paths)
+    order = list(ending)  # by each entity's best path
+    options_of, held, piece = _Options(), 0, FRONTIER_PIECE
+    local: set[str] = set()
+    scores: dict[str, float] = {}
+    other: set[str] = set()
+    for start in range(0, len(order), piece):
+        frontier = sorted(order[start : start + piece])
+        rows_of = await run.graph.hop(frontier)
+        found, met, scored = await _edge_options(run, rows_of, frontier, hop.relation, hop.direction)
+        options_of.update(found)
+        options_of.hopped.update(frontier)
+        held += sum(len(options) * ending[node] for node, options in found.items())
+        if held > MAX_EXTENSIONS:
+            break
+        if not options_of:  # only a hop that matches nothing needs these, for its hint
+            local.update(met)
+            scores.update(scored)
+            other |= _other_predicates(rows_of, frontier, hop.direction)
+    if not options_of:
+        return _no_match(run, hop, number, sorted(local), scores, other)
+    return options_of
+
+
 async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: str | None) -> list[_Path] | _Stop:
     pacer = run.pacer
-    frontier = sorted({p.nodes[-1] for p in paths})
-    rows_of = await run.graph.hop(frontier)
-    options_of, local, scores = await _edge_options(run, rows_of, frontier, hop.relation, hop.direction)
-    if not options_of:
-        return _no_match(run, hop, number, rows_of, frontier, local, scores)
+    options_of = await _frontier_options(run, paths, hop, number)
+    if isinstance(options_of, _Stop):
+        return options_of
 
     # Paths come best first: they are extended in that order until MAX_EXTENSIONS extensions are
     # counted, so the work of a hop is bounded before anything is built.
@@ -434,9 +479,13 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
     for index, path in enumerate(paths):
         options = options_of.get(path.nodes[-1])
         if not options:
+            if options is None and path.nodes[-1] not in options_of.hopped:  # past the pieces hopped
+                run.unextended += len(paths) - index
+                break
             continue
         if extensions and len(extensions) + len(options) > MAX_EXTENSIONS:
-            run.unextended += sum(1 for p in paths[index:] if p.nodes[-1] in options_of)
+            run.unextended += sum(1 for p in paths[index:] if p.nodes[-1] in options_of
+                                  or p.nodes[-1] not in options_of.hopped)
             break
         pacer.work += len(options)
         if pacer.work > WORK_BETWEEN_CHECKS:
@@ -511,7 +560,8 @@ async def _walk_hop(
         levels += 1
         options_of, local, scores = await _edge_options(run, rows_of, frontier, hop.relation, hop.direction)
         if not options_of and levels == 1:
-            unmatched.append(_no_match(run, hop, number, rows_of, frontier, local, scores))
+            unmatched.append(_no_match(run, hop, number, local, scores,
+                                       _other_predicates(rows_of, frontier, hop.direction)))
         return options_of
 
     walked = await walk(

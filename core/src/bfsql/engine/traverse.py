@@ -9,6 +9,7 @@ are sorted only where a hub cap cuts a node's edge list.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ from bfsql.models import Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge
 
-__all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand", "truncations"]
+__all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand", "time_note", "truncations"]
 
 ProgressFn = Callable[[int, int, str], Awaitable[None]]
 """``progress(done, total, message)``."""
@@ -42,7 +43,7 @@ class Expansion:
     """How many edges had been found by the end of each hop."""
     cross_by: list[list[int]] | None = field(default_factory=list)
     """For each hop, the positions (in ``edges``) of the edges it found between nodes reached
-    before it; None once max_nodes dropped edges (positions then shift)."""
+    before it; None once max_walk_nodes dropped edges (positions then shift)."""
     predicates: set[str] = field(default_factory=set)
     """Predicates of those edges."""
     unknown_seeds: list[str] = field(default_factory=list)
@@ -54,20 +55,22 @@ class Expansion:
     capped_nodes: dict[str, int] = field(default_factory=dict)
     """Hub id -> its total edge count, for hubs whose edges were capped."""
     nodes_cut: int = 0
-    """Neighbours not visited because max_nodes was reached."""
+    """Neighbours not visited because the walk reached ``max_walk_nodes``."""
+    walked: int | None = None
+    """The hops walked when the walk ran out of its time before the last (None: it did not)."""
 
     def order(self) -> list[str]:
         """Every reached node, nearest first, then by id: the order of answers and pages."""
         return [node_id for level in self.levels for node_id in sorted(level)]
 
-    def truncations(self, limits: TraversalLimits) -> list[Truncation]:
-        """Report every cut made because of the limits."""
-        return truncations(self.capped_nodes, self.nodes_cut, limits)
 
-
-def truncations(capped_nodes: dict[str, int], nodes_cut: int, limits: TraversalLimits) -> list[Truncation]:
+def truncations(capped_nodes: dict[str, int], nodes_cut: int, limits: TraversalLimits, at_least: tuple[int, int],
+                whole: str = "neighbourhood") -> list[Truncation]:
     """The cuts a walk made because of ``limits``: the hubs whose edges were capped (with their edge counts), and
-    the neighbours not visited once ``max_nodes`` was reached."""
+    the neighbours not visited once a walk taken hop by hop reached ``max_walk_nodes``. Either makes the answer's
+    counts lower bounds: each note says the ``whole`` answer holds ``at_least`` (nodes, edges)."""
+    nodes, edges = at_least
+    bound = f"the whole {whole} holds at least {nodes} nodes and {edges} edges"
     cuts: list[Truncation] = []
     if capped_nodes:
         skipped = sum(total - limits.max_edges_per_node for total in capped_nodes.values())
@@ -76,7 +79,8 @@ def truncations(capped_nodes: dict[str, int], nodes_cut: int, limits: TraversalL
                 reason="max_edges_per_node",
                 detail=(
                     f"{len(capped_nodes)} hub node(s) have more than {limits.max_edges_per_node} edges; "
-                    f"{skipped} of their edges were not followed."
+                    f"{skipped} of their edges were not followed. node_count and edge_count count the walk within "
+                    f"that cap: {bound}."
                 ),
                 hint="Seed a bfs_query at a hub with exclude_node_types to skip high-volume neighbours, "
                 "or use intersect_subgraphs to narrow the question.",
@@ -86,13 +90,31 @@ def truncations(capped_nodes: dict[str, int], nodes_cut: int, limits: TraversalL
     if nodes_cut:
         cuts.append(
             Truncation(
-                reason="max_nodes",
-                detail=f"The traversal reached its limit of {limits.max_nodes} nodes; "
-                f"{nodes_cut} further neighbour(s) were not visited.",
+                reason="max_walk_nodes",
+                detail=f"The walk, taken hop by hop in the server, reached its bound of {limits.max_walk_nodes} "
+                f"nodes and stopped; {nodes_cut} further neighbour(s) were not visited. node_count and edge_count "
+                f"count what was walked: {bound}.",
                 hint="Lower max_hops, add exclude_node_types, or start from a more specific seed.",
+                count=nodes_cut,
             )
         )
     return cuts
+
+
+def time_note(walked: int | None, hops: int, time_limit: float | None, at_least: tuple[int, int],
+              whole: str = "neighbourhood") -> list[Truncation]:
+    """Say that a walk taken hop by hop stopped after ``walked`` of its ``hops`` hops, its time (``time_limit``
+    seconds) spent: its counts, those of the hops walked, are lower bounds (``at_least``: nodes, edges)."""
+    if walked is None:
+        return []
+    nodes, edges = at_least
+    return [Truncation(
+        reason="time_limit",
+        detail=f"The walk, taken hop by hop in the server, had run {time_limit:g}s (half the call's timeout) after "
+        f"{walked} of {hops} hops and stopped. node_count and edge_count count those hops: the whole {whole} holds "
+        f"at least {nodes} nodes and {edges} edges.",
+        hint="Lower max_hops, add exclude_node_types, or start from a more specific seed.",
+    )]
 
 
 def capped(node_id: str, rows: list[HopEdge], limits: TraversalLimits, hubs: dict[str, int]) -> list[HopEdge]:
@@ -111,12 +133,15 @@ async def expand(
     limits: TraversalLimits,
     exclude_types: frozenset[str] = frozenset(),
     progress: ProgressFn | None = None,
+    deadline: float | None = None,
 ) -> Expansion:
     """Visit every node within ``hops`` undirected hops of any seed, within ``limits``.
 
     Seeds are always kept, whatever their type; neighbours of an excluded type are
     neither kept nor expanded, and the edges touching them are dropped. When a hop would
-    pass ``max_nodes``, the new nodes kept are the first by id and the walk stops there.
+    pass ``max_walk_nodes``, the new nodes kept are the first by id and the walk stops there.
+    A hop after the first does not begin past ``deadline`` (a :func:`time.perf_counter` time): the walk stops
+    and says how many hops it walked (:attr:`Expansion.walked`).
     """
     result = Expansion()
     distance, types, names, edges = result.distance, result.types, result.names, result.edges
@@ -136,6 +161,9 @@ async def expand(
     pacer = Pacer()
     for hop in range(1, hops + 1):
         if not frontier:
+            break
+        if hop > 1 and deadline is not None and time.perf_counter() >= deadline:
+            result.walked = hop - 1
             break
         rows_of = first_hop if hop == 1 else await graph.hop(frontier)
         new: dict[str, tuple[str, str | None]] = {}
@@ -170,7 +198,7 @@ async def expand(
                     add_predicate(predicate)
                     pending.append(triple)
         admitted = list(new)
-        room = limits.max_nodes - len(distance)
+        room = limits.max_walk_nodes - len(distance)
         if len(admitted) > room:
             result.nodes_cut += len(admitted) - room
             admitted = sorted(admitted)[:room]

@@ -44,7 +44,9 @@ TOOL_USAGE_NOTES = """\
   type) and predicate_counts (edges by predicate): exact counts of the whole
   traversal (they add up to node_count and edge_count), with no nodes listed, at the
   cost of the walk alone. Never count the ids of a page: it may be cut. (An answer
-  that lists every node and edge leaves the counts out: its lists are complete.)
+  that lists every node and edge leaves the counts out: its lists are complete.) Only a
+  truncated note max_edges_per_node (a hub's edges not all followed), max_walk_nodes
+  or time_limit makes the counts lower bounds; it says "at least N".
 - intersect_subgraphs: nodes within k undirected hops of every seed; no paging, but
   limit caps the shared nodes listed (nearest first) and limit=0 gives the counts alone.
 - describe_schema may give entity_type_counts, predicate_counts and hubs (the most

@@ -170,10 +170,11 @@ async def _traversal(
     filters: dict[str, list[str] | None],
     **options: Any,
 ) -> Traversal:
-    """Run a traversal of the engine (bfs_query, intersect_subgraphs) within the graph's limits and the answer's
-    budget."""
+    """Run a traversal of the engine (bfs_query, intersect_subgraphs) within the graph's limits, the answer's
+    budget and, walked hop by hop, a share of the call's timeout."""
     return await engine(ctx.graph, seeds, hops, **filters, **options, limits=ctx.settings.limits,
-                        room=ctx.answer_budget, progress=ctx.progress)
+                        room=ctx.answer_budget, progress=ctx.progress,
+                        time_limit=ctx.settings.timeout * WALK_TIME_SHARE)
 
 
 async def bfs_query(

@@ -8,11 +8,12 @@ several types and predicates, and ids whose code-point order differs from their 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from bfsql.loading.bundle import Record
 from bfsql.loading.records import EntityRecord, RelationshipRecord
 
-__all__ = ["TYPES", "random_records"]
+__all__ = ["TYPES", "random_records", "respelled"]
 
 TYPES = ("Gene", "Disease", "Drug")
 PREDICATES = ("binds", "causes", "treats", "isa")
@@ -40,3 +41,14 @@ def random_records(rng: random.Random, entities: int = 30, edges: int = 90) -> l
         triples.add((subject, rng.choice(PREDICATES), obj))
     records.extend(RelationshipRecord(subject=s, predicate=p, object=o) for s, p, o in sorted(triples))
     return records
+
+
+def respelled(records: list[Record], spell: Callable[[str], str]) -> list[Record]:
+    """``records`` with every id (entities' and relationships' ends) spelled by ``spell``, a one-to-one map: the same
+    graph for a store whose ids must look another way (a SPARQL store's IRIs)."""
+    return [
+        r.model_copy(update={"id": spell(r.id)}) if isinstance(r, EntityRecord)
+        else r.model_copy(update={"subject": spell(r.subject), "object": spell(r.object)})
+        if isinstance(r, RelationshipRecord) else r
+        for r in records
+    ]

@@ -2,32 +2,33 @@
 
 The statement keeps the frontier in the database: each hop is a chain of common table
 expressions that reads the edges of the previous level, cuts hubs, looks up the types of the
-ends not reached before, admits the new level (the first by id when ``max_nodes`` would be
-passed) and keeps the edges whose other end was reached. Only counts, the cuts, the schema and
-one page of nodes and their edges come back: a walk over millions of edges sends a few hundred
-rows. The rules are those of the engine's hop walk (:func:`bfsql.engine.traverse.expand`):
+ends not reached before, admits the new level and keeps the edges whose other end was reached.
+The walk is never cut at a number of nodes (``max_nodes`` bounds the page, not the walk): the
+counts are the whole traversal's. Only counts, the cuts, the schema and one page of nodes and
+their edges come back: a walk over millions of edges sends a few hundred rows. The rules are
+those of the engine's hop walk (:func:`bfsql.engine.traverse.expand`):
 
 * a node's rows are its distinct triples, both ways (a self-loop once), without those whose
   other end is a merged entity; a hub (more than ``max_edges_per_node`` rows) keeps its first
   rows in ``(subject, predicate, object)`` code-point order;
 * a row whose other end was reached at an earlier level, or at the level being expanded, keeps
   its edge; one whose other end is no entity is dangling (counted per row); one to an entity of
-  an excluded type notes that type and the row's predicate; the others propose a new node;
-* when the new nodes would pass ``max_nodes``, the first by id (code-point order) are kept,
-  the others counted as cut, and the walk stops; the last hop's nodes are not expanded.
+  an excluded type notes that type and the row's predicate; the others propose a new node,
+  and every new node is admitted; the last hop's nodes are not expanded.
 
 An edge may be kept twice, once from each end: it is counted from its earlier end (answer
 order: level, then id), and from its later end only where the earlier end, a hub, had cut it.
-It belongs to the page holding its later end. In a walk without hubs that rule needs no row of
-its own: each hop's rows are aggregated by other end and predicate (which gives the next level
-too), a row to the next level counts, the rows within a level count half (each such edge is
-a row from both ends; a self-loop is one row and counts), a row back to an earlier level does
-not; only the page's edges are picked out row by row. A walk with hubs judges every row.
+It belongs to the page holding its later end. That rule needs no row of its own: each hop's
+rows are aggregated by other end and predicate (which gives the next level too), a row to the
+next level counts, the rows within a level count half (each such edge is a row from both ends;
+a self-loop is one row and counts), a row back to an earlier level does not; the few rows to a
+hub that cut their edge add what the hub's missing row would have counted (read from the hubs'
+own rows past the cap). Only the page's edges are judged row by row, from the page's nodes' rows.
 
 The plan must not depend on the sizes PostgreSQL guesses (the pool forces generic plans, planned
 for a frontier of a few ids): the relationship and entity tables are only probed by their
-indexes with ``= ANY(ARRAY(...))`` of a level (and, to find hubs, per node of a level by
-``LIMIT`` cap + 1), and every membership test is a hashed subquery
+indexes with ``= ANY(ARRAY(...))`` of a level (of the few nodes with more rows than the cap,
+of the page's nodes), and every membership test is a hashed subquery
 (``IN (SELECT ...) IS TRUE``, which the planner cannot turn into a join that might rescan a
 level once per row). So a walk's cost is that of the index probes of the ids it visits, plus
 hashing, for a 50-node answer as for a hub's.
@@ -75,70 +76,63 @@ _NODE = "CASE WHEN out THEN s ELSE o END"
 """The end of a row's edge that was expanded (rows are ``(s, p, o, out)``: ``out`` when it is the subject)."""
 _OTHER = "CASE WHEN out THEN o ELSE s END"
 """The other end of a row's edge."""
-_LATER = f"(other_level > level OR (other_level = level AND {_OTHER} {_C} >= {_NODE}))"
-"""A kept row's other end comes at or after its node in answer order (level, then id)."""
 
 
 def _within_caps(hop: int, columns: str) -> str:
-    """``columns`` of the rows of hop ``hop`` within the hub cap: the rows of the nodes that are no hub
-    (every row while there is none), then the hubs' first rows."""
-    hubs = f"SELECT node FROM g{hop}"
+    """``columns`` of the rows of hop ``hop`` within the hub cap: the rows of the nodes that cannot be hubs
+    (every row while there is none), then the first rows of those that may be (all of those that are not)."""
+    candidates = f"SELECT node FROM c{hop}"
     return (
-        f"SELECT {columns} FROM r{hop} WHERE NOT (EXISTS (SELECT FROM g{hop}) AND {_member(_NODE, hubs)}) "
-        f"UNION ALL SELECT {columns} FROM kh{hop}"
+        f"SELECT {columns} FROM r{hop} WHERE NOT (EXISTS (SELECT FROM c{hop}) AND {_member(_NODE, candidates)}) "
+        f"UNION ALL SELECT {columns} FROM hr{hop} WHERE rank <= $2::bigint"
+    )
+
+
+def _rows(layout: StoreLayout, ids: str, node: bool = False) -> str:
+    """Every row of the entities ``ids`` (an array expression), both ways, as ``(s, p, o, out)`` (a self-loop
+    once, as outgoing); ``node`` adds the entity each row belongs to, first."""
+    distinct = "" if layout.unique_keys else "DISTINCT "
+    out, incoming = ("r.subject_id::text AS node, ", "r.object_id::text, ") if node else ("", "")
+    return (
+        f"SELECT {distinct}{out}r.subject_id::text AS s, r.predicate::text AS p, r.object_id::text AS o, TRUE AS out "
+        f"FROM relationship r WHERE r.subject_id = ANY({ids}) UNION ALL "
+        f"SELECT {distinct}{incoming}r.subject_id::text, r.predicate::text, r.object_id::text, FALSE "
+        f"FROM relationship r WHERE r.object_id = ANY({ids}) AND r.subject_id <> r.object_id"
     )
 
 
 def _hop(layout: StoreLayout, hop: int) -> str:
     """The expressions of hop ``hop``: expand level ``hop - 1`` into level ``hop``.
 
-    ``r`` the rows of the frontier (none once a hop was cut), ``g`` its hubs with their row
-    counts (looked for only when there are more rows than the cap, and counted only for the nodes
-    with more index entries than the cap), ``kh`` the hubs' rows within the cap, ``w`` the rows
-    within the caps by other end and predicate (with the self-loops among them), ``u`` the other
-    ends not reached before with the number of rows leading to each, ``t`` those that are
-    entities, ``n`` the room and the count of admissible ones, ``l`` the new level, ``c`` the
-    running total and the cut.
+    ``r`` the rows of the frontier, ``c`` the nodes with more of them than the cap (looked for only
+    when the hop has more rows than the cap), ``hr`` their rows read again by their ids, without
+    merged ends, and ranked in triple order (the first ``$2`` within the cap), ``g`` those of them
+    that are hubs (more visible rows than the cap) with their row counts, ``w`` the rows within the
+    caps by other end and predicate (with the self-loops among them), ``u`` the other ends not
+    reached before with the number of rows leading to each, ``t`` those that are entities, ``l`` the
+    new level: every admissible one (the walk is never cut).
     """
     h, before = hop, hop - 1
     distinct = "" if layout.unique_keys else "DISTINCT "
-    gate = "" if hop == 1 else f" WHERE (SELECT cut FROM c{before}) = 0"
-    frontier = f"ARRAY(SELECT id FROM l{before}{gate})"
     visible = _not_merged(layout, _OTHER)
     merged = "coalesce(e.status::text = 'merged', FALSE)" if layout.merged else "FALSE"
-    admissible = "NOT merged AND NOT type = ANY($4::text[])"
-    # A hub has more than $3 rows: only the nodes with as many index entries are counted (each end's entries
-    # read up to the cap, by the index alone).
-    entries = "(SELECT count(*) FROM (SELECT FROM relationship r WHERE r.{end} = f.id LIMIT $3::bigint + 1) e)"
-    candidates = (f"SELECT f.id FROM l{before} f WHERE {entries.format(end='subject_id')} + "
-                  f"{entries.format(end='object_id')} > $3::bigint")
     return f"""
-r{h} AS MATERIALIZED (
-    SELECT {distinct}r.subject_id::text AS s, r.predicate::text AS p, r.object_id::text AS o, TRUE AS out
-    FROM relationship r WHERE r.subject_id = ANY({frontier})
-    UNION ALL
-    SELECT {distinct}r.subject_id::text, r.predicate::text, r.object_id::text, FALSE
-    FROM relationship r
-    WHERE r.object_id = ANY({frontier}) AND r.subject_id <> r.object_id
+r{h} AS MATERIALIZED ({_rows(layout, f"ARRAY(SELECT id FROM l{before})")}),
+c{h} AS MATERIALIZED (
+    SELECT {_NODE} AS node FROM r{h} WHERE EXISTS (SELECT FROM r{h} OFFSET $2::bigint)
+    GROUP BY 1 HAVING count(*) > $2::bigint
 ),
-g{h} AS MATERIALIZED (
-    SELECT {_NODE} AS node, count(*) AS degree FROM r{h}
-    WHERE EXISTS (SELECT FROM r{h} OFFSET $3::bigint) AND {_member(_NODE, candidates)}{visible}
-    GROUP BY 1 HAVING count(*) > $3::bigint
+hr{h} AS MATERIALIZED (
+    SELECT node, s, p, o, out, row_number() OVER (PARTITION BY node ORDER BY s {_C}, p {_C}, o {_C}) AS rank
+    FROM ({_rows(layout, f"ARRAY(SELECT node FROM c{h})", node=True)}) rows WHERE EXISTS (SELECT FROM c{h}){visible}
 ),
-kh{h} AS MATERIALIZED (
-    SELECT node, s, p, o, out FROM (
-        SELECT {_NODE} AS node, s, p, o, out,
-               row_number() OVER (PARTITION BY {_NODE} ORDER BY s {_C}, p {_C}, o {_C}) AS rank
-        FROM r{h} WHERE EXISTS (SELECT FROM g{h}) AND {_member(_NODE, f"SELECT node FROM g{h}")}{visible}
-    ) ranked WHERE rank <= $3::bigint
-),
+g{h} AS MATERIALIZED (SELECT node, count(*) AS degree FROM hr{h} GROUP BY node HAVING count(*) > $2::bigint),
 w{h} AS MATERIALIZED (
     SELECT {_OTHER} AS other, p, count(*) AS rows, count(*) FILTER (WHERE s = o) AS loops FROM r{h}
-    WHERE NOT EXISTS (SELECT FROM g{h}) GROUP BY 1, 2
+    WHERE NOT EXISTS (SELECT FROM c{h}) GROUP BY 1, 2
     UNION ALL
     SELECT other, p, count(*), count(*) FILTER (WHERE s = o)
-    FROM ({_within_caps(h, f"{_OTHER} AS other, p, s, o")}) rows WHERE EXISTS (SELECT FROM g{h}) GROUP BY other, p
+    FROM ({_within_caps(h, f"{_OTHER} AS other, p, s, o")}) rows WHERE EXISTS (SELECT FROM c{h}) GROUP BY other, p
 ),
 u{h} AS MATERIALIZED (
     SELECT other, sum(rows) AS rows FROM w{h} GROUP BY other HAVING NOT {_member("other", _levels(range(hop)))}
@@ -147,46 +141,43 @@ t{h} AS MATERIALIZED (
     SELECT {distinct}e.entity_id::text AS id, e.entity_type::text AS type, e.name::text AS name, {merged} AS merged
     FROM entity e WHERE e.entity_id = ANY(ARRAY(SELECT other FROM u{h}))
 ),
-n{h} AS MATERIALIZED (
-    SELECT total, $2::bigint - total AS room, (SELECT count(*) FROM t{h} WHERE {admissible}) AS found FROM c{before}
-),
-l{h} AS MATERIALIZED (
-    SELECT id, type, name FROM t{h} WHERE (SELECT found <= room FROM n{h}) AND {admissible}
-    UNION ALL
-    (SELECT id, type, name FROM t{h} WHERE (SELECT found > room FROM n{h}) AND {admissible}
-     ORDER BY id {_C} LIMIT (SELECT greatest(room, 0) FROM n{h}))
-),
-c{h} AS MATERIALIZED (
-    SELECT total + least(found, greatest(room, 0)) AS total, greatest(found - room, 0) AS cut FROM n{h}
-)"""
+l{h} AS MATERIALIZED (SELECT id, type, name FROM t{h} WHERE NOT merged AND NOT type = ANY($3::text[]))"""
 
 
-def _kept(hop: int) -> str:
-    """The rows of hop ``hop`` whose other end was reached, with both ends' levels, in a walk with hubs (none
-    without: :func:`_listed` lists its page's edges, and its counts come from the hops' aggregates).
-
-    ``OFFSET 0`` keeps the level test from being pushed into the rows (it would be computed twice).
-    """
-    rows = f"SELECT * FROM ({_within_caps(hop, 's, p, o, out')}) rows WHERE NOT (SELECT yes FROM simple)"
-    tests = " ".join(f"WHEN {_member(_OTHER, f'SELECT id FROM l{n}')} THEN {n}" for n in range(hop, -1, -1))
-    leveled = f"SELECT s, p, o, out, {hop - 1} AS level, CASE {tests} END AS other_level FROM ({rows} OFFSET 0) rows"
-    return f"SELECT * FROM ({leveled} OFFSET 0) leveled WHERE other_level IS NOT NULL"
+def _kept_by(end: str, expanded: bool) -> str:
+    """The row of a kept edge from ``end`` (an expression) is one its walk followed: ``end`` was ``expanded``
+    (a level before the last) and is no hub, or kept the edge among its first rows."""
+    if not expanded:
+        return "FALSE"
+    return f"(NOT {_member(end, 'SELECT node FROM hubs')} OR {_member(f'{end}, s, p, o', 'SELECT * FROM kept')})"
 
 
-def _listed(hop: int) -> str:
-    """The edges of the page among the rows of hop ``hop`` in a walk without hubs: a row to the next level
-    whose other end is on the page, and a row within a level counted (its other end the later) whose other end
-    is on the page. (A row back to an earlier level is counted from that level.)"""
-    return (
-        f"SELECT s, p, o FROM r{hop} WHERE (SELECT yes FROM simple) AND ("
-        f"{_member(_OTHER, f'SELECT id FROM page WHERE level = {hop}')} OR ({_OTHER} {_C} >= {_NODE} AND "
-        f"{_member(_OTHER, f'SELECT id FROM page WHERE level = {hop - 1}')}))"
-    )
+def _cut_back(hop: int, hops: int) -> str:
+    """The halves of the edges that a hub of hop ``hop`` cut from its rows but whose other end's row keeps
+    (:func:`traverse_sql` counts edges in halves): two when that end lies a later level (its row back to the hub
+    counts nothing otherwise), one when it lies the hub's level (its row counts the other half). Read from the
+    hubs' rows past the cap, a few per hub."""
+    later = _levels(range(hop - 1, hops))
+    same = _member(_OTHER, f"SELECT id FROM l{hop - 1}")
+    return (f"SELECT p, CASE WHEN {same} THEN 1 ELSE 2 END FROM hr{hop} WHERE rank > $2::bigint "
+            f"AND {_member(_OTHER, later)} AND {_kept_by(_OTHER, True)}")
+
+
+def _page_edges(layout: StoreLayout, hop: int, hops: int) -> str:
+    """The kept edges owned by the page's nodes of level ``hop``: their rows (read again by id) whose other end
+    lies an earlier level, or the same level and not after them, and which either end's walk followed."""
+    node = _NODE
+    at = " ".join(f"WHEN {_member(_OTHER, f'SELECT id FROM l{n}')} THEN {n}" for n in range(hop + 1))
+    rows = _rows(layout, f"ARRAY(SELECT id FROM page WHERE level = {hop})")
+    leveled = f"SELECT s, p, o, out, CASE {at} END AS other_level FROM ({rows}) rows"
+    owned = f"other_level < {hop} OR (other_level = {hop} AND {_OTHER} {_C} <= {node})"
+    kept = f"({_kept_by(_OTHER, True)} AND other_level < {hops}) OR {_kept_by(node, hop < hops)}"
+    return f"SELECT s, p, o FROM ({leveled} OFFSET 0) leveled WHERE ({owned}) AND ({kept})"
 
 
 def traverse_sql(layout: StoreLayout, hops: int) -> str:
-    """The walk of ``hops`` hops: ``$1`` seeds, ``$2`` max_nodes, ``$3`` max_edges_per_node,
-    ``$4`` excluded types, ``$5`` offset, ``$6`` count of the page.
+    """The walk of ``hops`` hops: ``$1`` seeds, ``$2`` max_edges_per_node, ``$3`` excluded types, ``$4`` offset,
+    ``$5`` count of the page.
 
     Rows ``(kind, a, b, c, n)``: ``S`` a seed found (``a``); ``N`` a node of the page (``a`` id,
     ``b`` type, ``c`` name, ``n`` level); ``E`` an edge of the page (``a b c``: the triple; ``n`` 0,
@@ -194,91 +185,75 @@ def traverse_sql(layout: StoreLayout, hops: int) -> str:
     edges (``n``: the rows of one predicate add up to its edges; 0 for one seen only on the way to
     an excluded type); ``H`` a hub cut (``a``, with ``n`` rows); ``T`` a type of the schema
     (``a``) with the number of reached nodes of it (``n``; 0 for a type seen only among excluded
-    neighbours); ``C`` a count (``a``: ``nodes``, ``cut`` or ``dangling``).
+    neighbours); ``C`` a count (``a``: ``nodes`` or ``dangling``).
 
-    A row whose other end is new at the next level (most rows of a big walk) is counted by the
-    hop's aggregate by other end and predicate (``w``), which also gives the next level; only the
-    rows back to a level reached before or to the page are looked at one by one (:func:`_kept`).
-    So a big walk's rows are read twice after the index scans: once into that aggregate (and the
-    hub count, ``a``), once to pick out those few rows.
+    An edge is counted from its earlier end, in halves: by the hops' aggregates by other end and predicate
+    (``w``), a row to the next level two, a row within a level one (each such edge is a row from both ends; a
+    self-loop, one row, two), a row back to an earlier level none; where a hub cut an edge from its own rows, the
+    other end's row counts instead (:func:`_cut_back`, from the hubs' few rows past the cap). The page's edges
+    are the rows of the page's nodes, read again by id and judged one by one (:func:`_page_edges`). So a big
+    walk's rows are read once after the index scans, into that aggregate (twice when the hop has more rows than
+    the cap: once to count each node's rows).
     """
     distinct = "" if layout.unique_keys else "DISTINCT "
     each = range(1, hops + 1)
     steps = ",".join(_hop(layout, hop) for hop in each)
     every = " UNION ALL ".join(f"SELECT id, type, name, {n} AS level FROM l{n}" for n in range(hops + 1))
-    kept = " UNION ALL ".join(f"({_kept(h)})" for h in each)
-    listed = " UNION ALL ".join(f"({_listed(h)})" for h in each)
-    hubs = " UNION ALL ".join(f"SELECT node, degree FROM g{h}" for h in each)
-    within_caps = " UNION ALL ".join(f"SELECT node, s, p, o FROM kh{h}" for h in each)
-    excluded = " UNION ALL ".join(f"SELECT id, type, {h} AS hop FROM t{h} WHERE NOT merged AND type = ANY($4::text[])"
+    excluded = " UNION ALL ".join(f"SELECT id, type, {h} AS hop FROM t{h} WHERE NOT merged AND type = ANY($3::text[])"
                                   for h in each)
+    return f"""
+WITH l0 AS MATERIALIZED (
+    SELECT {distinct}e.entity_id::text AS id, e.entity_type::text AS type, e.name::text AS name
+    FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout)}
+),{steps},
+v AS MATERIALIZED ({every}),
+x AS MATERIALIZED ({excluded}),
+hubs AS MATERIALIZED ({" UNION ALL ".join(f"SELECT node, degree FROM g{h}" for h in each)}),
+kept AS MATERIALIZED ({" UNION ALL ".join(f"SELECT node, s, p, o FROM hr{h} WHERE rank <= $2::bigint" for h in each)}),
+page AS MATERIALIZED (
+    SELECT id, type, name, level FROM v ORDER BY level, id {_C} OFFSET $4::bigint LIMIT $5::bigint
+)
+{_answer(layout, hops)}"""
+
+
+def _answer(layout: StoreLayout, hops: int) -> str:
+    """The rows :func:`traverse_sql` answers, from its expressions."""
+    each = range(1, hops + 1)
+    cut_back = " UNION ALL ".join(f"({_cut_back(h, hops)})" for h in each)
+    listed = " UNION ALL ".join(f"({_page_edges(layout, n, hops)})" for n in range(hops + 1))
     excluded_predicates = " UNION ALL ".join(
         f"SELECT p FROM ({_within_caps(h, f'p, {_OTHER} AS other')}) rows "
         f"WHERE EXISTS (SELECT FROM x WHERE hop = {h}) AND {_member('other', f'SELECT id FROM x WHERE hop = {h}')}"
         for h in each
     )
-    # Without hubs, an edge is counted from its earlier end: the rows to the next level each, the rows within a
-    # level (each edge twice, from both ends, but a self-loop once) half, the rows back to an earlier level none.
-    aggregated = " UNION ALL ".join(
-        f"SELECT p, sum(rows)::bigint FROM w{h} WHERE {_member('other', f'SELECT id FROM l{h}')} GROUP BY p "
-        f"UNION ALL SELECT p, ((sum(rows) - sum(loops)) / 2 + sum(loops))::bigint FROM w{h} "
+    # Each edge counted once, in halves: the rows to the next level two, the rows within a level one (a self-loop,
+    # one row, two), the rows back to an earlier level none, and the rows of cut_back theirs.
+    halves = " UNION ALL ".join(
+        f"SELECT p, 2 * sum(rows) FROM w{h} WHERE {_member('other', f'SELECT id FROM l{h}')} GROUP BY p "
+        f"UNION ALL SELECT p, sum(rows) + sum(loops) FROM w{h} "
         f"WHERE {_member('other', f'SELECT id FROM l{h - 1}')} GROUP BY p"
         for h in each
     )
     dangling = " + ".join(
         f"(SELECT coalesce(sum(rows), 0) FROM u{h} WHERE NOT {_member('other', f'SELECT id FROM t{h}')})" for h in each
     )
-    cuts = " + ".join(f"(SELECT cut FROM c{h})" for h in each)
-    # An edge kept from both ends counts from its earlier end, and from its later end only where the
-    # earlier end, a hub, cut it; it belongs to the page of its later end.
-    counted = (
-        f"{_LATER} OR ({_member(_OTHER, f'SELECT node FROM ({hubs}) hubs')} "
-        f"AND NOT {_member(f'{_OTHER}, s, p, o', f'SELECT * FROM ({within_caps}) within_caps')})"
-    )
-    owner = f"CASE WHEN {_LATER} THEN {_OTHER} ELSE {_NODE} END"
-    owned = f"(SELECT page FROM whole) OR {_member(owner, 'SELECT id FROM page')}"
-    return f"""
-WITH l0 AS MATERIALIZED (
-    SELECT {distinct}e.entity_id::text AS id, e.entity_type::text AS type, e.name::text AS name
-    FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout)}
-),
-c0 AS MATERIALIZED (SELECT count(*) AS total, 0::bigint AS cut FROM l0),{steps},
-v AS MATERIALIZED ({every}),
-x AS MATERIALIZED ({excluded}),
-whole AS MATERIALIZED (SELECT $5::bigint = 0 AND $6::bigint >= count(*) AS page FROM v),
-simple AS MATERIALIZED (SELECT NOT EXISTS ({hubs}) AS yes),
-page AS MATERIALIZED (
-    SELECT id, type, name, level FROM v WHERE (SELECT page FROM whole)
-    UNION ALL
-    (SELECT id, type, name, level FROM v WHERE NOT (SELECT page FROM whole)
-     ORDER BY level, id {_C} OFFSET $5::bigint LIMIT $6::bigint)
-),
-counted AS MATERIALIZED (
-    SELECT s, p, o, counted, counted AND ({owned}) AS listed FROM (
-        SELECT s, p, o, out, level, other_level, {counted} AS counted FROM ({kept}) leveled OFFSET 0
-    ) kept
-)
-SELECT 'S', id, NULL, NULL, NULL::bigint FROM l0
+    return f"""SELECT 'S', id, NULL, NULL, NULL::bigint FROM l0
 UNION ALL
 SELECT 'N', id, type, name, level FROM page
 UNION ALL
-SELECT 'H', node, NULL, NULL, degree FROM ({hubs}) hubs
+SELECT 'H', node, NULL, NULL, degree FROM hubs
 UNION ALL
 SELECT 'T', type, NULL, NULL, count(*) FROM v GROUP BY type
 UNION ALL
 SELECT DISTINCT 'T', type, NULL, NULL, 0::bigint FROM x
 UNION ALL
-SELECT DISTINCT 'E', s, p, o, 0::bigint FROM (SELECT s, p, o FROM counted WHERE listed UNION ALL {listed}) listed
+SELECT DISTINCT 'E', s, p, o, 0::bigint FROM ({listed}) listed
 UNION ALL
-SELECT 'P', NULL, p, NULL, count(*) FILTER (WHERE counted) FROM counted WHERE NOT (SELECT yes FROM simple) GROUP BY p
-UNION ALL
-SELECT 'P', NULL, p, NULL, n FROM ({aggregated}) aggregated(p, n) WHERE (SELECT yes FROM simple)
+SELECT 'P', NULL, p, NULL, (sum(n) / 2)::bigint FROM ({halves} UNION ALL {cut_back}) halves(p, n) GROUP BY p
 UNION ALL
 SELECT DISTINCT 'P', NULL, p, NULL, 0::bigint FROM ({excluded_predicates}) excluded
 UNION ALL
 SELECT 'C', 'nodes', NULL, NULL, (SELECT count(*) FROM v)
-UNION ALL
-SELECT 'C', 'cut', NULL, NULL, {cuts}
 UNION ALL
 SELECT 'C', 'dangling', NULL, NULL, ({dangling})::bigint
 """
@@ -324,7 +299,7 @@ def survey_of_rows(seeds: list[str], rows: Iterable[Any]) -> Survey:
         predicates=sorted(predicates),
         unknown_seeds=[s for s in dict.fromkeys(seeds) if s not in found],
         capped=capped,
-        nodes_cut=counts["cut"],
+        nodes_cut=0,
         dangling_edges=counts["dangling"],
         entity_type_counts={t: n for t, n in sorted(types.items()) if n},
         predicate_counts={p: n for p, n in sorted(predicates.items()) if n},
