@@ -162,7 +162,11 @@ class Exact:
         self.matrix = self._decode(0, len(ids)) if len(ids) <= MATRIX_LIMIT else None
 
     def _decode(self, start: int, end: int) -> np.ndarray:
-        return decode_vectors([bytes(row) for row in self.raw[start:end]], self.dimension)
+        raw = self.raw[start:end]
+        if raw.shape[1] != self.dimension + 4:  # float32 rows of an older store
+            return decode_vectors([bytes(row) for row in raw], self.dimension)
+        scales = raw[:, :4].copy().view("<f4")
+        return raw[:, 4:].view(np.int8).astype(np.float32) * scales
 
     def timed(self, query: np.ndarray, wanted: str | None) -> np.ndarray:
         """The served computation: one product, the other types masked, a partial sort (its time is the baseline)."""
