@@ -346,3 +346,23 @@ def test_damaged_codes_of_either_version_are_detected_and_built_again(
         index = open_vectors(conn, 512)
     assert isinstance(index.rows, vectors._HeldRows) and "damaged" in caplog.text
     assert len(index) == 3 and index.types == ["T", "U"]
+
+
+def test_the_first_step_split_among_threads_keeps_the_same_rows_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(4)
+    words = rng.integers(0, 2**63, size=(50_000, 4), dtype=np.uint64)
+    query = words[17] ^ np.uint64(0b1011)
+    ranges = [(0, 12_345), (20_000, 20_001), (30_000, 50_000)]
+    monkeypatch.setattr(vectors, "RESCORED", 20)
+    monkeypatch.setattr(vectors, "PREFIX_SURVIVORS", 16)
+    found = {}
+    for threads in (1, 3):
+        monkeypatch.setattr(vectors, "THREADS", threads)
+        monkeypatch.setattr(vectors, "SPLIT_ROWS", 1000)
+        found[threads] = vectors.candidates(words, query, ranges, 20, False, np.ascontiguousarray(words[:, 0]))
+    assert np.array_equal(found[1], found[3]) and 17 in found[1].tolist()
+    assert all(any(start <= row < end for start, end in ranges) for row in found[1].tolist())
+    pieces = vectors._split(ranges, 3)
+    rows = [row for piece in pieces for start, end in piece for row in range(start, end)]
+    assert len(pieces) == 3 and rows == [row for start, end in ranges for row in range(start, end)]
+    assert max(sum(end - start for start, end in piece) for piece in pieces) == -(-len(rows) // 3)
