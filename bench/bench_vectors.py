@@ -17,7 +17,13 @@ embedder asked for (default ``wordllama-256``: ``pip install ./plugins/bfsql-emb
   limit 10 of the rarest type), and by exact search in the same run: the float32 matrix product
   that served before (timed), with ties settled by the float64 definition the backend keeps
   (bfsql.vectors.cosines over a shortlist of 4,000). Printed: p50 / p95 of each, their ratio,
-  recall@10 against exact search (target >= 0.95; <= 50 ms at 8M entities).
+  recall@10 against exact search (target >= 0.95; <= 50 ms at 8M entities), the CPU time a
+  search took (the process's, all threads: about what it takes on an idle machine, before any
+  split among threads) and the machine's load average. ``--checked N`` checks only the first N
+  queries against exact search (at 8M entities it decodes every stored row per query: seconds
+  each); ``--warm`` reads the store's file once before timing, so that its pages are in the OS
+  page cache, as on a server that has been answering for a while (without it the first queries
+  also time the disk).
 
 Stores go to ``--dir`` (default ``$TMPDIR/bfsql-bench-vectors``), never into the repository.
 """
@@ -27,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sqlite3
 import statistics
@@ -155,7 +162,11 @@ class Exact:
         self.matrix = self._decode(0, len(ids)) if len(ids) <= MATRIX_LIMIT else None
 
     def _decode(self, start: int, end: int) -> np.ndarray:
-        return decode_vectors([bytes(row) for row in self.raw[start:end]], self.dimension)
+        raw = self.raw[start:end]
+        if raw.shape[1] != self.dimension + 4:  # float32 rows of an older store
+            return decode_vectors([bytes(row) for row in raw], self.dimension)
+        scales = raw[:, :4].copy().view("<f4")
+        return raw[:, 4:].view(np.int8).astype(np.float32) * scales
 
     def timed(self, query: np.ndarray, wanted: str | None) -> np.ndarray:
         """The served computation: one product, the other types masked, a partial sort (its time is the baseline)."""
@@ -186,8 +197,18 @@ def percentiles(times: list[float]) -> tuple[float, float]:
     return 1000 * statistics.median(ordered), 1000 * ordered[int(0.95 * (len(ordered) - 1))]
 
 
-async def measure(db: Path, texts: list[str], embedder: Any, rare: str) -> dict[str, Any]:
-    """The backend's search and exact search on the same queries: memory, latency, recall."""
+def warm(db: Path) -> float:
+    """Read the store's file once (its pages then come from the OS page cache); seconds taken."""
+    began = time.perf_counter()
+    with open(db, "rb") as source:
+        while source.read(1 << 24):
+            pass
+    return time.perf_counter() - began
+
+
+async def measure(db: Path, texts: list[str], embedder: Any, rare: str, checked: int) -> dict[str, Any]:
+    """The backend's search and exact search on the same queries (the first ``checked`` of them): memory,
+    latency, recall."""
     vectors = [np.asarray(v) for v in await embedder.embed(texts)]
     backend = SqliteBackend(db, memory_index=0)
     result: dict[str, Any] = {}
@@ -202,28 +223,32 @@ async def measure(db: Path, texts: list[str], embedder: Any, rare: str) -> dict[
         result["entities"], result["codes_bytes"] = len(index), index.nbytes()
         hits: dict[str | None, list[list[str]]] = {None: [], rare: []}
         times: dict[str | None, list[float]] = {None: [], rare: []}
+        cpu: dict[str | None, list[float]] = {None: [], rare: []}
         for wanted in (None, rare):
             for vector in vectors:
-                began = time.perf_counter()
+                began, used = time.perf_counter(), time.process_time()
                 stubs = await backend.vector_search(vector.tolist(), None if wanted is None else [wanted], 10)
                 times[wanted].append(time.perf_counter() - began)
+                cpu[wanted].append(time.process_time() - used)
                 hits[wanted].append([s.id for s in stubs])
     finally:
         await backend.aclose()
     before = rss()
     exact = Exact(db, len(vectors[0]))
     result["exact_rss_growth"] = rss() - before
+    result["load_average"] = os.getloadavg()
     for wanted in (None, rare):
         spent, recalls = [], []
-        for vector, got in zip(vectors, hits[wanted], strict=True):
+        for vector, got in zip(vectors[:checked], hits[wanted][:checked], strict=True):
             began = time.perf_counter()
             shortlist = exact.timed(vector, wanted)
             spent.append(time.perf_counter() - began)
             want = exact.truth(vector, shortlist, wanted, 10)
             recalls.append(len(set(got) & set(want)) / max(1, len(want)))
         key = "all" if wanted is None else "rare"
-        result[key] = {"p50_p95": percentiles(times[wanted]), "exact_p50_p95": percentiles(spent),
-                       "recall10": float(np.mean(recalls))}
+        result[key] = {"p50_p95": percentiles(times[wanted]), "cpu_p50_p95": percentiles(cpu[wanted]),
+                       "exact_p50_p95": percentiles(spent),
+                       "recall10": float(np.mean(recalls)), "checked": len(recalls)}
     return result
 
 
@@ -240,7 +265,11 @@ def report(result: dict[str, Any], rare: str) -> None:
         r = result[key]
         (p50, p95), (e50, e95) = r["p50_p95"], r["exact_p50_p95"]
         print(f"| {label}: p50 / p95 ms (exact) | {p50:.1f} / {p95:.1f} ({e50:.1f} / {e95:.1f}; x{p50 / e50:.2f}) "
-              f"| recall@10 {r['recall10']:.3f} |")
+              f"| recall@10 {r['recall10']:.3f} ({r['checked']} queries checked) |")
+        print(f"| {label}: CPU time a search, p50 / p95 ms (all threads) | {r['cpu_p50_p95'][0]:.1f} / "
+              f"{r['cpu_p50_p95'][1]:.1f} |")
+    load = ", ".join(f"{x:.1f}" for x in result["load_average"])
+    print(f"| load average during the searches (1, 5, 15 min) | {load} |")
 
 
 def main() -> None:
@@ -250,6 +279,8 @@ def main() -> None:
     parser.add_argument("--grow", type=int, default=0, help="add near-copies up to this many entities")
     parser.add_argument("--embedder", default="wordllama-256")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--checked", type=int, default=0, help="queries checked against exact search (0: all)")
+    parser.add_argument("--warm", action="store_true", help="read the store's file once before timing")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "bfsql-bench-vectors")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -283,7 +314,9 @@ def main() -> None:
         subprocess.run([sys.executable, __file__, *sys.argv[1:]], check=True)
         return
     rare = TYPES[int(np.argmin(TYPE_WEIGHTS))]
-    result = asyncio.run(measure(db, queries(names, args.queries), embedder, rare))
+    if args.warm:
+        print(f"| store's file read once before timing | {warm(db):.1f} s |")
+    result = asyncio.run(measure(db, queries(names, args.queries), embedder, rare, args.checked or args.queries))
     report(result, rare)
 
 

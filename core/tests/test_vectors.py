@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -214,7 +215,7 @@ async def test_a_store_without_saved_codes_builds_them_and_answers_the_same(tmp_
     assert answers[0] == answers[1]
     assert reembed_store(db, "hashing").embedded == 0  # the store's own embedder: nothing embedded, codes saved
     with sqlite3.connect(db) as conn:
-        assert isinstance(open_vectors(conn, 512).rows, vectors._SavedRows)
+        assert isinstance(open_vectors(conn, 512).rows, vectors._StoredRows)
 
 
 def test_the_codes_take_a_bit_a_dimension_in_memory(tmp_path: Path) -> None:
@@ -257,3 +258,111 @@ def test_damaged_codes_are_built_again_from_the_vectors(tmp_path: Path, caplog: 
     with sqlite3.connect(db) as conn:
         index = open_vectors(conn, 512)
     assert isinstance(index.rows, vectors._HeldRows) and "damaged" in caplog.text
+
+
+def as_version_1(db: Path) -> None:
+    """Rewrite ``db``'s saved codes as bfsql saved them before rows of words (version 1): the words a column at a
+    time (``words[w, row]``), ``vector_row`` without the vectors, the same checksum over the blobs."""
+    with sqlite3.connect(db) as conn:
+        stamp = conn.execute("SELECT value FROM meta WHERE key = 'vectors'").fetchone()[0].split(":")
+        rows, width = int(stamp[1]), int(stamp[2])
+        blobs = {name: b"".join(data for (data,) in conn.execute(
+            "SELECT data FROM vector_part WHERE name = ? ORDER BY part", (name,))) for name in ("type_rows", "types")}
+        saved = b"".join(data for (data,) in conn.execute("SELECT data FROM vector_part WHERE name = 'words' "
+                                                          "ORDER BY part"))
+        blobs["words"] = np.frombuffer(saved, dtype="<u8").reshape(rows, width).T.copy().tobytes()
+        checksum = 0
+        for name, blob in sorted(blobs.items()):
+            checksum = zlib.crc32(blob, zlib.crc32(name.encode(), checksum))
+        conn.execute("DELETE FROM vector_part")
+        conn.executemany("INSERT INTO vector_part (name, part, data) VALUES (?, 0, ?)", blobs.items())
+        conn.execute("ALTER TABLE vector_row DROP COLUMN vector")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'vectors'", (f"1:{rows}:{width}:{stamp[3]}:{checksum}",))
+
+
+async def test_a_store_saved_by_the_previous_version_is_read_as_it_is_and_answers_the_same(tmp_path: Path) -> None:
+    db, queries = planted_store(tmp_path, np.random.default_rng(7), 256)
+    answers, kinds = [], []
+    for old in (False, True):
+        if old:
+            as_version_1(db)
+        backend = SqliteBackend(db)
+        try:
+            answers.append([await backend.vector_search(q.tolist(), types, 10)
+                            for q in queries[:10] for types in (None, ["Gene"])])
+            kinds.append(type(backend._vectors.rows))  # type: ignore[union-attr]
+        finally:
+            await backend.aclose()
+    assert answers[0] == answers[1] and all(len(hits) == 10 for hits in answers[0])
+    assert kinds == [vectors._StoredRows, vectors._JoinedRows]  # read, not built again
+
+
+def test_loading_a_store_of_the_previous_version_again_saves_this_one(tmp_path: Path) -> None:
+    db = famplex_store(tmp_path)
+    as_version_1(db)
+    with sqlite3.connect(db) as conn:
+        assert isinstance(open_vectors(conn, 512).rows, vectors._JoinedRows)
+    assert reembed_store(db, "hashing").embedded == 0
+    with sqlite3.connect(db) as conn:
+        assert isinstance(open_vectors(conn, 512).rows, vectors._StoredRows)
+        assert conn.execute("SELECT COUNT(*) FROM vector_row WHERE vector IS NULL").fetchone()[0] == 0
+
+
+def test_each_row_keeps_its_entity_and_a_copy_of_its_vector_in_row_order(tmp_path: Path) -> None:
+    db, _ = planted_store(tmp_path, np.random.default_rng(3), 256)
+    with sqlite3.connect(db) as conn:
+        index = open_vectors(conn, 256)
+        stored = conn.execute("SELECT r.row, r.vector = v.vector, e.entity_type FROM vector_row r "
+                              "JOIN entity_vector v USING (entity_id) JOIN entity e USING (entity_id) ORDER BY r.row"
+                              ).fetchall()
+    assert [row for row, _, _ in stored] == list(range(len(index))) and all(same for _, same, _ in stored)
+    bounds = index.type_rows.tolist()
+    assert [kind for _, _, kind in stored] == [t for i, t in enumerate(index.types)
+                                               for _ in range(bounds[i], bounds[i + 1])]
+    # a row of words an entity (one cache line), and a copy of each row's first word for the first step
+    assert index.words.shape == (len(index), 4) and index.words.flags.c_contiguous
+    assert np.array_equal(index.prefix, index.words[:, 0])
+    assert index.nbytes() == 40 * len(index) + index.type_rows.nbytes
+
+
+@pytest.mark.parametrize("damage", [
+    "UPDATE vector_part SET data = zeroblob(length(data)) WHERE name = 'words'",
+    "UPDATE vector_part SET data = substr(data, 1, length(data) - 8) WHERE name = 'type_rows'",
+    "UPDATE vector_part SET data = 'text' WHERE name = 'types'",
+    "DELETE FROM vector_row WHERE row = (SELECT MAX(row) FROM vector_row)",
+])
+@pytest.mark.parametrize("old", [False, True])
+def test_damaged_codes_of_either_version_are_detected_and_built_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str, old: bool
+) -> None:
+    db = tmp_path / "d.sqlite"
+    load_sqlite(db, [write_bundle(tmp_path / "d.jsonl", ["alpha", "beta", "gamma"], ["T", "T", "U"])],
+                embedder="hashing")
+    if old:
+        as_version_1(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute(damage)
+    with sqlite3.connect(db) as conn:
+        index = open_vectors(conn, 512)
+    assert isinstance(index.rows, vectors._HeldRows) and "damaged" in caplog.text
+    assert len(index) == 3 and index.types == ["T", "U"]
+
+
+def test_the_first_step_split_among_threads_keeps_the_same_rows_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(4)
+    words = rng.integers(0, 2**63, size=(50_000, 4), dtype=np.uint64)
+    query = words[17] ^ np.uint64(0b1011)
+    ranges = [(0, 12_345), (20_000, 20_001), (30_000, 50_000)]
+    monkeypatch.setattr(vectors, "RESCORED", 20)
+    monkeypatch.setattr(vectors, "PREFIX_SURVIVORS", 16)
+    found = {}
+    for threads in (1, 3):
+        monkeypatch.setattr(vectors, "THREADS", threads)
+        monkeypatch.setattr(vectors, "SPLIT_ROWS", 1000)
+        found[threads] = vectors.candidates(words, query, ranges, 20, False, np.ascontiguousarray(words[:, 0]))
+    assert np.array_equal(found[1], found[3]) and 17 in found[1].tolist()
+    assert all(any(start <= row < end for start, end in ranges) for row in found[1].tolist())
+    pieces = vectors._split(ranges, 3)
+    rows = [row for piece in pieces for start, end in piece for row in range(start, end)]
+    assert len(pieces) == 3 and rows == [row for start, end in ranges for row in range(start, end)]
+    assert max(sum(end - start for start, end in piece) for piece in pieces) == -(-len(rows) // 3)

@@ -2,34 +2,43 @@
 
 A store's vectors (``entity_vector``: int8 with a scale, ``dimension + 4`` bytes an entity) stay
 in the store. The server holds one **sign bit a component** of each (``dimension / 8`` bytes an
-entity: 32 for ``wordllama-256``), its rows grouped by entity type, and answers a query in three
-steps (docs/search.md has the measurements that chose this):
+entity: 32 for ``wordllama-256``), a row of code words an entity, the rows grouped by entity
+type, and a copy of each row's first word (8 bytes more), and answers a query in three steps
+(docs/search.md has the measurements that chose this):
 
-1. the Hamming distance of the first 64 bits of every row of the wanted types to the query's,
-   keeping the nearest :data:`PREFIX_SURVIVORS` per candidate (skipped when there are few rows);
-2. the distance over every bit of those rows, keeping the nearest candidates (at least
-   :data:`RESCORED`, and :data:`RESCORED_PER_HIT` per hit asked for);
+1. the Hamming distance of the first 64 bits of every row of the wanted types to the query's
+   (over the copy: 8 bytes a row read), keeping the nearest :data:`PREFIX_SURVIVORS` per
+   candidate (skipped when there are few rows);
+2. the distance over every bit of those rows (a row's words side by side: one cache line read a
+   row), keeping the nearest candidates (at least :data:`RESCORED`, and :data:`RESCORED_PER_HIT`
+   per hit asked for);
    vectors without a negative component (the ``hashing`` embedder's counts) have bits that say
    which components are not zero, so there the candidates are those whose sets of bits have the
    greatest cosine with the query's, over every row (the first 64 bits say too little of a
-   sparse vector for step 1);
+   sparse vector for step 1; no copy of the first word is held for them);
 3. the candidates' own vectors read from the store by row number, their cosines computed exactly
    (float64, rounded to six decimals, so that equal vectors tie whatever the batch), and the best
    kept, ties by id.
 
 Scores are therefore the stored vectors' cosines, as before; only which entities are looked at
-changes. ``bfsql load`` saves the codes with the store (table ``vector_part``) and the entity
-of each row (table ``vector_row``); a store from an older bfsql has them built from its
-vectors when first searched, with the rows' ids held as one UTF-8 blob.
+changes. ``bfsql load`` saves the codes with the store (table ``vector_part``) and the entity and
+a copy of the vector of each row (table ``vector_row``, keyed by row: one lookup a candidate). A
+store saved by bfsql before this layout (version 1: codes saved column by column, ``vector_row``
+without the vectors) is still read as it is, its candidates' vectors looked up by entity id; a
+store without saved codes (or with damaged ones) has them built from its vectors when first
+searched, with the rows' ids held as one UTF-8 blob.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
+import threading
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -44,8 +53,9 @@ __all__ = [
 
 logger = logging.getLogger("bfsql.vectors")
 
-VECTORS_VERSION = "1"
-"""Format of the saved codes; a store with another version has them built when first searched."""
+VECTORS_VERSION = "2"
+"""Format of the saved codes (rows of words; ``vector_row`` holds the vectors). Version ``1`` is read too;
+a store with another version has its codes built when first searched."""
 
 RESCORED = 1000
 """Candidates whose vectors are read and scored exactly, at least (recall@10 0.98-1.0, docs/search.md)."""
@@ -62,10 +72,18 @@ PART_BYTES = 128 << 20
 """Largest blob of one saved part."""
 SAMPLE = 1 << 14
 """Rows whose first-word distance sets the first step's threshold."""
+THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+"""Threads the first step is split among (the cores this process may use, at most 4)."""
+SPLIT_ROWS = 1 << 21
+"""Rows from which the first step is split among threads (below, one thread is as fast)."""
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
 
 _VISIBLE = "e.status IS NOT 'merged'"
 _DDL = (
-    "CREATE TABLE IF NOT EXISTS vector_row (row INTEGER PRIMARY KEY, entity_id TEXT NOT NULL)",
+    # vector: a copy of the row's entity_vector.vector (NULL in rows an older bfsql saved: version 1)
+    "CREATE TABLE IF NOT EXISTS vector_row (row INTEGER PRIMARY KEY, entity_id TEXT NOT NULL, vector BLOB)",
     "CREATE TABLE IF NOT EXISTS vector_part (name TEXT NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL, "
     "PRIMARY KEY (name, part)) WITHOUT ROWID",
 )
@@ -105,6 +123,15 @@ def cosines(blobs: Sequence[bytes], query: np.ndarray, dimension: int) -> np.nda
     return scores
 
 
+def _in_chunks(conn: sqlite3.Connection, sql: str, keys: Sequence[Any]) -> list[Any]:
+    """The rows of ``sql`` (whose ``{}`` is the placeholders of ``IN``) for ``keys``, :data:`FETCH` at a time."""
+    found: list[Any] = []
+    for start in range(0, len(keys), FETCH):
+        chunk = keys[start : start + FETCH]
+        found += conn.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
+    return found
+
+
 class _Rows(Protocol):
     """Where the entity and the vector of each row are read."""
 
@@ -114,23 +141,22 @@ class _Rows(Protocol):
         ...
 
 
-class _SavedRows:
-    """Rows whose entities the store lists in ``vector_row`` (saved by ``bfsql load``)."""
+class _StoredRows:
+    """Rows whose entity and vector the store keeps in ``vector_row`` (saved by ``bfsql load``): one lookup a row."""
 
     def fetch(self, conn: sqlite3.Connection, rows: list[int]) -> list[tuple[int, str, bytes]]:
         """See :class:`_Rows`."""
-        found: list[tuple[int, str, bytes]] = []
-        for start in range(0, len(rows), FETCH):
-            chunk = rows[start : start + FETCH]
-            found += conn.execute(
-                f"""
-                SELECT r.row, r.entity_id, v.vector FROM vector_row r
-                JOIN entity_vector v ON v.entity_id = r.entity_id
-                WHERE r.row IN ({",".join("?" * len(chunk))})
-                """,
-                chunk,
-            ).fetchall()
-        return found
+        return _in_chunks(conn, "SELECT row, entity_id, vector FROM vector_row WHERE row IN ({})", rows)
+
+
+class _JoinedRows:
+    """Rows whose entities the store lists in ``vector_row`` without their vectors (saved by an older bfsql,
+    version 1): the vectors are looked up in ``entity_vector`` by id."""
+
+    def fetch(self, conn: sqlite3.Connection, rows: list[int]) -> list[tuple[int, str, bytes]]:
+        """See :class:`_Rows`."""
+        return _in_chunks(conn, "SELECT r.row, r.entity_id, v.vector FROM vector_row r "
+                                "JOIN entity_vector v ON v.entity_id = r.entity_id WHERE r.row IN ({})", rows)
 
 
 class _HeldRows:
@@ -142,21 +168,8 @@ class _HeldRows:
     def fetch(self, conn: sqlite3.Connection, rows: list[int]) -> list[tuple[int, str, bytes]]:
         """See :class:`_Rows`."""
         row_of = dict(zip(self.ids.many(rows), rows, strict=True))
-        wanted = list(row_of)
-        found: list[tuple[int, str, bytes]] = []
-        for start in range(0, len(wanted), FETCH):
-            chunk = wanted[start : start + FETCH]
-            found += [
-                (row_of[entity_id], entity_id, blob)
-                for entity_id, blob in conn.execute(
-                    f"""
-                    SELECT v.entity_id, v.vector FROM entity_vector v
-                    WHERE v.entity_id IN ({",".join("?" * len(chunk))})
-                    """,
-                    chunk,
-                )
-            ]
-        return found
+        found = _in_chunks(conn, "SELECT entity_id, vector FROM entity_vector WHERE entity_id IN ({})", list(row_of))
+        return [(row_of[entity_id], entity_id, blob) for entity_id, blob in found]
 
 
 @dataclass
@@ -164,7 +177,7 @@ class VectorIndex:
     """Sign-bit codes of a store's entity vectors, rows grouped by type (see the module)."""
 
     words: np.ndarray
-    """uint64, one row per code word: ``words[w, row]`` holds bits ``64 w`` to ``64 w + 63`` of the row's vector."""
+    """uint64, one row of code words per entity row: ``words[row, w]`` holds bits ``64 w`` to ``64 w + 63``."""
     types: list[str]
     """Entity types, sorted."""
     type_rows: np.ndarray
@@ -173,15 +186,21 @@ class VectorIndex:
     rows: _Rows
     sets: bool = False
     """True when no vector has a negative component: candidates by the cosine of bit sets, not by Hamming."""
+    prefix: np.ndarray = field(init=False)
+    """The first word of every row, contiguous, for the first step (empty with :attr:`sets`)."""
+
+    def __post_init__(self) -> None:
+        width = 0 if self.sets or not len(self.words) else 1
+        self.prefix = np.ascontiguousarray(self.words[:, :width]).reshape(-1)
 
     def __len__(self) -> int:
-        return int(self.words.shape[1])
+        return int(self.words.shape[0])
 
     def nbytes(self) -> int:
-        """Bytes the index holds in memory (codes, type bounds and any ids held)."""
+        """Bytes the index holds in memory (codes, first words, type bounds and any ids held)."""
         held = self.rows.ids if isinstance(self.rows, _HeldRows) else None
         extra = len(held.blob) + held.offsets.nbytes if held is not None else 0
-        return int(self.words.nbytes + self.type_rows.nbytes) + extra
+        return int(self.words.nbytes + self.prefix.nbytes + self.type_rows.nbytes) + extra
 
     def nearest(
         self, conn: sqlite3.Connection, vector: Sequence[float], node_types: list[str] | None, limit: int
@@ -194,12 +213,10 @@ class VectorIndex:
             return []
         query /= norm
         count = max(RESCORED, RESCORED_PER_HIT * limit)
-        rows = candidates(self.words, sign_codes(query[None, :])[0], ranges, count, self.sets)
+        rows = candidates(self.words, sign_codes(query[None, :])[0], ranges, count, self.sets, self.prefix)
         found = self.rows.fetch(conn, sorted(rows.tolist()))
-        scores = cosines([blob for _, _, blob in found], query, self.dimension).tolist()
-        best = sorted(zip(scores, (entity_id for _, entity_id, _ in found), strict=True),
-                      key=lambda hit: (-hit[0], hit[1]))[:limit]
-        return _stubs(conn, best)
+        scores = cosines([blob for _, _, blob in found], query, self.dimension)
+        return _stubs(conn, _best(scores, [entity_id for _, entity_id, _ in found], limit))
 
     def _ranges(self, node_types: list[str] | None) -> list[tuple[int, int]]:
         """The rows of each wanted type (every row without a filter), empty ones left out."""
@@ -209,29 +226,36 @@ class VectorIndex:
                 if t in wanted and bounds[i + 1] > bounds[i]]
 
 
+def _best(scores: np.ndarray, ids: list[str], limit: int) -> list[tuple[float, str]]:
+    """The ``limit`` best (score, id), ties by id (only those scoring at least the ``limit``-th are sorted)."""
+    if len(scores) > limit:
+        kept = np.flatnonzero(scores >= np.partition(scores, len(scores) - limit)[len(scores) - limit])
+    else:
+        kept = np.arange(len(scores))
+    hits = [(float(scores[i]), ids[i]) for i in kept.tolist()]
+    return sorted(hits, key=lambda hit: (-hit[0], hit[1]))[:limit]
+
+
 def _stubs(conn: sqlite3.Connection, hits: list[tuple[float, str]]) -> list[EntityStub]:
     """The hits (score, id) as stubs, with each entity's type and name from the store (visible ones only: a
     store written again by an older bfsql may have merged an entity since its codes were saved)."""
     if not hits:
         return []
-    ids = [entity_id for _, entity_id in hits]
-    known: dict[str, tuple[str, str, str | None]] = {}
-    for start in range(0, len(ids), FETCH):
-        chunk = ids[start : start + FETCH]
-        sql = (f"SELECT entity_id, entity_type, name FROM entity e WHERE entity_id IN ({','.join('?' * len(chunk))}) "
-               f"AND {_VISIBLE}")
-        known.update((row[0], row) for row in conn.execute(sql, chunk))
+    sql = f"SELECT entity_id, entity_type, name FROM entity e WHERE entity_id IN ({{}}) AND {_VISIBLE}"
+    known = {row[0]: row for row in _in_chunks(conn, sql, [entity_id for _, entity_id in hits])}
     return [EntityStub(id=i, entity_type=known[i][1], name=known[i][2], score=score)
             for score, i in hits if i in known]
 
 
 def candidates(
-    words: np.ndarray, query: np.ndarray, ranges: list[tuple[int, int]], count: int, sets: bool = False
+    words: np.ndarray, query: np.ndarray, ranges: list[tuple[int, int]], count: int, sets: bool = False,
+    prefix: np.ndarray | None = None,
 ) -> np.ndarray:
     """Rows of ``ranges`` nearest to the ``query`` code, at least ``count`` of them when there are as many.
 
     Rows at the same distance as the last one kept come too (up to ``2 * count``), so that equal
-    vectors are scored together. ``sets``: see :attr:`VectorIndex.sets`.
+    vectors are scored together. ``sets``: see :attr:`VectorIndex.sets`; ``prefix``: the first word
+    of every row, contiguous (taken from ``words`` when not given).
     """
     total = sum(end - start for start, end in ranges)
     if total <= count:
@@ -239,12 +263,11 @@ def candidates(
     if sets:
         return _nearest(*_set_distances(words, query, ranges), count)
     if total > PREFIX_SURVIVORS * count:
-        rows = _prefix_pass(words[0], int(query[0]), ranges, PREFIX_SURVIVORS * count, total)
+        first = np.ascontiguousarray(words[:, 0]) if prefix is None or not len(prefix) else prefix
+        rows = _prefix_pass(first, int(query[0]), ranges, PREFIX_SURVIVORS * count, total)
     else:
         rows = np.concatenate([np.arange(start, end) for start, end in ranges])
-    distance = np.zeros(len(rows), dtype=np.uint16)
-    for w in range(len(words)):
-        distance += np.bitwise_count(words[w, rows] ^ query[w])
+    distance = np.bitwise_count(np.take(words, rows, axis=0) ^ query).sum(axis=1, dtype=np.uint16)
     return _nearest(rows, distance, count)
 
 
@@ -258,10 +281,11 @@ def _set_distances(
     own = np.zeros(len(rows), dtype=np.float32)
     at = 0
     for start, end in ranges:
-        for w in range(len(words)):
-            shared[at : at + end - start] += np.bitwise_count(words[w, start:end] & query[w])
-            own[at : at + end - start] += np.bitwise_count(words[w, start:end])
-        at += end - start
+        for first in range(start, end, CHUNK):
+            block = words[first : min(end, first + CHUNK)]
+            shared[at : at + len(block)] = np.bitwise_count(block & query).sum(axis=1, dtype=np.uint16)
+            own[at : at + len(block)] = np.bitwise_count(block).sum(axis=1, dtype=np.uint16)
+            at += len(block)
     return rows, -shared / np.sqrt(np.maximum(own, 1.0))
 
 
@@ -287,22 +311,57 @@ def _prefix_pass(word: np.ndarray, query: int, ranges: list[tuple[int, int]], ke
     counts = np.cumsum(np.bincount(np.bitwise_count(sample ^ np.uint64(query)), minlength=65))
     reach = int(np.searchsorted(counts, keep * len(sample) / total))
     while True:
-        kept = np.concatenate(list(_within(word, np.uint64(query), ranges, reach)))
+        kept = _within_split(word, np.uint64(query), ranges, reach)
         if len(kept) >= keep // 2 or reach >= 64:
             return kept
         reach += 2
+
+
+def _within_split(word: np.ndarray, query: np.uint64, ranges: list[tuple[int, int]], reach: int) -> np.ndarray:
+    """:func:`_within` over all of ``ranges``, split among :data:`THREADS` threads when they hold many rows
+    (numpy lets go of the GIL in each step; the pieces are joined in row order)."""
+    total = sum(end - start for start, end in ranges)
+    if THREADS < 2 or total < SPLIT_ROWS:
+        return np.concatenate(list(_within(word, query, ranges, reach)))
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(THREADS, thread_name_prefix="bfsql-vectors")
+    pieces = _split(ranges, THREADS)
+    found = [_POOL.submit(lambda piece: np.concatenate(list(_within(word, query, piece, reach))), piece)
+             for piece in pieces]
+    return np.concatenate([future.result() for future in found])
+
+
+def _split(ranges: list[tuple[int, int]], count: int) -> list[list[tuple[int, int]]]:
+    """``ranges`` cut into ``count`` pieces of about as many rows each, in order."""
+    total = sum(end - start for start, end in ranges)
+    size = -(-total // count)
+    pieces: list[list[tuple[int, int]]] = [[]]
+    room = size
+    for start, end in ranges:
+        while start < end:
+            take = min(end - start, room)
+            pieces[-1].append((start, start + take))
+            start, room = start + take, room - take
+            if room == 0 and start < end:
+                pieces.append([])
+                room = size
+    return pieces
 
 
 def _within(word: np.ndarray, query: np.uint64, ranges: list[tuple[int, int]], reach: int) -> Iterator[np.ndarray]:
     """Rows of ``ranges`` whose word is at most ``reach`` bits from ``query``, a chunk at a time."""
     buffer = np.empty(CHUNK, dtype=np.uint64)
     bits = np.empty(CHUNK, dtype=np.uint8)
+    near = np.empty(CHUNK, dtype=np.bool_)
     for start, end in ranges:
         for first in range(start, end, CHUNK):
             size = min(CHUNK, end - first)
             np.bitwise_xor(word[first : first + size], query, out=buffer[:size])
             np.bitwise_count(buffer[:size], out=bits[:size])
-            yield np.flatnonzero(bits[:size] <= reach) + first
+            np.less_equal(bits[:size], reach, out=near[:size])
+            yield np.flatnonzero(near[:size]) + first
     yield np.zeros(0, dtype=np.int64)
 
 
@@ -314,6 +373,7 @@ class Codes:
     """What :func:`build_codes` reads: the index's codes and types, and each row's entity id."""
 
     words: np.ndarray
+    """uint64, a row of words an entity row (as :attr:`VectorIndex.words`)."""
     types: list[str]
     type_rows: np.ndarray
     ids: list[str]
@@ -358,16 +418,23 @@ def build_codes(conn: sqlite3.Connection, dimension: int) -> Codes:
     codes = np.concatenate(parts) if parts else np.zeros((0, width), dtype="<u8")
     type_rows = np.zeros(len(types) + 1, dtype=np.int64)
     np.cumsum(np.bincount(type_codes, minlength=len(types)), out=type_rows[1:])
-    return Codes(np.ascontiguousarray(codes[order].T), types, type_rows, [ids[i] for i in order.tolist()],
-                 sets=bool(ids) and not negative)
+    return Codes(codes[order], types, type_rows, [ids[i] for i in order.tolist()], sets=bool(ids) and not negative)
 
 
 def save_vectors(conn: sqlite3.Connection, codes: Codes) -> None:
-    """Save ``codes`` in the store ``conn`` writes (inside its transaction), replacing any saved before."""
+    """Save ``codes`` in the store ``conn`` writes (inside its transaction), replacing any saved before, with
+    each row's entity and a copy of its vector in ``vector_row`` (in row order)."""
+    conn.execute("DROP TABLE IF EXISTS vector_row")  # a version 1 table has no vector column
     for statement in _DDL:
         conn.execute(statement)
     drop_vectors(conn)
-    conn.executemany("INSERT INTO vector_row (row, entity_id) VALUES (?, ?)", enumerate(codes.ids))
+    conn.execute("CREATE TEMP TABLE vector_order (row INTEGER PRIMARY KEY, entity_id TEXT NOT NULL)")
+    try:
+        conn.executemany("INSERT INTO temp.vector_order (row, entity_id) VALUES (?, ?)", enumerate(codes.ids))
+        conn.execute("INSERT INTO vector_row (row, entity_id, vector) SELECT o.row, o.entity_id, v.vector "
+                     "FROM temp.vector_order o JOIN entity_vector v ON v.entity_id = o.entity_id ORDER BY o.row")
+    finally:
+        conn.execute("DROP TABLE temp.vector_order")
     blobs = {"words": codes.words.astype("<u8").tobytes(), "type_rows": codes.type_rows.astype("<i8").tobytes(),
              "types": "\n".join(codes.types).encode("utf-8")}
     checksum = 0
@@ -377,7 +444,8 @@ def save_vectors(conn: sqlite3.Connection, codes: Codes) -> None:
                          [(name, i, part) for i, part in enumerate(parts)])
         checksum = zlib.crc32(blob, zlib.crc32(name.encode(), checksum))
     kind = "sets" if codes.sets else "signs"
-    stamp = f"{VECTORS_VERSION}:{len(codes.ids)}:{len(codes.words)}:{kind}:{checksum}"
+    width = codes.words.shape[1] if codes.words.ndim == 2 else 0
+    stamp = f"{VECTORS_VERSION}:{len(codes.ids)}:{width}:{kind}:{checksum}"
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('vectors', ?)", (stamp,))
 
 
@@ -390,32 +458,46 @@ def drop_vectors(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM meta WHERE key = 'vectors'")
 
 
-def _load(conn: sqlite3.Connection, dimension: int) -> VectorIndex | None:
-    """The codes saved in the store, or None when there are none (or they are not this version's, or not whole)."""
-    stamp = conn.execute("SELECT value FROM meta WHERE key = 'vectors'").fetchone()
-    if stamp is None:
-        return None
-    fields = stamp[0].split(":")
-    if len(fields) != 5 or fields[0] != VECTORS_VERSION:
-        return None
-    count, width, kind, checksum = fields[1:]
-    parts: dict[str, list[bytes]] = {}
+def _read_parts(conn: sqlite3.Connection) -> tuple[dict[str, np.ndarray], int | None]:
+    """Each saved blob (its parts read one at a time into one array) and the checksum of them all (None when a
+    part is not a blob)."""
+    sizes = dict(conn.execute("SELECT name, SUM(length(data)) FROM vector_part GROUP BY name"))
+    blobs = {name: np.empty(int(size), dtype=np.uint8) for name, size in sizes.items()}
+    checksum, filled, last = 0, 0, None
     for name, data in conn.execute("SELECT name, data FROM vector_part ORDER BY name, part"):
-        parts.setdefault(name, []).append(data)
-    blobs = {name: b"".join(found) for name, found in parts.items()}
-    running = 0
-    for name, blob in sorted(blobs.items()):
-        running = zlib.crc32(blob, zlib.crc32(name.encode(), running))
+        if not isinstance(data, bytes):
+            return blobs, None
+        if name != last:
+            checksum, filled, last = zlib.crc32(name.encode(), checksum), 0, name
+        blobs[name][filled : filled + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        filled += len(data)
+        checksum = zlib.crc32(data, checksum)
+    return blobs, checksum
+
+
+def _load(conn: sqlite3.Connection, dimension: int) -> VectorIndex | None:
+    """The codes saved in the store, or None when there are none (or they are not of a version read here, or not
+    whole)."""
+    stamp = conn.execute("SELECT value FROM meta WHERE key = 'vectors'").fetchone()
+    fields = stamp[0].split(":") if stamp is not None else []
+    if len(fields) != 5 or fields[0] not in ("1", VECTORS_VERSION):
+        return None
+    version, count, width, kind, checksum = fields
+    blobs, running = _read_parts(conn)
     rows, words = int(count), int(width)
-    if str(running) != checksum or len(blobs.get("words", b"")) != 8 * rows * words:
+    last = conn.execute("SELECT coalesce(MAX(row), -1) FROM vector_row").fetchone()[0]
+    if str(running) != checksum or len(blobs.get("words", b"")) != 8 * rows * words or last != rows - 1:
         logger.warning("The vector codes saved in this store are damaged; they are built from its vectors instead.")
         return None
-    types = blobs["types"].decode("utf-8").split("\n") if blobs["types"] else []
-    type_rows = np.frombuffer(blobs["type_rows"], dtype="<i8")
+    types = bytes(blobs["types"]).decode("utf-8").split("\n") if len(blobs["types"]) else []
+    type_rows = blobs["type_rows"].view("<i8")
     if len(type_rows) != len(types) + 1 or int(type_rows[-1]) != rows or -(-dimension // 64) != words:
         return None
-    matrix = np.frombuffer(blobs["words"], dtype="<u8").reshape(words, rows)
-    return VectorIndex(matrix, types, type_rows, dimension, _SavedRows(), sets=kind == "sets")
+    if version == "1":  # saved a word at a time, every row's: made rows of words here
+        matrix = np.ascontiguousarray(blobs.pop("words").view("<u8").reshape(words, rows).T)
+        return VectorIndex(matrix, types, type_rows, dimension, _JoinedRows(), sets=kind == "sets")
+    matrix = blobs.pop("words").view("<u8").reshape(rows, words)
+    return VectorIndex(matrix, types, type_rows, dimension, _StoredRows(), sets=kind == "sets")
 
 
 def open_vectors(conn: sqlite3.Connection, dimension: int) -> VectorIndex:

@@ -40,8 +40,8 @@ load into ``entity_vector``, and the embedder's name and dimension are recorded 
 embedded again; a load with another embedder re-embeds everything, and
 ``embedder=None`` removes the vectors. The backend refuses to compare the stored
 vectors with query vectors of another embedder. Every load with vectors also saves their
-sign-bit codes and the entity of each code's row (:mod:`bfsql.vectors`), which the server
-searches instead of holding the vectors.
+sign-bit codes and the entity and a copy of the vector of each code's row (:mod:`bfsql.vectors`),
+which the server searches instead of holding the vectors.
 
 Idempotence: entities and relationships are upserted by key (a later record with the
 same key replaces the earlier one, as in the memory backend), evidence is inserted
