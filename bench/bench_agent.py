@@ -846,7 +846,7 @@ async def time_closures(run: Run, questions: Sequence[Question], dsn: str, truth
     from bfsql.engine.paths import path_query
     from bfsql_postgres import PostgresBackend, PostgresConfig
 
-    backend = await PostgresBackend.create(PostgresConfig(dsn=dsn, statement_timeout=300))
+    backend = await PostgresBackend.create(PostgresConfig(dsn=dsn, query_timeout=300))
     try:
         for outcome in closures:
             q = outcome.question

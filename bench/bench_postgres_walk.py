@@ -421,17 +421,17 @@ async def opened(dsn: str) -> AsyncIterator[tuple[Any, Any]]:
 
     from bfsql_postgres import PostgresBackend, PostgresConfig
 
-    config = PostgresConfig(dsn=dsn, statement_timeout=300)
+    config = PostgresConfig(dsn=dsn, query_timeout=300)
     backend = await PostgresBackend.create(config)
 
     async def keep_session(conn: Any) -> None:
         """No reset query between statements (the native side changes no session state)."""
 
     pool = await asyncpg.create_pool(
-        dsn, min_size=1, max_size=config.pool_size, command_timeout=config.statement_timeout + 5,
+        dsn, min_size=1, max_size=config.max_connections, command_timeout=config.query_timeout + 5,
         server_settings={"default_transaction_read_only": "on", "plan_cache_mode": "force_generic_plan",
                          "max_parallel_workers_per_gather": "0",
-                         "statement_timeout": str(int(config.statement_timeout * 1000))},
+                         "statement_timeout": str(int(config.query_timeout * 1000))},
         reset=keep_session,
     )
     try:

@@ -110,7 +110,7 @@ def famplex_database() -> Iterator[str]:
 
 def replica_options(dsn: str) -> list[str]:
     """A small replica: two connections."""
-    return ["--backend", "postgres", "--dsn", dsn, "--pool-size", "2", "--max-sessions-per-client", "1000"]
+    return ["--backend", "postgres", "--dsn", dsn, "--max-connections", "2", "--max-sessions-per-client", "1000"]
 
 
 def through_balancers(dsn: str, seconds: float) -> dict[int, dict[str, Any]]:

@@ -563,9 +563,9 @@ async def open_postgres(data: HpoData) -> AsyncIterator[Store]:
             backend = await PostgresBackend.create(config, on_query=log_bfsql)
             stack.push_async_callback(backend.aclose)
             pool = await asyncpg.create_pool(  # the backend's pool settings
-                server.dsn(), min_size=1, max_size=config.pool_size, command_timeout=config.statement_timeout + 5,
+                server.dsn(), min_size=1, max_size=config.max_connections, command_timeout=config.query_timeout + 5,
                 server_settings={"default_transaction_read_only": "on",
-                                 "statement_timeout": str(int(config.statement_timeout * 1000)),
+                                 "statement_timeout": str(int(config.query_timeout * 1000)),
                                  "plan_cache_mode": "force_generic_plan",
                                  "max_parallel_workers_per_gather": "0"},
                 init=init, reset=keep_session,

@@ -76,7 +76,7 @@ def test_derives_names_from_a_hyphenated_backend_name(tmp_path: Path) -> None:
     assert meta["project"]["authors"] == [{"name": "Ada Lovelace"}]
     assert meta["project"]["entry-points"]["bfsql"] == {"my-store": "bfsql_my_store"}
     source = (project / "src/bfsql_my_store/__init__.py").read_text()
-    assert "class MyStoreBackend(GraphBackend):" in source and "class MyStoreConfig(BaseModel):" in source
+    assert "class MyStoreBackend(GraphBackend):" in source and "class MyStoreConfig(BackendConfig):" in source
     compile(source, "__init__.py", "exec")
 
 
@@ -160,7 +160,7 @@ def test_the_readmes_develop_steps_pass_in_a_fresh_virtualenv(tmp_path: Path) ->
     # the tests follow conftest.store_config.
     source = project / "src" / "bfsql_example" / "__init__.py"
     source.write_text(source.read_text().replace("    bundle: Path = Field(", "    graph_file: Path = Field(")
-                      .replace("(config.bundle)", "(config.graph_file)"))
+                      .replace("config.bundle", "config.graph_file"))
     conftest = project / "tests" / "conftest.py"
     conftest.write_text(conftest.read_text().replace("(bundle=bundle)", "(graph_file=bundle)"))
     again = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project)

@@ -292,8 +292,8 @@ class PerCallerBackend(CountingBackend):
 
 
 async def test_the_cache_keeps_each_store_identity_apart():
-    """Issue 37: with identity to the store, a caller is never answered from what another identity read, and loads
-    under way are shared only within one identity."""
+    """When the store answers each caller as its own identity, a caller is never answered from what another
+    identity read, and loads under way are shared only within one identity."""
     backend = PerCallerBackend()
     backend.delay = 0.02
     graph = graph_of(backend)

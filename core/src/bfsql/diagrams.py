@@ -71,38 +71,59 @@ def _detail(metadata: dict[str, Any] | None, name: str | None) -> str:
     return "clipped" if "_clipped" in metadata else "full"
 
 
-def neighbourhood(tool: str, data: dict[str, Any]) -> Neighbourhood:
-    """The drawable content of a ``bfs_query`` or ``intersect_subgraphs`` answer (plain JSON data)."""
-    answer: BfsResult | IntersectionResult
-    if tool == "bfs_query":
-        answer = BfsResult.model_validate(data)
-        title = f"bfs_query {', '.join(answer.seeds)}, max_hops={answer.max_hops}"
-    elif tool == "intersect_subgraphs":
-        answer = IntersectionResult.model_validate(data)
-        title = f"intersect_subgraphs {', '.join(answer.seeds)}, k={answer.k}"
-    else:
+_ANSWER_MODELS: dict[str, tuple[type[BfsResult] | type[IntersectionResult], Callable[[Any], str]]] = {
+    "bfs_query": (BfsResult, lambda answer: f"max_hops={answer.max_hops}"),
+    "intersect_subgraphs": (IntersectionResult, lambda answer: f"k={answer.k}"),
+}
+"""Each drawable tool's answer model, and the bound its diagram's title names after the seeds."""
+
+
+def _read_answer(tool: str, data: dict[str, Any]) -> tuple[BfsResult | IntersectionResult, str]:
+    """The answer of ``tool`` read from its JSON data, and the diagram's title."""
+    if tool not in _ANSWER_MODELS:
         raise ValueError(f"{tool} answers cannot be drawn; diagrams are made of {' and '.join(DIAGRAM_TOOLS)} answers")
-    seeds = set(answer.seeds)
-    drawn = Neighbourhood(title)
+    model, bound = _ANSWER_MODELS[tool]
+    answer = model.model_validate(data)
+    return answer, f"{tool} {', '.join(answer.seeds)}, {bound(answer)}"
+
+
+def _shown_nodes(answer: BfsResult | IntersectionResult, seeds: set[str]) -> dict[str, DrawnNode]:
+    """The nodes the answer shows (an intersection's ``context`` too), by id."""
     context = (answer.context or []) if isinstance(answer, IntersectionResult) else []
+    nodes = {}
     for node in [*answer.nodes, *context]:
         name = (node.metadata or {}).get("name") or node.name
-        drawn.nodes[node.id] = DrawnNode(
+        nodes[node.id] = DrawnNode(
             node.id, node.entity_type, str(name) if name else None, _detail(node.metadata, name), node.id in seeds,
             node.metadata,
         )
+    return nodes
+
+
+def _triples(answer: BfsResult | IntersectionResult) -> list[tuple[str, str, str]]:
+    """The answer's edges (an intersection's path edges too) as triples, each once, in order."""
     triples = [(e.subject, e.predicate, e.object) for e in answer.edges]
     if isinstance(answer, IntersectionResult):
         triples += [edge for path in answer.paths or [] for edge in path.edges]
-    for triple in dict.fromkeys(triples):
-        drawn.edges.append(triple)
-    for node_id in [*answer.seeds, *(end for s, _, o in drawn.edges for end in (s, o))]:
-        if node_id not in drawn.nodes:
-            drawn.nodes[node_id] = DrawnNode(node_id, UNKNOWN_TYPE, None, "not shown", node_id in seeds)
-    drawn.notes = [
+    return list(dict.fromkeys(triples))
+
+
+def _notes(answer: BfsResult | IntersectionResult) -> list[str]:
+    """The answer's ``truncated`` notes and warnings, one line each."""
+    return [
         f"truncated ({note.reason}" + (f", {note.count} items" if note.count else "") + f"): {note.detail} {note.hint}"
         for note in answer.truncated or []
     ] + [f"warning: {warning}" for warning in answer.warnings or []]
+
+
+def neighbourhood(tool: str, data: dict[str, Any]) -> Neighbourhood:
+    """The drawable content of a ``bfs_query`` or ``intersect_subgraphs`` answer (plain JSON data)."""
+    answer, title = _read_answer(tool, data)
+    seeds = set(answer.seeds)
+    drawn = Neighbourhood(title, _shown_nodes(answer, seeds), _triples(answer), _notes(answer))
+    for node_id in [*answer.seeds, *(end for s, _, o in drawn.edges for end in (s, o))]:
+        if node_id not in drawn.nodes:
+            drawn.nodes[node_id] = DrawnNode(node_id, UNKNOWN_TYPE, None, "not shown", node_id in seeds)
     return drawn
 
 

@@ -437,14 +437,14 @@ class _Reader:
             raise self.error((*table, key), problem(err, resolved.get(key), shown)) from None
 
 
-def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[str]) -> ConfigFile:
-    """Read and check a configuration file against the installed backends and embedders; :class:`ConfigError`."""
+def _parse_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The file's text and its TOML tables; :class:`ConfigError` when it cannot be read or parsed."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, None, "", f"cannot read the configuration file ({exc}).") from None
     try:
-        data = tomllib.loads(text)
+        return text, tomllib.loads(text)
     except RecursionError:
         raise ConfigError(path, None, "", "tables or arrays nested too deeply to read.",
                           "A configuration file needs two levels: [server] and [graphs.NAME].") from None
@@ -452,7 +452,10 @@ def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[s
         where = re.search(r"\s*\(at line (\d+), column \d+\)", str(exc))
         problem = str(exc)[: where.start()] if where else str(exc)
         raise ConfigError(path, int(where.group(1)) if where else None, "", f"not valid TOML: {problem}.") from None
-    reader = _Reader(path, text, embedders)
+
+
+def _server_table(reader: _Reader, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``[server]`` settings, after refusing any top-level table but ``server`` and ``graphs``."""
     for key in data:
         if key not in ("server", "graphs"):
             raise reader.error((key,), "unknown table.", "A configuration file has [server] and [graphs.NAME] "
@@ -460,7 +463,11 @@ def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[s
     server_table = data.get("server", {})
     if not isinstance(server_table, dict):
         raise reader.error(("server",), "must be a table: [server].", table=True)
-    server = reader.settings(("server",), server_table, list(ServerSettings.model_fields))
+    return reader.settings(("server",), server_table, list(ServerSettings.model_fields))
+
+
+def _graphs_table(reader: _Reader, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``[graphs]`` table: at least one graph, at most :data:`MAX_GRAPHS`."""
     graphs_table = data.get("graphs")
     if not isinstance(graphs_table, dict) or not graphs_table:
         raise reader.error(("graphs",) if "graphs" in data else (), "no graphs: add at least one [graphs.NAME] "
@@ -469,40 +476,60 @@ def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[s
         raise reader.error(("graphs",), f"{len(graphs_table)} graphs; one server serves at most {MAX_GRAPHS}.",
                            "Split them over several servers (each keeps every graph's indexes in memory).",
                            table=True)
-    graphs = []
-    defaults = []
-    for name, section in graphs_table.items():
-        table = ("graphs", name)
-        if not isinstance(section, dict):
-            raise reader.error(table, 'must be a table: [graphs.NAME] with backend = "...".', table=True)
-        if not GRAPH_NAME.match(name):
-            raise reader.error(table, "a graph name is letters, digits, '.', '_' or '-' (64 at most).", table=True)
-        if "backend" not in section:
-            installed = ", ".join(sorted(backends))
-            raise reader.error(table, "no backend.", f'Add backend = "NAME"; installed: {installed}.', table=True)
-        backend = section["backend"]
-        if not isinstance(backend, str) or backend not in backends:
-            hint = install_hint(str(backend)) or nearest(str(backend), sorted({*backends, *FIRST_PARTY}))
-            raise reader.error((*table, "backend"), f"backend {backend!r} is not installed.",
-                               f"{hint.strip()} Installed: {', '.join(sorted(backends))}; see 'bfsql plugins'.".strip())
-        description = section.get("description")
-        if description is not None and not isinstance(description, str):
-            raise reader.error((*table, "description"), "must be a string.")
-        if not isinstance(section.get("default", False), bool):
-            raise reader.error((*table, "default"), "must be true or false.")
-        if section.get("default"):
-            defaults.append(name)
-        per_graph = ServerSettings.per_graph_fields()
-        overrides = reader.settings(table, {k: v for k, v in section.items() if k in per_graph}, per_graph)
-        rest = {k: v for k, v in section.items() if k not in per_graph and k not in _SECTION_KEYS}
-        config = reader.backend_options(table, backends[backend], rest)
-        graphs.append(ConfiguredGraph(name, backend, description, overrides, config))
+    return graphs_table
+
+
+def _graph_backend(reader: _Reader, table: tuple[str, ...], section: Any, backends: Mapping[str, Any]) -> str:
+    """The installed backend a ``[graphs.NAME]`` table names, after checking the table's shape and name."""
+    if not isinstance(section, dict):
+        raise reader.error(table, 'must be a table: [graphs.NAME] with backend = "...".', table=True)
+    if not GRAPH_NAME.match(table[-1]):
+        raise reader.error(table, "a graph name is letters, digits, '.', '_' or '-' (64 at most).", table=True)
+    if "backend" not in section:
+        installed = ", ".join(sorted(backends))
+        raise reader.error(table, "no backend.", f'Add backend = "NAME"; installed: {installed}.', table=True)
+    backend = section["backend"]
+    if not isinstance(backend, str) or backend not in backends:
+        hint = install_hint(str(backend)) or nearest(str(backend), sorted({*backends, *FIRST_PARTY}))
+        raise reader.error((*table, "backend"), f"backend {backend!r} is not installed.",
+                           f"{hint.strip()} Installed: {', '.join(sorted(backends))}; see 'bfsql plugins'.".strip())
+    return backend
+
+
+def _graph(reader: _Reader, name: str, section: Any, backends: Mapping[str, Any]) -> ConfiguredGraph:
+    """One ``[graphs.NAME]`` table checked: its backend, description, per-graph settings and backend options."""
+    table = ("graphs", name)
+    backend = _graph_backend(reader, table, section, backends)
+    description = section.get("description")
+    if description is not None and not isinstance(description, str):
+        raise reader.error((*table, "description"), "must be a string.")
+    if not isinstance(section.get("default", False), bool):
+        raise reader.error((*table, "default"), "must be true or false.")
+    per_graph = ServerSettings.per_graph_fields()
+    overrides = reader.settings(table, {k: v for k, v in section.items() if k in per_graph}, per_graph)
+    rest = {k: v for k, v in section.items() if k not in per_graph and k not in _SECTION_KEYS}
+    config = reader.backend_options(table, backends[backend], rest)
+    return ConfiguredGraph(name, backend, description, overrides, config)
+
+
+def _default_first(reader: _Reader, graphs: list[ConfiguredGraph], defaults: list[str]) -> list[ConfiguredGraph]:
+    """``graphs`` with the one marked ``default = true`` (at most one may be) first."""
     if len(defaults) > 1:
         raise reader.error(("graphs", defaults[1], "default"), f"more than one default graph ({', '.join(defaults)}).",
                            "Mark one graph default = true.")
     if defaults:
         graphs.sort(key=lambda graph: graph.name != defaults[0])
-    return ConfigFile(path, server, graphs)
+    return graphs
+
+
+def read_config(path: Path, backends: Mapping[str, Any], embedders: Collection[str]) -> ConfigFile:
+    """Read and check a configuration file against the installed backends and embedders; :class:`ConfigError`."""
+    text, data = _parse_toml(path)
+    reader = _Reader(path, text, embedders)
+    server = _server_table(reader, data)
+    graphs = [_graph(reader, name, section, backends) for name, section in _graphs_table(reader, data).items()]
+    defaults = [name for name, section in data["graphs"].items() if section.get("default")]
+    return ConfigFile(path, server, _default_first(reader, graphs, defaults))
 
 
 def _toml_value(value: Any) -> str:

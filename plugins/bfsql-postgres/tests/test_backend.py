@@ -221,7 +221,7 @@ async def test_statistics_above_the_bound_are_the_planners_estimates(standard_ds
 
 @pytest.mark.parametrize("paged", [False, True], ids=["listed whole", "paged"])
 async def test_a_full_traversal_takes_its_metadata_from_its_hops(standard_dsn: str, paged: bool) -> None:
-    """Issue 25: a full answer's metadata comes with its hops (no statement of its own), listed whole or paged
+    """A full answer's metadata comes with its hops (no statement of its own), listed whole or paged
     (the walk hop by hop within a row budget), and equals what the metadata primitives answer."""
     log = StatementLog()
     backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
@@ -240,7 +240,8 @@ async def test_a_full_traversal_takes_its_metadata_from_its_hops(standard_dsn: s
 
 
 async def test_a_hop_answers_the_asked_entities_in_its_one_statement(standard_dsn: str) -> None:
-    """Issue 24.3: hop answers the type and name of the ids it is asked for, so nothing waits for a hop in flight."""
+    """hop answers the type and name of the ids it is asked for in its one statement, so fetching nodes never
+    waits for a hop in flight."""
     log = StatementLog()
     backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
     try:

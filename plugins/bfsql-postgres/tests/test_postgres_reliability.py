@@ -297,7 +297,8 @@ def test_server_stopped_mid_session_then_restarted(cluster, session, figures):
 
 
 def test_one_graph_down_leaves_the_other_answering(cluster, tmp_path, figures):
-    """Issue 17: the demo (SQLite) and PostgreSQL behind one server; PostgreSQL stopped, then back."""
+    """The demo (SQLite) and PostgreSQL behind one server: while PostgreSQL is stopped, its calls are errors naming
+    the graph and the demo still answers; once PostgreSQL is back, so are its answers."""
     config = tmp_path / "graphs.toml"
     config.write_text(
         '[server]\ntimeout = 15\n\n[graphs.famplex]\nbackend = "sqlite"\ndescription = "FamPlex demo"\n\n'
@@ -324,8 +325,9 @@ def test_one_graph_down_leaves_the_other_answering(cluster, tmp_path, figures):
 
 
 def test_a_hung_graph_holds_only_its_own_heavy_call_slots(cluster, tmp_path, figures):
-    """Issue 23.4: with PostgreSQL's relationship table locked, four traversals of that graph wait; a traversal
-    of the other graph must not wait for their slots (it waited 19.2 s when the slots were shared)."""
+    """Heavy-call slots are per graph: with PostgreSQL's relationship table locked, four traversals of that graph
+    wait; a traversal of the other graph must not wait for their slots (it waited 19.2 s when the slots were
+    shared)."""
     config = tmp_path / "graphs.toml"
     config.write_text(
         '[server]\ntimeout = 12\n\n[graphs.famplex]\nbackend = "sqlite"\n\n'

@@ -179,7 +179,7 @@ class _Gate:
     """Many reads or one close: closing waits for the reads in flight, and reads after it wait, then fail cleanly.
 
     Connections are closed only on the close's side of the gate, so no thread ever runs a
-    statement on a connection another thread is closing (SQLite does not survive that: issue 23.0).
+    statement on a connection another thread is closing (SQLite does not survive that: a segmentation fault).
     """
 
     def __init__(self) -> None:

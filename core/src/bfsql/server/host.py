@@ -183,25 +183,36 @@ class ToolHost:
                 report, slots=self.slots[self.default.name], observe=self.observe)
         return await self._answer_among(spec, arguments, caller, visible, report)
 
+    def _named_graph(
+        self, name: str, chosen: Any, arguments: Any, visible: list[ServedGraph]
+    ) -> ServedGraph | ToolAnswer:
+        """The graph a call of tool ``name`` names (``chosen``; None for the caller's default), or the refusal of
+        a graph the caller may not see, that does not exist, or that could not be opened."""
+        names = [g.name for g in visible]
+        if chosen is not None and (not isinstance(chosen, str) or chosen not in names):
+            # The caller is told of a graph it may not see what it is told of one that does not exist.
+            outcome = "not_granted" if isinstance(chosen, str) and chosen in self.graphs else "unknown_graph"
+            return self._refuse(outcome, name, str(chosen), arguments, graph_name_error(str(chosen), names))
+        served = self.graphs[chosen] if chosen is not None else visible[0]
+        if served.graph is None:
+            others = ", ".join(g.name for g in visible if g.graph is not None)
+            return self._refuse(
+                "unavailable", name, served.name, arguments,
+                f"Graph {served.name!r} is unavailable: it could not be opened at start-up ({served.failure}). "
+                f"The other graphs answer: {others}. Restart the server once its store is reachable."
+            )
+        return served
+
     async def _answer_among(
         self, spec: ToolSpec, arguments: Any, caller: Caller, visible: list[ServedGraph], report: Report | None
     ) -> ToolAnswer:
         """A call on a server of several graphs: the one it names (else the caller's default), said in the answer."""
         arguments = dict(arguments) if isinstance(arguments, dict) else arguments
         chosen = arguments.pop("graph", None) if isinstance(arguments, dict) else None
-        names = [g.name for g in visible]
-        if chosen is not None and (not isinstance(chosen, str) or chosen not in names):
-            # The caller is told of a graph it may not see what it is told of one that does not exist.
-            outcome = "not_granted" if isinstance(chosen, str) and chosen in self.graphs else "unknown_graph"
-            return self._refuse(outcome, spec.name, str(chosen), arguments, graph_name_error(str(chosen), names))
-        served = self.graphs[chosen] if chosen is not None else visible[0]
-        if served.graph is None:
-            others = ", ".join(g.name for g in visible if g.graph is not None)
-            return self._refuse(
-                "unavailable", spec.name, served.name, arguments,
-                f"Graph {served.name!r} is unavailable: it could not be opened at start-up ({served.failure}). "
-                f"The other graphs answer: {others}. Restart the server once its store is reachable."
-            )
+        served = self._named_graph(spec.name, chosen, arguments, visible)
+        if isinstance(served, ToolAnswer):
+            return served
+        assert served.graph is not None  # an unavailable graph was refused
         listing = None if chosen is not None else [g.listing(g is visible[0]) for g in visible]
         about: dict[str, Any] = {"graph": served.name}
         if chosen is None and len(visible) > 1:  # so that a miss here is not taken for a miss everywhere

@@ -140,6 +140,91 @@ def _summary(arguments: dict[str, Any]) -> str:
     return clip(", ".join(f"{k}={compact_json(v)}" for k, v in arguments.items() if v not in (None, [], {})), 200)
 
 
+@dataclass
+class _Ending:
+    """How a call is ending, filled in as it runs: what its :class:`CallRecord` and log line say."""
+
+    waiting: bool
+    """Whether it still waits for a heavy-call slot (a timeout then says the server is busy)."""
+    kind: str = "internal_error"
+    """One of :data:`OUTCOMES`."""
+    outcome: str = "error"
+    """The log line's words."""
+    chars: int = 0
+    cut: bool = False
+
+
+async def _answer(
+    spec: ToolSpec, graph: Graph, call: dict[str, Any], budget: AnswerBudget, about: dict[str, Any] | None,
+    slots: asyncio.Semaphore | None, ending: _Ending,
+) -> tuple[dict[str, Any], str]:
+    """The fitted answer of one call and its text: a heavy tool in one of ``slots``, fitted in a worker thread."""
+    if spec.heavy:
+        async with slots or contextlib.nullcontext():
+            ending.waiting = False
+            result = await _invoke(spec.fn, call)
+        postprocess(graph, result, spec.name)
+        return await asyncio.to_thread(document, result, budget, about)
+    with light_call():
+        result = await _invoke(spec.fn, call)
+        postprocess(graph, result, spec.name)
+        return document(result, budget, about)  # small: a thread would cost more than it saves
+
+
+async def _run(
+    spec: ToolSpec, raw: dict[str, Any], graph: Graph, settings: ServerSettings,
+    report: Callable[[float, float | None, str | None], Awaitable[None]] | None,
+    graphs: list[GraphListing] | None, slots: asyncio.Semaphore | None, about: dict[str, Any] | None,
+    ending: _Ending,
+) -> ToolAnswer:
+    """Validate the call, run it within the timeout and fit its answer (exceptions are :func:`run_tool`'s)."""
+    arguments = validate(spec, raw)
+    budget = answer_budget(spec, settings, arguments)
+    call = dict(arguments)
+    if spec.graph_param:
+        call[spec.graph_param] = graph
+    if spec.context_param:
+        call[spec.context_param] = ToolContext(graph, settings, budget, report, graphs)
+    fitted, text = await asyncio.wait_for(_answer(spec, graph, call, budget, about, slots, ending), settings.timeout)
+    ending.kind, ending.chars, ending.cut = "ok", len(text), was_cut(fitted)
+    ending.outcome = f"{len(text)} chars" + (", cut" if ending.cut else "")
+    return ToolAnswer(text, fitted)
+
+
+def _refused(exc: BfsqlError, graph: Graph, settings: ServerSettings, ending: _Ending) -> ToolAnswer:
+    """The tool error of a call bfsql refused (bad arguments, access denied, a store failure), with its hint."""
+    ending.kind = "backend_error" if isinstance(exc, BackendFailure) else "denied" if isinstance(
+        exc, AccessDenied) else "invalid"
+    ending.outcome = f"error: {clip(exc.message, 200)}"
+    most = min(ERROR_CHARS, AnswerBudget(settings.max_tokens).chars)
+    return failed(f"{exc.message} {graph.examples.say(exc.hint)}".strip(), most)
+
+
+def _timed_out(spec: ToolSpec, settings: ServerSettings, ending: _Ending) -> ToolAnswer:
+    """The tool error of a call that ran out of time, waiting for a heavy-call slot or running."""
+    if ending.waiting:
+        ending.kind, ending.outcome = "busy", "timed out waiting for a heavy-call slot"
+        return failed(
+            f"{spec.name} timed out after {settings.timeout:g}s waiting for its turn: the server is busy with "
+            "other traversals. Try again shortly, or narrow the query."
+        )
+    ending.kind, ending.outcome = "timeout", "timed out"
+    return failed(
+        f"{spec.name} timed out after {settings.timeout:g}s. "
+        "Narrow the query (fewer hops or seeds, exclude_node_types, named relations instead of [*]) or try again."
+    )
+
+
+def _internal_error(spec: ToolSpec, exc: Exception) -> ToolAnswer:
+    """The tool error of a bug (in bfsql or a plugin), logged with its traceback."""
+    logger.error("%s: internal error", spec.name, exc_info=True)
+    return failed(
+        f"bfsql (or one of its plugins) hit an internal error in {spec.name}: {type(exc).__name__}: "
+        f"{clip(str(exc), 300)}. This is a bug, not a problem with your arguments or the graph's store; "
+        "please report it."
+    )
+
+
 async def run_tool(
     spec: ToolSpec,
     raw: dict[str, Any],
@@ -159,76 +244,31 @@ async def run_tool(
     the answer's document says of the call besides the answer (which graph answered).
     """
     started = time.perf_counter()
-    outcome = "error"
-    kind, chars, cut = "internal_error", 0, False
-    waiting = slots is not None and spec.heavy
-    most = min(ERROR_CHARS, AnswerBudget(settings.max_tokens).chars)
-
-    async def answer(call: dict[str, Any], budget: AnswerBudget) -> tuple[dict[str, Any], str]:
-        nonlocal waiting
-        if spec.heavy:
-            async with slots or contextlib.nullcontext():
-                waiting = False
-                result = await _invoke(spec.fn, call)
-            postprocess(graph, result, spec.name)
-            return await asyncio.to_thread(document, result, budget, about)
-        with light_call():
-            result = await _invoke(spec.fn, call)
-            postprocess(graph, result, spec.name)
-            return document(result, budget, about)  # small: a thread would cost more than it saves
-
+    ending = _Ending(waiting=slots is not None and spec.heavy)
     try:
-        arguments = validate(spec, raw)
-        budget = answer_budget(spec, settings, arguments)
-        call = dict(arguments)
-        if spec.graph_param:
-            call[spec.graph_param] = graph
-        if spec.context_param:
-            call[spec.context_param] = ToolContext(graph, settings, budget, report, graphs)
-        fitted, text = await asyncio.wait_for(answer(call, budget), settings.timeout)
-        kind, chars, cut = "ok", len(text), was_cut(fitted)
-        outcome = f"{len(text)} chars" + (", cut" if cut else "")
-        return ToolAnswer(text, fitted)
+        return await _run(spec, raw, graph, settings, report, graphs, slots, about, ending)
     except BfsqlError as exc:
-        kind = "backend_error" if isinstance(exc, BackendFailure) else "denied" if isinstance(
-            exc, AccessDenied) else "invalid"
-        outcome = f"error: {clip(exc.message, 200)}"
-        return failed(f"{exc.message} {graph.examples.say(exc.hint)}".strip(), most)
+        return _refused(exc, graph, settings, ending)
     except TimeoutError:
-        if waiting:
-            kind, outcome = "busy", "timed out waiting for a heavy-call slot"
-            return failed(
-                f"{spec.name} timed out after {settings.timeout:g}s waiting for its turn: the server is busy with "
-                "other traversals. Try again shortly, or narrow the query."
-            )
-        kind, outcome = "timeout", "timed out"
-        return failed(
-            f"{spec.name} timed out after {settings.timeout:g}s. "
-            "Narrow the query (fewer hops or seeds, exclude_node_types, named relations instead of [*]) or try again."
-        )
+        return _timed_out(spec, settings, ending)
     except asyncio.CancelledError:
-        kind = "cancelled"
+        ending.kind = "cancelled"
         task = asyncio.current_task()
         if task is not None and task.cancelling():
-            outcome = "cancelled"
+            ending.outcome = "cancelled"
             raise  # this call was cancelled (client or timeout): it ends, and only it
         logger.warning("%s: a shared backend call was cancelled under it", spec.name)
         return failed(f"{spec.name} was interrupted by another call's cancellation; try again.")
     except Exception as exc:
-        logger.error("%s: internal error", spec.name, exc_info=True)
-        return failed(
-            f"bfsql (or one of its plugins) hit an internal error in {spec.name}: {type(exc).__name__}: "
-            f"{clip(str(exc), 300)}. This is a bug, not a problem with your arguments or the graph's store; "
-            "please report it."
-        )
+        return _internal_error(spec, exc)
     finally:
         seconds = time.perf_counter() - started
         logger.info(
             "tool %s graph=%s (%s): %s in %.0f ms",
-            spec.name, graph.name, _summary(raw if isinstance(raw, dict) else {}), outcome, seconds * 1000,
+            spec.name, graph.name, _summary(raw if isinstance(raw, dict) else {}), ending.outcome, seconds * 1000,
         )
         if observe is not None:
-            observe(CallRecord(spec.name, graph.name, raw, kind, seconds, chars, cut))
+            observe(CallRecord(spec.name, graph.name, raw, ending.kind, seconds, ending.chars, ending.cut))
 
 
 async def _invoke(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:

@@ -2,15 +2,14 @@
 
 The MCP SDK's session manager caps sessions in all (``--max-sessions``) and answers 503 once
 the cap is reached, until idle sessions expire. One client opening sessions in a loop then locks
-everyone else out for the idle timeout (issue 23.2). :class:`SessionQuota` sits in front of the
+everyone else out for the idle timeout. :class:`SessionQuota` sits in front of the
 manager and decides before a handshake request (a POST without a session id, on a handshake
 protocol revision) reaches it:
 
 * a client holding ``per_client`` sessions gives up its own idle-longest session for the new
   one; if all of them are busy, it is told 429 with a ``Retry-After``. A client is a principal:
   the token's user under OAuth, else the address (users behind one address, a NAT or a proxy
-  whose forwarded addresses are not trusted, would otherwise close each other's sessions:
-  issue 37.4);
+  whose forwarded addresses are not trusted, would otherwise close each other's sessions);
 * when the server holds ``max_sessions``, the idle-longest session of whoever holds the most is
   closed for the newcomer; only when every session is busy does the manager's 503 stand.
 

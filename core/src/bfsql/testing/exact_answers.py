@@ -79,7 +79,7 @@ def _size(result: Any) -> int:
 
 
 class ExactAnswerChecks:
-    """The exact-answer checks of the conformance suite (issue 26); mixed into BackendConformance."""
+    """The exact-answer checks of the conformance suite; mixed into BackendConformance."""
 
     async def _client(self, backend: GraphBackend, max_edges_per_node: int | None = None, **settings: Any) -> Any:
         raise NotImplementedError  # BackendConformance provides it

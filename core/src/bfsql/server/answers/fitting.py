@@ -239,6 +239,53 @@ def _edge_level(owner_level: int, owner_cap: int) -> int:
 _SUBJECT, _OBJECT = operator.itemgetter(0), operator.itemgetter(2)
 
 
+def _holdable(answer: Traversal, room: int) -> int:
+    """How many nodes, from the first, an answer of ``room`` characters could hold: those before the one whose
+    bare stub (with all the bare stubs before it) no longer fits, and that one."""
+    ids, types = answer.node_ids, answer.types
+    used = 0
+    for i, node_id in enumerate(ids):
+        used += _BARE_NODE + _jlen(node_id) + _jlen(types[node_id]) + 1
+        if used > room:
+            return i + 1
+    return len(ids)
+
+
+def _edges_to_scan(answer: Traversal, limit: int, position: dict[str, int]) -> tuple[Sequence[Triple], Sequence[int]]:
+    """The edges that can join the first ``limit`` nodes: a prefix of the answer's, and more by index.
+
+    When the answer knows which hop found its edges, those among these nodes were all found by the
+    hops up to the farthest of them. When it also knows each hop's edges between nodes of that hop
+    (cross edges), they are the edges found before the farthest hop and that hop's cross edges.
+    """
+    triples, found_by, cross_by = answer.triples, answer.found_by, answer.cross_by
+    if found_by is None or not limit:
+        return triples, ()
+    farthest = max(answer.distance[node_id] for node_id in answer.node_ids[:limit])
+    if cross_by is not None and farthest < len(cross_by):
+        scan = triples[: found_by[farthest - 1]] if farthest else []
+        return scan, [i for i in cross_by[farthest] if triples[i][0] in position and triples[i][2] in position]
+    if farthest < len(found_by):
+        return triples[: found_by[farthest]], ()
+    return triples, ()
+
+
+def _candidate_edges(
+    answer: Traversal, scan: Sequence[Triple], cross: Sequence[int], position: dict[str, int]
+) -> Iterable[int]:
+    """The indexes of the scanned edges (and the ``cross`` ones) that the nodes at ``position`` may own."""
+    if answer.offset:  # on a later page, an edge may lead to a node of an earlier page
+        page = set(answer.node_ids)
+        return itertools.chain((
+            i for i, (s, _, o) in enumerate(scan)
+            if (s in position or s not in page) and (o in position or o not in page)
+        ), cross)
+    # An edge is shown only if both its ends are among the first ``limit`` nodes: test that in C.
+    known = position.__contains__
+    both = map(operator.and_, map(known, map(_SUBJECT, scan)), map(known, map(_OBJECT, scan)))
+    return itertools.chain(itertools.compress(itertools.count(), both), cross)
+
+
 def _owners(answer: Traversal, room: int) -> list[Sequence[int]]:
     """For each node an answer of ``room`` characters could hold, the indexes of the edges it owns.
 
@@ -246,37 +293,12 @@ def _owners(answer: Traversal, room: int) -> list[Sequence[int]]:
     exceed the room can own nothing shown, so only the edges among the nodes before it are
     looked at closely.
     """
-    ids, types = answer.node_ids, answer.types
-    used, limit = 0, len(ids)
-    for i, node_id in enumerate(ids):
-        used += _BARE_NODE + _jlen(node_id) + _jlen(types[node_id]) + 1
-        if used > room:
-            limit = i + 1
-            break
+    ids, triples = answer.node_ids, answer.triples
+    limit = _holdable(answer, room)
     position = {node_id: i for i, node_id in enumerate(ids[:limit])}
     owned: list[list[int]] = [[] for _ in range(limit)]
-    triples = answer.triples
-    scan: Sequence[Triple] = triples  # the edges to look at: a prefix of the answer's, and more by position
-    cross: Sequence[int] = ()
-    found_by, cross_by = answer.found_by, answer.cross_by
-    if found_by is not None and limit:  # edges among these nodes were all found by a known hop
-        farthest = max(answer.distance[node_id] for node_id in ids[:limit])
-        if cross_by is not None and farthest < len(cross_by):  # the hops up to farthest, and the next one's
-            scan = triples[: found_by[farthest - 1]] if farthest else []  # edges between nodes reached before it
-            cross = [i for i in cross_by[farthest] if triples[i][0] in position and triples[i][2] in position]
-        elif farthest < len(found_by):
-            scan = triples[: found_by[farthest]]
-    if answer.offset:  # on a later page, an edge may lead to a node of an earlier page
-        page = set(ids)
-        candidates: Iterable[int] = itertools.chain((
-            i for i, (s, _, o) in enumerate(scan)
-            if (s in position or s not in page) and (o in position or o not in page)
-        ), cross)
-    else:  # an edge is shown only if both its ends are among the first ``limit`` nodes: test that in C
-        known = position.__contains__
-        both = map(operator.and_, map(known, map(_SUBJECT, scan)), map(known, map(_OBJECT, scan)))
-        candidates = itertools.chain(itertools.compress(itertools.count(), both), cross)
-    for index in candidates:
+    scan, cross = _edges_to_scan(answer, limit, position)
+    for index in _candidate_edges(answer, scan, cross, position):
         subject, _, obj = triples[index]
         owner = max(position.get(subject, -1), position.get(obj, -1))
         if owner >= 0:
@@ -314,18 +336,13 @@ def _context(answer: Traversal, budget: AnswerBudget, kept: set[str], paths: lis
     return [_context_stub(answer, budget, i) for i in answer.context if i in wanted and i not in kept]
 
 
-def fit_traversal(answer: Traversal, budget: AnswerBudget) -> dict[str, Any]:
-    """The answer of bfs_query or intersect_subgraphs within ``budget``, graded as the module says."""
-    ids = answer.node_ids
-    sizes = _Sizes(answer, budget)
-    paths = _paths_size(answer, budget)
-    reserve = min(NOTES_RESERVE, budget.chars // 3)
-    room = budget.chars - reserve - len(compact_json(_envelope(
-        answer, [], [], answer.truncated, None, _context(answer, budget, set(), [])
-    )))
-    owned = _owners(answer, room)
+_Cost = Callable[[int, int], int]
+"""The size of node ``i`` at a detail level, with the edges it owns and (for a shared node) its paths."""
 
-    edge_sums: dict[tuple[int, int], int] = {}  # a node's edges at one level: their size never changes
+
+def _cost_of(ids: Sequence[str], sizes: _Sizes, paths: dict[str, int], owned: list[Sequence[int]]) -> _Cost:
+    """The answer's :data:`_Cost`, remembering each node's edges at each level (their size never changes)."""
+    edge_sums: dict[tuple[int, int], int] = {}
 
     def cost(i: int, level: int) -> int:
         if level == CUT:
@@ -338,67 +355,88 @@ def fit_traversal(answer: Traversal, budget: AnswerBudget) -> dict[str, Any]:
             edges = edge_sums[(i, edge_level)] = sum(sizes.edge(e, edge_level) for e in owned[i])
         return sizes.node(node_id, level) + extra + edges
 
-    def decide(room: int) -> list[int]:
-        sizes.unclip()
-        # The nodes shown are those that fit as named stubs, then at most a ninth more as bare stubs
-        # (so that nine in ten keep their names: an id alone costs the model a describe call); the
-        # nodes after them are cut, whatever else happens.
-        levels: list[int] = []
-        used = 0
-        for i in range(len(ids)):
-            named = cost(i, min(NAMED, sizes.cap(ids[i])))
-            if used + named > room:
-                break
-            used += named
-            levels.append(sizes.cap(ids[i]))
-        for i in range(len(levels), min(len(ids), len(levels) + len(levels) // 9)):
-            used += cost(i, BARE)
-            if used > room:
-                break
-            levels.append(sizes.cap(ids[i]))
-        shown = len(levels)  # the nodes after these stay cut: the loops below need not visit them
-        levels += [CUT] * (len(ids) - len(levels))
-        total = sum(cost(i, levels[i]) for i in range(shown))
+    return cost
 
-        for lower_from, lower_to in ((FULL, CLIPPED), (CLIPPED, NAMED), (NAMED, BARE), (BARE, CUT)):
-            for i in reversed(range(shown)):
-                if total <= room:
-                    break
-                if levels[i] == lower_from or (lower_from == CLIPPED and levels[i] == FULL):
-                    target = lower_to if not (lower_to == NAMED and sizes.cap(ids[i]) == BARE) else BARE
-                    total += cost(i, target) - cost(i, levels[i])
-                    levels[i] = target
+
+def _first_levels(ids: Sequence[str], sizes: _Sizes, cost: _Cost, room: int) -> tuple[list[int], int]:
+    """Every node at its most detail, for those shown, and how many are shown (the others are cut).
+
+    The nodes shown are those that fit as named stubs, then at most a ninth more as bare stubs
+    (so that nine in ten keep their names: an id alone costs the model a describe call); the
+    nodes after them are cut, whatever else happens.
+    """
+    levels: list[int] = []
+    used = 0
+    for i in range(len(ids)):
+        named = cost(i, min(NAMED, sizes.cap(ids[i])))
+        if used + named > room:
+            break
+        used += named
+        levels.append(sizes.cap(ids[i]))
+    for i in range(len(levels), min(len(ids), len(levels) + len(levels) // 9)):
+        used += cost(i, BARE)
+        if used > room:
+            break
+        levels.append(sizes.cap(ids[i]))
+    shown = len(levels)
+    return levels + [CUT] * (len(ids) - shown), shown
+
+
+def _lower(ids: Sequence[str], sizes: _Sizes, cost: _Cost, levels: list[int], shown: int, room: int) -> int:
+    """Lower the shown nodes one step at a time, farthest first, until their total fits ``room``; that total."""
+    total = sum(cost(i, levels[i]) for i in range(shown))
+    for lower_from, lower_to in ((FULL, CLIPPED), (CLIPPED, NAMED), (NAMED, BARE), (BARE, CUT)):
+        for i in reversed(range(shown)):
             if total <= room:
                 break
+            if levels[i] == lower_from or (lower_from == CLIPPED and levels[i] == FULL):
+                target = lower_to if not (lower_to == NAMED and sizes.cap(ids[i]) == BARE) else BARE
+                total += cost(i, target) - cost(i, levels[i])
+                levels[i] = target
+        if total <= room:
+            break
+    return total
 
-        # Fill the room left, nearest first: a step up for every node that still fits; a node whose
-        # clipped values do not fit gets them clipped shorter.
-        cut_from = next((i for i in range(shown) if levels[i] == CUT), shown)
-        for i in range(min(shown + 1, len(ids))):
-            if levels[i] == CUT and i != cut_from:
-                break
-            for target in range(sizes.cap(ids[i]), levels[i], -1):
+
+def _fill(ids: Sequence[str], sizes: _Sizes, cost: _Cost, levels: list[int], shown: int, total: int, room: int) -> int:
+    """Fill the room left, nearest first: a step up for every node that still fits; a node whose clipped values
+    do not fit gets them clipped shorter. The new total."""
+    cut_from = next((i for i in range(shown) if levels[i] == CUT), shown)
+    for i in range(min(shown + 1, len(ids))):
+        if levels[i] == CUT and i != cut_from:
+            break
+        for target in range(sizes.cap(ids[i]), levels[i], -1):
+            grown = total + cost(i, target) - cost(i, levels[i])
+            if grown > room and target == CLIPPED and _clip_to_fit(ids[i], sizes, cost, i, levels[i], room - total):
                 grown = total + cost(i, target) - cost(i, levels[i])
-                if grown > room and target == CLIPPED and _clip_to_fit(ids[i], sizes, cost, i, levels[i], room - total):
-                    grown = total + cost(i, target) - cost(i, levels[i])
-                if grown <= room:
-                    total, levels[i] = grown, target
-                    cut_from += levels[i] != CUT and i == cut_from
-                    break
-        nearest = next((i for i in range(min(shown + 1, len(ids))) if levels[i] == CLIPPED), None)
-        if nearest is not None:  # what is still spare goes to the nearest clipped node
-            spare = room - total + cost(nearest, CLIPPED) - cost(nearest, NAMED)
-            _clip_to_fit(ids[nearest], sizes, cost, nearest, NAMED, spare, grow=True)
-        return levels
+            if grown <= room:
+                total, levels[i] = grown, target
+                cut_from += levels[i] != CUT and i == cut_from
+                break
+    return total
 
-    # The notes are written once the levels are known. When the answer still comes out too big (notes
-    # longer than was kept for them), the farthest nodes go, as many as the excess needs, but never
-    # the first, so that paging moves on.
-    levels = decide(room)
-    levels = _keep_seed_detail(
-        answer, sizes, cost, decide, levels, room,
-        lambda tried: len(compact_json(_build(answer, budget, sizes, owned, tried))) <= budget.chars,
-    )
+
+def _decide(ids: Sequence[str], sizes: _Sizes, cost: _Cost, room: int) -> list[int]:
+    """The level of every node in ``room`` characters (the notes not counted): lowered until it fits, then
+    filled again; what is still spare goes to the nearest clipped node."""
+    sizes.unclip()
+    levels, shown = _first_levels(ids, sizes, cost, room)  # the nodes after ``shown`` stay cut
+    total = _lower(ids, sizes, cost, levels, shown, room)
+    total = _fill(ids, sizes, cost, levels, shown, total, room)
+    nearest = next((i for i in range(min(shown + 1, len(ids))) if levels[i] == CLIPPED), None)
+    if nearest is not None:
+        spare = room - total + cost(nearest, CLIPPED) - cost(nearest, NAMED)
+        _clip_to_fit(ids[nearest], sizes, cost, nearest, NAMED, spare, grow=True)
+    return levels
+
+
+def _shrink_to_budget(
+    answer: Traversal, budget: AnswerBudget, sizes: _Sizes, owned: list[Sequence[int]], cost: _Cost, levels: list[int]
+) -> dict[str, Any]:
+    """The answer built at ``levels``; while it is still too big (notes longer than was kept for them), the
+    farthest nodes go, as many as the excess needs, but never the first, so that paging moves on; the first
+    alone too big gives up detail."""
+    ids = answer.node_ids
     if ids and levels[0] == CUT:
         levels[0] = BARE
     fitted = _build(answer, budget, sizes, owned, levels)
@@ -418,6 +456,28 @@ def fit_traversal(answer: Traversal, budget: AnswerBudget) -> dict[str, Any]:
         fitted = _build(answer, budget, sizes, owned, levels)
         over = len(compact_json(fitted)) - budget.chars
     return fitted
+
+
+def fit_traversal(answer: Traversal, budget: AnswerBudget) -> dict[str, Any]:
+    """The answer of bfs_query or intersect_subgraphs within ``budget``, graded as the module says."""
+    ids = answer.node_ids
+    sizes = _Sizes(answer, budget)
+    reserve = min(NOTES_RESERVE, budget.chars // 3)
+    room = budget.chars - reserve - len(compact_json(_envelope(
+        answer, [], [], answer.truncated, None, _context(answer, budget, set(), [])
+    )))
+    owned = _owners(answer, room)
+    cost = _cost_of(ids, sizes, _paths_size(answer, budget), owned)
+
+    def decide(room: int) -> list[int]:
+        return _decide(ids, sizes, cost, room)
+
+    # The notes are written once the levels are known; the seeds keep their detail longest.
+    levels = _keep_seed_detail(
+        answer, sizes, cost, decide, decide(room), room,
+        lambda tried: len(compact_json(_build(answer, budget, sizes, owned, tried))) <= budget.chars,
+    )
+    return _shrink_to_budget(answer, budget, sizes, owned, cost, levels)
 
 
 SEED_SHARE = 2

@@ -22,6 +22,7 @@ from typing import Any
 import bfsql
 from bfsql import (
     SEARCH_LIMIT,
+    BackendConfig,
     Capabilities,
     Edge,
     EntityRecord,
@@ -34,7 +35,7 @@ from bfsql import (
     RelationshipRecord,
     read_bundle,
 )
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 __all__ = ["{{ cookiecutter.__backend_class }}", "{{ cookiecutter.__config_class }}", "register_backends"]
 
@@ -42,8 +43,15 @@ _NODE_FIELDS = ("name", "synonyms", "source", "canonical_url", "confidence")
 """Fields of an entity record that metadata_for_nodes returns next to its properties."""
 
 
-class {{ cookiecutter.__config_class }}(BaseModel):
-    """How the backend opens its store: ``--bundle`` or ``BFSQL_{{ cookiecutter.name.upper().replace('-', '_') }}_BUNDLE``."""
+class {{ cookiecutter.__config_class }}(BackendConfig):
+    """How the backend opens its store: ``--bundle`` or ``BFSQL_{{ cookiecutter.name.upper().replace('-', '_') }}_BUNDLE``.
+
+    ``bfsql.BackendConfig`` brings the options every backend shares, under the names every backend
+    uses: ``description`` (the graph's description, answered by ``graph_description``). A store
+    reached over connections extends ``bfsql.StoreConfig`` instead, for ``query_timeout`` and
+    ``max_connections`` (and a store answering over HTTP ``bfsql.HttpStoreConfig``, for the shared
+    retry policy); honour those rather than inventing names of your own.
+    """
 
     bundle: Path = Field(description="JSONL graph bundle to serve.")
 
@@ -60,13 +68,15 @@ class {{ cookiecutter.__backend_class }}(GraphBackend):
     provenance_for_edges returns evidence. ``in_memory``: answers come from dictionaries, so
     bfsql does not cache them; drop it when the store is a server."""
 
-    def __init__(self, bundle: str | Path) -> None:
-        """Load ``bundle``; the store is read once, at start-up."""
+    def __init__(self, bundle: str | Path, description: str | None = None) -> None:
+        """Load ``bundle``; the store is read once, at start-up. ``description``: what describe_schema says of it."""
+        self._bundle = Path(bundle)
+        self._description = description
         self._entities: dict[str, EntityRecord] = {}
         self._relationships: dict[Edge, RelationshipRecord] = {}
         self._evidence: dict[Edge, list[EvidenceRecord]] = defaultdict(list)
         self._edges_of: dict[str, list[Edge]] = defaultdict(list)
-        self._load(Path(bundle))
+        self._load(self._bundle)
 
     def _load(self, bundle: Path) -> None:
         entities: dict[str, EntityRecord] = {}
@@ -192,9 +202,13 @@ class {{ cookiecutter.__backend_class }}(GraphBackend):
         """Predicates of the visible edges, sorted."""
         return sorted({edge.predicate for edge in self._relationships})
 
+    async def graph_description(self) -> str:
+        """The configured description, else one naming the bundle."""
+        return self._description or f"A knowledge graph read from {self._bundle.name}."
+
 
 def _create(config: {{ cookiecutter.__config_class }}) -> {{ cookiecutter.__backend_class }}:
-    return {{ cookiecutter.__backend_class }}(config.bundle)
+    return {{ cookiecutter.__backend_class }}(config.bundle, config.description)
 
 
 @bfsql.hookimpl
