@@ -360,15 +360,7 @@ def index_of_entities(rows: list[EntityRow], edges: Edges) -> CsrIndex:
 
 def _arrays(visible: list[tuple[str, str, str | None, int]], merged: set[str], edges: Edges) -> CsrIndex:
     """The index of ``edges`` and the ``visible`` entities (id, type, name; by id) when ``merged`` ones are hidden."""
-    subjects, preds, objects, ends = edges.subjects, edges.preds, edges.objects, edges.ends
-    if merged:
-        hidden = np.fromiter((end in merged for end in ends), dtype=bool, count=len(ends))
-        keep = ~(hidden[subjects] | hidden[objects])
-        subjects, preds, objects = subjects[keep], preds[keep], objects[keep]
-        used = np.unique(np.concatenate([subjects, objects])).tolist()
-        ends = [ends[code] for code in used]
-    else:  # every end is used
-        used = list(range(len(ends)))
+    subjects, preds, objects, ends, used = _unmerged_edges(edges, merged)
     visible_ids = [row[0] for row in visible]
     # Two sorted runs (the visible entities by id, the ends sorted): merged by the sort, duplicates dropped.
     ids = list(dict.fromkeys(sorted([*visible_ids, *sorted(ends)])))
@@ -376,27 +368,69 @@ def _arrays(visible: list[tuple[str, str, str | None, int]], merged: set[str], e
     to_index = np.full(len(edges.ends), -1, dtype=np.int32)
     to_index[used] = [index_of[end] for end in ends]
     subjects, objects = to_index[subjects], to_index[objects]
-    used_preds = np.unique(preds).tolist()
-    predicates = sorted(edges.predicates[code] for code in used_preds)
-    pred_index = {p: i for i, p in enumerate(predicates)}
-    to_pred = np.full(len(edges.predicates), -1, dtype=np.int32)
-    to_pred[used_preds] = [pred_index[edges.predicates[code]] for code in used_preds]
-    preds = to_pred[preds]
+    predicates, preds = _sorted_predicates(edges, preds)
     if not _in_triple_order(subjects, preds, objects):  # codes remapped: check rather than trust the caller
         order = np.lexsort((objects, preds, subjects))
         subjects, preds, objects = subjects[order], preds[order], objects[order]
     at = np.array([index_of[i] for i in visible_ids], dtype=np.int64)
     del index_of
+    types, type_code, has_name, names = _entity_columns(visible, at, len(ids))
+    offsets, rows = _node_rows(subjects, objects, len(ids))
+    encoded = [i.encode("utf-8") for i in ids]
+    hashes = np.frombuffer(b"".join(hashlib.blake2b(e, digest_size=8).digest() for e in encoded), dtype="<u8")
+    by_hash = np.argsort(hashes, kind="stable")
+    return CsrIndex(
+        ids=Strings.of_encoded(encoded), names=Strings.of(names.tolist()), has_name=has_name, type_code=type_code,
+        types=types, predicates=predicates, offsets=offsets, rows=rows.astype(np.int32, copy=False),
+        subjects=subjects.astype(np.int32, copy=False), objects=objects.astype(np.int32, copy=False),
+        preds=preds.astype(np.int32, copy=False), id_hashes=hashes[by_hash].astype(np.uint64, copy=False),
+        hash_index=by_hash.astype(np.int32),
+    )
+
+
+def _unmerged_edges(
+    edges: Edges, merged: set[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], list[int]]:
+    """The subject, predicate and object codes of the edges touching no ``merged`` end, the ends they use and
+    those ends' codes."""
+    subjects, preds, objects, ends = edges.subjects, edges.preds, edges.objects, edges.ends
+    if not merged:  # every end is used
+        return subjects, preds, objects, ends, list(range(len(ends)))
+    hidden = np.fromiter((end in merged for end in ends), dtype=bool, count=len(ends))
+    keep = ~(hidden[subjects] | hidden[objects])
+    subjects, preds, objects = subjects[keep], preds[keep], objects[keep]
+    used = np.unique(np.concatenate([subjects, objects])).tolist()
+    return subjects, preds, objects, [ends[code] for code in used], used
+
+
+def _sorted_predicates(edges: Edges, preds: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The predicates ``preds`` uses, sorted, and ``preds`` recoded to their places in that list."""
+    used_preds = np.unique(preds).tolist()
+    predicates = sorted(edges.predicates[code] for code in used_preds)
+    pred_index = {p: i for i, p in enumerate(predicates)}
+    to_pred = np.full(len(edges.predicates), -1, dtype=np.int32)
+    to_pred[used_preds] = [pred_index[edges.predicates[code]] for code in used_preds]
+    return predicates, to_pred[preds]
+
+
+def _entity_columns(
+    visible: list[tuple[str, str, str | None, int]], at: np.ndarray, count: int
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The sorted types and, per node (``visible`` rows placed at ``at``), its type code, has-name flag and name."""
     types = sorted({row[1] for row in visible})
     type_index = {t: i for i, t in enumerate(types)}
-    type_code = np.full(len(ids), -1, dtype=np.int16)
+    type_code = np.full(count, -1, dtype=np.int16)
     type_code[at] = [type_index[row[1]] for row in visible]
-    has_name = np.zeros(len(ids), dtype=bool)
+    has_name = np.zeros(count, dtype=bool)
     has_name[at] = [row[2] is not None for row in visible]
-    names = np.full(len(ids), "", dtype=object)
+    names = np.full(count, "", dtype=object)
     names[at] = [row[2] or "" for row in visible]
-    # Each node's rows in triple order (the order a hub's cap keeps): both ends of every edge, in
-    # edge order, sorted stably by node.
+    return types, type_code, has_name, names
+
+
+def _node_rows(subjects: np.ndarray, objects: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets and rows of each node's edges in triple order (the order a hub's cap keeps): both ends of
+    every edge, in edge order, sorted stably by node."""
     loops = subjects == objects
     node = np.stack([subjects, objects], axis=1).ravel()
     edge = np.repeat(np.arange(len(subjects), dtype=np.int32), 2)
@@ -408,18 +442,9 @@ def _arrays(visible: list[tuple[str, str, str | None, int]], merged: set[str], e
     key.sort()
     rows = (key & 0xFFFFFFFF).astype(np.int32)
     del key
-    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(node, minlength=len(ids)), out=offsets[1:])
-    encoded = [i.encode("utf-8") for i in ids]
-    hashes = np.frombuffer(b"".join(hashlib.blake2b(e, digest_size=8).digest() for e in encoded), dtype="<u8")
-    by_hash = np.argsort(hashes, kind="stable")
-    return CsrIndex(
-        ids=Strings.of_encoded(encoded), names=Strings.of(names.tolist()), has_name=has_name, type_code=type_code,
-        types=types, predicates=predicates, offsets=offsets, rows=rows.astype(np.int32, copy=False),
-        subjects=subjects.astype(np.int32, copy=False), objects=objects.astype(np.int32, copy=False),
-        preds=preds.astype(np.int32, copy=False), id_hashes=hashes[by_hash].astype(np.uint64, copy=False),
-        hash_index=by_hash.astype(np.int32),
-    )
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(node, minlength=count), out=offsets[1:])
+    return offsets, rows
 
 
 def _most(values: np.ndarray, count: int) -> np.ndarray:
@@ -751,33 +776,10 @@ class _SmallWalk:
         index, kept, found, type_of, views = self.index, self.kept, self.found, self.type_of, self.index.views
         reached = len(type_of)
         end = min(reached, offset + count)
-        ids, id_at, names, name_at = index.ids.blob, index.ids.at, index.names.blob, index.names.at
-        has_name, types = views.has_name, index.types
-        page: list[Reached] = []
-        id_of: dict[int, str] = {}
-        first = 0  # the answer position of the level's first node
-        for hop, level in enumerate(self.levels):
-            if first >= end:
-                break
-            for node in level[max(offset - first, 0) : end - first]:
-                entity_id = ids[id_at[node] : id_at[node + 1]].decode()  # UTF-8; no argument to parse
-                id_of[node] = entity_id
-                start, stop = name_at[node], name_at[node + 1]  # a name's bytes; none: has_name says "" or None
-                page.append((entity_id, types[type_of[node]],  # type: ignore[arg-type]
-                             names[start:stop].decode() if start != stop else "" if has_name[node] else None, hop))
-            first += len(level)
+        page, id_of = self._page(offset, end)
+        page_edges = self._page_edges(offset, end, reached, id_of)
         subjects, objects, preds = views.subjects, views.objects, views.preds
-        if offset == 0 and end == reached:  # the whole walk listed: every edge on the page
-            page_edges = sorted(kept)
-        else:
-            position = {node: at for at, node in enumerate(islice(
-                (node for level in self.levels for node in level), end))}
-            page_edges = sorted(edge for edge in kept if subjects[edge] in position and objects[edge] in position
-                                and max(position[subjects[edge]], position[objects[edge]]) >= offset)
-            earlier = list({node for edge in page_edges for node in (subjects[edge], objects[edge])
-                            if node not in id_of})
-            id_of.update(zip(earlier, index.ids.many(earlier), strict=True))  # ends on earlier pages
-        predicates = index.predicates
+        predicates, types = index.predicates, index.types
         return Survey(
             node_count=reached,
             edge_count=len(kept),
@@ -793,6 +795,42 @@ class _SmallWalk:
             dangling_edges=found.dangling,
             **self._counts(),
         )
+
+    def _page(self, offset: int, end: int) -> tuple[list[Reached], dict[int, str]]:
+        """The nodes at answer positions ``offset:end`` (levels in order) as listed, and their ids by node."""
+        index, type_of, views = self.index, self.type_of, self.index.views
+        ids, id_at, names, name_at = index.ids.blob, index.ids.at, index.names.blob, index.names.at
+        has_name, types = views.has_name, index.types
+        page: list[Reached] = []
+        id_of: dict[int, str] = {}
+        first = 0  # the answer position of the level's first node
+        for hop, level in enumerate(self.levels):
+            if first >= end:
+                break
+            for node in level[max(offset - first, 0) : end - first]:
+                entity_id = ids[id_at[node] : id_at[node + 1]].decode()  # UTF-8; no argument to parse
+                id_of[node] = entity_id
+                start, stop = name_at[node], name_at[node + 1]  # a name's bytes; none: has_name says "" or None
+                page.append((entity_id, types[type_of[node]],  # type: ignore[arg-type]
+                             names[start:stop].decode() if start != stop else "" if has_name[node] else None, hop))
+            first += len(level)
+        return page, id_of
+
+    def _page_edges(self, offset: int, end: int, reached: int, id_of: dict[int, str]) -> list[int]:
+        """The kept edges whose later end is listed (at ``offset:end`` of ``reached`` nodes), sorted; adds the ids
+        of their ends listed on earlier pages to ``id_of``."""
+        kept, views = self.kept, self.index.views
+        if offset == 0 and end == reached:  # the whole walk listed: every edge on the page
+            return sorted(kept)
+        subjects, objects = views.subjects, views.objects
+        position = {node: at for at, node in enumerate(islice(
+            (node for level in self.levels for node in level), end))}
+        page_edges = sorted(edge for edge in kept if subjects[edge] in position and objects[edge] in position
+                            and max(position[subjects[edge]], position[objects[edge]]) >= offset)
+        earlier = list({node for edge in page_edges for node in (subjects[edge], objects[edge])
+                        if node not in id_of})
+        id_of.update(zip(earlier, self.index.ids.many(earlier), strict=True))  # ends on earlier pages
+        return page_edges
 
     def _counts(self) -> dict[str, dict[str, int]]:
         """The answer's counts: the nodes reached by type, the edges kept by predicate."""
@@ -847,45 +885,56 @@ def _walk(
     """:func:`survey`'s walk with numpy, ``hops`` more hops from ``levels`` (its edges so far ``kept_parts``, the
     rest ``found``) with ``visited`` cleared; leaves it cleared."""
     excluded_codes = np.array(exclude_codes, dtype=np.int16)
-    excluded_types, excluded_preds, capped = found.excluded_types, found.excluded_preds, found.capped
-    dangling = found.dangling
     visited[np.concatenate(levels)] = True
     for _ in range(hops):
         frontier = levels[-1]
         if not len(frontier):
             break
-        degrees = index.offsets[frontier + 1] - index.offsets[frontier]
-        taken = np.minimum(degrees, max_edges_per_node)
-        capped.update(zip(frontier[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
-        fresh_ends, fresh_edges = [], []
-        for piece in _pieces(taken, WALK_ROWS):  # visited changes only after the whole hop: pieces see the same
-            node, edges, _, _ = _gather(index, frontier[piece], max_edges_per_node)
-            subjects = index.subjects[edges]
-            others = np.where(subjects == node, index.objects[edges], subjects)
-            seen = visited[others]
-            kept_parts.append(edges[seen])
-            codes = index.type_code[others]
-            fresh = ~seen & (codes >= 0)
-            dangling += int(np.count_nonzero(~seen & (codes < 0)))
-            if len(excluded_codes):
-                excluded = fresh & np.isin(codes, excluded_codes)
-                excluded_types.update(np.unique(codes[excluded]).tolist())
-                excluded_preds.update(np.unique(index.preds[edges[excluded]]).tolist())
-                fresh &= ~excluded
-            fresh_ends.append(others[fresh])
-            fresh_edges.append(edges[fresh])
-            del node, edges, subjects, others, seen, codes, fresh
-        new = np.sort(_distinct(np.concatenate(fresh_ends), index.spare_node_slots, len(index.ids)))
-        kept_parts.extend(fresh_edges)  # every new end is admitted: each edge to one is kept
-        del fresh_ends, fresh_edges
+        new = _numpy_hop(index, visited, frontier, max_edges_per_node, excluded_codes, kept_parts, found)
         visited[new] = True
         levels.append(new)
+    return _numpy_survey(index, visited, levels, kept_parts, found, unknown, offset, count)
+
+
+def _numpy_hop(index: CsrIndex, visited: np.ndarray, frontier: np.ndarray, max_edges_per_node: int,
+               excluded_codes: np.ndarray, kept_parts: list[np.ndarray], found: _Found) -> np.ndarray:
+    """One hop of :func:`_walk` from ``frontier``: adds the edges it keeps to ``kept_parts`` and what else it
+    finds to ``found``; the new nodes, sorted (``visited`` is left for the caller to mark)."""
+    degrees = index.offsets[frontier + 1] - index.offsets[frontier]
+    taken = np.minimum(degrees, max_edges_per_node)
+    found.capped.update(zip(frontier[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
+    fresh_ends, fresh_edges = [], []
+    for piece in _pieces(taken, WALK_ROWS):  # visited changes only after the whole hop: pieces see the same
+        node, edges, _, _ = _gather(index, frontier[piece], max_edges_per_node)
+        subjects = index.subjects[edges]
+        others = np.where(subjects == node, index.objects[edges], subjects)
+        seen = visited[others]
+        kept_parts.append(edges[seen])
+        codes = index.type_code[others]
+        fresh = ~seen & (codes >= 0)
+        found.dangling += int(np.count_nonzero(~seen & (codes < 0)))
+        if len(excluded_codes):
+            excluded = fresh & np.isin(codes, excluded_codes)
+            found.excluded_types.update(np.unique(codes[excluded]).tolist())
+            found.excluded_preds.update(np.unique(index.preds[edges[excluded]]).tolist())
+            fresh &= ~excluded
+        fresh_ends.append(others[fresh])
+        fresh_edges.append(edges[fresh])
+        del node, edges, subjects, others, seen, codes, fresh
+    new = np.sort(_distinct(np.concatenate(fresh_ends), index.spare_node_slots, len(index.ids)))
+    kept_parts.extend(fresh_edges)  # every new end is admitted: each edge to one is kept
+    return new
+
+
+def _numpy_survey(index: CsrIndex, visited: np.ndarray, levels: list[np.ndarray], kept_parts: list[np.ndarray],
+                  found: _Found, unknown: list[str], offset: int, count: int) -> Survey:
+    """:func:`_walk`'s answer, its nodes at ``offset:offset + count`` listed; clears ``visited``."""
     order = np.concatenate(levels)
     kept_edges = _distinct(np.concatenate(kept_parts), index.spare_slots, index.edge_count)
     type_bins = np.bincount(index.type_code[order], minlength=len(index.types))
     pred_bins = np.bincount(index.preds[kept_edges], minlength=len(index.predicates))
-    types = set(np.flatnonzero(type_bins).tolist()) | excluded_types
-    preds = set(np.flatnonzero(pred_bins).tolist()) | excluded_preds
+    types = set(np.flatnonzero(type_bins).tolist()) | found.excluded_types
+    preds = set(np.flatnonzero(pred_bins).tolist()) | found.excluded_preds
     listed = order[offset : offset + count]
     page_edges = _page_edges(index, visited, order, offset, offset + len(listed), kept_edges)
     distance = np.concatenate([np.full(len(level), hop) for hop, level in enumerate(levels)])[offset : offset + count]
@@ -898,9 +947,9 @@ def _walk(
         entity_types=sorted(index.types[c] for c in types),
         predicates=sorted(index.predicates[p] for p in preds),
         unknown_seeds=unknown,
-        capped=dict(zip(index.ids.many(list(capped)), capped.values(), strict=True)),
+        capped=dict(zip(index.ids.many(list(found.capped)), found.capped.values(), strict=True)),
         nodes_cut=0,
-        dangling_edges=dangling,
+        dangling_edges=found.dangling,
         entity_type_counts=_binned(index.types, type_bins),
         predicate_counts=_binned(index.predicates, pred_bins),
     )
@@ -1110,13 +1159,10 @@ def overlap(
     """
     found = index.find(list(seeds))
     seed_index = np.array([found[s] for s in seeds], dtype=np.int64)
-    words = (len(seeds) + 63) // 64
-    seed_bits = np.zeros((len(seeds), words), dtype=np.uint64)
-    for bit in range(len(seeds)):
-        seed_bits[bit, bit // 64] = np.uint64(1 << (bit % 64))
+    seed_bits = _seed_bits(len(seeds))
     everyone = np.bitwise_or.reduce(seed_bits, axis=0)
     size = len(index.ids)
-    mask = np.zeros((size, words), dtype=np.uint64)
+    mask = np.zeros((size, seed_bits.shape[1]), dtype=np.uint64)
     mask[seed_index] = seed_bits
     shared_at = np.full(size, -1, dtype=np.int64)
     dangling = np.zeros(index.edge_count, dtype=bool)
@@ -1128,22 +1174,8 @@ def overlap(
     for hop in range(1, k + 1):
         if not len(gained):
             break
-        degrees = index.offsets[gained + 1] - index.offsets[gained]
-        taken = np.minimum(degrees, max_edges_per_node)
-        capped.update(zip(gained[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
-        reached = [_reach(index, mask, dangling, excluded_codes, gained[piece], gained_bits[piece], max_edges_per_node)
-                   for piece in _pieces(taken, OVERLAP_ROWS)]
-        targets, bits = _or_by_node(np.concatenate([t for t, _ in reached]), np.concatenate([b for _, b in reached]))
-        del reached
-        before = mask[targets]
-        old = before.any(axis=1)
-        gains = bits & ~before
-        more = old & gains.any(axis=1)
-        newcomers, newcomer_bits = targets[~old], bits[~old]
-        mask[targets[more]] |= gains[more]
-        mask[newcomers] = newcomer_bits
-        gained = np.concatenate([targets[more], newcomers])
-        gained_bits = np.concatenate([gains[more], newcomer_bits])
+        gained, gained_bits = _overlap_hop(index, mask, dangling, excluded_codes, gained, gained_bits,
+                                           max_edges_per_node, capped)
         arrivals.add(gained, gained_bits)
         complete = (mask[gained] == everyone).all(axis=1) & (shared_at[gained] < 0)
         shared_at[gained[complete]] = hop
@@ -1171,6 +1203,36 @@ def overlap(
         entity_type_counts=_binned(index.types, type_bins),
         predicate_counts=_binned(index.predicates, pred_bins),
     )
+
+
+def _seed_bits(seeds: int) -> np.ndarray:
+    """One row of bits per seed (64 to a word), seed ``i``'s row with bit ``i`` alone set."""
+    seed_bits = np.zeros((seeds, (seeds + 63) // 64), dtype=np.uint64)
+    for bit in range(seeds):
+        seed_bits[bit, bit // 64] = np.uint64(1 << (bit % 64))
+    return seed_bits
+
+
+def _overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: np.ndarray, excluded_codes: np.ndarray,
+                 gained: np.ndarray, gained_bits: np.ndarray, max_edges_per_node: int,
+                 capped: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """One hop of :func:`overlap`: the nodes that ``gained`` seed bits (``gained_bits``) pass them on; adds them
+    to ``mask``, the cut hubs to ``capped``; the nodes that gain bits now and the bits they gain."""
+    degrees = index.offsets[gained + 1] - index.offsets[gained]
+    taken = np.minimum(degrees, max_edges_per_node)
+    capped.update(zip(gained[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
+    reached = [_reach(index, mask, dangling, excluded_codes, gained[piece], gained_bits[piece], max_edges_per_node)
+               for piece in _pieces(taken, OVERLAP_ROWS)]
+    targets, bits = _or_by_node(np.concatenate([t for t, _ in reached]), np.concatenate([b for _, b in reached]))
+    del reached
+    before = mask[targets]
+    old = before.any(axis=1)
+    gains = bits & ~before
+    more = old & gains.any(axis=1)
+    newcomers, newcomer_bits = targets[~old], bits[~old]
+    mask[targets[more]] |= gains[more]
+    mask[newcomers] = newcomer_bits
+    return np.concatenate([targets[more], newcomers]), np.concatenate([gains[more], newcomer_bits])
 
 
 def _edges_among_first(index: CsrIndex, order: np.ndarray, first: int, edges: np.ndarray) -> np.ndarray:
