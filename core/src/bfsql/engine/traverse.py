@@ -10,7 +10,7 @@ are sorted only where a hub cap cuts a node's edge list.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from bfsql.budgets import TraversalLimits
@@ -18,7 +18,7 @@ from bfsql.engine.answer import Triple
 from bfsql.graph import Graph
 from bfsql.models import Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
-from bfsql.rows import HopEdge
+from bfsql.rows import HopEdge, Neighbourhood
 
 __all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand", "time_note", "truncations"]
 
@@ -144,20 +144,9 @@ async def expand(
     and says how many hops it walked (:attr:`Expansion.walked`).
     """
     result = Expansion()
-    distance, types, names, edges = result.distance, result.types, result.names, result.edges
     # The first hop also says which seeds exist (hop answers the entities asked, unknown ones left out).
     first_hop = await graph.hop(list(dict.fromkeys(seeds)))
-    result.unknown_seeds = [s for s in seeds if s not in first_hop]
-    for seed in seeds:
-        if seed in first_hop:
-            distance[seed] = 0
-            types[seed], names[seed] = first_hop[seed].node
-    frontier = list(distance)
-    result.levels.append(frontier)
-
-    # Edges are kept in the order they are found (a dict, not a set): the tuples then lie in memory in the
-    # order every later pass reads them, which makes those passes over 100k+ edges several times faster.
-    add_edge, add_predicate = edges.setdefault, result.predicates.add
+    frontier = _seed_level(result, seeds, first_hop)
     pacer = Pacer()
     for hop in range(1, hops + 1):
         if not frontier:
@@ -166,58 +155,98 @@ async def expand(
             result.walked = hop - 1
             break
         rows_of = first_hop if hop == 1 else await graph.hop(frontier)
-        new: dict[str, tuple[str, str | None]] = {}
-        pending: list[Triple] = []
-        cross: list[int] = []
-        for node_id in frontier:
-            there = rows_of.get(node_id)
-            rows = there.edges if there is not None else None
-            if not rows:
-                continue
-            pacer.work += len(rows) + 64
-            if pacer.work > WORK_BETWEEN_CHECKS:
-                await pacer.pause()
-            for subject, predicate, obj, other_type, other_name in capped(node_id, rows, limits, result.capped_nodes):
-                other = obj if subject == node_id else subject
-                if other in distance:
-                    triple = (subject, predicate, obj)
-                    if triple not in edges:
-                        cross.append(len(edges))
-                        edges[triple] = None
-                    add_predicate(predicate)
-                elif other_type is None:
-                    result.dangling_edges += 1
-                elif other_type in exclude_types:
-                    result.excluded_types.add(other_type)
-                    result.excluded_predicates.add(predicate)
-                else:
-                    if other not in new:
-                        new[other] = (other_type, other_name)
-                    triple = (subject, predicate, obj)
-                    add_edge(triple)
-                    add_predicate(predicate)
-                    pending.append(triple)
-        admitted = list(new)
-        room = limits.max_walk_nodes - len(distance)
-        if len(admitted) > room:
-            result.nodes_cut += len(admitted) - room
-            admitted = sorted(admitted)[:room]
-        for node_id in admitted:
-            distance[node_id] = hop
-            types[node_id], names[node_id] = new[node_id]
-        result.levels.append(admitted)
-        if result.nodes_cut:  # edges to the neighbours that did not fit are not part of the answer
-            for e in pending:
-                if e[0] not in distance or e[2] not in distance:
-                    edges.pop(e, None)
-            result.predicates = {e[1] for e in edges}
-            result.cross_by = None
-        elif result.cross_by is not None:
-            result.cross_by.append(cross)
-        frontier = admitted
-        result.found_by.append(len(edges))
+        new, pending, cross = await _scan_hop(result, frontier, rows_of, limits, exclude_types, pacer)
+        frontier = _admit(result, hop, new, pending, cross, limits)
+        result.found_by.append(len(result.edges))
         if progress is not None:
-            await progress(hop, hops, f"hop {hop}/{hops}: {len(distance)} nodes, {len(edges)} edges")
+            await progress(hop, hops, f"hop {hop}/{hops}: {len(result.distance)} nodes, {len(result.edges)} edges")
         if result.nodes_cut:
             break
     return result
+
+
+def _seed_level(result: Expansion, seeds: list[str], first_hop: Mapping[str, Neighbourhood]) -> list[str]:
+    """Put the ``seeds`` that exist (those ``first_hop`` answers) at distance 0 and note the others as unknown;
+    level 0."""
+    result.unknown_seeds = [s for s in seeds if s not in first_hop]
+    for seed in seeds:
+        if seed in first_hop:
+            result.distance[seed] = 0
+            result.types[seed], result.names[seed] = first_hop[seed].node
+    frontier = list(result.distance)
+    result.levels.append(frontier)
+    return frontier
+
+
+async def _scan_hop(
+    result: Expansion,
+    frontier: list[str],
+    rows_of: Mapping[str, Neighbourhood],
+    limits: TraversalLimits,
+    exclude_types: frozenset[str],
+    pacer: Pacer,
+) -> tuple[dict[str, tuple[str, str | None]], list[Triple], list[int]]:
+    """Read one hop's edges (``rows_of`` the ``frontier``, each hub's within its cap): keep those to nodes reached
+    before, note dangling and excluded ones in ``result``; the new neighbours (their type and name), the edges
+    to them (added to ``result.edges`` already) and the positions of the edges among nodes reached before."""
+    distance, edges = result.distance, result.edges
+    # Edges are kept in the order they are found (a dict, not a set): the tuples then lie in memory in the
+    # order every later pass reads them, which makes those passes over 100k+ edges several times faster.
+    add_edge, add_predicate = edges.setdefault, result.predicates.add
+    new: dict[str, tuple[str, str | None]] = {}
+    pending: list[Triple] = []
+    cross: list[int] = []
+    for node_id in frontier:
+        there = rows_of.get(node_id)
+        rows = there.edges if there is not None else None
+        if not rows:
+            continue
+        pacer.work += len(rows) + 64
+        if pacer.work > WORK_BETWEEN_CHECKS:
+            await pacer.pause()
+        for subject, predicate, obj, other_type, other_name in capped(node_id, rows, limits, result.capped_nodes):
+            other = obj if subject == node_id else subject
+            if other in distance:
+                triple = (subject, predicate, obj)
+                if triple not in edges:
+                    cross.append(len(edges))
+                    edges[triple] = None
+                add_predicate(predicate)
+            elif other_type is None:
+                result.dangling_edges += 1
+            elif other_type in exclude_types:
+                result.excluded_types.add(other_type)
+                result.excluded_predicates.add(predicate)
+            else:
+                if other not in new:
+                    new[other] = (other_type, other_name)
+                triple = (subject, predicate, obj)
+                add_edge(triple)
+                add_predicate(predicate)
+                pending.append(triple)
+    return new, pending, cross
+
+
+def _admit(result: Expansion, hop: int, new: dict[str, tuple[str, str | None]], pending: list[Triple],
+           cross: list[int], limits: TraversalLimits) -> list[str]:
+    """Admit the ``new`` neighbours at distance ``hop`` (the first by id when ``max_walk_nodes`` leaves no room
+    for all, the edges to the others dropped); the new level."""
+    distance = result.distance
+    admitted = list(new)
+    room = limits.max_walk_nodes - len(distance)
+    if len(admitted) > room:
+        result.nodes_cut += len(admitted) - room
+        admitted = sorted(admitted)[:room]
+    for node_id in admitted:
+        distance[node_id] = hop
+        result.types[node_id], result.names[node_id] = new[node_id]
+    result.levels.append(admitted)
+    if result.nodes_cut:  # edges to the neighbours that did not fit are not part of the answer
+        for e in pending:
+            if e[0] not in distance or e[2] not in distance:
+                result.edges.pop(e, None)
+        result.predicates = {e[1] for e in result.edges}
+        result.cross_by = None
+    elif result.cross_by is not None:
+        result.cross_by.append(cross)
+    return admitted
