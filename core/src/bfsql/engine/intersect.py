@@ -16,7 +16,7 @@ from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
 from bfsql.engine.arguments import check_hops, check_limit, check_min_mentions, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail
-from bfsql.engine.filters import read_filters
+from bfsql.engine.filters import Filters, read_filters
 from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped, time_note, truncations
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
@@ -72,15 +72,8 @@ async def reach_all(
     reach = Reach()
     if first_hop is None:
         first_hop = await graph.hop(seeds)
-    known = {seed: first_hop[seed].node for seed in seeds}
+    mask = _seed_bits(reach, seeds, first_hop)
     everyone = (1 << len(seeds)) - 1
-    mask: dict[str, int] = {}
-    for bit, seed in enumerate(seeds):
-        mask[seed] = 1 << bit
-        reach.arrivals[seed] = [(0, 1 << bit)]
-        reach.types[seed], reach.names[seed] = known[seed]
-    if len(seeds) == 1:
-        reach.common[seeds[0]] = 0
     dangling: set[Triple] = set()
     gained = dict(mask)
     pacer = Pacer()
@@ -91,50 +84,87 @@ async def reach_all(
             reach.cuts.walked = level - 1
             break
         rows_of = first_hop if level == 1 else await graph.hop(list(gained))
-        now: dict[str, int] = {}
-        fresh: dict[str, int] = {}
-        for node_id, bits in gained.items():
-            there = rows_of.get(node_id)
-            rows = there.edges if there is not None else None
-            if not rows:
-                continue
-            pacer.work += len(rows) + 64
-            if pacer.work > WORK_BETWEEN_CHECKS:
-                await pacer.pause()
-            for subject, predicate, obj, other_type, other_name in capped(
-                node_id, rows, limits, reach.cuts.capped_nodes
-            ):
-                other = obj if subject == node_id else subject
-                before = mask.get(other)
-                if before is None:
-                    if other_type is None:
-                        dangling.add((subject, predicate, obj))
-                    elif other_type in exclude_types:
-                        reach.cuts.excluded_types.add(other_type)
-                    else:
-                        fresh[other] = fresh.get(other, 0) | bits
-                        if other not in reach.types:
-                            reach.types[other], reach.names[other] = other_type, other_name
-                elif bits & ~before:
-                    mask[other] = before | bits
-                    now[other] = now.get(other, 0) | (bits & ~before)
-        admitted = list(fresh)
-        room = limits.max_walk_nodes - len(mask)
-        if len(admitted) > room:
-            reach.cuts.nodes_cut += len(admitted) - room
-            admitted = sorted(admitted)[: max(0, room)]
-        for node_id in admitted:
-            mask[node_id] = now[node_id] = fresh[node_id]
-        for node_id, bits in now.items():
-            reach.arrivals.setdefault(node_id, []).append((level, bits))
-            if mask[node_id] == everyone:
-                reach.common.setdefault(node_id, level)
+        now, fresh = await _spread(reach, gained, rows_of, mask, dangling, limits, exclude_types, pacer)
+        _admit_level(reach, level, mask, now, fresh, everyone, limits)
         gained = now
         if progress is not None:
             await progress(level, k, f"hop {level}/{k}: {len(mask)} nodes visited, {len(reach.common)} shared")
     reach.cuts.dangling_edges = len(dangling)
     reach.visited = set(mask)
     return reach
+
+
+def _seed_bits(reach: Reach, seeds: list[str], first_hop: dict[str, Neighbourhood]) -> dict[str, int]:
+    """Give each seed its bit (its arrival at hop 0, its type and name in ``reach``); the seed bits by node."""
+    known = {seed: first_hop[seed].node for seed in seeds}
+    mask: dict[str, int] = {}
+    for bit, seed in enumerate(seeds):
+        mask[seed] = 1 << bit
+        reach.arrivals[seed] = [(0, 1 << bit)]
+        reach.types[seed], reach.names[seed] = known[seed]
+    if len(seeds) == 1:
+        reach.common[seeds[0]] = 0
+    return mask
+
+
+async def _spread(
+    reach: Reach,
+    gained: dict[str, int],
+    rows_of: dict[str, Neighbourhood],
+    mask: dict[str, int],
+    dangling: set[Triple],
+    limits: TraversalLimits,
+    exclude_types: frozenset[str],
+    pacer: Pacer,
+) -> tuple[dict[str, int], dict[str, int]]:
+    """One level: the nodes that ``gained`` seed bits pass them along their edges (``rows_of`` them, each hub's
+    within its cap). Visited nodes' new bits go into ``mask`` at once; the bits gained by visited nodes and those
+    reaching new nodes (not yet in ``mask``; their types and names put in ``reach``)."""
+    now: dict[str, int] = {}
+    fresh: dict[str, int] = {}
+    for node_id, bits in gained.items():
+        there = rows_of.get(node_id)
+        rows = there.edges if there is not None else None
+        if not rows:
+            continue
+        pacer.work += len(rows) + 64
+        if pacer.work > WORK_BETWEEN_CHECKS:
+            await pacer.pause()
+        for subject, predicate, obj, other_type, other_name in capped(
+            node_id, rows, limits, reach.cuts.capped_nodes
+        ):
+            other = obj if subject == node_id else subject
+            before = mask.get(other)
+            if before is None:
+                if other_type is None:
+                    dangling.add((subject, predicate, obj))
+                elif other_type in exclude_types:
+                    reach.cuts.excluded_types.add(other_type)
+                else:
+                    fresh[other] = fresh.get(other, 0) | bits
+                    if other not in reach.types:
+                        reach.types[other], reach.names[other] = other_type, other_name
+            elif bits & ~before:
+                mask[other] = before | bits
+                now[other] = now.get(other, 0) | (bits & ~before)
+    return now, fresh
+
+
+def _admit_level(reach: Reach, level: int, mask: dict[str, int], now: dict[str, int], fresh: dict[str, int],
+                 everyone: int, limits: TraversalLimits) -> None:
+    """Visit the ``fresh`` nodes (the first by id when ``max_walk_nodes`` leaves no room for all), adding them to
+    ``now``; note each gain of ``now`` as an arrival at ``level``, and the nodes every seed has now reached."""
+    admitted = list(fresh)
+    room = limits.max_walk_nodes - len(mask)
+    if len(admitted) > room:
+        reach.cuts.nodes_cut += len(admitted) - room
+        admitted = sorted(admitted)[: max(0, room)]
+    for node_id in admitted:
+        mask[node_id] = now[node_id] = fresh[node_id]
+    for node_id, bits in now.items():
+        reach.arrivals.setdefault(node_id, []).append((level, bits))
+        if mask[node_id] == everyone:
+            reach.common.setdefault(node_id, level)
 
 
 def _distance(reach: Reach, node_id: str, bit: int) -> int | None:
@@ -232,16 +262,7 @@ async def intersect_subgraphs(
     detail, excluded = filters.detail, filters.excluded
 
     if graph.walks_in_store("intersect") and min_mentions is None:
-        # Not the seeds' hop: it would bring every edge of a seed with a million of them, for nothing.
-        found = await graph.get_nodes(seeds)
-        unknown = [s for s in seeds if s not in found]
-        if unknown:
-            raise UnknownEntity(unknown)
-        answer = await _overlapped(graph, seeds, k, limits, excluded, room, limit)
-        await fetch_detail(graph, answer, detail, room)
-        answer.warnings[:0] = filters.warnings
-        await _add_context(graph, answer, limit)
-        return answer
+        return await _intersect_in_store(graph, seeds, k, limits, filters, room, limit)
 
     known = await graph.hop(seeds)  # the walk's first hop
     unknown = [s for s in seeds if s not in known]
@@ -258,10 +279,7 @@ async def intersect_subgraphs(
     order, triples, metadata = await drop_low_mentions(graph, order, list(edges), min_mentions, set(seeds))
     listed, listed_triples = _first(order, triples, _most(limit, limits))
 
-    cuts = reach.cuts
-    truncated = [*truncations(cuts.capped_nodes, cuts.nodes_cut, limits, (len(order), len(triples)), "intersection"),
-                 *time_note(cuts.walked, k, time_limit, (len(order), len(triples)), "intersection"),
-                 *graph.truncations(reach.visited)]
+    truncated = _walk_cuts(graph, reach, k, limits, time_limit, (len(order), len(triples)))
     paths, left_out = await connections(graph, reach, seeds, listed[:PATHS_NODES], limits, PATHS_MAX)
     left_out += max(0, len(listed) - PATHS_NODES) * len(seeds)
     if left_out:
@@ -291,6 +309,31 @@ async def intersect_subgraphs(
     await fetch_detail(graph, answer, detail, room, metadata)
     await _add_context(graph, answer, limit)
     return answer
+
+
+async def _intersect_in_store(graph: Graph, seeds: list[str], k: int, limits: TraversalLimits, filters: Filters,
+                              room: AnswerRoom | None, limit: int | None) -> Traversal:
+    """:func:`intersect_subgraphs` walked in the store (not hop by hop), ``filters`` read already."""
+    # Not the seeds' hop: it would bring every edge of a seed with a million of them, for nothing.
+    found = await graph.get_nodes(seeds)
+    unknown = [s for s in seeds if s not in found]
+    if unknown:
+        raise UnknownEntity(unknown)
+    answer = await _overlapped(graph, seeds, k, limits, filters.excluded, room, limit)
+    await fetch_detail(graph, answer, filters.detail, room)
+    answer.warnings[:0] = filters.warnings
+    await _add_context(graph, answer, limit)
+    return answer
+
+
+def _walk_cuts(graph: Graph, reach: Reach, k: int, limits: TraversalLimits, time_limit: float | None,
+               at_least: tuple[int, int]) -> list[Truncation]:
+    """The notes on what cut a walk taken hop by hop (hub caps, ``max_walk_nodes``, time, the graph's own), its
+    intersection holding ``at_least`` (nodes, edges)."""
+    cuts = reach.cuts
+    return [*truncations(cuts.capped_nodes, cuts.nodes_cut, limits, at_least, "intersection"),
+            *time_note(cuts.walked, k, time_limit, at_least, "intersection"),
+            *graph.truncations(reach.visited)]
 
 
 def _most(limit: int | None, limits: TraversalLimits) -> int:
