@@ -195,25 +195,37 @@ def traverse_sql(layout: StoreLayout, hops: int) -> str:
     walk's rows are read once after the index scans, into that aggregate (twice when the hop has more rows than
     the cap: once to count each node's rows).
     """
+    steps = ",".join(_hop(layout, hop) for hop in range(1, hops + 1))
+    return f"""
+WITH {_seed_level(layout)},{steps},
+{_gathered(hops)}
+{_answer(layout, hops)}"""
+
+
+def _seed_level(layout: StoreLayout) -> str:
+    """The expression ``l0``: the seeds ``$1`` that are visible entities, level 0."""
     distinct = "" if layout.unique_keys else "DISTINCT "
+    return f"""l0 AS MATERIALIZED (
+    SELECT {distinct}e.entity_id::text AS id, e.entity_type::text AS type, e.name::text AS name
+    FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout)}
+)"""
+
+
+def _gathered(hops: int) -> str:
+    """The expressions gathering the ``hops`` hops: ``v`` every node reached with its level, ``x`` the excluded
+    neighbours, ``hubs`` the hubs cut with their row counts, ``kept`` the hubs' rows within the cap, ``page`` the
+    nodes listed (``$4`` offset, ``$5`` count, in answer order)."""
     each = range(1, hops + 1)
-    steps = ",".join(_hop(layout, hop) for hop in each)
     every = " UNION ALL ".join(f"SELECT id, type, name, {n} AS level FROM l{n}" for n in range(hops + 1))
     excluded = " UNION ALL ".join(f"SELECT id, type, {h} AS hop FROM t{h} WHERE NOT merged AND type = ANY($3::text[])"
                                   for h in each)
-    return f"""
-WITH l0 AS MATERIALIZED (
-    SELECT {distinct}e.entity_id::text AS id, e.entity_type::text AS type, e.name::text AS name
-    FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout)}
-),{steps},
-v AS MATERIALIZED ({every}),
+    return f"""v AS MATERIALIZED ({every}),
 x AS MATERIALIZED ({excluded}),
 hubs AS MATERIALIZED ({" UNION ALL ".join(f"SELECT node, degree FROM g{h}" for h in each)}),
 kept AS MATERIALIZED ({" UNION ALL ".join(f"SELECT node, s, p, o FROM hr{h} WHERE rank <= $2::bigint" for h in each)}),
 page AS MATERIALIZED (
     SELECT id, type, name, level FROM v ORDER BY level, id {_C} OFFSET $4::bigint LIMIT $5::bigint
-)
-{_answer(layout, hops)}"""
+)"""
 
 
 def _answer(layout: StoreLayout, hops: int) -> str:
