@@ -8,7 +8,7 @@ from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges
-from bfsql.engine.filters import read_filters
+from bfsql.engine.filters import Filters, read_filters
 from bfsql.engine.traverse import ProgressFn, expand, time_note, truncations
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
@@ -53,14 +53,7 @@ async def bfs_query(
     detail, excluded = filters.detail, filters.excluded
 
     if graph.walks_in_store("traverse") and min_mentions is None:
-        if progress is not None:
-            await progress(0, max_hops, f"walking {max_hops} hop(s) in the store")
-        answer = await _surveyed(graph, seeds, max_hops, limits, excluded, limit, offset, room)
-        if progress is not None:
-            await progress(max_hops, max_hops, f"{answer.node_count} nodes, {answer.edge_count} edges")
-        await fetch_detail(graph, answer, detail, room)
-        answer.warnings[:0] = filters.warnings
-        return answer
+        return await _bfs_in_store(graph, seeds, max_hops, limits, filters, limit, offset, room, progress)
 
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     reached = await expand(graph, seeds, max_hops, limits=limits, exclude_types=excluded, progress=progress,
@@ -103,6 +96,20 @@ async def bfs_query(
         cross_by=reached.cross_by if page is found else None,
     )
     await fetch_detail(graph, answer, detail, room, known)
+    return answer
+
+
+async def _bfs_in_store(graph: Graph, seeds: list[str], max_hops: int, limits: TraversalLimits, filters: Filters,
+                        limit: int | None, offset: int, room: AnswerRoom | None,
+                        progress: ProgressFn | None) -> Traversal:
+    """:func:`bfs_query` walked in the store (the ``traverse`` primitive), ``filters`` read already."""
+    if progress is not None:
+        await progress(0, max_hops, f"walking {max_hops} hop(s) in the store")
+    answer = await _surveyed(graph, seeds, max_hops, limits, filters.excluded, limit, offset, room)
+    if progress is not None:
+        await progress(max_hops, max_hops, f"{answer.node_count} nodes, {answer.edge_count} edges")
+    await fetch_detail(graph, answer, filters.detail, room)
+    answer.warnings[:0] = filters.warnings
     return answer
 
 
