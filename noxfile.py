@@ -194,9 +194,13 @@ def _fresh_venv(session: nox.Session, venv: Path, wanted: dict[Path, str], found
 
 @nox.session(tags=["lint"])
 def lint(session: nox.Session) -> None:
-    """ruff over every package, the tests and this file."""
-    session.install("ruff>=0.6")
+    """ruff over every package, the tests and this file; no function of core or a plugin above complexity 20."""
+    session.install("ruff>=0.6", "radon>=6")
     session.run("ruff", "check", "core", "plugins", "tests", "noxfile.py", "bench")
+    sources = ["core/src", *sorted(str(p / "src") for p in PLUGINS)]
+    complex_functions = session.run("radon", "cc", "--min", "D", "--show-complexity", *sources, silent=True)
+    if isinstance(complex_functions, str) and complex_functions.strip():
+        session.error(f"functions above complexity 20 (radon grade D or worse); split them:\n{complex_functions}")
 
 
 @nox.session(tags=["typecheck"])

@@ -253,7 +253,11 @@ def test_sigint_stops_a_stdio_server_whose_client_keeps_stdin_open():
     """A client that keeps the pipe open (no terminal): SIGINT stops the server at once, as SIGTERM and Ctrl-C do."""
     import signal
 
-    proc = subprocess.Popen(SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def as_from_a_terminal() -> None:  # a shell's background job (CI run with &) starts with SIGINT ignored
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    proc = subprocess.Popen(SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=as_from_a_terminal)
     try:
         initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}

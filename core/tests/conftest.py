@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import signal
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -71,3 +73,14 @@ def random_bundle(rng: random.Random, relationships: int) -> list[dict[str, Any]
 @pytest.fixture
 def small_graph() -> Graph:
     return Graph(MemoryBackend(small_records()), plugins=[postprocess])
+
+
+@pytest.fixture
+def default_signal_dispositions() -> Iterator[None]:
+    """The signals as an interactive shell leaves them: under ``nohup`` SIGHUP is ignored, in a shell's background
+    job SIGINT, and the load rightly leaves an ignored signal so."""
+    saved = {signum: signal.signal(signum, signal.SIG_DFL) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    saved[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)

@@ -241,6 +241,7 @@ def _helpers_running() -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes through /proc")
 @pytest.mark.parametrize("phase", [None, "write", "index", FROM_HELPER, "graph"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.usefixtures("default_signal_dispositions")
 def test_a_signal_stops_the_helpers_and_leaves_the_store_as_it_was(
     tmp_path: Path, helpers: None, phase: str | None, signum: int
 ) -> None:

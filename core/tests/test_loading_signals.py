@@ -14,7 +14,8 @@ from bfsql.loading.errors import LoadInterrupted
 from bfsql.loading.progress import LoadProgress
 from bfsql.loading.sqlite_loader import load_sqlite
 
-pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="needs POSIX signals")
+pytestmark = [pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="needs POSIX signals"),
+              pytest.mark.usefixtures("default_signal_dispositions")]
 
 
 def digest(path: Path) -> str:
@@ -30,15 +31,6 @@ class SignalAt(LoadProgress):
     def start(self, phase: str, total: int | None = None, unit: str = "") -> None:
         if phase == self.phase:
             os.kill(os.getpid(), self.signum)
-
-
-@pytest.fixture(autouse=True)
-def default_dispositions() -> Any:
-    """SIGTERM and SIGHUP at their defaults: under ``nohup`` SIGHUP is ignored, and the load rightly leaves it so."""
-    saved = {signum: signal.signal(signum, signal.SIG_DFL) for signum in (signal.SIGTERM, signal.SIGHUP)}
-    yield
-    for signum, handler in saved.items():
-        signal.signal(signum, handler)
 
 
 @pytest.fixture

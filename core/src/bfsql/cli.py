@@ -792,7 +792,8 @@ def client_config(client: str, serve_args: tuple[str, ...], name: str | None, wr
       bfsql client-config claude-desktop --write
       bfsql client-config cursor --db graph.sqlite --write
     """
-    serve_command = build_cli().commands["serve"]
+    serve_command = build_cli().get_command(click.get_current_context(), "serve")  # with its options
+    assert serve_command is not None
     try:
         serve_command.make_context("serve", list(serve_args))
     except click.UsageError as exc:
