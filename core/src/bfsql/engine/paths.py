@@ -35,6 +35,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from pydantic import TypeAdapter
+
 from bfsql.backend import gather_or_cancel
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.embedders import dot, split_identifier
@@ -55,7 +57,7 @@ from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_reads
-from bfsql.models import PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
+from bfsql.models import PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge, Neighbourhood, NodeInfo
 
@@ -90,6 +92,8 @@ WALK_TIME_SHARE = 0.5
 a walk still going then stops and says so, leaving the rest of the time to answer."""
 
 Direction = Literal["outgoing", "incoming"]
+_RESULTS = TypeAdapter(list[PathResult])
+"""Builds an answer's results from their fields in one validation (a model built a step costs several times more)."""
 
 
 def _check_parameters(k: int | None, threshold: float, max_results: int) -> None:
@@ -666,10 +670,17 @@ async def _filter_hint(run: _Run, hop: Hop, reached: list[str], type_name: str |
 
 def _steps(path: _Path, names: dict[str, str | None]) -> list[PathStep]:
     """A path as its steps; an edge step says its score only when its relation matched fuzzily (below 1)."""
-    steps = [PathStep(entity=path.nodes[0], label=names.get(path.nodes[0]), score=_round(path.node_scores[0]))]
+    return [PathStep.model_validate(step) for step in _step_rows(path, names)]
+
+
+def _step_rows(path: _Path, names: dict[str, str | None]) -> list[dict[str, Any]]:
+    """A path's steps as the fields of :class:`PathStep`: a result's are validated with the whole answer at once
+    (one call into pydantic instead of one a step)."""
+    nodes, node_scores = path.nodes, path.node_scores
+    steps: list[dict[str, Any]] = [{"entity": nodes[0], "label": names.get(nodes[0]), "score": _round(node_scores[0])}]
     for i, (predicate, direction, score) in enumerate(path.edges, start=1):
-        steps.append(PathStep(edge=predicate, direction=direction, score=None if score == 1.0 else _round(score)))
-        steps.append(PathStep(entity=path.nodes[i], label=names.get(path.nodes[i]), score=_round(path.node_scores[i])))
+        steps.append({"edge": predicate, "direction": direction, "score": None if score == 1.0 else _round(score)})
+        steps.append({"entity": nodes[i], "label": names.get(nodes[i]), "score": _round(node_scores[i])})
     return steps
 
 
@@ -777,11 +788,11 @@ async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth
     results = []
     for path in ordered:
         end = path.nodes[-1]
-        entity = PathEntity(id=end, entity_type=run.types.get(end, ""), name=names.get(end),
-                            metadata=dict(metadata.get(end, {})) if with_metadata else None)
-        results.append(PathResult(entity=entity, path=_steps(path, names), score=round(path.score, 4),
-                                  depth=path.depth if with_depth else None))
-    return results
+        entity = {"id": end, "entity_type": run.types.get(end, ""), "name": names.get(end),
+                  "metadata": dict(metadata.get(end, {})) if with_metadata else None}
+        results.append({"entity": entity, "path": _step_rows(path, names), "score": round(path.score, 4),
+                        "depth": path.depth if with_depth else None})
+    return _RESULTS.validate_python(results)
 
 
 @remembers_reads
