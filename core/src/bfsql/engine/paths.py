@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
@@ -144,15 +144,22 @@ class _Path:
         )
 
     def expanded(self) -> _Path:
-        """The path with every edge of its walk spelled out (itself when there is none)."""
+        """The path with every edge of its walk spelled out (itself when there is none): the prefix extended by
+        each edge walked, its score multiplied in the same order as :meth:`extend` would."""
         if self.walked is None:
             return self
-        path, steps = self.walked.prefix, self.walked.walk.chain(self.nodes[-1])
-        for predicate, relation, node in steps[:-1]:
-            path = path.extend(node, predicate, self.walked.direction, relation, None)
-        predicate, relation, node = steps[-1]
-        return replace(path.extend(node, predicate, self.walked.direction, relation, self.walked.match),
-                       depth=self.depth)
+        walked, prefix = self.walked, self.walked.prefix
+        steps = walked.walk.chain(self.nodes[-1])
+        score = prefix.score
+        for _, relation, _ in steps:
+            score *= relation
+        return _Path(
+            (*prefix.nodes, *(node for _, _, node in steps)),
+            (*prefix.edges, *((predicate, walked.direction, relation) for predicate, relation, _ in steps)),
+            (*prefix.node_scores, *(None for _ in steps[1:]), walked.match),
+            score * (1.0 if walked.match is None else walked.match),
+            self.depth,
+        )
 
     def order(self) -> tuple[float, int, tuple[str, ...]]:
         return (-self.score, self.depth, self.nodes)
