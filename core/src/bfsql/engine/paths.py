@@ -774,10 +774,15 @@ def _run_notes(run: _Run) -> list[Truncation]:
     return notes
 
 
+def _entry_points(entries: list[_Path], names: dict[str, str | None]) -> list[PathStep]:
+    return [PathStep(entity=p.nodes[0], label=names[p.nodes[0]], score=_round(p.score)) for p in entries]
+
+
 async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth: bool,
-                   with_metadata: bool) -> list[PathResult]:
+                   with_metadata: bool, entries: list[_Path]) -> list[PathResult]:
     """One result per entity reached, with its best path, best first; cut at ``max_results`` (with a note). The
-    entity is its id, type and name, and its metadata only ``with_metadata``."""
+    entity is its id, type and name, and its metadata only ``with_metadata``. The ``entries`` become the
+    metadata's entry points (their names read in the same call)."""
     best_by_end: dict[str, _Path] = {}
     for path in sorted(paths, key=_Path.order):
         best_by_end.setdefault(path.nodes[-1], path)
@@ -791,7 +796,8 @@ async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth
         )]
         ordered = ordered[: meta.max_results]
     ordered = [p.expanded() for p in ordered]
-    names, metadata = await _names(run.graph, [n for p in ordered for n in p.nodes])
+    names, metadata = await _names(run.graph, [*(p.nodes[0] for p in entries), *(n for p in ordered for n in p.nodes)])
+    meta.entry_points = _entry_points(entries, names)
     results = []
     for path in ordered:
         end = path.nodes[-1]
@@ -846,9 +852,7 @@ async def path_query(
     if not paths:
         meta.error, meta.message, meta.hint = "no_entry_point", message, hint
         return finish([])
-    entry_names, _ = await _names(graph, [p.nodes[0] for p in paths])
-    meta.entry_points = [PathStep(entity=p.nodes[0], label=entry_names[p.nodes[0]], score=_round(p.score))
-                         for p in paths]
+    entries = paths  # their names are read with the last names the query reads (one metadata call fewer)
 
     for number, hop in enumerate(parsed.hops, start=1):
         type_name = type_names.get(hop.filter.position) if isinstance(hop.filter, TypeFilter) else None
@@ -857,7 +861,8 @@ async def path_query(
         outcome = await step(run, paths, hop, number, type_name)
         if isinstance(outcome, _Stop):
             best = min(paths, key=_Path.order)
-            names, _ = await _names(graph, list(best.nodes))
+            names, _ = await _names(graph, [*best.nodes, *(p.nodes[0] for p in entries)])
+            meta.entry_points = _entry_points(entries, names)
             meta.partial_path = _steps(best, names)
             meta.stopped_at_hop, meta.reason, meta.hint = outcome.hop, outcome.reason, outcome.hint
             meta.available_relations = outcome.available
@@ -865,4 +870,4 @@ async def path_query(
         paths = outcome
 
     with_depth = any(hop.relation.quantifier for hop in parsed.hops)
-    return finish(await _results(run, paths, meta, with_depth, with_metadata))
+    return finish(await _results(run, paths, meta, with_depth, with_metadata, entries))
