@@ -32,8 +32,10 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from pydantic import TypeAdapter
 
 from bfsql.backend import gather_or_cancel
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
@@ -55,7 +57,7 @@ from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_reads
-from bfsql.models import PathEntity, PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
+from bfsql.models import PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge, Neighbourhood, NodeInfo
 
@@ -90,6 +92,8 @@ WALK_TIME_SHARE = 0.5
 a walk still going then stops and says so, leaving the rest of the time to answer."""
 
 Direction = Literal["outgoing", "incoming"]
+_RESULTS = TypeAdapter(list[PathResult])
+"""Builds an answer's results from their fields in one validation (a model built a step costs several times more)."""
 
 
 def _check_parameters(k: int | None, threshold: float, max_results: int) -> None:
@@ -140,15 +144,22 @@ class _Path:
         )
 
     def expanded(self) -> _Path:
-        """The path with every edge of its walk spelled out (itself when there is none)."""
+        """The path with every edge of its walk spelled out (itself when there is none): the prefix extended by
+        each edge walked, its score multiplied in the same order as :meth:`extend` would."""
         if self.walked is None:
             return self
-        path, steps = self.walked.prefix, self.walked.walk.chain(self.nodes[-1])
-        for predicate, relation, node in steps[:-1]:
-            path = path.extend(node, predicate, self.walked.direction, relation, None)
-        predicate, relation, node = steps[-1]
-        return replace(path.extend(node, predicate, self.walked.direction, relation, self.walked.match),
-                       depth=self.depth)
+        walked, prefix = self.walked, self.walked.prefix
+        steps = walked.walk.chain(self.nodes[-1])
+        score = prefix.score
+        for _, relation, _ in steps:
+            score *= relation
+        return _Path(
+            (*prefix.nodes, *(node for _, _, node in steps)),
+            (*prefix.edges, *((predicate, walked.direction, relation) for predicate, relation, _ in steps)),
+            (*prefix.node_scores, *(None for _ in steps[1:]), walked.match),
+            score * (1.0 if walked.match is None else walked.match),
+            self.depth,
+        )
 
     def order(self) -> tuple[float, int, tuple[str, ...]]:
         return (-self.score, self.depth, self.nodes)
@@ -666,10 +677,17 @@ async def _filter_hint(run: _Run, hop: Hop, reached: list[str], type_name: str |
 
 def _steps(path: _Path, names: dict[str, str | None]) -> list[PathStep]:
     """A path as its steps; an edge step says its score only when its relation matched fuzzily (below 1)."""
-    steps = [PathStep(entity=path.nodes[0], label=names.get(path.nodes[0]), score=_round(path.node_scores[0]))]
+    return [PathStep.model_validate(step) for step in _step_rows(path, names)]
+
+
+def _step_rows(path: _Path, names: dict[str, str | None]) -> list[dict[str, Any]]:
+    """A path's steps as the fields of :class:`PathStep`: a result's are validated with the whole answer at once
+    (one call into pydantic instead of one a step)."""
+    nodes, node_scores = path.nodes, path.node_scores
+    steps: list[dict[str, Any]] = [{"entity": nodes[0], "label": names.get(nodes[0]), "score": _round(node_scores[0])}]
     for i, (predicate, direction, score) in enumerate(path.edges, start=1):
-        steps.append(PathStep(edge=predicate, direction=direction, score=None if score == 1.0 else _round(score)))
-        steps.append(PathStep(entity=path.nodes[i], label=names.get(path.nodes[i]), score=_round(path.node_scores[i])))
+        steps.append({"edge": predicate, "direction": direction, "score": None if score == 1.0 else _round(score)})
+        steps.append({"entity": nodes[i], "label": names.get(nodes[i]), "score": _round(node_scores[i])})
     return steps
 
 
@@ -756,10 +774,15 @@ def _run_notes(run: _Run) -> list[Truncation]:
     return notes
 
 
+def _entry_points(entries: list[_Path], names: dict[str, str | None]) -> list[PathStep]:
+    return [PathStep(entity=p.nodes[0], label=names[p.nodes[0]], score=_round(p.score)) for p in entries]
+
+
 async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth: bool,
-                   with_metadata: bool) -> list[PathResult]:
+                   with_metadata: bool, entries: list[_Path]) -> list[PathResult]:
     """One result per entity reached, with its best path, best first; cut at ``max_results`` (with a note). The
-    entity is its id, type and name, and its metadata only ``with_metadata``."""
+    entity is its id, type and name, and its metadata only ``with_metadata``. The ``entries`` become the
+    metadata's entry points (their names read in the same call)."""
     best_by_end: dict[str, _Path] = {}
     for path in sorted(paths, key=_Path.order):
         best_by_end.setdefault(path.nodes[-1], path)
@@ -773,15 +796,16 @@ async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth
         )]
         ordered = ordered[: meta.max_results]
     ordered = [p.expanded() for p in ordered]
-    names, metadata = await _names(run.graph, [n for p in ordered for n in p.nodes])
+    names, metadata = await _names(run.graph, [*(p.nodes[0] for p in entries), *(n for p in ordered for n in p.nodes)])
+    meta.entry_points = _entry_points(entries, names)
     results = []
     for path in ordered:
         end = path.nodes[-1]
-        entity = PathEntity(id=end, entity_type=run.types.get(end, ""), name=names.get(end),
-                            metadata=dict(metadata.get(end, {})) if with_metadata else None)
-        results.append(PathResult(entity=entity, path=_steps(path, names), score=round(path.score, 4),
-                                  depth=path.depth if with_depth else None))
-    return results
+        entity = {"id": end, "entity_type": run.types.get(end, ""), "name": names.get(end),
+                  "metadata": dict(metadata.get(end, {})) if with_metadata else None}
+        results.append({"entity": entity, "path": _step_rows(path, names), "score": round(path.score, 4),
+                        "depth": path.depth if with_depth else None})
+    return _RESULTS.validate_python(results)
 
 
 @remembers_reads
@@ -828,9 +852,7 @@ async def path_query(
     if not paths:
         meta.error, meta.message, meta.hint = "no_entry_point", message, hint
         return finish([])
-    entry_names, _ = await _names(graph, [p.nodes[0] for p in paths])
-    meta.entry_points = [PathStep(entity=p.nodes[0], label=entry_names[p.nodes[0]], score=_round(p.score))
-                         for p in paths]
+    entries = paths  # their names are read with the last names the query reads (one metadata call fewer)
 
     for number, hop in enumerate(parsed.hops, start=1):
         type_name = type_names.get(hop.filter.position) if isinstance(hop.filter, TypeFilter) else None
@@ -839,7 +861,8 @@ async def path_query(
         outcome = await step(run, paths, hop, number, type_name)
         if isinstance(outcome, _Stop):
             best = min(paths, key=_Path.order)
-            names, _ = await _names(graph, list(best.nodes))
+            names, _ = await _names(graph, [*best.nodes, *(p.nodes[0] for p in entries)])
+            meta.entry_points = _entry_points(entries, names)
             meta.partial_path = _steps(best, names)
             meta.stopped_at_hop, meta.reason, meta.hint = outcome.hop, outcome.reason, outcome.hint
             meta.available_relations = outcome.available
@@ -847,4 +870,4 @@ async def path_query(
         paths = outcome
 
     with_depth = any(hop.relation.quantifier for hop in parsed.hops)
-    return finish(await _results(run, paths, meta, with_depth, with_metadata))
+    return finish(await _results(run, paths, meta, with_depth, with_metadata, entries))
