@@ -475,18 +475,45 @@ async def _frontier_options(run: _Run, paths: list[_Path], hop: Hop, number: int
     return options_of
 
 
+@dataclass
+class _Extensions:
+    """What one hop found from the ends of the paths, before any is kept (:func:`_extend`)."""
+
+    found: list[tuple[int, str, float, str]] = field(default_factory=list)
+    """(index of the path, predicate, edge score, entity reached), in the order of the paths."""
+    ends: dict[str, str | None] = field(default_factory=dict)
+    """Each entity reached -> its type (None: missing from the graph)."""
+    best: dict[str, float] = field(default_factory=dict)
+    """Each entity reached -> the best score of a path to it."""
+    cycles: int = 0
+    """Edges not followed because they lead back onto their own path."""
+
+
 async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: str | None) -> list[_Path] | _Stop:
-    pacer = run.pacer
+    """One fixed-length edge from the ends of ``paths``: the entities it reaches, the best ``max_nodes`` kept, then
+    the hop's filter; the paths extended to them, best first."""
     options_of = await _frontier_options(run, paths, hop, number)
     if isinstance(options_of, _Stop):
         return options_of
+    extensions = await _extend(run, paths, options_of)
+    reached = _candidates(run, extensions)
+    if not reached:
+        why = "every entity it leads to is already on the path (cycles are not followed)" if extensions.cycles else (
+            "its edges lead only to entities missing from the graph"
+        )
+        return _Stop(number, "no_candidates", f"The matched relations were followed, but {why}.")
+    match = await _filter_matches(run, hop, reached, type_name)
+    if not match:
+        return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
+    return await _kept_paths(run, paths, hop, extensions.found, match)
 
-    # Paths come best first: they are extended in that order until MAX_EXTENSIONS extensions are
-    # counted, so the work of a hop is bounded before anything is built.
-    extensions: list[tuple[int, str, float, str]] = []
-    cycles = 0
-    ends: dict[str, str | None] = {}
-    best: dict[str, float] = {}
+
+async def _extend(run: _Run, paths: list[_Path], options_of: _Options) -> _Extensions:
+    """Every extension of ``paths`` by their ends' options. Paths come best first: they are extended in that order
+    until MAX_EXTENSIONS extensions are counted, so the work of a hop is bounded before anything is built."""
+    pacer = run.pacer
+    extensions = _Extensions()
+    found, ends, best = extensions.found, extensions.ends, extensions.best
     for index, path in enumerate(paths):
         options = options_of.get(path.nodes[-1])
         if not options:
@@ -494,7 +521,7 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
                 run.unextended += len(paths) - index
                 break
             continue
-        if extensions and len(extensions) + len(options) > MAX_EXTENSIONS:
+        if found and len(found) + len(options) > MAX_EXTENSIONS:
             run.unextended += sum(1 for p in paths[index:] if p.nodes[-1] in options_of
                                   or p.nodes[-1] not in options_of.hopped)
             break
@@ -504,14 +531,20 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
         on_path = path.nodes
         for predicate, score, other, other_type in options:
             if other in on_path:
-                cycles += 1
+                extensions.cycles += 1
                 continue
             ends[other] = other_type
-            extensions.append((index, predicate, score, other))
+            found.append((index, predicate, score, other))
             reach = path.score * score
             if reach > best.get(other, -1.0):
                 best[other] = reach
+    return extensions
 
+
+def _candidates(run: _Run, extensions: _Extensions) -> list[str]:
+    """The entities reached, best first, at most ``max_nodes`` of them (the rest counted as cut), without those
+    missing from the graph (counted as dangling); their types noted."""
+    best, ends = extensions.best, extensions.ends
     candidates = sorted(best, key=lambda i: (-best[i], i))
     if len(candidates) > run.limits.max_nodes:
         run.cut += len(candidates) - run.limits.max_nodes
@@ -521,20 +554,17 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
     run.dangling += len(candidates) - len(reached)
     for node_id in reached:
         run.types[node_id] = ends[node_id]  # type: ignore[assignment]
-    if not reached:
-        why = "every entity it leads to is already on the path (cycles are not followed)" if cycles else (
-            "its edges lead only to entities missing from the graph"
-        )
-        return _Stop(number, "no_candidates", f"The matched relations were followed, but {why}.")
+    return reached
 
-    match = await _filter_matches(run, hop, reached, type_name)
-    if not match:
-        return _Stop(number, "no_entities_match_filter", await _filter_hint(run, hop, reached, type_name))
 
-    # Only the paths kept are built: the others are ranked on (score, depth, nodes) keys, the order of _Path, then
-    # by predicate, so that two edges joining the same pair come in one order whatever order the hop gave them.
+async def _kept_paths(run: _Run, paths: list[_Path], hop: Hop, found: list[tuple[int, str, float, str]],
+                      match: dict[str, float | None]) -> list[_Path]:
+    """The paths extended to the matched entities, best first, at most ``max_nodes``. Only the paths kept are built:
+    the others are ranked on (score, depth, nodes) keys, the order of _Path, then by predicate, so that two edges
+    joining the same pair come in one order whatever order the hop gave them."""
+    pacer = run.pacer
     keyed: list[tuple[float, int, tuple[str, ...], str, int]] = []
-    for position, (index, predicate, score, other) in enumerate(extensions):
+    for position, (index, predicate, score, other) in enumerate(found):
         if other in match:
             m, path = match[other], paths[index]
             keyed.append((-(path.score * score * (1.0 if m is None else m)), path.depth, (*path.nodes, other),
@@ -549,7 +579,7 @@ async def _hop(run: _Run, paths: list[_Path], hop: Hop, number: int, type_name: 
         keyed.sort()
     extended = []
     for *_, position in keyed:
-        index, predicate, score, other = extensions[position]
+        index, predicate, score, other = found[position]
         extended.append(paths[index].extend(other, predicate, hop.direction, score, match[other]))
     return extended
 
