@@ -139,10 +139,10 @@ async def test_a_closure_from_an_id_is_one_statement_that_brings_the_metadata_sh
             sent = await log.after(path_query(store, query))
             assert len(sent) == 1 and "WITH RECURSIVE" in sent[0], [s[:80] for s in sent]
             assert "get_nodes" not in store.stats.calls
-            assert store.stats.calls["metadata_for_nodes"] == 2  # the entry's and the results', from the memo
-            answer = await path_query(store, query)
-            level = await path_query(Graph(backend, plugins=[_LevelWalk()], cache=None), query)
-            assert answer.results and all(r.entity.metadata.get("name") for r in answer.results)
+            assert store.stats.calls["metadata_for_nodes"] == 1  # the entry and the results in one call, from the memo
+            answer = await path_query(store, query, with_metadata=True)
+            level = await path_query(Graph(backend, plugins=[_LevelWalk()], cache=None), query, with_metadata=True)
+            assert answer.results and all(r.entity.name and r.entity.metadata for r in answer.results)
             assert _without_time(answer) == _without_time(level)
         unknown = await path_query(Graph(backend, plugins=[]), "@NOPE:1 -[REGULATES*]->")
         assert unknown.metadata.error == "no_entry_point" and not unknown.results
