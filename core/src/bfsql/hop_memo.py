@@ -48,6 +48,9 @@ class HopMemo:
         """Per edge ``(subject, predicate, object)``: what a hop read about it."""
         self.nodes: dict[str, Any] = {}
         """Per entity id: what a hop read about it."""
+        self.metadata = True
+        """Whether the call may show or score by the metadata of what it reads; False in a path query that shows
+        none and has no semantic filter: names are all it needs, and a closure need bring no more."""
 
 
 _current: ContextVar[HopMemo | None] = ContextVar("bfsql_hop_memo", default=None)

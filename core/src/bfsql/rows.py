@@ -206,3 +206,6 @@ class Closure:
     seeds: dict[str, NodeInfo] | None = None
     """The seeds that are visible entities, with their type and name, when the store read them with the walk
     (None: not said). A path query whose walk starts from its ``@id`` entry then needs no ``get_nodes`` for it."""
+    names: dict[str, str | None] | None = None
+    """Names of entities of the walk (seeds or entities reached) the store read with it: some or all of them (None:
+    not said). A path query that shows no metadata takes its results' names from here when all are there."""

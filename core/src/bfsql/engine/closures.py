@@ -96,17 +96,21 @@ class Walk:
     """Entities found but not kept: beyond ``max_nodes`` at the last level, or one level past ``max_depth``."""
     dangling: set[str] = field(default_factory=set)
     """Edge ends that are no entity of the graph."""
+    names: dict[str, str | None] = field(default_factory=dict)
+    """Names of the walk's entities the store said with its walk (:attr:`bfsql.Closure.names`): some, all or none."""
 
-    def chain(self, entity: str) -> list[tuple[str, float, str]]:
-        """The edges walked from the start to ``entity``, in order: (predicate, relation score, entity reached)."""
-        steps = []
-        reach = self.reached[entity]
-        while True:
-            steps.append((reach.predicate, reach.relation_score, entity))
-            if reach.depth == 1:
-                return steps[::-1]
-            entity = reach.parent
+    _chains: dict[str, tuple[tuple[str, float, str], ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    def chain(self, entity: str) -> tuple[tuple[str, float, str], ...]:
+        """The edges walked from the start to ``entity``, in order: (predicate, relation score, entity reached).
+
+        Each entity's is made once, from its parent's: the results of a walk share their beginnings."""
+        known = self._chains.get(entity)
+        if known is None:
             reach = self.reached[entity]
+            step = ((reach.predicate, reach.relation_score, entity),)
+            known = self._chains[entity] = step if reach.depth == 1 else self.chain(reach.parent) + step
+        return known
 
 
 Frontier = list[tuple[str, int, float]]
@@ -240,7 +244,9 @@ async def _walk_in_store(
     def hidden(depth: int) -> int:
         return last_hidden if depth == levels else 0
 
-    return await _walk(starts, expand, due, hidden, most, open_ended, max_nodes, pacer)
+    walked = await _walk(starts, expand, due, hidden, most, open_ended, max_nodes, pacer)
+    walked.names = closure.names or {}
+    return walked
 
 
 def _options_by_level(closure: Closure) -> list[dict[str, list[Option]]]:

@@ -56,7 +56,7 @@ from bfsql.engine.search import SEARCH_LIMIT, labels_of, search_entities
 from bfsql.engine.traverse import capped
 from bfsql.errors import InvalidArgument, UnknownEntity
 from bfsql.graph import Graph
-from bfsql.hop_memo import remembers_reads
+from bfsql.hop_memo import call_memo, remembers_reads
 from bfsql.models import PathMetadata, PathQueryResult, PathResult, PathStep, Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge, Neighbourhood, NodeInfo
@@ -197,6 +197,9 @@ class _Run:
     deadline: float | None = None
     """The :func:`time.perf_counter` time after which walks stop (``time_limit`` after the query began)."""
     types: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str | None] = field(default_factory=dict)
+    """Names the query's reads said on the way (the ``@id`` entry's lookup, a store's walk): where they name every
+    entity shown and no metadata is shown, the answer reads none."""
     explored: int = 0
     capped: dict[str, int] = field(default_factory=dict)
     cut: int = 0
@@ -212,6 +215,8 @@ class _Run:
     """Yields the event loop during long hops (so timeouts fire and other calls are served)."""
     asked: Asked | None = None
     """The store's closure of the first edge, asked with the ``@id`` entry's lookup (:func:`_walk_ahead`)."""
+    in_store: dict[Hop, InStore | None] = field(default_factory=dict)
+    """What :func:`_in_store` said of each variable-length edge asked about."""
 
 
 # -- scoring ----------------------------------------------------------------------
@@ -303,6 +308,7 @@ async def _entry(run: _Run, entry: SemanticText | ExactEntity, first: Hop | None
                 f'Call search_entities to find the id, or start from a name: "{entry.id}".',
             )
         run.types[entry.id] = found[entry.id].entity_type
+        run.names[entry.id] = found[entry.id].name
         return [_Path((entry.id,), (), (None,), 1.0)], None, None
     return await _semantic_entry(run, entry)
 
@@ -615,6 +621,7 @@ async def _walk_hop(
         return unmatched[0]
     run.explored += len(walked.reached)
     run.dangling += len(walked.dangling)
+    run.names.update(walked.names)
     if walked.stopped:
         run.walk_notes.append(_walk_note(run, hop, number, walked))
     reach = walked.reached
@@ -635,6 +642,12 @@ async def _in_store(run: _Run, hop: Hop) -> InStore | None:
     """The predicates a store may walk a variable-length edge along itself: those its terms name exactly (each then
     scores 1 and, being at most ``k``, is followed from every entity), or every predicate for ``[*]``; None when a
     term is matched by similarity, or the schema lists only a sample of the predicates."""
+    if hop not in run.in_store:
+        run.in_store[hop] = await _store_walks(run, hop)
+    return run.in_store[hop]
+
+
+async def _store_walks(run: _Run, hop: Hop) -> InStore | None:
     relation = hop.relation
     if not run.graph.capabilities.comprehensive_schema:
         return None
@@ -705,30 +718,102 @@ async def _filter_hint(run: _Run, hop: Hop, reached: list[str], type_name: str |
 # -- output -------------------------------------------------------------------------
 
 
-def _steps(path: _Path, names: dict[str, str | None]) -> list[PathStep]:
-    """A path as its steps; an edge step says its score only when its relation matched fuzzily (below 1)."""
-    return [PathStep.model_validate(step) for step in _step_rows(path, names)]
+class _Shown:
+    """The paths of an answer as their nodes and steps, each made once.
 
+    The results of a walk share their beginnings (each is its start's path, then the walk's chain to its end), so
+    a walked path is made from its parent's, kept per walk and entity: an answer costs a list copy per result, not
+    Python work per step. An edge step says its score only when its relation matched fuzzily (below 1).
+    """
 
-def _step_rows(path: _Path, names: dict[str, str | None]) -> list[dict[str, Any]]:
-    """A path's steps as the fields of :class:`PathStep`: a result's are validated with the whole answer at once
-    (one call into pydantic instead of one a step)."""
-    nodes, node_scores = path.nodes, path.node_scores
-    steps: list[dict[str, Any]] = [{"entity": nodes[0], "label": names.get(nodes[0]), "score": _round(node_scores[0])}]
-    for i, (predicate, direction, score) in enumerate(path.edges, start=1):
-        steps.append({"edge": predicate, "direction": direction, "score": None if score == 1.0 else _round(score)})
-        steps.append({"entity": nodes[i], "label": names.get(nodes[i]), "score": _round(node_scores[i])})
-    return steps
+    def __init__(self) -> None:
+        self.names: dict[str, str | None] = {}
+        """The entities' names (set before :meth:`steps` is asked)."""
+        self._made: dict[tuple[Any, ...], PathStep] = {}
+        self._nodes: dict[tuple[int, int, str], tuple[str, ...]] = {}
+        self._middles: dict[tuple[int, int, str], list[PathStep]] = {}
+        self._plains: dict[int, list[PathStep]] = {}
+
+    def nodes(self, path: _Path) -> tuple[str, ...]:
+        """Every entity on the path, in order (what :meth:`_Path.expanded` would hold)."""
+        walked = path.walked
+        return path.nodes if walked is None else self._walked_nodes(walked, path.nodes[-1])
+
+    def _walked_nodes(self, walked: _Walked, entity: str) -> tuple[str, ...]:
+        key = (id(walked.walk), id(walked.prefix), entity)
+        known = self._nodes.get(key)
+        if known is None:
+            reach = walked.walk.reached[entity]
+            before = walked.prefix.nodes if reach.depth == 1 else self._walked_nodes(walked, reach.parent)
+            known = self._nodes[key] = (*before, entity)
+        return known
+
+    def steps(self, path: _Path) -> list[PathStep]:
+        """The path's steps: an entity step per node, an edge step between two."""
+        walked = path.walked
+        if walked is None:
+            return list(self._plain(path))
+        end = path.nodes[-1]
+        reach = walked.walk.reached[end]
+        return [*self._before(walked, reach), self._edge(reach.predicate, walked.direction, reach.relation_score),
+                self._entity(end, walked.match)]
+
+    def _plain(self, path: _Path) -> list[PathStep]:
+        known = self._plains.get(id(path))
+        if known is None:
+            nodes, scores = path.nodes, path.node_scores
+            known = [self._entity(nodes[0], scores[0])]
+            for i, (predicate, direction, score) in enumerate(path.edges, start=1):
+                known += (self._edge(predicate, direction, score), self._entity(nodes[i], scores[i]))
+            self._plains[id(path)] = known
+        return known
+
+    def _before(self, walked: _Walked, reach: Reach) -> list[PathStep]:
+        """The steps of a walk's path up to the entity the edge that reached an entity comes from."""
+        return self._plain(walked.prefix) if reach.depth == 1 else self._middle(walked, reach.parent)
+
+    def _middle(self, walked: _Walked, entity: str) -> list[PathStep]:
+        """The steps of a walk's path through ``entity`` (not the path's end: it has no score of its own)."""
+        key = (id(walked.walk), id(walked.prefix), entity)
+        known = self._middles.get(key)
+        if known is None:
+            reach = walked.walk.reached[entity]
+            known = self._middles[key] = [*self._before(walked, reach), self._edge(reach.predicate, walked.direction,
+                                                                                   reach.relation_score),
+                                          self._entity(entity, None)]
+        return known
+
+    def _edge(self, predicate: str, direction: Direction, score: float) -> PathStep:
+        key = (predicate, direction, score)
+        step = self._made.get(key)
+        if step is None:
+            step = self._made[key] = PathStep(edge=predicate, direction=direction,
+                                              score=None if score == 1.0 else _round(score))
+        return step
+
+    def _entity(self, entity: str, score: float | None) -> PathStep:
+        key = (entity, score)
+        step = self._made.get(key)
+        if step is None:
+            step = self._made[key] = PathStep(entity=entity, label=self.names.get(entity), score=_round(score))
+        return step
 
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-async def _names(graph: Graph, ids: list[str]) -> tuple[dict[str, str | None], dict[str, dict[str, object]]]:
-    metadata = await graph.metadata_for_nodes(list(dict.fromkeys(ids)))
+async def _names(run: _Run, ids: list[str], with_metadata: bool = False
+                 ) -> tuple[dict[str, str | None], dict[str, dict[str, object]]]:
+    """Each id's name and, ``with_metadata``, its metadata: one ``metadata_for_nodes`` call, unless the query's
+    reads named every id already (:attr:`_Run.names`) and no metadata is wanted."""
+    wanted = list(dict.fromkeys(ids))
+    known = run.names
+    if not with_metadata and all(entity_id in known for entity_id in wanted):
+        return {entity_id: known[entity_id] for entity_id in wanted}, {}
+    metadata = await run.graph.metadata_for_nodes(wanted)
     names = {}
-    for entity_id in ids:
+    for entity_id in wanted:
         name = metadata.get(entity_id, {}).get("name")
         names[entity_id] = name if isinstance(name, str) else None
     return names, metadata
@@ -825,15 +910,19 @@ async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth
             hint=f"Raise max_results (at most {MAX_RESULTS}) or narrow the query with type: or \"text\" filters.",
         )]
         ordered = ordered[: meta.max_results]
-    ordered = [p.expanded() for p in ordered]
-    names, metadata = await _names(run.graph, [*(p.nodes[0] for p in entries), *(n for p in ordered for n in p.nodes)])
+    shown = _Shown()
+    ids = [p.nodes[0] for p in entries]
+    for path in ordered:
+        ids += shown.nodes(path)
+    names, metadata = await _names(run, ids, with_metadata)
     meta.entry_points = _entry_points(entries, names)
+    shown.names = names
     results = []
     for path in ordered:
         end = path.nodes[-1]
         entity = {"id": end, "entity_type": run.types.get(end, ""), "name": names.get(end),
                   "metadata": dict(metadata.get(end, {})) if with_metadata else None}
-        results.append({"entity": entity, "path": _step_rows(path, names), "score": round(path.score, 4),
+        results.append({"entity": entity, "path": shown.steps(path), "score": round(path.score, 4),
                         "depth": path.depth if with_depth else None})
     return _RESULTS.validate_python(results)
 
@@ -860,12 +949,17 @@ async def path_query(
     started = time.perf_counter()
     _check_parameters(k, threshold, max_results)
     parsed = parse_path_query(query)
+    memo = call_memo()
+    if memo is not None:  # what the store reads for the query need bring no metadata that it never shows or scores
+        memo.metadata = with_metadata or any(isinstance(h.filter, SemanticText) for h in parsed.hops)
     threshold = float(threshold)
     run = _Run(graph, k or DEFAULT_K, threshold, limits, k_given=k is not None, time_limit=time_limit,
                deadline=None if time_limit is None else started + time_limit)
-    type_names, _ = await gather_or_cancel(
-        _resolve_types(graph, parsed, run.warnings), _check_filter_ids(graph, parsed)
-    )
+    type_names: dict[int, str] = {}
+    if any(isinstance(h.filter, TypeFilter | ExactEntity) for h in parsed.hops):  # else no call: no tasks to start
+        type_names, _ = await gather_or_cancel(
+            _resolve_types(graph, parsed, run.warnings), _check_filter_ids(graph, parsed)
+        )
     meta = PathMetadata(query=query.strip(), hops=len(parsed.hops), k=run.k, threshold=threshold,
                         max_results=max_results)
 
@@ -891,9 +985,11 @@ async def path_query(
         outcome = await step(run, paths, hop, number, type_name)
         if isinstance(outcome, _Stop):
             best = min(paths, key=_Path.order)
-            names, _ = await _names(graph, [*best.nodes, *(p.nodes[0] for p in entries)])
+            names, _ = await _names(run, [*best.nodes, *(p.nodes[0] for p in entries)])
             meta.entry_points = _entry_points(entries, names)
-            meta.partial_path = _steps(best, names)
+            shown = _Shown()
+            shown.names = names
+            meta.partial_path = shown.steps(best)
             meta.stopped_at_hop, meta.reason, meta.hint = outcome.hop, outcome.reason, outcome.hint
             meta.available_relations = outcome.available
             return finish([])
