@@ -127,25 +127,55 @@ async def test_a_traversal_sends_one_statement_per_hop(standard_dsn: str) -> Non
         await backend.aclose()
 
 
-async def test_a_closure_from_an_id_is_one_statement_that_brings_the_metadata_shown(standard_dsn: str) -> None:
-    """``@id -[p*]->``: the walk says its seed (no lookup of the entry) and brings the metadata of what it reached
-    (a path query's memo), so that nothing else is sent; the answer is the level walk's, metadata included."""
+async def test_a_closure_from_an_id_is_one_statement_that_brings_the_names_and_metadata_shown(
+    standard_dsn: str,
+) -> None:
+    """``@id -[p*]->``: the walk says its seed (no lookup of the entry) and the names of what it reached, so that
+    nothing else is sent; asked for metadata, it brings that too (a path query's memo). The answer is the level
+    walk's, metadata included."""
     log = StatementLog()
     backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
     try:
         for query in (f"@{TP53} -[REGULATES, INHIBITS*]->", f"@{TP53} <-[REGULATES, INHIBITS*]-"):
-            store = Graph(backend, plugins=[])
-            await store.predicates()  # the schema, as a server's graph holds it
-            sent = await log.after(path_query(store, query))
-            assert len(sent) == 1 and "WITH RECURSIVE" in sent[0], [s[:80] for s in sent]
-            assert "get_nodes" not in store.stats.calls
-            assert store.stats.calls["metadata_for_nodes"] == 1  # the entry and the results in one call, from the memo
+            for with_metadata in (False, True):
+                store = Graph(backend, plugins=[])
+                await store.predicates()  # the schema, as a server's graph holds it
+                sent = await log.after(path_query(store, query, with_metadata=with_metadata))
+                assert len(sent) == 1 and "WITH RECURSIVE" in sent[0], [s[:80] for s in sent]
+                assert "get_nodes" not in store.stats.calls
+                # names alone come with the walk; metadata asked for is read from the memo in one call
+                assert store.stats.calls.get("metadata_for_nodes", 0) == with_metadata
             answer = await path_query(store, query, with_metadata=True)
             level = await path_query(Graph(backend, plugins=[_LevelWalk()], cache=None), query, with_metadata=True)
             assert answer.results and all(r.entity.name and r.entity.metadata for r in answer.results)
             assert _without_time(answer) == _without_time(level)
         unknown = await path_query(Graph(backend, plugins=[]), "@NOPE:1 -[REGULATES*]->")
         assert unknown.metadata.error == "no_entry_point" and not unknown.results
+    finally:
+        await backend.aclose()
+
+
+async def test_a_closure_past_the_small_one_budget_is_walked_level_by_level_in_the_database(
+    standard_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A closure of more edges than ``CLOSURE_EDGES`` (two here) is read in vain by the plain statement and then
+    walked by the level statement, with the same answer as the level walk; so is a closure from several seeds."""
+    log = StatementLog()
+    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    monkeypatch.setattr(bfsql_postgres.backend, "CLOSURE_EDGES", 2)
+    try:
+        query = f"@{TP53} <-[REGULATES, INHIBITS*]-"
+        store = Graph(backend, plugins=[])
+        await store.predicates()
+        sent = await log.after(path_query(store, query, with_metadata=True))
+        assert len(sent) == 2 and all("WITH RECURSIVE" in s for s in sent), [s[:80] for s in sent]
+        level = await path_query(Graph(backend, plugins=[_LevelWalk()], cache=None), query, with_metadata=True)
+        answer = await path_query(Graph(backend, plugins=[]), query, with_metadata=True)
+        assert answer.results and _without_time(answer) == _without_time(level)
+        walked = await backend.closure([TP53, "GENE:MDM2"], ["REGULATES", "INHIBITS"], False, 5, 100, 10_000, None)
+        alone = await backend.closure([TP53], ["REGULATES", "INHIBITS"], False, 5, 100, 10_000, None)
+        assert walked is not None and alone is not None and walked.seeds is not None
+        assert set(walked.seeds) == {TP53, "GENE:MDM2"} and alone.levels and walked.levels
     finally:
         await backend.aclose()
 

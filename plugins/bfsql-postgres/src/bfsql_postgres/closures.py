@@ -20,8 +20,9 @@ one per path. The rules are those of :meth:`bfsql.primitives.Primitives.closure`
   (``clock_timestamp()``, read once a level);
 * after the levels, the seeds found are sent with their type, name and metadata (``Closure.seeds``:
   a path query needs no lookup of its ``@id`` entry), and in a path query (the backend passes
-  ``$7``) so are all the entities of a walk of few, for the query's memo: the answer then reads no
-  metadata.
+  ``$7``) so are all the entities of a walk of few (``Closure.names``), for the query's memo: the
+  answer then reads no metadata. Where the query wants names alone (``$8`` false), the metadata
+  columns are NULL.
 
 A level's rows are one join (each edge with its far end's entity row), and the new entities are
 sorted by id only at a level that passes ``max_nodes``.
@@ -38,7 +39,7 @@ from bfsql import Closure, ClosureStep, HopMemo, NodeInfo
 from bfsql_postgres import queries
 from bfsql_postgres.layout import StoreLayout
 
-__all__ = ["closure_of_rows", "closure_sql"]
+__all__ = ["closure_of_edges", "closure_of_rows", "closure_sql", "edges_sql"]
 
 
 def _late() -> str:
@@ -92,10 +93,18 @@ _NO_LEVEL = "NULL::int, NULL::text[], NULL::text[], NULL::text[], NULL::text[], 
     "NULL::bool, NULL::bool, NULL::bool"
 
 
+_METADATA_IF_ASKED = ", ".join(
+    column if n < 2 else f"CASE WHEN $8::bool THEN {column} END"
+    for n, column in enumerate(queries.ENTITY_METADATA.split(", "))
+)
+"""The columns of :data:`~bfsql_postgres.queries.ENTITY_METADATA`, those after id and name NULL unless ``$8``."""
+
+
 def closure_sql(layout: StoreLayout, outgoing: bool) -> str:
     """The walk: ``$1`` seeds, ``$2`` predicates (NULL: all), ``$3`` levels, ``$4`` max_nodes,
     ``$5`` max_edges_per_node, ``$6`` seconds the walk may take (NULL: no limit), ``$7`` the most entities
-    (seeds included) a walk may reach and still send them all (0: only the seeds).
+    (seeds included) a walk may reach and still send them all (0: only the seeds), ``$8`` whether their metadata
+    is sent (else their id, type and name alone).
 
     One row per level walked, in order: ``(level, ps, pp, pc, pt, found, cut, hub, late, going)``, the
     level's edges as aligned arrays (parent, predicate, child, child's type or NULL); ``found`` the new
@@ -127,20 +136,23 @@ last AS MATERIALIZED (
 (SELECT level, ps, pp, pc, pt, found, cut, hub, late, cardinality(frontier) > 0 AS going, {_NO_ENTITY}
  FROM walk ORDER BY level)
 UNION ALL
-SELECT {_NO_LEVEL}, e.entity_id::text = ANY(last.seeds), e.entity_type::text, {queries.ENTITY_METADATA}
+SELECT {_NO_LEVEL}, e.entity_id::text = ANY(last.seeds), e.entity_type::text, {_METADATA_IF_ASKED}
 FROM last JOIN entity e ON e.entity_id = ANY(
     CASE WHEN NOT last.hub AND cardinality(last.seen) <= $7::int THEN last.seen ELSE last.seeds END)
 """
 
 
 def closure_of_rows(rows: list[Any], depth: int, memo: HopMemo | None) -> Closure | None:
-    """The :class:`~bfsql.Closure` of the statement's rows (see :func:`closure_sql`), its seeds said; None after a
-    hub. The entity rows' metadata goes to ``memo`` (as a hop's entity rows do: see ``PostgresBackend._memo``)."""
+    """The :class:`~bfsql.Closure` of the statement's rows (see :func:`closure_sql`), its seeds and the names of its
+    entity rows said; None after a hub. The entity rows' metadata goes to ``memo`` (as a hop's entity rows do: see
+    ``PostgresBackend._memo``)."""
     answer = Closure([])
     seeds: dict[str, NodeInfo] = {}
+    names: dict[str, str | None] = {}
     for level, ps, pp, pc, pt, found, cut, hub, late, going, seed, entity_type, *metadata in rows:
         if level is None:
             entity_id, name, synonyms, properties, status, confidence, source, url = metadata
+            names[entity_id] = name
             if seed:
                 seeds[entity_id] = NodeInfo(entity_type, name)
             if memo is not None:
@@ -153,5 +165,105 @@ def closure_of_rows(rows: list[Any], depth: int, memo: HopMemo | None) -> Closur
                                                                       strict=True)])
             answer.cut, answer.found = bool(cut), int(found) if cut else 0
         answer.timed_out = bool(late and going and level < depth and not cut)
-    answer.seeds = seeds
+    answer.seeds, answer.names = seeds, names
     return answer
+
+
+# -- a small closure: its edges in one plain recursive statement, its levels made here ----------------------------
+
+
+def edges_sql(layout: StoreLayout, outgoing: bool) -> str:
+    """A small closure's edges from one seed (a path query's ``@id`` entry): ``$1`` the seed, ``$2`` predicates
+    (NULL: all), ``$3`` the most edge rows wanted, ``$4`` max_edges_per_node, ``$5`` whether the entities' metadata
+    is sent.
+
+    A plain ``WITH RECURSIVE`` whose ``UNION`` keeps each edge once (so cycles and a DAG's many paths end it) reads
+    every edge of the predicates reachable from the seed, if visible, and stops at ``$3 + 1`` rows (PostgreSQL reads
+    a recursive query only as far as its reader asks): as cheap as a closure can be read, with no levels and no
+    bounds. One seed, because the ``UNION``'s hash table is sized by the plan's guess of the rows, which grows
+    tenfold with a seed array of unknown length (a generic plan's guess), and building it would then cost more than
+    the walk. Rows: one per edge ``(seed, parent, predicate, child, stop)`` with the child's entity columns (type,
+    then :data:`~bfsql_postgres.queries.ENTITY_METADATA`, NULL for an end that is no entity; metadata past the name
+    only with ``$5``; edges to merged entities left out), then one per visible seed (``seed`` true, no edge).
+    ``stop`` (the same on every row) says the closure is not small: it has more than ``$3`` edge rows (they are
+    then not sent), or a seed or an entity reached has more than ``$4`` index entries in the direction (a possible
+    hub). The level statement (:func:`closure_sql`) then walks it.
+    """
+    near, far = ("subject_id", "object_id") if outgoing else ("object_id", "subject_id")
+    visible = " AND e.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
+    merged = " AND NOT coalesce(e.status::text = 'merged', FALSE)" if layout.merged else ""
+    predicate = "($2::text[] IS NULL OR r.predicate = ANY($2::text[]))"
+    return f"""
+WITH RECURSIVE seeds AS MATERIALIZED (
+    SELECT e.entity_id::text AS id FROM entity e WHERE e.entity_id = $1::text{visible}
+),
+reach(parent, p, child) AS (
+    SELECT r.{near}::text, r.predicate::text, r.{far}::text FROM relationship r
+    WHERE r.{near} = (SELECT id FROM seeds) AND {predicate}
+    UNION
+    SELECT r.{near}::text, r.predicate::text, r.{far}::text FROM reach x JOIN relationship r ON r.{near} = x.child
+    WHERE {predicate}
+),
+x AS MATERIALIZED (SELECT * FROM reach LIMIT $3::int + 1),
+h AS MATERIALIZED (
+    SELECT CASE WHEN (SELECT count(*) FROM x) > $3::int THEN TRUE
+                ELSE EXISTS (SELECT FROM (SELECT id FROM seeds UNION ALL SELECT child FROM x) f
+                             WHERE EXISTS (SELECT FROM relationship q WHERE q.{near} = f.id OFFSET $4::bigint)) END
+           AS stop
+)
+-- the entity of each edge's child by its key (a generic plan, sized for many rows, would hash the whole table)
+SELECT FALSE AS seed, x.parent, x.p, x.child, h.stop, e.entity_type::text, {_METADATA_IF_ASKED.replace("$8", "$5")}
+FROM h, x LEFT JOIN LATERAL (SELECT * FROM entity e WHERE e.entity_id = x.child OFFSET 0) e ON TRUE
+WHERE NOT h.stop{merged}
+UNION ALL
+SELECT TRUE, NULL, NULL, NULL, h.stop, e.entity_type::text, {_METADATA_IF_ASKED.replace("$8", "$5")}
+FROM h, seeds s JOIN entity e ON e.entity_id = s.id
+"""
+
+
+def closure_of_edges(rows: list[Any], depth: int, max_nodes: int, memo: HopMemo | None) -> Closure | None:
+    """The :class:`~bfsql.Closure` of :func:`edges_sql`'s rows, its levels walked here by the rules of
+    :func:`closure_sql`; None when the closure is not small (the level statement then walks it). The entities'
+    names are said, and their metadata goes to ``memo``."""
+    if rows and rows[0][4]:
+        return None
+    seeds: dict[str, NodeInfo] = {}
+    names: dict[str, str | None] = {}
+    out: dict[str, list[tuple[str, str, str | None]]] = {}
+    for seed, parent, predicate, child, _, entity_type, *metadata in rows:
+        entity_id, name = metadata[0], metadata[1]
+        if entity_id is not None:
+            names[entity_id] = name
+            if memo is not None:
+                memo.nodes[entity_id] = tuple(metadata[1:])
+        if seed:
+            seeds[entity_id] = NodeInfo(entity_type, name)
+        else:
+            out.setdefault(parent, []).append((predicate, child, entity_type))
+    answer = Closure([], seeds=seeds, names=names)
+    _level_out(answer, seeds, out, depth, max_nodes)
+    return answer
+
+
+def _level_out(answer: Closure, seeds: dict[str, NodeInfo], out: dict[str, list[tuple[str, str, str | None]]],
+               depth: int, max_nodes: int) -> None:
+    """Walk ``out`` (each entity's edges: predicate, child, child's type or None) breadth first from the answer's
+    seeds, level by level, as :func:`closure_sql` does: a level keeps the edges to seeds, to ends that are no
+    entity and to entities no earlier level reached; past ``max_nodes`` only the first new entities by id are
+    kept (code-point order, as ``COLLATE "C"``), and the walk stops."""
+    seen, frontier, total = set(seeds), sorted(seeds), 0
+    while frontier and len(answer.levels) < depth:
+        rows = [(parent, predicate, child, child_type) for parent in frontier
+                for predicate, child, child_type in out.get(parent, ())
+                if child_type is None or child in seeds or child not in seen]
+        new = sorted({child for _, _, child, child_type in rows if child_type is not None and child not in seeds})
+        if len(new) > max_nodes - total:
+            answer.cut, answer.found = True, len(new)
+            kept = set(new[: max_nodes - total])
+            rows = [r for r in rows if r[3] is None or r[2] in seeds or r[2] in kept]
+        answer.levels.append([ClosureStep(*r) for r in rows])
+        if answer.cut:
+            return
+        seen.update(new)
+        total += len(new)
+        frontier = new
