@@ -601,10 +601,12 @@ class PostgresBackend(GraphBackend):
         max_edges_per_node: int,
         time_left: float | None,
     ) -> Closure | None:
-        """A relation's closure walked in the database: one ``WITH RECURSIVE`` statement
-        (:mod:`bfsql_postgres.closures`). In a call that keeps what it reads (:meth:`_reads_memo`: a path query),
-        a walk of at most :data:`CLOSURE_METADATA` entities brings their names and, where the call may show it
-        (``HopMemo.metadata``), their metadata, for :meth:`metadata_for_nodes`."""
+        """A relation's closure walked in the database (:mod:`bfsql_postgres.closures`): from one seed, first read
+        whole by a plain recursive statement while it has at most :data:`CLOSURE_EDGES` edges and no possible hub,
+        and levelled here; else one ``WITH RECURSIVE`` statement a level at a time. Both say the names of what they
+        read (the level statement for walks of at most :data:`CLOSURE_METADATA` entities) and, in a call that keeps
+        what it reads and may show it (:meth:`_reads_memo`, ``HopMemo.metadata``: a path query), bring the
+        metadata too, for :meth:`metadata_for_nodes`."""
         memo = self._reads_memo()
         full = memo is not None and memo.metadata
         asked = _storable(list(dict.fromkeys(seeds)))

@@ -93,11 +93,11 @@ _NO_LEVEL = "NULL::int, NULL::text[], NULL::text[], NULL::text[], NULL::text[], 
     "NULL::bool, NULL::bool, NULL::bool"
 
 
-_METADATA_IF_ASKED = ", ".join(
-    column if n < 2 else f"CASE WHEN $8::bool THEN {column} END"
-    for n, column in enumerate(queries.ENTITY_METADATA.split(", "))
-)
-"""The columns of :data:`~bfsql_postgres.queries.ENTITY_METADATA`, those after id and name NULL unless ``$8``."""
+def _metadata_if(asked: str) -> str:
+    """The columns of :data:`~bfsql_postgres.queries.ENTITY_METADATA`, those after id and name NULL unless the
+    boolean parameter ``asked``."""
+    return ", ".join(column if n < 2 else f"CASE WHEN {asked}::bool THEN {column} END"
+                     for n, column in enumerate(queries.ENTITY_METADATA.split(", ")))
 
 
 def closure_sql(layout: StoreLayout, outgoing: bool) -> str:
@@ -136,7 +136,7 @@ last AS MATERIALIZED (
 (SELECT level, ps, pp, pc, pt, found, cut, hub, late, cardinality(frontier) > 0 AS going, {_NO_ENTITY}
  FROM walk ORDER BY level)
 UNION ALL
-SELECT {_NO_LEVEL}, e.entity_id::text = ANY(last.seeds), e.entity_type::text, {_METADATA_IF_ASKED}
+SELECT {_NO_LEVEL}, e.entity_id::text = ANY(last.seeds), e.entity_type::text, {_metadata_if("$8")}
 FROM last JOIN entity e ON e.entity_id = ANY(
     CASE WHEN NOT last.hub AND cardinality(last.seen) <= $7::int THEN last.seen ELSE last.seeds END)
 """
@@ -212,11 +212,11 @@ h AS MATERIALIZED (
            AS stop
 )
 -- the entity of each edge's child by its key (a generic plan, sized for many rows, would hash the whole table)
-SELECT FALSE AS seed, x.parent, x.p, x.child, h.stop, e.entity_type::text, {_METADATA_IF_ASKED.replace("$8", "$5")}
+SELECT FALSE AS seed, x.parent, x.p, x.child, h.stop, e.entity_type::text, {_metadata_if("$5")}
 FROM h, x LEFT JOIN LATERAL (SELECT * FROM entity e WHERE e.entity_id = x.child OFFSET 0) e ON TRUE
 WHERE NOT h.stop{merged}
 UNION ALL
-SELECT TRUE, NULL, NULL, NULL, h.stop, e.entity_type::text, {_METADATA_IF_ASKED.replace("$8", "$5")}
+SELECT TRUE, NULL, NULL, NULL, h.stop, e.entity_type::text, {_metadata_if("$5")}
 FROM h, seeds s JOIN entity e ON e.entity_id = s.id
 """
 
