@@ -7,6 +7,7 @@ walk on its array index (both its Python sets and numpy); the statistics of both
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import sqlite3
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bfsql import csr
+from bfsql import StoreTimeout, csr
 from bfsql.backends.memory import MemoryBackend
 from bfsql.backends.sqlite import SqliteBackend
 from bfsql.engine import bfs_query, intersect_subgraphs
@@ -234,3 +235,54 @@ def test_describe_schema_shows_the_most_numerous_counts_sorted():
     assert _schema_counts(None) == {}
     partial: dict[str, Any] = _schema_counts(GraphStatistics(exact=True, entity_type_counts={"A": 1}))
     assert partial == {"counts_exact": True, "entity_type_counts": {"A": 1}}
+
+
+class SlowStore(SqliteBackend):
+    """A SQLite store that cannot walk ``slow_from`` hops or more within any timeout (it sleeps instead)."""
+
+    slow_from = 2
+
+    async def traverse(self, seeds, hops, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if hops >= self.slow_from:
+            await asyncio.sleep(60)
+        return await super().traverse(seeds, hops, *args, **kwargs)
+
+    async def intersect(self, seeds, k, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if k >= self.slow_from:
+            await asyncio.sleep(60)
+        return await super().intersect(seeds, k, *args, **kwargs)
+
+
+async def test_a_walk_the_store_cannot_finish_in_time_answers_fewer_hops_as_a_lower_bound(tmp_path: Path):
+    """The store's walk of 3 hops (intersection of k=2) passes the primitive timeout: the answer is the walk of 1
+    hop, the same as asked for directly, with a time_limit note giving its counts as lower bounds; when even one
+    hop runs out of time, the timeout is the error."""
+    _, records = _graphs()[0]
+    plain = Records(records)
+    seeds = sorted(plain.types, key=lambda i: -len(plain.neighbours[i]))[:2]
+    db = tmp_path / "slow.db"
+    load_records(db, records, embedder="none")
+    store = SlowStore(db)
+    assert await store.wait_for_index(30)
+    graph = Graph(store, cache=None, primitive_timeout=0.3)
+    try:
+        cut = await bfs_query(graph, seeds[:1], 3, limit=5)
+        one = await bfs_query(graph, seeds[:1], 1, limit=5)
+        assert (cut.hops, cut.node_ids, cut.node_count, cut.edge_count) == (3, one.node_ids, one.node_count,
+                                                                              one.edge_count)
+        note = cut.truncated[0]
+        assert note.reason == "time_limit" and "walk of 3 hops in the store ran out of time" in note.detail
+        assert f"at least {one.node_count} nodes and {one.edge_count} edges" in note.detail
+        assert "did not answer traverse within 0.3s" in note.detail
+        assert not [t for t in one.truncated if t.reason == "time_limit"]
+
+        shared = await intersect_subgraphs(graph, seeds, 2, limit=0)
+        assert shared.hops == 2 and shared.truncated[0].reason == "time_limit"
+        assert shared.node_count == (await intersect_subgraphs(graph, seeds, 1, limit=0)).node_count
+        assert "the whole intersection holds at least" in shared.truncated[0].detail
+
+        store.slow_from = 1
+        with pytest.raises(StoreTimeout, match=r"did not answer traverse within 0\.3s"):
+            await bfs_query(graph, seeds[:1], 2)
+    finally:
+        await graph.aclose()

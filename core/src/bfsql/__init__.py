@@ -28,7 +28,7 @@ from bfsql.backend import (
     hop_edges,
 )
 from bfsql.budgets import TraversalLimits
-from bfsql.errors import AccessDenied, BackendFailure, BfsqlError, InvalidArgument, UnknownEntity, clip
+from bfsql.errors import AccessDenied, BackendFailure, BfsqlError, InvalidArgument, StoreTimeout, UnknownEntity, clip
 from bfsql.hookspecs import hookimpl, hookspec
 from bfsql.hop_memo import HopMemo, call_memo, hop_memo
 from bfsql.identity import CallIdentity, call_identity, identified_as
@@ -218,6 +218,7 @@ __all__ = [
     "ServerSettings",
     "SqliteBackend",
     "StoreConfig",
+    "StoreTimeout",
     "Survey",
     "TraversalLimits",
     "Truncation",

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["AccessDenied", "BackendFailure", "BfsqlError", "InvalidArgument", "UnknownEntity", "clip", "plain_problem"]
+__all__ = [
+    "AccessDenied", "BackendFailure", "BfsqlError", "InvalidArgument", "StoreTimeout", "UnknownEntity", "clip",
+    "plain_problem",
+]
 
 
 def clip(text: str, limit: int = 80) -> str:
@@ -81,6 +84,11 @@ class BackendFailure(BfsqlError):
     """The backend failed or timed out; the request can be retried."""
 
     code = "backend_failure"
+
+
+class StoreTimeout(BackendFailure):
+    """The store (or the wait for it) ran past its time limit on one call. A walk in the store that ends so is
+    walked again with fewer hops, its counts then lower bounds (:func:`bfsql.engine.traverse.fewer_hops`)."""
 
 
 class AccessDenied(BfsqlError):

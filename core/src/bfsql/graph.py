@@ -26,7 +26,7 @@ from pluggy import HookImpl
 from bfsql.backend import GraphBackend, gather_or_cancel, has_vector_search
 from bfsql.cache import CacheConfig, CachePlugin
 from bfsql.embedders import CachedEmbedder, Embedder, HashingEmbedder, split_identifier
-from bfsql.errors import BackendFailure, BfsqlError, clip
+from bfsql.errors import BackendFailure, BfsqlError, StoreTimeout, clip
 from bfsql.examples import DEMO, Examples
 from bfsql.models import Node, Truncation
 from bfsql.plugins import get_plugin_manager, new_plugin_manager
@@ -104,7 +104,7 @@ class _BackendTerminal:
                 async with asyncio.timeout(self.timeout):  # no task of its own, unlike wait_for on 3.11
                     return await awaitable
         except TimeoutError:
-            raise BackendFailure(
+            raise StoreTimeout(
                 f"The backend did not answer {name} within {self.timeout:g}s.", self.backend.slow_store_advice,
             ) from None
         except BfsqlError:

@@ -9,7 +9,7 @@ from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
 from bfsql.engine.arguments import check_hops, check_min_mentions, check_page, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail, page_edges
 from bfsql.engine.filters import Filters, read_filters
-from bfsql.engine.traverse import ProgressFn, expand, time_note, truncations
+from bfsql.engine.traverse import ProgressFn, expand, fewer_hops, time_note, truncations
 from bfsql.errors import UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_hops
@@ -42,8 +42,9 @@ async def bfs_query(
     detail; metadata is fetched for those only. ``limit=0`` answers the counts alone: no node
     is listed and no metadata fetched. Where the backend can run the whole walk itself
     (the ``traverse`` primitive) and min_mentions does not need every node's metadata, the walk
-    runs there and only what an answer can show comes back; otherwise it runs hop by hop, and no hop after the
-    first begins once it has run ``time_limit`` seconds (the answer then says its counts are lower bounds).
+    runs there and only what an answer can show comes back (a walk the store cannot finish in its time is walked
+    again with fewer hops); otherwise it runs hop by hop, and no hop after the first begins once it has run
+    ``time_limit`` seconds. Either way a walk cut short says its counts are lower bounds.
     """
     seeds = check_seeds(seeds, 1, "bfs_query")
     check_hops(max_hops, "max_hops")
@@ -105,7 +106,8 @@ async def _bfs_in_store(graph: Graph, seeds: list[str], max_hops: int, limits: T
     """:func:`bfs_query` walked in the store (the ``traverse`` primitive), ``filters`` read already."""
     if progress is not None:
         await progress(0, max_hops, f"walking {max_hops} hop(s) in the store")
-    answer = await _surveyed(graph, seeds, max_hops, limits, filters.excluded, limit, offset, room)
+    answer = await fewer_hops(
+        lambda hops: _surveyed(graph, seeds, hops, limits, filters.excluded, limit, offset, room), max_hops)
     if progress is not None:
         await progress(max_hops, max_hops, f"{answer.node_count} nodes, {answer.edge_count} edges")
     await fetch_detail(graph, answer, filters.detail, room)

@@ -17,7 +17,7 @@ from bfsql.engine.answer import AnswerRoom, Traversal, page_columns, tally
 from bfsql.engine.arguments import check_hops, check_limit, check_min_mentions, check_seeds
 from bfsql.engine.assemble import drop_low_mentions, fetch_detail
 from bfsql.engine.filters import Filters, read_filters
-from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped, time_note, truncations
+from bfsql.engine.traverse import Expansion, ProgressFn, Triple, capped, fewer_hops, time_note, truncations
 from bfsql.errors import UnknownEntity
 from bfsql.graph import Graph
 from bfsql.hop_memo import remembers_hops
@@ -252,7 +252,8 @@ async def intersect_subgraphs(
     ``limit`` caps the shared nodes listed (the nearest first, with the edges among them; no paging): ``0``
     answers the counts alone. ``room``, when given, tells how many nodes an answer could show with detail;
     metadata is fetched for those only. Walked hop by hop, no level after the first begins once the walk has run
-    ``time_limit`` seconds (the answer then says its counts are lower bounds).
+    ``time_limit`` seconds; walked in the store, a walk the store cannot finish in its time is walked again with a
+    smaller ``k``. Either way a walk cut short says its counts are lower bounds.
     """
     seeds = check_seeds(seeds, 2, "intersect_subgraphs")
     check_hops(k, "k")
@@ -319,7 +320,8 @@ async def _intersect_in_store(graph: Graph, seeds: list[str], k: int, limits: Tr
     unknown = [s for s in seeds if s not in found]
     if unknown:
         raise UnknownEntity(unknown)
-    answer = await _overlapped(graph, seeds, k, limits, filters.excluded, room, limit)
+    answer = await fewer_hops(lambda hops: _overlapped(graph, seeds, hops, limits, filters.excluded, room, limit), k,
+                              "intersection")
     await fetch_detail(graph, answer, filters.detail, room)
     answer.warnings[:0] = filters.warnings
     await _add_context(graph, answer, limit)

@@ -14,13 +14,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from bfsql.budgets import TraversalLimits
-from bfsql.engine.answer import Triple
+from bfsql.engine.answer import Traversal, Triple
+from bfsql.errors import StoreTimeout
 from bfsql.graph import Graph
 from bfsql.models import Truncation
 from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer
 from bfsql.rows import HopEdge, Neighbourhood
 
-__all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand", "time_note", "truncations"]
+__all__ = ["Expansion", "ProgressFn", "Triple", "capped", "expand", "fewer_hops", "time_note", "truncations"]
 
 ProgressFn = Callable[[int, int, str], Awaitable[None]]
 """``progress(done, total, message)``."""
@@ -115,6 +116,31 @@ def time_note(walked: int | None, hops: int, time_limit: float | None, at_least:
         f"at least {nodes} nodes and {edges} edges.",
         hint="Lower max_hops, add exclude_node_types, or start from a more specific seed.",
     )]
+
+
+async def fewer_hops(walk: Callable[[int], Awaitable[Traversal]], hops: int, whole: str = "neighbourhood") -> Traversal:
+    """``walk(hops)``, a walk in the store; where the store runs out of time, the same walk with one hop fewer, and
+    so on down to one hop (whose timeout is the answer's error). A shorter walk's nodes and edges are among the
+    longer one's, so its answer says it is a lower bound of the ``whole`` asked for."""
+    walked = hops
+    while True:
+        try:
+            answer = await walk(walked)
+        except StoreTimeout as exc:
+            if walked == 1:
+                raise
+            walked, cause = walked - 1, exc
+            continue
+        if walked < hops:
+            answer.hops = hops
+            answer.truncated.insert(0, Truncation(
+                reason="time_limit",
+                detail=f"The walk of {hops} hops in the store ran out of time ({cause.message}); this answer is the "
+                f"walk of {walked} hop(s). node_count and edge_count count those hops: the whole {whole} holds at "
+                f"least {answer.node_count} nodes and {answer.edge_count} edges.",
+                hint="Lower the hops, add exclude_node_types, or start from a more specific seed.",
+            ))
+        return answer
 
 
 def capped(node_id: str, rows: list[HopEdge], limits: TraversalLimits, hubs: dict[str, int]) -> list[HopEdge]:

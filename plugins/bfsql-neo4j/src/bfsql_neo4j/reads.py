@@ -16,7 +16,7 @@ from typing import Any
 import neo4j
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
 
-from bfsql import BackendFailure, gather_or_cancel
+from bfsql import BackendFailure, StoreTimeout, gather_or_cancel
 from bfsql_neo4j.dialect import Dialect
 
 __all__ = ["BoltReads"]
@@ -65,7 +65,7 @@ class BoltReads:
         try:
             return await asyncio.wait_for(session_work(), self.timeout + DEADLINE_MARGIN)
         except TimeoutError:
-            raise BackendFailure(
+            raise StoreTimeout(
                 f"The Bolt server at {self.uri} did not answer within {self.timeout:g}s.",
                 "Try a smaller query, or raise --query-timeout.",
             ) from None

@@ -46,6 +46,7 @@ from bfsql import (
     Neighbourhood,
     NodeInfo,
     Overlap,
+    StoreTimeout,
     Survey,
     TraversalLimits,
     call_identity,
@@ -452,7 +453,7 @@ class PostgresBackend(GraphBackend):
                 "Ask the operator to grant that role what bfsql reads (docs/backends/postgres.md, A role per caller).",
             ) from None
         except asyncpg.QueryCanceledError:
-            raise BackendFailure(
+            raise StoreTimeout(
                 f"PostgreSQL cancelled a query that ran longer than the statement timeout "
                 f"({self.statement_timeout:g}s).",
                 "Ask for less (fewer hops or seeds, exclude_node_types), or raise --statement-timeout.",
