@@ -151,6 +151,18 @@ def _hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
+def _unique(values: np.ndarray) -> np.ndarray:
+    """The distinct ``values``, sorted: one sort and a comparison of neighbours. ``np.unique`` of integers (numpy
+    2.4) took about 1 µs a value: 9 of the 15 s of an intersection whose shared nodes held 7.8M edges, against
+    0.4 s so."""
+    ordered = np.sort(values)
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    distinct: np.ndarray = ordered[keep]
+    return distinct
+
+
 @dataclass
 class CsrIndex:
     """A store's graph as arrays (see the module)."""
@@ -277,7 +289,7 @@ class CsrIndex:
     def _hop_rows(self, index: int, edges: np.ndarray) -> list[HopEdge]:
         subjects, objects = self.subjects[edges], self.objects[edges]
         others = np.where(subjects == index, objects, subjects)
-        ends = np.unique(np.concatenate([subjects, objects]))
+        ends = _unique(np.concatenate([subjects, objects]))
         id_of = dict(zip(ends.tolist(), self.ids.many(ends.tolist()), strict=True))
         codes, has_name = self.type_code[others].tolist(), self.has_name[others].tolist()
         names = self.names.many(others.tolist())
@@ -399,13 +411,13 @@ def _unmerged_edges(
     hidden = np.fromiter((end in merged for end in ends), dtype=bool, count=len(ends))
     keep = ~(hidden[subjects] | hidden[objects])
     subjects, preds, objects = subjects[keep], preds[keep], objects[keep]
-    used = np.unique(np.concatenate([subjects, objects])).tolist()
+    used = _unique(np.concatenate([subjects, objects])).tolist()
     return subjects, preds, objects, [ends[code] for code in used], used
 
 
 def _sorted_predicates(edges: Edges, preds: np.ndarray) -> tuple[list[str], np.ndarray]:
     """The predicates ``preds`` uses, sorted, and ``preds`` recoded to their places in that list."""
-    used_preds = np.unique(preds).tolist()
+    used_preds = _unique(preds).tolist()
     predicates = sorted(edges.predicates[code] for code in used_preds)
     pred_index = {p: i for i, p in enumerate(predicates)}
     to_pred = np.full(len(edges.predicates), -1, dtype=np.int32)
@@ -915,8 +927,8 @@ def _numpy_hop(index: CsrIndex, visited: np.ndarray, frontier: np.ndarray, max_e
         found.dangling += int(np.count_nonzero(~seen & (codes < 0)))
         if len(excluded_codes):
             excluded = fresh & np.isin(codes, excluded_codes)
-            found.excluded_types.update(np.unique(codes[excluded]).tolist())
-            found.excluded_preds.update(np.unique(index.preds[edges[excluded]]).tolist())
+            found.excluded_types.update(_unique(codes[excluded]).tolist())
+            found.excluded_preds.update(_unique(index.preds[edges[excluded]]).tolist())
             fresh &= ~excluded
         fresh_ends.append(others[fresh])
         fresh_edges.append(edges[fresh])
@@ -1004,7 +1016,7 @@ def _listed(index: CsrIndex, nodes: np.ndarray, distance: np.ndarray) -> list[Re
 def _triples(index: CsrIndex, edges: np.ndarray, known: dict[int, str] | None = None) -> list[Edge]:
     """The edges as plain (subject, predicate, object) tuples; ``known``: ids already decoded, by index."""
     subjects, objects = index.subjects[edges], index.objects[edges]
-    ends = np.unique(np.concatenate([subjects, objects])).tolist()
+    ends = _unique(np.concatenate([subjects, objects])).tolist()
     names = dict(known or {})
     if names:
         ends = [end for end in ends if end not in names]
@@ -1258,14 +1270,16 @@ def _pieces(taken: np.ndarray, rows: int) -> list[slice]:
 
 
 def _among(index: CsrIndex, nodes: np.ndarray, is_shared: np.ndarray) -> np.ndarray:
-    """The edges (sorted) between two of ``nodes`` (flagged by ``is_shared``): all their rows, a piece at a time."""
-    found = []
-    for piece in _pieces(index.offsets[nodes + 1] - index.offsets[nodes], OVERLAP_ROWS):
-        node, edges, _, _ = _gather(index, nodes[piece], np.iinfo(np.int64).max)
-        subjects = index.subjects[edges]
-        others = np.where(subjects == node, index.objects[edges], subjects)
-        found.append(edges[is_shared[others]])
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    """The edges (sorted) between two of ``nodes`` (flagged by ``is_shared``): from all their rows when they have
+    at most :data:`OVERLAP_ROWS`, else by one pass over every edge, a byte an edge (their rows' edge numbers,
+    each edge twice, and the sort that made them distinct held 16 bytes a row: 250 MB for 7.8M edges)."""
+    rows = index.offsets[nodes + 1] - index.offsets[nodes]
+    if int(rows.sum()) > OVERLAP_ROWS:
+        return np.flatnonzero(is_shared[index.subjects] & is_shared[index.objects])
+    node, edges, _, _ = _gather(index, nodes, np.iinfo(np.int64).max)
+    subjects = index.subjects[edges]
+    others = np.where(subjects == node, index.objects[edges], subjects)
+    return _unique(edges[is_shared[others]])
 
 
 def _reach(
