@@ -34,13 +34,19 @@ timeout and PostgreSQL's 30 s statement timeout), driven by the official MCP cli
   cut) in this process, for PostgreSQL a plain set-based count of the uncut neighbourhood in the database (one
   statement; its counts are checked against numpy's);
 * ``intersect_subgraphs([hub, median entity], k=3)``, twice (the first call of a PostgreSQL server reads the
-  graph's hub candidates once): time, growth, counts asserted equal to a numpy intersection with the same rules;
+  graph's hub candidates once): time, growth, counts asserted equal to a numpy intersection with the same rules
+  (an answer the store cut short for time, walked again with a smaller ``k``, is reported as a lower bound and
+  counts as a miss);
+* cheap calls beside heavy ones: ``describe_entity`` and a median entity's 1 hop, one after another every 50 ms,
+  while four heavy calls run at once on the same session (two hubs' 2 hops, a median entity's 3 hops, the
+  intersection above): the cheap calls' p50 and p99;
 * the mega-hub: a 1-hop ``bfs_query`` from it, its time and whether the answer names the hub's edges.
 
 Targets (exit status 1 when one is missed at the largest scale): hub 2-hop counts exact and at most 1.5x the
 uncut CSR BFS (SQLite) or the in-database count (PostgreSQL); intersect(hub, median, k=3) within the default
 timeout (60 s) with at most 200 MB growth of the server, on both; for the SQLite store also (issue 25.3) load
->= 150k relationships/s, first answer <= 3 s and <= 32 bytes an edge of adjacency in memory; growth <= 200 MB
+>= 150k relationships/s, first answer <= 3 s and <= 32 bytes an edge of adjacency in memory; the cheap calls' p99
+<= 1 s beside the heavy ones; growth <= 200 MB
 in any call; the mega-hub's 1 hop <= 1 s. Then how each figure grows with the graph: the log-log slope against
 the number of relationships over the R-MAT scales (1 = linear). The machine may be shared: every timed row
 names the load average (1 minute) when it was measured.
@@ -82,8 +88,9 @@ MEGA_SIZE = 1_000_000
 MEGA_HUB = "MEGA:hub"
 TARGETS = {"hub2": 1.5, "growth_mb": 200.0, "first_s": 3.0, "load_rate": 150_000.0, "adjacency_bytes": 32.0,
            "intersect_s": DEFAULT_TIMEOUT, "mega_s": 1.0,
-           "edge_bytes": 32.0, "entity_bytes": 64.0}
-"""Issue 36's targets (hub 2-hop ratio, the intersection's time and growth) and issue 25.3's, at 8M edges."""
+           "edge_bytes": 32.0, "entity_bytes": 64.0, "cheap_p99_s": 1.0}
+"""Issue 36's targets (hub 2-hop ratio, the intersection's time and growth, a cheap call's p99 beside heavy ones) and
+issue 25.3's, at 8M edges."""
 CLASSES = (("median, 2 hops", "median", 2), ("median, 3 hops", "median", 3), ("hub, 1 hop", "hub", 1),
            ("hub, 2 hops", "hub", 2))
 """Timed classes: name, seed kind, hops (all topology-only, at the defaults)."""
@@ -271,6 +278,10 @@ class Server:
     intersect_growth: int = 0
     intersect_counts: tuple[int, int] = (0, 0)
     intersect_error: str = ""
+    beside: list[float] = field(default_factory=list)
+    """Seconds of each cheap call made while four heavy calls ran (:func:`_beside_heavy`)."""
+    beside_heavy: list[str] = field(default_factory=list)
+    """How each of those heavy calls ended."""
     mega: float | None = None
     mega_note: str = ""
     mega_counts: tuple[int, int] = (0, 0)
@@ -335,6 +346,7 @@ async def measure(store: Store, graph: sg.Graph, expected: Expected, seeds: Seed
             session = await _first_answer(client, server, store, started, graph.ids[seeds.median[0]])
             await _classes(session, store, graph, expected, seeds, repeat)
             await _intersect(session, graph, expected, seeds)
+            await _beside_heavy(session, graph, seeds)
             await _search(session, graph.names[seeds.median[0]] if graph.names else graph.ids[seeds.median[0]])
             if mega is not None:
                 await _mega(session, repeat, mega)
@@ -376,7 +388,10 @@ async def _classes(session: Session, store: Store, graph: sg.Graph, expected: Ex
                 for _ in range(repeat):
                     seconds, _, answer = await session.call(name, "bfs_query", arguments)
                     got = (answer["node_count"], answer["edge_count"])
-                    if got != expected.bfs(seed, hops):
+                    if _lower_bound(answer, got, expected.bfs(seed, hops)):
+                        server.failed[name] = (f"a lower bound after the store's timeout in {seconds:.1f} s: "
+                                               f"{got[0]:,} nodes of {expected.bfs(seed, hops)[0]:,}")
+                    elif got != expected.bfs(seed, hops):
                         raise AssertionError(f"{name} from {graph.ids[seed]}: bfsql counts {got}, exact "
                                              f"{expected.bfs(seed, hops)}")
                     base.append(await store.baseline([seed], hops))
@@ -408,8 +423,64 @@ async def _intersect(session: Session, graph: sg.Graph, expected: Expected, seed
     finally:
         server.loads["intersect"] = load_average()
     exact = expected.csr.intersection(pair, 3, MAX_EDGES_PER_NODE)
-    if server.intersect_counts != exact:
+    if _lower_bound(answer, server.intersect_counts, exact):
+        server.intersect_error = (f"a lower bound after the store's timeout in {max(server.intersect):.1f} s: "
+                                  f"{server.intersect_counts[0]:,} shared nodes of {exact[0]:,}")
+    elif server.intersect_counts != exact:
         raise AssertionError(f"intersect_subgraphs: bfsql counts {server.intersect_counts}, exact {exact}")
+
+
+def _lower_bound(answer: dict[str, Any], got: tuple[int, int], exact: tuple[int, int]) -> bool:
+    """Whether the answer is a walk the store cut short for time (a ``time_limit`` note): its counts must then be
+    at most the exact ones."""
+    if not any(t.get("reason") == "time_limit" for t in answer.get("truncated", [])):
+        return False
+    if not (got[0] <= exact[0] and got[1] <= exact[1]):
+        raise AssertionError(f"a lower bound {got} above the exact counts {exact}")
+    return True
+
+
+CHEAP_EVERY = 0.05
+"""Seconds between the cheap calls made beside the heavy ones."""
+
+
+async def _beside_heavy(session: Session, graph: sg.Graph, seeds: Seeds) -> None:
+    """Cheap calls (describe_entity, a median entity's 1 hop; one at a time, every :data:`CHEAP_EVERY` s) while
+    four heavy ones run at once (two hubs' 2 hops, a median entity's 3 hops, intersect(hub, median, k=3)), all
+    on the one MCP session: each cheap call's seconds, and how each heavy call ended."""
+    hub, other, median = (graph.ids[s] for s in (seeds.hub[0], seeds.hub[-1], seeds.median[0]))
+    heavy = [("bfs_query", {"seeds": [hub], "max_hops": 2, "topology_only": True}),
+             ("bfs_query", {"seeds": [other], "max_hops": 2}),
+             ("bfs_query", {"seeds": [median], "max_hops": 3, "topology_only": True}),
+             ("intersect_subgraphs", {"seeds": [hub, median], "k": 3, "topology_only": True})]
+    cheap = [("describe_entity", {"id": median}), ("bfs_query", {"seeds": [median], "max_hops": 1})]
+    client, server = session.client, session.server
+
+    async def one_heavy(tool: str, arguments: dict[str, Any]) -> str:
+        started = time.perf_counter()
+        result = await client.call_tool(tool, arguments)
+        ending = "error" if result.is_error else "ok"
+        return f"{tool} {ending} in {time.perf_counter() - started:.1f} s"
+
+    running = [asyncio.ensure_future(one_heavy(tool, arguments)) for tool, arguments in heavy]
+    turn = 0
+    while not all(task.done() for task in running):
+        tool, arguments = cheap[turn % len(cheap)]
+        started = time.perf_counter()
+        result = await client.call_tool(tool, arguments)
+        if result.is_error:
+            raise RuntimeError(f"cheap call {tool}: {result.content[0].text[:300]}")
+        server.beside.append(time.perf_counter() - started)
+        turn += 1
+        await asyncio.sleep(CHEAP_EVERY)
+    server.beside_heavy = [task.result() for task in running]
+    server.loads["beside"] = load_average()
+
+
+def _p99(values: Sequence[float]) -> float:
+    """The 99th percentile (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
 
 
 async def _search(session: Session, name: str) -> None:
@@ -696,6 +767,10 @@ def print_result(result: Result) -> None:
     for name, _, _ in CLASSES:
         _print_class(result, name)
     _print_intersect(s)
+    if s.beside:
+        say(f"| cheap calls beside 4 heavy ones ({len(s.beside)} calls; {'; '.join(s.beside_heavy)}; load average "
+            f"{s.loads['beside']:.1f}) | p50 {_ms(_median(s.beside))}, p99 {_ms(_p99(s.beside))} | target p99 <= 1 s "
+            f"| {_p99(s.beside) / TARGETS['cheap_p99_s']:.2f} |")
     if s.search is not None:
         say(f"| search_entities (a name, default mode; load average {s.loads['search']:.1f}) | {_ms(s.search)}, "
             f"growth {s.search_growth / mb:,.0f} MB | | |")
@@ -786,6 +861,8 @@ def missed(result: Result) -> list[str]:
         found.append(f"intersect_subgraphs {s.intersect_error or _ms(max(s.intersect))}")
     elif s.intersect_growth / (1 << 20) > TARGETS["growth_mb"]:
         found.append(f"intersect_subgraphs grew the server by {s.intersect_growth / (1 << 20):,.0f} MB")
+    if s.beside and _p99(s.beside) > TARGETS["cheap_p99_s"]:
+        found.append(f"cheap calls' p99 {_ms(_p99(s.beside))} beside 4 heavy ones")
     if s.first_answer > TARGETS["first_s"]:
         found.append(f"first answer after {s.first_answer:.2f} s")
     if s.rss_after_all > resident_budget(result):

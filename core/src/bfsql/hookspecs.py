@@ -18,7 +18,7 @@ Three families of hooks:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
@@ -92,9 +92,11 @@ class RegisterTool(Protocol):
         injects_schema: bool = False,
         heavy: bool = False,
         max_tokens: bool = False,
+        bounded: Callable[[Mapping[str, Any], Any], bool] | None = None,
     ) -> None:
         """Register ``fn`` as an MCP tool: its parameters are the arguments, its return annotation the answer's
-        type; ``heavy`` tools wait for a heavy-call slot, ``max_tokens`` ones take a per-call budget."""
+        type; ``heavy`` tools wait for a heavy-call slot, except the calls for which ``bounded(arguments,
+        settings)`` is true (their arguments bound their work); ``max_tokens`` ones take a per-call budget."""
 
 
 @hookspec

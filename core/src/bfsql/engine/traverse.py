@@ -135,9 +135,9 @@ async def fewer_hops(walk: Callable[[int], Awaitable[Traversal]], hops: int, who
             answer.hops = hops
             answer.truncated.insert(0, Truncation(
                 reason="time_limit",
-                detail=f"The walk of {hops} hops in the store ran out of time ({cause.message}); this answer is the "
-                f"walk of {walked} hop(s). node_count and edge_count count those hops: the whole {whole} holds at "
-                f"least {answer.node_count} nodes and {answer.edge_count} edges.",
+                detail=f"The walk of {hops} hops in the store ran out of time ({cause.message.rstrip('.')}); this "
+                f"answer is the walk of {walked} hop(s). node_count and edge_count count those hops: the whole "
+                f"{whole} holds at least {answer.node_count} nodes and {answer.edge_count} edges.",
                 hint="Lower the hops, add exclude_node_types, or start from a more specific seed.",
             ))
         return answer

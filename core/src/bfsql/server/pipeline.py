@@ -156,13 +156,16 @@ class _Ending:
 
 async def _answer(
     spec: ToolSpec, graph: Graph, call: dict[str, Any], budget: AnswerBudget, about: dict[str, Any] | None,
-    slots: asyncio.Semaphore | None, ending: _Ending,
+    slots: asyncio.Semaphore | None, ending: _Ending, settings: ServerSettings,
 ) -> tuple[dict[str, Any], str]:
-    """The fitted answer of one call and its text: a heavy tool in one of ``slots``, fitted in a worker thread."""
+    """The fitted answer of one call and its text: a heavy tool in one of ``slots``, fitted in a worker thread; a
+    heavy tool's call that its arguments bound runs as a cheap call does (no slot, the store's cheap-call lane)."""
     if spec.heavy:
-        async with slots or contextlib.nullcontext():
+        bounded = not spec.needs_slot(call, settings)
+        async with contextlib.nullcontext() if bounded or slots is None else slots:
             ending.waiting = False
-            result = await _invoke(spec.fn, call)
+            with light_call() if bounded else contextlib.nullcontext():
+                result = await _invoke(spec.fn, call)
         postprocess(graph, result, spec.name)
         return await asyncio.to_thread(document, result, budget, about)
     with light_call():
@@ -185,7 +188,8 @@ async def _run(
         call[spec.graph_param] = graph
     if spec.context_param:
         call[spec.context_param] = ToolContext(graph, settings, budget, report, graphs)
-    fitted, text = await asyncio.wait_for(_answer(spec, graph, call, budget, about, slots, ending), settings.timeout)
+    fitted, text = await asyncio.wait_for(_answer(spec, graph, call, budget, about, slots, ending, settings),
+                                  settings.timeout)
     ending.kind, ending.chars, ending.cut = "ok", len(text), was_cut(fitted)
     ending.outcome = f"{len(text)} chars" + (", cut" if ending.cut else "")
     return ToolAnswer(text, fitted)

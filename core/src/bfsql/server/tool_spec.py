@@ -15,7 +15,7 @@ import functools
 import inspect
 import json
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -58,6 +58,10 @@ class ToolContext:
             await self.report(done, total, message)
 
 
+Bounded = Callable[[Mapping[str, Any], ServerSettings], bool]
+"""Whether a heavy tool's call, by its arguments under the server's settings, is bounded to a cheap call's work."""
+
+
 @dataclass
 class ToolSpec:
     """A tool as the pipeline runs it."""
@@ -74,6 +78,9 @@ class ToolSpec:
     """The description lists the graph's types and predicates when they are few (see instructions.py)."""
     heavy: bool = False
     """A traversal that may compute for seconds: it waits for one of its graph's heavy-call slots."""
+    bounded: Bounded | None = None
+    """For a heavy tool: whether a call's arguments (validated) bound its work, under the server's settings, to a
+    cheap call's; such a call runs without waiting for a slot."""
     max_tokens: bool = False
     """A call may ask for a smaller answer budget than the server's (the ``max_tokens`` argument)."""
     graph_param: str | None = None
@@ -82,6 +89,11 @@ class ToolSpec:
     """Who registered it: ``bfsql`` for the built-in tools, else the plugin's name."""
     examples: Examples = DEMO
     """The words its schema's examples and its argument errors' examples are said in (the served graph's)."""
+
+    def needs_slot(self, arguments: Mapping[str, Any], settings: ServerSettings) -> bool:
+        """Whether this call waits for one of its graph's heavy-call slots: a heavy tool's, unless ``bounded``
+        says its arguments make it cheap."""
+        return self.heavy and not (self.bounded is not None and self.bounded(arguments, settings))
 
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments (a copy of its own: the caller may change it)."""
@@ -144,6 +156,7 @@ def tool_spec(
     heavy: bool = False,
     max_tokens: bool = False,
     plugin: str = "bfsql",
+    bounded: Bounded | None = None,
 ) -> ToolSpec:
     """A :class:`ToolSpec` from a function: its parameters become the arguments' model (see the module)."""
     hints = typing.get_type_hints(fn, include_extras=True)
@@ -179,6 +192,7 @@ def tool_spec(
         output=output,
         injects_schema=injects_schema,
         heavy=heavy,
+        bounded=bounded,
         max_tokens=max_tokens,
         graph_param=graph_param,
         context_param=context_param,

@@ -9,7 +9,7 @@ pipeline fits the answer to the budget.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import Field
@@ -39,7 +39,8 @@ from bfsql.models import (
 from bfsql.rows import Edge, GraphStatistics
 from bfsql.server.answers import compact_json
 from bfsql.server.instructions import DEFAULT_NEXT_STEPS, TOOL_DESCRIPTIONS, TOOL_USAGE_NOTES
-from bfsql.server.tool_spec import ToolContext
+from bfsql.server.tool_spec import Bounded, ToolContext
+from bfsql.settings import ServerSettings
 
 __all__ = ["BUILTIN_TOOLS", "BuiltinTool", "register_builtin_tools"]
 
@@ -344,12 +345,26 @@ class BuiltinTool(NamedTuple):
     """A traversal: its description lists the schema, and it waits for one of its graph's heavy-call slots."""
     own_budget: bool
     """A call may set its own ``max_tokens``."""
+    bounded: Bounded | None = None
+    """Which of a traversal's calls are cheap enough to need no heavy-call slot."""
+
+
+BOUNDED_ROWS = 50_000
+"""Rows a one-hop bfs_query may read at most (its seeds times ``max_edges_per_node``: a hub's rows past the cap
+are not read) and still run without a heavy-call slot: at the defaults, one hop from one or two seeds."""
+
+
+def _one_hop_from_few(arguments: Mapping[str, Any], settings: ServerSettings) -> bool:
+    """A bfs_query whose walk reads at most :data:`BOUNDED_ROWS` rows: one hop from few seeds, without
+    min_mentions (which reads every reached node's metadata)."""
+    rows = len(set(arguments["seeds"])) * settings.limits.max_edges_per_node
+    return arguments["max_hops"] == 1 and arguments.get("min_mentions") is None and rows <= BOUNDED_ROWS
 
 
 BUILTIN_TOOLS: tuple[BuiltinTool, ...] = (
     BuiltinTool(describe_schema, SchemaDescription, traverses=False, own_budget=False),
     BuiltinTool(search_entities, ListAnswer[EntityStub], traverses=False, own_budget=False),
-    BuiltinTool(bfs_query, BfsResult, traverses=True, own_budget=True),
+    BuiltinTool(bfs_query, BfsResult, traverses=True, own_budget=True, bounded=_one_hop_from_few),
     BuiltinTool(describe_entity, dict[str, Any], traverses=False, own_budget=True),
     BuiltinTool(describe_entities, ListAnswer[Node], traverses=False, own_budget=True),
     BuiltinTool(intersect_subgraphs, IntersectionResult, traverses=True, own_budget=True),
@@ -363,4 +378,5 @@ def register_builtin_tools(register: RegisterTool) -> None:
     """Register the built-in tools with the server's ``register`` (the callback plugins get from ``register_tools``)."""
     for tool in BUILTIN_TOOLS:
         register(tool.fn, description=TOOL_DESCRIPTIONS[tool.fn.__name__], output=tool.answer,
-                 injects_schema=tool.traverses, heavy=tool.traverses, max_tokens=tool.own_budget)
+                 injects_schema=tool.traverses, heavy=tool.traverses, max_tokens=tool.own_budget,
+                 bounded=tool.bounded)
