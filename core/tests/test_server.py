@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 
 import pytest
 from mcp import Client
@@ -13,6 +14,7 @@ from bfsql.backends.memory import MemoryBackend
 from bfsql.budgets import CHARS_PER_TOKEN
 from bfsql.plugins import get_plugin_manager
 from bfsql.server import build_server
+from bfsql.server.allocator import give_back_freed_memory
 from bfsql.server.answers.fitting import AnswerBudget, compact_json, fit_list, fit_record
 from bfsql.settings import ServerSettings
 
@@ -268,3 +270,9 @@ async def test_a_plugin_tool_passes_the_same_pipeline_as_the_built_in_ones():
             assert refused.is_error and "Unknown argument 'bogus': huge takes rows." in refused.content[0].text
     finally:
         pm.unregister(plugin)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim: Linux")
+def test_freed_memory_can_be_handed_back_on_linux():
+    """What a heavy call freed goes back to the system after its answer (bfsql.server.allocator); harmless twice."""
+    assert give_back_freed_memory() and give_back_freed_memory()

@@ -41,6 +41,7 @@ from bfsql.errors import AccessDenied, BackendFailure, BfsqlError, InvalidArgume
 from bfsql.graph import Graph
 from bfsql.models import GraphListing
 from bfsql.pacing import light_call
+from bfsql.server.allocator import give_back_freed_memory
 from bfsql.server.answers import (
     ERROR_CHARS,
     AnswerBudget,
@@ -167,11 +168,20 @@ async def _answer(
             with light_call() if bounded else contextlib.nullcontext():
                 result = await _invoke(spec.fn, call)
         postprocess(graph, result, spec.name)
-        return await asyncio.to_thread(document, result, budget, about)
+        return await asyncio.to_thread(_fitted_then_trimmed, result, budget, about)
     with light_call():
         result = await _invoke(spec.fn, call)
         postprocess(graph, result, spec.name)
         return document(result, budget, about)  # small: a thread would cost more than it saves
+
+
+def _fitted_then_trimmed(result: Any, budget: AnswerBudget, about: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+    """A heavy call's answer fitted, then what its walk freed handed back to the system
+    (:mod:`bfsql.server.allocator`): in a worker thread, off the event loop."""
+    try:
+        return document(result, budget, about)
+    finally:
+        give_back_freed_memory()
 
 
 async def _run(
