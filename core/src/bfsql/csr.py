@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from bfsql.loading.store_format import CSR_VERSION, STORED_HUBS, index_stamp, stored_statistics
+from bfsql.index_format import CSR_VERSION, STORED_HUBS, index_stamp, stored_statistics
 from bfsql.rows import (
     Closure,
     ClosureStep,

@@ -44,6 +44,7 @@ from bfsql.budgets import TraversalLimits
 from bfsql.embedders import Embedder, EmbedderMismatch
 from bfsql.errors import BackendFailure, BfsqlError, clip
 from bfsql.hookspecs import hookimpl
+from bfsql.index_format import STORED_HUBS, index_stamp, stored_statistics
 from bfsql.loading.records import (
     EntityRecord,
     EvidenceRecord,
@@ -52,7 +53,7 @@ from bfsql.loading.records import (
     node_metadata,
     provenance,
 )
-from bfsql.loading.store_format import REQUIRED_TABLES, SCHEMA_VERSION, STORED_HUBS, index_stamp, stored_statistics
+from bfsql.loading.store_format import REQUIRED_TABLES, SCHEMA_VERSION
 from bfsql.models import EntityStub
 from bfsql.pacing import in_light_call
 from bfsql.primitives import HUBS, SEARCH_LIMIT
