@@ -215,15 +215,16 @@ MODULES_AT_EXIT = (
 """Runs the bfsql command line and writes the names of every module it imported to a file, at exit."""
 
 
-WALK_UNLOADED = ("numpy", "bfsql.csr", "bfsql.vectors")
+WALK_UNLOADED = ("numpy", "bfsql.csr", "bfsql.vectors", "bfsql.engine.paths")
 """What a ``bfsql query`` that does not walk (nor search by vector) must not import either: the store's array index
-is read at the first walk, and numpy with it."""
+is read at the first walk, and numpy with it; the path engine loads for path queries only."""
 
 
 @pytest.mark.parametrize("call, unloaded", [
     (["describe_entity", "id=HGNC:BRAF"], QUICK_QUERY_UNLOADED + WALK_UNLOADED),
     (["describe_schema"], QUICK_QUERY_UNLOADED + WALK_UNLOADED),
-    (["bfs_query", '{"seeds": ["FPLX:RAF"], "max_hops": 1, "topology_only": true}'], QUICK_QUERY_UNLOADED),
+    (["bfs_query", '{"seeds": ["FPLX:RAF"], "max_hops": 1, "topology_only": true}'],
+     (*QUICK_QUERY_UNLOADED, "bfsql.engine.paths")),
 ])
 def test_a_query_imports_neither_the_mcp_sdk_nor_other_backends(tmp_path, call, unloaded):
     """One call from the terminal starts without the MCP SDK, the other installed backends' drivers or the loader;
