@@ -42,6 +42,7 @@ V = TypeVar("V")
 DEFAULT_BATCH_CONCURRENCY = 16
 
 PROVENANCE_KEYS = frozenset({"provenance", "evidence", "text_span", "text_spans"})
+"""Keys of seed 000's ``metadata_for_edge`` answer that hold provenance rather than metadata."""
 
 _one_call: ContextVar[bool] = ContextVar("bfsql_one_call", default=False)
 
@@ -61,7 +62,6 @@ def opening_for_one_call() -> Iterator[None]:
 def opened_for_one_call() -> bool:
     """Whether the backend being built is inside :func:`opening_for_one_call`."""
     return _one_call.get()
-"""Keys of seed 000's ``metadata_for_edge`` answer that hold provenance rather than metadata."""
 
 
 @dataclass(frozen=True)
