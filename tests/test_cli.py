@@ -215,12 +215,20 @@ MODULES_AT_EXIT = (
 """Runs the bfsql command line and writes the names of every module it imported to a file, at exit."""
 
 
-@pytest.mark.parametrize("call", [
-    ["describe_entity", "id=HGNC:BRAF"],
-    ["bfs_query", '{"seeds": ["FPLX:RAF"], "max_hops": 1, "topology_only": true}'],
+WALK_UNLOADED = ("numpy", "bfsql.csr", "bfsql.vectors", "bfsql.engine.paths")
+"""What a ``bfsql query`` that does not walk (nor search by vector) must not import either: the store's array index
+is read at the first walk, and numpy with it; the path engine loads for path queries only."""
+
+
+@pytest.mark.parametrize("call, unloaded", [
+    (["describe_entity", "id=HGNC:BRAF"], QUICK_QUERY_UNLOADED + WALK_UNLOADED),
+    (["describe_schema"], QUICK_QUERY_UNLOADED + WALK_UNLOADED),
+    (["bfs_query", '{"seeds": ["FPLX:RAF"], "max_hops": 1, "topology_only": true}'],
+     (*QUICK_QUERY_UNLOADED, "bfsql.engine.paths")),
 ])
-def test_a_query_imports_neither_the_mcp_sdk_nor_other_backends(tmp_path, call):
-    """One call from the terminal starts without the MCP SDK, the other installed backends' drivers or the loader."""
+def test_a_query_imports_neither_the_mcp_sdk_nor_other_backends(tmp_path, call, unloaded):
+    """One call from the terminal starts without the MCP SDK, the other installed backends' drivers or the loader;
+    one that does not walk, without the array index and numpy."""
     modules = tmp_path / "modules.json"
     done = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, str(modules), "query", *call, "--json"],
                           capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
@@ -228,7 +236,7 @@ def test_a_query_imports_neither_the_mcp_sdk_nor_other_backends(tmp_path, call):
     assert json.loads(done.stdout)
     imported = set(json.loads(modules.read_text()))
     assert "bfsql.server.pipeline" in imported, "the runner saw the call"
-    assert sorted(name for name in QUICK_QUERY_UNLOADED if name in imported) == []
+    assert sorted(name for name in unloaded if name in imported) == []
     assert sorted(name for name in imported if name.startswith(("mcp.", "aiohttp.", "neo4j.", "asyncpg."))) == []
 
 

@@ -1,4 +1,5 @@
-"""The sqlite backend passes the conformance suite, both ways it answers hops.
+"""The sqlite backend passes the conformance suite, both ways it answers hops, and opened for one call (its
+saved array index read at the first walk).
 
 Capabilities are read from the backend at run time.
 """
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bfsql.backend import opening_for_one_call
 from bfsql.backends.sqlite import SqliteBackend
 from bfsql.loading.bundle import Record
 from bfsql.loading.sqlite_loader import load_records, load_sqlite
@@ -60,5 +62,30 @@ class TestSqliteBackendWithoutIndex(BackendConformance):
             db = tmp_path / f"random-{len(list(tmp_path.iterdir()))}.db"
             load_records(db, records, embedder="none")
             return SqliteBackend(db, memory_index=0)
+
+        return load
+
+
+class TestSqliteBackendOpenedForOneCall(BackendConformance):
+    """Opened for one call (``bfsql query``): types, predicates and nodes answered before the saved index is read,
+    the index read by the first walk."""
+
+    @pytest.fixture
+    async def backend(self, standard_bundle: Path, tmp_path: Path) -> AsyncIterator[SqliteBackend]:
+        db = tmp_path / "standard.db"
+        load_sqlite(db, [standard_bundle], embedder="hashing")
+        with opening_for_one_call():
+            backend = SqliteBackend(db)
+        assert backend._csr is None and backend.capabilities.traversal
+        yield backend
+        await backend.aclose()
+
+    @pytest.fixture
+    def load_records(self, tmp_path: Path) -> Callable[[list[Record]], Awaitable[SqliteBackend]]:
+        async def load(records: list[Record]) -> SqliteBackend:
+            db = tmp_path / f"random-{len(list(tmp_path.iterdir()))}.db"
+            load_records(db, records, embedder="none")
+            with opening_for_one_call():
+                return SqliteBackend(db)
 
         return load

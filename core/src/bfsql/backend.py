@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,6 +32,8 @@ __all__ = [
     "gather_bounded",
     "gather_or_cancel",
     "has_vector_search",
+    "opened_for_one_call",
+    "opening_for_one_call",
 ]
 
 K = TypeVar("K")
@@ -39,6 +43,25 @@ DEFAULT_BATCH_CONCURRENCY = 16
 
 PROVENANCE_KEYS = frozenset({"provenance", "evidence", "text_span", "text_spans"})
 """Keys of seed 000's ``metadata_for_edge`` answer that hold provenance rather than metadata."""
+
+_one_call: ContextVar[bool] = ContextVar("bfsql_one_call", default=False)
+
+
+@contextmanager
+def opening_for_one_call() -> Iterator[None]:
+    """Backends built inside answer one call and close (``bfsql query``): a store may put off reading what only
+    some calls need until a call needs it (the SQLite store its array index, until the first walk), where a
+    server reads it at start so that no caller's call waits for it. Answers are the same either way."""
+    token = _one_call.set(True)
+    try:
+        yield
+    finally:
+        _one_call.reset(token)
+
+
+def opened_for_one_call() -> bool:
+    """Whether the backend being built is inside :func:`opening_for_one_call`."""
+    return _one_call.get()
 
 
 @dataclass(frozen=True)

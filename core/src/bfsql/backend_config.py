@@ -23,7 +23,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bfsql.http_retry import RetryPolicy
 
@@ -36,6 +36,8 @@ class DeprecatedOption(FutureWarning):
 
 class BackendConfig(BaseModel):
     """The base of every backend's config model: the options every backend has."""
+
+    model_config = ConfigDict(defer_build=True)  # built when first validated: a process uses one backend's, or none
 
     deprecated_names: ClassVar[dict[str, str]] = {}
     """Old option names still accepted, each with the field it now sets (a subclass adds its own)."""

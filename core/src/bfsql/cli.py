@@ -448,10 +448,12 @@ async def _call_tool(plans: list[Any], tool: str, arguments: dict[str, Any]) -> 
     document, without the MCP SDK (about a second of imports for one call) and without warming
     up the embedder (loaded only if the call searches).
     """
+    from bfsql.backend import opening_for_one_call
     from bfsql.server.host import ToolHost, open_host
 
-    async with open_host(plans, kind=ToolHost, warm_up=False) as host:
-        answer = await host.answer(tool, arguments)
+    with opening_for_one_call():  # a store reads what only some calls need when one needs it (no walk: no index)
+        async with open_host(plans, kind=ToolHost, warm_up=False) as host:
+            answer = await host.answer(tool, arguments)
     return not answer.is_error, answer.text if answer.is_error else json.loads(answer.text)
 
 

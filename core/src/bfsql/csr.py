@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from bfsql.index_format import CSR_VERSION, STORED_HUBS, index_stamp, stored_statistics
 from bfsql.rows import (
     Closure,
     ClosureStep,
@@ -67,9 +68,6 @@ __all__ = [
     "index_of_edges", "index_of_entities", "load_index", "overlap", "save_index", "shared_index", "stored_statistics",
     "survey",
 ]
-
-CSR_VERSION = "1"
-"""Format of the saved arrays; a store with another version has its index built when opened."""
 
 logger = logging.getLogger("bfsql.csr")
 
@@ -488,7 +486,7 @@ def _stamp(conn: sqlite3.Connection) -> str:
     """What the saved index must match: the store's entity and relationship counts."""
     entities = conn.execute("SELECT COUNT(*) FROM entity").fetchone()[0]
     relationships = conn.execute("SELECT COUNT(*) FROM relationship").fetchone()[0]
-    return f"{CSR_VERSION}:{entities}:{relationships}"
+    return index_stamp(entities, relationships)
 
 
 def save_index(conn: sqlite3.Connection, index: CsrIndex) -> None:
@@ -513,22 +511,6 @@ def save_index(conn: sqlite3.Connection, index: CsrIndex) -> None:
     saved = {"stamp": stamp, "entity_type_counts": counted.entity_type_counts,
              "predicate_counts": counted.predicate_counts, "hubs": [list(hub) for hub in counted.hubs or []]}
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('statistics', ?)", (json.dumps(saved),))
-
-
-STORED_HUBS = 100
-"""Hubs saved with the store's statistics (describe_schema names 10)."""
-
-
-def stored_statistics(meta: dict[str, str]) -> GraphStatistics | None:
-    """The statistics :func:`save_index` saved in the store whose ``meta`` table this is, or None when there are
-    none or they were saved with another index (a later load by an older bfsql) than the store's."""
-    saved = json.loads(meta.get("statistics") or "null")
-    if not isinstance(saved, dict) or saved.get("stamp") != meta.get("csr"):
-        return None
-    return GraphStatistics(
-        exact=True, entity_type_counts=saved["entity_type_counts"], predicate_counts=saved["predicate_counts"],
-        hubs=[Hub(*hub) for hub in saved["hubs"]],
-    )
 
 
 _DTYPES = {"has_name": np.bool_, "type_code": np.int16, "offsets": np.int64, "rows": np.int32, "subjects": np.int32,

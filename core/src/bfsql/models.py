@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from bfsql.rows import Edge
 
@@ -39,7 +39,11 @@ __all__ = [
 ]
 
 
-class EntityStub(BaseModel):
+class _Model(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
+
+class EntityStub(_Model):
     """A search hit: a canonical id, its type, and optionally a display name and scores.
 
     ``score`` is the rank score of the search mode (docs/search.md); ``rankers`` names the
@@ -64,7 +68,7 @@ class EntityStub(BaseModel):
     )
 
 
-class ResultEdge(BaseModel):
+class ResultEdge(_Model):
     """An edge in a tool result: a bare triple, or a full edge carrying ``metadata``."""
 
     subject: str
@@ -77,7 +81,7 @@ class ResultEdge(BaseModel):
         return Edge(self.subject, self.predicate, self.object)
 
 
-class Node(BaseModel):
+class Node(_Model):
     """A node: identity (``id``, ``entity_type``) and, for a full node, ``metadata``.
 
     Tool results carry full nodes (with ``metadata``) or stubs (without). A stub carries the
@@ -91,7 +95,7 @@ class Node(BaseModel):
     metadata: dict[str, Any] | None = None
 
 
-class SchemaSummary(BaseModel):
+class SchemaSummary(_Model):
     """The entity types and predicates actually present in a traversal, and how many nodes and edges of each.
 
     The counts are of the nodes and edges ``node_count`` and ``edge_count`` count (the whole traversal, whatever
@@ -109,7 +113,7 @@ class SchemaSummary(BaseModel):
     )
 
 
-class Truncation(BaseModel):
+class Truncation(_Model):
     """Something was cut from an answer: what, why, and how to get the rest."""
 
     reason: str
@@ -121,7 +125,7 @@ class Truncation(BaseModel):
     remaining_ids: list[str] | None = Field(default=None, description="Ids left out of a cut list (first 100).")
 
 
-class Page(BaseModel):
+class Page(_Model):
     """Where a paged list answer stands in the whole list."""
 
     offset: int = Field(description="Index of the first item returned.")
@@ -133,7 +137,7 @@ class Page(BaseModel):
 Item = TypeVar("Item")
 
 
-class ListAnswer(BaseModel, Generic[Item]):
+class ListAnswer(_Model, Generic[Item]):
     """The answer of a list tool (search_entities, describe_entities, describe_edges, a plugin's list).
 
     ``items`` holds only items, as Appendix A types the list; what is said about the list comes
@@ -150,7 +154,7 @@ class ListAnswer(BaseModel, Generic[Item]):
     truncated: list[Truncation] | None = None
 
 
-class ConnectionPath(BaseModel):
+class ConnectionPath(_Model):
     """How a shared node of intersect_subgraphs reaches one seed: the edges of a shortest path, seed first (the
     engine's form; an answer groups them per node, :class:`NodePaths`)."""
 
@@ -159,7 +163,7 @@ class ConnectionPath(BaseModel):
     edges: list[tuple[str, str, str]]
 
 
-class NodePaths(BaseModel):
+class NodePaths(_Model):
     """How a shared node of intersect_subgraphs reaches the seeds: the edges of a shortest path from each seed, in
     the order of the seeds, each path from its seed to the node (an edge on two paths is given once)."""
 
@@ -167,7 +171,7 @@ class NodePaths(BaseModel):
     edges: list[tuple[str, str, str]]
 
 
-class BfsResult(BaseModel):
+class BfsResult(_Model):
     """The answer of ``bfs_query``: the union of the seeds' neighbourhoods."""
 
     seeds: list[str]
@@ -181,7 +185,7 @@ class BfsResult(BaseModel):
     warnings: list[str] | None = None
 
 
-class IntersectionResult(BaseModel):
+class IntersectionResult(_Model):
     """The answer of ``intersect_subgraphs``: nodes within ``k`` hops of every seed.
 
     ``paths`` shows how the shared nodes connect to the seeds: for each shared node (nearest
@@ -205,7 +209,7 @@ class IntersectionResult(BaseModel):
     warnings: list[str] | None = None
 
 
-class GraphListing(BaseModel):
+class GraphListing(_Model):
     """One graph of a server that serves several: pass its ``name`` as the tools' ``graph`` argument."""
 
     name: str
@@ -217,7 +221,7 @@ class GraphListing(BaseModel):
     """False when it could not be opened at start-up (its calls fail; the others answer)."""
 
 
-class SchemaHub(BaseModel):
+class SchemaHub(_Model):
     """One of the graph's best-connected entities, as describe_schema lists it."""
 
     id: str
@@ -226,7 +230,7 @@ class SchemaHub(BaseModel):
     degree: int = Field(description="Its edges, both ways.")
 
 
-class SchemaDescription(BaseModel):
+class SchemaDescription(_Model):
     """The answer of ``describe_schema``.
 
     ``graphs`` is present only when the server serves several graphs and the call named none:
@@ -253,7 +257,7 @@ class SchemaDescription(BaseModel):
     truncated: list[Truncation] | None = None
 
 
-class PathStep(BaseModel):
+class PathStep(_Model):
     """One step of a path: an entity (``entity``, ``label``) or an edge (``edge``, ``direction``).
 
     ``score`` is the step's own score: the semantic match of an entry point or semantic
@@ -269,7 +273,7 @@ class PathStep(BaseModel):
     score: float | None = None
 
 
-class PathEntity(BaseModel):
+class PathEntity(_Model):
     """The entity a path reaches: id, type and display name; its metadata only when the query asked for it
     (``with_metadata``) and the budget held it."""
 
@@ -279,7 +283,7 @@ class PathEntity(BaseModel):
     metadata: dict[str, Any] | None = None
 
 
-class PathResult(BaseModel):
+class PathResult(_Model):
     """One answer of ``path_query``: the entity reached, its best path, the path's score and, for a query with a
     variable-length edge, its depth."""
 
@@ -293,7 +297,7 @@ class PathResult(BaseModel):
     )
 
 
-class PathMetadata(BaseModel):
+class PathMetadata(_Model):
     """How a path query ran, and why it stopped early when it did."""
 
     query: str
@@ -316,7 +320,7 @@ class PathMetadata(BaseModel):
     warnings: list[str] | None = None
 
 
-class PathQueryResult(BaseModel):
+class PathQueryResult(_Model):
     """The answer of ``path_query`` (seed 002's QueryResponse)."""
 
     results: list[PathResult]

@@ -23,10 +23,10 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any, Protocol, TypeVar
 
 import pluggy
-from importlib_metadata import entry_points
 from pydantic import BaseModel
 
 from bfsql import hookspecs

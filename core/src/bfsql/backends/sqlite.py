@@ -7,7 +7,11 @@ worker thread per backend, never on the event loop.
 Traversals run on the store's **array index** (:mod:`bfsql.csr`: CSR adjacency,
 about 18 bytes an edge), saved in the store by ``bfsql load`` and read when the store opens
 (a store from an older bfsql has it built by a background thread, with set-based SQL hops
-meanwhile); stores of more than ``memory_index`` relationships use SQL only. A whole
+meanwhile); stores of more than ``memory_index`` relationships use SQL only. A store opened
+for one call (``bfsql query``, see :func:`bfsql.backend.opening_for_one_call`) reads its saved
+index at the first call that walks (``hop``, ``traverse``, ``intersect``, ``closure``);
+until then the entity types and predicates come from the statistics saved with it, and
+the rest from SQL, as for a store whose index is still being built. A whole
 ``bfs_query`` walk runs on the arrays (the ``traverse`` primitive): counts where the data
 lies, only the answer's page made into Python objects. Graphs of one process serving the
 same file share its index. Everything else is set-based SQL (``IN (...)`` in chunks).
@@ -30,17 +34,17 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import Field
 
-from bfsql.backend import Capabilities, GraphBackend
+from bfsql.backend import Capabilities, GraphBackend, opened_for_one_call
 from bfsql.backend_config import BackendConfig
 from bfsql.budgets import TraversalLimits
-from bfsql.csr import STORED_HUBS, CsrIndex, closure, overlap, shared_index, stored_statistics, survey
 from bfsql.embedders import Embedder, EmbedderMismatch
 from bfsql.errors import BackendFailure, BfsqlError, clip
 from bfsql.hookspecs import hookimpl
+from bfsql.index_format import STORED_HUBS, index_stamp, stored_statistics
 from bfsql.loading.records import (
     EntityRecord,
     EvidenceRecord,
@@ -55,7 +59,13 @@ from bfsql.pacing import in_light_call
 from bfsql.primitives import HUBS, SEARCH_LIMIT
 from bfsql.rows import Closure, Edge, GraphStatistics, HopEdge, Neighbourhood, NodeInfo, Overlap, Survey
 from bfsql.search_rank import lexical_rank
-from bfsql.vectors import VectorIndex, open_vectors
+
+if TYPE_CHECKING:
+    from bfsql.csr import CsrIndex
+    from bfsql.vectors import VectorIndex
+
+# bfsql.csr and bfsql.vectors (numpy, some 90 ms to import) are imported where the index or the vectors are
+# read: a one-call `bfsql query` that neither walks nor searches by vector never needs them.
 
 __all__ = ["DEFAULT_MEMORY_INDEX", "SqliteBackend", "SqliteConfig", "SqliteStoreError"]
 
@@ -243,6 +253,9 @@ class SqliteBackend(GraphBackend):
         self._memory_index = memory_index
         self._csr: CsrIndex | None = None
         """The array index, once read (or built in the background)."""
+        self._index_put_off = False
+        """Whether the saved index is read at the first walk, not at open (a store opened for one call)."""
+        self._index_lock = threading.Lock()
         self._has_merged = True
         self._closing = threading.Event()
         self._indexed = threading.Event()
@@ -270,10 +283,14 @@ class SqliteBackend(GraphBackend):
             self._light_executor.shutdown(wait=False)
             raise
         if 0 < relationships <= memory_index:
-            if self._saved_index:
-                self._use_index()
-            else:
+            if not self._saved_index:
                 threading.Thread(target=self._use_index, name="bfsql-sqlite-index", daemon=True).start()
+            elif (opened_for_one_call() and self._statistics is not None
+                  and self._executor.submit(self._saved_index_current, relationships).result()):
+                self._index_put_off = True  # read by the first walk (_walk_index)
+                self.capabilities = dataclasses.replace(self.capabilities, traversal=True)
+            else:
+                self._use_index()
 
     # -- worker-thread side ---------------------------------------------------
 
@@ -333,6 +350,7 @@ class SqliteBackend(GraphBackend):
             self._readers.append(conn)
         self._local.conn = conn
         self._saved_index = "csr_part" in tables
+        self._saved_stamp = meta.get("csr")
         self.capabilities = dataclasses.replace(
             type(self).capabilities,
             vector_search=self.vector_embedder is not None,
@@ -340,8 +358,19 @@ class SqliteBackend(GraphBackend):
         )
         return relationships
 
+    def _saved_index_current(self, relationships: int) -> bool:
+        """Whether the saved index (and the statistics saved with it) is the store's as it is, as reading the index
+        checks it; False when the store cannot say (reading the index will meet the same error)."""
+        try:
+            entities = self._db.execute("SELECT COUNT(*) FROM entity").fetchone()[0]
+        except sqlite3.Error:
+            return False
+        return self._saved_stamp == index_stamp(entities, relationships)
+
     def _use_index(self) -> None:
         """Read the array index saved in the store (or build it), then publish it (a thread of its own)."""
+        from bfsql.csr import shared_index
+
         conn = self._open()
         try:
             index, _ = shared_index(self.path, conn)
@@ -548,6 +577,8 @@ class SqliteBackend(GraphBackend):
                 f"The query vector has {len(vector)} dimensions; the store's vectors ({name}) have {dimension}.",
                 f"Serve with --embedder {name}.",
             )
+        from bfsql.vectors import open_vectors
+
         with self._vectors_lock:  # read (or built) once, not by every reader thread at the same time
             if self._vectors is None:
                 self._vectors = open_vectors(self._db, dimension)
@@ -569,10 +600,24 @@ class SqliteBackend(GraphBackend):
     # -- event-loop side ------------------------------------------------------
 
     async def wait_for_index(self, timeout: float | None = None) -> bool:
-        """Wait until the array index is read or built (False if it is not within ``timeout`` or never is)."""
-        if self._csr is not None:
+        """Wait until the array index is read or built (False if it is not within ``timeout`` or never is); an
+        index put off until the first walk is read now."""
+        if await self._walk_index() is not None:
             return True
         return await asyncio.to_thread(self._indexed.wait, timeout)
+
+    async def _walk_index(self) -> CsrIndex | None:
+        """The array index for a walk: read now when it was put off (a store opened for one call), else the one
+        read or built so far (None: SQL answers)."""
+        if self._csr is None and self._index_put_off:
+            await asyncio.to_thread(self._read_put_off_index)
+        return self._csr
+
+    def _read_put_off_index(self) -> None:
+        with self._index_lock:  # two walks at once read it once
+            if self._index_put_off and not self._closing.is_set():
+                self._use_index()
+                self._index_put_off = False
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on one of the backend's reader threads (each with its own connection), so that
@@ -623,9 +668,13 @@ class SqliteBackend(GraphBackend):
         )
 
     async def entity_types(self) -> list[str]:
-        """Types of the visible entities, sorted: from the array index once read (the same list), else by SQL."""
+        """Types of the visible entities, sorted: from the array index once read (the same list; the statistics
+        saved with it while it is put off), else by SQL."""
         if self._csr is not None:
             return list(self._csr.types)
+        saved = self._statistics
+        if self._index_put_off and saved is not None and saved.entity_type_counts is not None:
+            return sorted(saved.entity_type_counts)
         sql = f"SELECT DISTINCT entity_type FROM entity WHERE {_VISIBLE} ORDER BY entity_type"
         return list(await self._run(self._distinct, sql))
 
@@ -634,6 +683,9 @@ class SqliteBackend(GraphBackend):
         (the same list; the SQL scans every relationship, seconds at millions), else by SQL."""
         if self._csr is not None:
             return list(self._csr.predicates)
+        saved = self._statistics
+        if self._index_put_off and saved is not None and saved.predicate_counts is not None:
+            return sorted(saved.predicate_counts)
         return list(await self._run(self._distinct, _VISIBLE_PREDICATES))
 
     async def statistics(self, hubs: int = HUBS) -> GraphStatistics | None:
@@ -642,7 +694,7 @@ class SqliteBackend(GraphBackend):
         saved = self._statistics
         if saved is not None and saved.hubs is not None and (hubs <= STORED_HUBS or len(saved.hubs) < STORED_HUBS):
             return dataclasses.replace(saved, hubs=saved.hubs[:hubs])
-        index = self._csr
+        index = await self._walk_index()
         return index.statistics(hubs) if index is not None else None
 
     async def get_nodes(self, entity_ids: list[str]) -> dict[str, NodeInfo]:
@@ -655,7 +707,7 @@ class SqliteBackend(GraphBackend):
     async def hop(self, entity_ids: list[str]) -> dict[str, Neighbourhood]:
         """Each entity with its edges both ways and their other ends: from the array index, else three queries a
         chunk."""
-        index = self._csr
+        index = await self._walk_index()
         if index is not None:
             if len(entity_ids) <= 16:  # a seed or two: quicker than a trip to a worker thread
                 return index.hop(entity_ids)
@@ -672,9 +724,11 @@ class SqliteBackend(GraphBackend):
         count: int,
     ) -> Survey:
         """The whole walk on the array index, in a worker thread (numpy does the work; see :func:`csr.survey`)."""
-        index = self._csr
+        index = await self._walk_index()
         if index is None:
             raise RuntimeError("the array index is not read yet (capabilities.traversal is false)")
+        from bfsql.csr import survey
+
         arguments = (index, list(seeds), hops, limits.max_edges_per_node, list(exclude_types), offset, count)
         if index.edge_count <= INLINE_WALK_EDGES:
             return survey(*arguments)
@@ -691,9 +745,11 @@ class SqliteBackend(GraphBackend):
         path_limit: int,
     ) -> Overlap:
         """The whole intersection walk on the array index, in a worker thread (see :func:`csr.overlap`)."""
-        index = self._csr
+        index = await self._walk_index()
         if index is None:
             raise RuntimeError("the array index is not read yet (capabilities.traversal is false)")
+        from bfsql.csr import overlap
+
         arguments = (index, list(seeds), k, limits.max_edges_per_node, list(exclude_types), count, path_nodes,
                      path_limit)
         if index.edge_count <= INLINE_WALK_EDGES:
@@ -711,9 +767,11 @@ class SqliteBackend(GraphBackend):
         time_left: float | None,
     ) -> Closure | None:
         """A relation's closure walked on the array index, without a statement per level (see :func:`csr.closure`)."""
-        index = self._csr
+        index = await self._walk_index()
         if index is None:
             raise RuntimeError("the array index is not read yet (capabilities.traversal is false)")
+        from bfsql.csr import closure
+
         arguments = (index, list(seeds), predicates, outgoing, depth, max_nodes, max_edges_per_node, time_left)
         if index.edge_count <= INLINE_WALK_EDGES:
             return closure(*arguments)

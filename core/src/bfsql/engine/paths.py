@@ -29,6 +29,7 @@ Execution (docs/path-queries.md states it in full):
 
 from __future__ import annotations
 
+import functools
 import heapq
 import time
 from collections import Counter
@@ -41,6 +42,14 @@ from bfsql.backend import gather_or_cancel
 from bfsql.budgets import DEFAULT_LIMITS, TraversalLimits
 from bfsql.embedders import dot, split_identifier
 from bfsql.engine.closures import Asked, InStore, Option, Reach, Start, Walk, ask_closure, walk
+from bfsql.engine.path_defaults import (
+    DEFAULT_K,
+    DEFAULT_MAX_RESULTS,
+    DEFAULT_THRESHOLD,
+    MAX_K,
+    MAX_RESULTS,
+    WALK_TIME_SHARE,
+)
 from bfsql.engine.path_syntax import (
     MAX_WALK_DEPTH,
     ExactEntity,
@@ -73,11 +82,6 @@ __all__ = [
     "semantic_scores",
 ]
 
-DEFAULT_K = 3
-DEFAULT_THRESHOLD = 0.5
-DEFAULT_MAX_RESULTS = 20
-MAX_K = 50
-MAX_RESULTS = 200
 AVAILABLE_RELATIONS_SHOWN = 50
 MAX_EXTENSIONS = 500_000
 """Path extensions one hop considers: paths are extended best first until this many are counted,
@@ -87,13 +91,14 @@ FRONTIER_PIECE = 2_048
 """Frontier entities whose edges a path query's hop reads at once (see :func:`_frontier_options`)."""
 SEMANTIC_CANDIDATES = 2_000
 """Most entities of one hop a semantic filter scores (the best by path score): each costs an embedding."""
-WALK_TIME_SHARE = 0.5
-"""Share of a call's timeout the variable-length edges of a query may walk (a server passes it as ``time_limit``):
-a walk still going then stops and says so, leaving the rest of the time to answer."""
-
 Direction = Literal["outgoing", "incoming"]
-_RESULTS = TypeAdapter(list[PathResult])
-"""Builds an answer's results from their fields in one validation (a model built a step costs several times more)."""
+
+
+@functools.cache
+def _results_adapter() -> TypeAdapter[list[PathResult]]:
+    """Builds an answer's results from their fields in one validation (a model built a step costs several times
+    more). Made at the first answer, not at import (some 18 ms): a process that asks no path query never needs it."""
+    return TypeAdapter(list[PathResult])
 
 
 def _check_parameters(k: int | None, threshold: float, max_results: int) -> None:
@@ -924,7 +929,7 @@ async def _results(run: _Run, paths: list[_Path], meta: PathMetadata, with_depth
                   "metadata": dict(metadata.get(end, {})) if with_metadata else None}
         results.append({"entity": entity, "path": shown.steps(path), "score": round(path.score, 4),
                         "depth": path.depth if with_depth else None})
-    return _RESULTS.validate_python(results)
+    return _results_adapter().validate_python(results)
 
 
 @remembers_reads

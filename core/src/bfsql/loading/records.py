@@ -49,7 +49,7 @@ def _finite(value: float | None) -> float | None:
 class EntityRecord(BaseModel):
     """An entity: canonical id, type, display name, synonyms and free properties."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: Literal["entity"] = "entity"
     id: str
@@ -74,7 +74,7 @@ class EntityRecord(BaseModel):
 class RelationshipRecord(BaseModel):
     """A directed relationship with confidence, supporting documents and properties."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: Literal["relationship"] = "relationship"
     subject: str
@@ -95,7 +95,7 @@ class RelationshipRecord(BaseModel):
 class EvidenceRecord(BaseModel):
     """One piece of provenance for a relationship: a text span from a document."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: Literal["evidence"] = "evidence"
     subject: str

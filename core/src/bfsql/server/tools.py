@@ -19,8 +19,7 @@ from bfsql.engine import bfs_query as traverse
 from bfsql.engine import intersect_subgraphs as intersect
 from bfsql.engine import search as hybrid
 from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
-from bfsql.engine.paths import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD, WALK_TIME_SHARE
-from bfsql.engine.paths import path_query as run_path_query
+from bfsql.engine.path_defaults import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD, WALK_TIME_SHARE
 from bfsql.errors import InvalidArgument, UnknownEntity, clip
 from bfsql.graph import Graph
 from bfsql.hookspecs import RegisterTool
@@ -278,6 +277,8 @@ async def path_query(
     ] = False,
 ) -> PathQueryResult:
     """Follow a chain of relations."""
+    from bfsql.engine.paths import path_query as run_path_query  # here: the path engine loads for path queries only
+
     return await run_path_query(
         ctx.graph, query, k=k, threshold=threshold, max_results=max_results, limits=ctx.settings.limits,
         time_limit=ctx.settings.timeout * WALK_TIME_SHARE, with_metadata=with_metadata,

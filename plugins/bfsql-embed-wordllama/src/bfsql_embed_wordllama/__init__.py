@@ -46,6 +46,10 @@ MAX_TOKENS = 64
 CHUNK = 512
 """Texts summed at a time: their token rows stay small enough for the CPU caches."""
 
+FEW_TEXTS = 64
+"""Calls of at most this many texts (a query) convert only their token rows to float32; bigger ones (the loader's
+batches) the whole table, once."""
+
 _PACKAGE = "wordllama"
 _FILES = {
     # role: path inside the package, SHA-256
@@ -93,7 +97,8 @@ def model_files() -> dict[str, Path]:
 
 def _read_table(path: Path) -> Any:
     """The token table of a safetensors file (an 8-byte header length, a JSON header, the raw
-    tensors), as a float32 matrix."""
+    tensors), as the float16 matrix it holds (see :meth:`WordLlamaEmbedder.embed_array` for when it is made
+    float32)."""
     import numpy as np
 
     raw = path.read_bytes()
@@ -102,7 +107,7 @@ def _read_table(path: Path) -> Any:
     if entry["dtype"] != "F16" or len(entry["shape"]) != 2 or entry["shape"][1] != DIMENSION:
         raise RuntimeError(f"{path}: expected a float16 table of {DIMENSION} columns, found {entry}")
     start, end = (8 + size + offset for offset in entry["data_offsets"])
-    return np.frombuffer(raw[start:end], dtype="<f2").reshape(entry["shape"]).astype(np.float32)
+    return np.frombuffer(raw[start:end], dtype="<f2").reshape(entry["shape"])
 
 
 class WordLlamaEmbedder:
@@ -115,6 +120,7 @@ class WordLlamaEmbedder:
 
     def __init__(self) -> None:
         self._table: Any = None
+        self._table32: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
 
@@ -133,12 +139,28 @@ class WordLlamaEmbedder:
                 self._table = _read_table(files["weights"])
             return self._table, self._tokenizer
 
+    def _whole_table32(self, table: Any) -> Any:
+        """The token table as float32, made once (about 60 ms): what a batch of many texts gathers from."""
+        import numpy as np
+
+        with self._lock:
+            if self._table32 is None:
+                self._table32 = table.astype(np.float32)
+            return self._table32
+
     def embed_array(self, texts: list[str]) -> Any:
         """One normalised vector per text, as a float32 matrix (blocking). A text without a token
-        (empty, or punctuation only) gets a zero vector."""
+        (empty, or punctuation only) gets a zero vector.
+
+        The rows are summed as float32 either way (the same vectors, bit for bit): a call of a few
+        texts converts its own token rows, so that a process that embeds one query never pays for
+        converting the whole table; a batch gathers from the whole table converted once.
+        """
         import numpy as np
 
         table, tokenizer = self._load()
+        if len(texts) > FEW_TEXTS:
+            table = self._whole_table32(table)
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         if not texts:
             return out
@@ -150,7 +172,7 @@ class WordLlamaEmbedder:
             if ids.size:
                 filled = lengths > 0
                 starts = (np.cumsum(lengths) - lengths)[filled]
-                rows = table[np.clip(ids, 0, len(table) - 1)]
+                rows = table[np.clip(ids, 0, len(table) - 1)].astype(np.float32, copy=False)
                 out[first : first + len(chunk)][filled] = np.add.reduceat(rows, starts, axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms > 0.0, norms, 1.0)
@@ -161,7 +183,7 @@ class WordLlamaEmbedder:
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """One normalised vector per text. Small calls (a query) run inline; big ones off the event loop."""
-        if len(texts) <= 64 and self._table is not None:
+        if len(texts) <= FEW_TEXTS and self._table is not None:
             return self.embed_sync(texts)
         return await asyncio.to_thread(self.embed_sync, list(texts))
 
