@@ -1012,10 +1012,11 @@ WALK_ROWS = 1 << 20
 """Rows a walk's hop handles at once: a hub's hop meets millions, each costing tens of bytes while handled (all
 at once grew the server by 227 MB in one hub 2-hop call on an 8M-edge graph)."""
 
-OVERLAP_ROWS = 1 << 20
+OVERLAP_ROWS = 1 << 18
 """Rows an intersection walk handles at once (in a hop, and finding the edges among the shared nodes): a hub's
 hop meets millions, each costing tens of bytes while handled (all at once grew the server by 257 MB in one
-call on an 8M-edge graph)."""
+call on an 8M-edge graph; a piece of 2**20 rows, 73 MB in the last hop of intersect(hub, median, k=3) there; of
+2**18, 30 MB, in the same time)."""
 
 
 def _or_by_node(nodes: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1238,10 +1239,15 @@ def _edges_among_first(index: CsrIndex, order: np.ndarray, first: int, edges: np
     listed = np.zeros(len(index.ids), dtype=bool)
     listed[order[:first]] = True
     # A piece at a time: the ends' positions of every edge at once took 190 MB for 7.8M edges.
-    kept = [piece[listed[index.subjects[piece]] & listed[index.objects[piece]]]
-            for piece in (edges[start : start + OVERLAP_ROWS] for start in range(0, len(edges), OVERLAP_ROWS))]
+    pieces = (edges[start:end] for start, end in _spans(len(edges), OVERLAP_ROWS))
+    kept = [piece[listed[index.subjects[piece]] & listed[index.objects[piece]]] for piece in pieces]
     among: np.ndarray = np.concatenate(kept) if kept else edges[:0]
     return among
+
+
+def _spans(length: int, size: int) -> list[tuple[int, int]]:
+    """``range(length)`` as consecutive (start, end) spans of ``size`` (the last shorter)."""
+    return [(start, min(start + size, length)) for start in range(0, length, size)]
 
 
 def _pieces(taken: np.ndarray, rows: int) -> list[slice]:
@@ -1260,8 +1266,16 @@ def _among(index: CsrIndex, nodes: np.ndarray, is_shared: np.ndarray) -> np.ndar
     at most :data:`OVERLAP_ROWS`, else by one pass over every edge, a byte an edge (their rows' edge numbers,
     each edge twice, and the sort that made them distinct held 16 bytes a row: 250 MB for 7.8M edges)."""
     rows = index.offsets[nodes + 1] - index.offsets[nodes]
-    if int(rows.sum()) > OVERLAP_ROWS:
-        return np.flatnonzero(is_shared[index.subjects] & is_shared[index.objects])
+    if int(rows.sum()) > OVERLAP_ROWS:  # a bool an edge, a piece at a time, then the edge numbers as int32
+        spans = _spans(index.edge_count, OVERLAP_ROWS)
+        flags = [is_shared[index.subjects[start:end]] & is_shared[index.objects[start:end]] for start, end in spans]
+        found = np.empty(sum(int(np.count_nonzero(f)) for f in flags), dtype=np.int32)
+        at = 0
+        for (start, _), piece in zip(spans, flags, strict=True):
+            numbers = np.flatnonzero(piece)
+            found[at : at + len(numbers)] = numbers + start
+            at += len(numbers)
+        return found
     node, edges, _, _ = _gather(index, nodes, np.iinfo(np.int64).max)
     subjects = index.subjects[edges]
     others = np.where(subjects == node, index.objects[edges], subjects)
