@@ -18,6 +18,13 @@ from bfsql.loading.sqlite_loader import load_records, load_sqlite
 from bfsql.testing import BackendConformance
 
 
+def _random_store(tmp_path: Path, records: list[Record]) -> Path:
+    """A new store in ``tmp_path`` holding ``records`` (a random graph), without vectors."""
+    db = tmp_path / f"random-{len(list(tmp_path.iterdir()))}.db"
+    load_records(db, records, embedder="none")
+    return db
+
+
 class TestSqliteBackend(BackendConformance):
     """Hops and whole walks from the array index saved in the store."""
 
@@ -33,9 +40,7 @@ class TestSqliteBackend(BackendConformance):
     @pytest.fixture
     def load_records(self, tmp_path: Path) -> Callable[[list[Record]], Awaitable[SqliteBackend]]:
         async def load(records: list[Record]) -> SqliteBackend:
-            db = tmp_path / f"random-{len(list(tmp_path.iterdir()))}.db"
-            load_records(db, records, embedder="none")
-            backend = SqliteBackend(db)
+            backend = SqliteBackend(_random_store(tmp_path, records))
             assert await backend.wait_for_index(30)
             return backend
 
@@ -59,9 +64,7 @@ class TestSqliteBackendWithoutIndex(BackendConformance):
         """Random graphs served without the array index: the engine walks them hop by hop over SQL."""
 
         async def load(records: list[Record]) -> SqliteBackend:
-            db = tmp_path / f"random-{len(list(tmp_path.iterdir()))}.db"
-            load_records(db, records, embedder="none")
-            return SqliteBackend(db, memory_index=0)
+            return SqliteBackend(_random_store(tmp_path, records), memory_index=0)
 
         return load
 
@@ -83,8 +86,7 @@ class TestSqliteBackendOpenedForOneCall(BackendConformance):
     @pytest.fixture
     def load_records(self, tmp_path: Path) -> Callable[[list[Record]], Awaitable[SqliteBackend]]:
         async def load(records: list[Record]) -> SqliteBackend:
-            db = tmp_path / f"random-{len(list(tmp_path.iterdir()))}.db"
-            load_records(db, records, embedder="none")
+            db = _random_store(tmp_path, records)
             with opening_for_one_call():
                 return SqliteBackend(db)
 
