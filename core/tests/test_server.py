@@ -94,26 +94,32 @@ async def test_a_slow_primitive_times_out_and_the_error_names_it():
 
 
 class SlowBeyondSeed(MemoryBackend):
-    """Answers a hop from a frontier holding the seed ``S`` at once, any other (a walk's second) after 1.5 s."""
+    """Answers a hop from a frontier holding the seed ``S`` at once, any other (a walk's second) after 3 s."""
 
     async def hop(self, entity_ids: list[str]) -> dict[str, list[HopEdge]]:
         if "S" not in entity_ids:
-            await asyncio.sleep(1.5)
+            await asyncio.sleep(3)
         return await super().hop(entity_ids)
 
 
 async def test_one_hop_from_a_seed_needs_no_heavy_call_slot():
-    """The one slot is held by a slow 2-hop walk: a 1-hop bfs_query from one seed (its work bounded by the hub cap)
-    answers at once; one from three seeds (3 x 20,000 rows may be read) waits for the slot."""
+    """The one slot is held by a slow 2-hop walk (3 s): a 1-hop bfs_query from one seed (its work bounded by the hub
+    cap) answers meanwhile; one from three seeds (3 x 20,000 rows may be read) waits for the slot."""
     graph = Graph(SlowBeyondSeed(small_records()), plugins=[postprocess])
-    async with Client(await build_server(graph, ServerSettings(timeout=10), max_heavy_calls=1)) as client:
+    server = await build_server(graph, ServerSettings(timeout=20), max_heavy_calls=1)
+    slots = next(iter(server.slots.values()))
+    async with Client(server) as client:
         slow = asyncio.ensure_future(client.call_tool("bfs_query", {"seeds": ["S"], "max_hops": 2}))
-        await asyncio.sleep(0.3)
+        while not slots.running:
+            await asyncio.sleep(0.01)
         one_hop = await client.call_tool("bfs_query", {"seeds": ["S"], "max_hops": 1})
-        assert payload(one_hop)["node_count"] == 4 and not slow.done()
-        three = await client.call_tool("bfs_query", {"seeds": ["S", "A", "B"], "max_hops": 1, "topology_only": True})
-        assert slow.done() and payload(three)["node_count"] > 4
-        assert payload(await slow)["node_count"] > 4
+        assert payload(one_hop)["node_count"] == 4 and not slow.done() and slots.waiting == 0
+        three = asyncio.ensure_future(
+            client.call_tool("bfs_query", {"seeds": ["S", "A", "B"], "max_hops": 1, "topology_only": True}))
+        while not slots.waiting and not three.done():
+            await asyncio.sleep(0.01)
+        assert not slow.done() and not three.done()  # it waits for the slot the slow walk holds
+        assert payload(await three)["node_count"] > 4 and payload(await slow)["node_count"] > 4
 
 
 async def test_describe_entity_is_flat_and_describe_entities_omits_unknown():
