@@ -1225,22 +1225,30 @@ def _overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: np.ndarray, exclud
     """One hop of :func:`overlap`: the nodes that ``gained`` seed bits (``gained_bits``) pass them on; adds them
     to ``mask``, the cut hubs to ``capped``; the nodes (sorted) that gain bits now and the bits they gain.
 
-    Each piece of rows ORs the bits it carries into one row of bits a node (``arrived``, the size of ``mask``):
-    keeping every piece's reached nodes until the hop's end instead held 16 bytes a row reached (300 MB for a
-    hop of an 8M-edge graph)."""
+    A hop of one piece uses that piece's reached nodes as they are. A hop of several ORs each piece's bits into
+    one row of bits a node (``arrived``, the size of ``mask``): keeping every piece's reached nodes until the
+    hop's end held 16 bytes a row reached (300 MB for a hop of an 8M-edge graph), and a graph-sized array for a
+    small hop would cost a pass over every node."""
     degrees = index.offsets[gained + 1] - index.offsets[gained]
     taken = np.minimum(degrees, max_edges_per_node)
     capped.update(zip(gained[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
-    arrived = np.zeros_like(mask)
-    for piece in _pieces(taken, OVERLAP_ROWS):
-        targets, bits = _reach(index, mask, dangling, excluded_codes, gained[piece], gained_bits[piece],
-                               max_edges_per_node)
-        arrived[targets] |= bits  # targets are distinct within a piece
-    arrived &= ~mask
-    now = np.flatnonzero(arrived.any(axis=1))
-    gains = arrived[now]
-    mask[now] |= gains
-    return now, gains
+    pieces = _pieces(taken, OVERLAP_ROWS)
+    reach = [(index, mask, dangling, excluded_codes, gained[piece], gained_bits[piece], max_edges_per_node)
+             for piece in pieces]
+    if len(reach) == 1:
+        targets, bits = _reach(*reach[0])
+    else:
+        arrived = np.zeros_like(mask)
+        for arguments in reach:
+            piece_targets, piece_bits = _reach(*arguments)
+            arrived[piece_targets] |= piece_bits  # distinct within a piece
+        targets = np.flatnonzero(arrived.any(axis=1))
+        bits = arrived[targets]
+    gains = bits & ~mask[targets]
+    now = gains.any(axis=1)
+    targets, gains = targets[now], gains[now]
+    mask[targets] |= gains
+    return targets, gains
 
 
 def _edges_among_first(index: CsrIndex, order: np.ndarray, first: int, edges: np.ndarray) -> np.ndarray:
