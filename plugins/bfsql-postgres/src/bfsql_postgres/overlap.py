@@ -135,10 +135,11 @@ def _last_hop(layout: StoreLayout, hop: int) -> str:
     """The expressions of the last hop, which keeps only the pairs that can make a node shared.
 
     A node shared at this hop is reached by every seed, so by the seed ``j`` whose frontier is the smallest:
-    ``jr`` that seed's rows within the caps, ``jt`` the entities among their new ends, ``zone`` every node ``j``
-    reaches within the hops. Each other seed reaches a node of the zone it had not reached where the node has a
-    row to one of the seed's frontier, within that end's cap: read from the zone's side (``pend``: those nodes
-    per seed; ``zr`` their rows), not from the frontier's, which may hold most of the graph."""
+    ``jr`` the other ends of that seed's rows within the caps (once each), ``jt`` the entities among the new ones,
+    ``zone`` every node ``j`` reaches within the hops (once each). Each other seed reaches a node of the zone it
+    had not reached where the node has a row to one of the seed's frontier, within that end's cap: read from the
+    zone's side (``pend``: those nodes per seed; ``zr`` their rows), not from the frontier's, which may hold most
+    of the graph."""
     h = hop
     visited = _visited(hop)
     own = "seed = (SELECT seed FROM j)"
@@ -153,9 +154,9 @@ def _last_hop(layout: StoreLayout, hop: int) -> str:
                f"AND {_kept(_OTHER, f'c{h}', f'SELECT node, s, p, o FROM hr{h} WHERE rank <= $2::bigint')}")
     return f"""{_frontier(layout, hop)},
 j AS MATERIALIZED (SELECT seed FROM a{h - 1} GROUP BY seed ORDER BY count(*), seed LIMIT 1),
-jr AS MATERIALIZED ({_within(layout, h, f"seed, {_OTHER} AS other", own)}),{
+jr AS MATERIALIZED (SELECT DISTINCT seed, other FROM ({_within(layout, h, f"seed, {_OTHER} AS other", own)}) rows),{
         _entities(layout, "jt", f"SELECT other FROM jr WHERE NOT {_member('other', visited)}")},
-zone AS MATERIALIZED ({zone}),
+zone AS MATERIALIZED (SELECT DISTINCT node FROM ({zone}) nodes),
 pend AS MATERIALIZED ({pending}),
 zr AS MATERIALIZED (SELECT x.seed, rows.* FROM pend x, LATERAL ({_rows(layout, "x.nodes")}) rows),
 q{h} AS MATERIALIZED (
@@ -227,9 +228,6 @@ def intersect_sql(layout: StoreLayout, k: int) -> str:
     """
     distinct = "" if layout.unique_keys else "DISTINCT "
     steps = ",".join([*(_hop(layout, h) for h in range(1, k)), _last_hop(layout, k)])
-    among = f"""SELECT {distinct}r.subject_id::text AS s, r.predicate::text AS p, r.object_id::text AS o
-    FROM relationship r WHERE r.subject_id = ANY(ARRAY(SELECT node FROM shared))
-    AND {_member("r.object_id::text", "SELECT node FROM shared")}"""
     return f"""
 WITH s AS MATERIALIZED (SELECT id, (n - 1)::int AS seed FROM unnest($1::text[]) WITH ORDINALITY u(id, n)),
 n0 AS MATERIALIZED (
@@ -242,7 +240,6 @@ shared AS MATERIALIZED (
     SELECT node, max(hop) AS at FROM pairs GROUP BY node HAVING count(*) = (SELECT count(*) FROM s)
 ),
 listed AS MATERIALIZED (SELECT node, at FROM shared ORDER BY at, node {_C} LIMIT $4::bigint),
-among AS MATERIALIZED ({among}),
 traced AS MATERIALIZED (
     SELECT node, at, row_number() OVER (ORDER BY at, node {_C}) AS rank FROM shared
     ORDER BY at, node {_C} LIMIT $5::bigint
@@ -257,6 +254,14 @@ b0 AS MATERIALIZED (
 {_answer(layout, k)}"""
 
 
+def _among(layout: StoreLayout, nodes: str) -> str:
+    """The edges among the nodes of the expression ``nodes`` (a CTE of ``node``), from their rows as subjects."""
+    distinct = "" if layout.unique_keys else "DISTINCT "
+    return f"""SELECT {distinct}r.subject_id::text AS s, r.predicate::text AS p, r.object_id::text AS o
+    FROM relationship r WHERE r.subject_id = ANY(ARRAY(SELECT node FROM {nodes}))
+    AND {_member("r.object_id::text", f"SELECT node FROM {nodes}")}"""
+
+
 def _answer(layout: StoreLayout, k: int) -> str:
     """The rows :func:`intersect_sql` answers, from its expressions."""
     hops = range(1, k + 1)
@@ -267,13 +272,12 @@ def _answer(layout: StoreLayout, k: int) -> str:
 UNION ALL
 SELECT 'I', id, type, name, NULL, NULL::bigint FROM ({nodes}) nodes WHERE {_member("id", "SELECT node FROM listed")}
 UNION ALL
-SELECT 'E', s, p, o, NULL, NULL FROM among
-WHERE {_member("s", "SELECT node FROM listed")} AND {_member("o", "SELECT node FROM listed")}
+SELECT 'E', s, p, o, NULL, NULL FROM ({_among(layout, "listed")}) among_listed
 UNION ALL
 SELECT 'T', type, NULL, NULL, NULL, count(*) FROM ({nodes}) nodes WHERE {_member("id", "SELECT node FROM shared")}
 GROUP BY type
 UNION ALL
-SELECT 'P', NULL, p, NULL, NULL, count(*) FROM among GROUP BY p
+SELECT 'P', NULL, p, NULL, NULL, count(*) FROM ({_among(layout, "shared")}) among GROUP BY p
 UNION ALL
 SELECT DISTINCT 'H', node, NULL, NULL, NULL, degree FROM ({_union(f"SELECT node, degree FROM g{h}" for h in hops)}) hubs
 UNION ALL
