@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
+import numpy as np
 import pytest
 
 from bfsql import Graph, hookimpl, plugins
@@ -108,11 +110,25 @@ def test_sync_embedding_works_inside_and_outside_a_running_loop():
     with sync_embedding(embedder) as embed:
         outside = [embed(["x"]), embed(["y"])]
 
-    async def inside() -> list[list[list[float]]]:
+    async def inside() -> list[Any]:
         with sync_embedding(embedder) as embed:
             return [embed(["x"]), embed(["y"])]
 
-    assert asyncio.run(inside()) == outside
+    assert [m.tolist() for m in asyncio.run(inside())] == [m.tolist() for m in outside]
+    assert outside[0].shape == (1, embedder.dimension) and outside[0].dtype == np.float32
+
+
+def test_sync_embedding_uses_an_embedders_array_and_checks_its_shape():
+    class Arrays(HashingEmbedder):
+        def embed_array(self, texts: list[str]) -> Any:
+            return np.ones((len(texts) - 1, self.dimension)) if "short" in texts else np.ones((len(texts), 2))
+
+    with sync_embedding(HashingEmbedder()) as embed:
+        assert embed([]).shape == (0, HashingEmbedder().dimension)
+    with sync_embedding(Arrays()) as embed:
+        for texts in (["a", "short"], ["a"]):
+            with pytest.raises(ValueError, match="'hashing' returned vectors of the wrong number or dimension"):
+                embed(texts)
 
 
 def test_registry_has_hashing_and_names_installed_embedders_on_error():

@@ -471,8 +471,6 @@ def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None, progre
         for start in range(0, len(rows), EMBED_BATCH):
             batch = rows[start : start + EMBED_BATCH]
             vectors = embed([text for _, text in batch])
-            if len(vectors) != len(batch) or any(len(v) != embedder.dimension for v in vectors):
-                raise ValueError(f"embedder {embedder.name!r} returned vectors of the wrong number or dimension")
             conn.executemany(
                 "INSERT OR REPLACE INTO entity_vector (entity_id, text, vector) VALUES (?, ?, ?)",
                 [
