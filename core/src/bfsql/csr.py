@@ -190,10 +190,6 @@ class CsrIndex:
     """int32: the index of the id of each sorted hash."""
     spare_marks: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
     """Cleared visited-mark arrays no walk is using (see :func:`_visited_marks`); not saved."""
-    spare_slots: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
-    """Scratch arrays, one int32 per edge, no walk is using (see :func:`_distinct`); not saved."""
-    spare_node_slots: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
-    """Scratch arrays, one int32 per node, no walk is using (see :func:`_distinct`); not saved."""
     views: Views = field(init=False, repr=False, compare=False)
     """The arrays as memoryviews (made here, not saved)."""
 
@@ -916,7 +912,7 @@ def _numpy_hop(index: CsrIndex, visited: np.ndarray, frontier: np.ndarray, max_e
         fresh_ends.append(others[fresh])
         fresh_edges.append(edges[fresh])
         del node, edges, subjects, others, seen, codes, fresh
-    new = np.sort(_distinct(fresh_ends, index.spare_node_slots, len(index.ids)))
+    new = np.sort(_distinct(fresh_ends, len(index.ids)))
     kept_parts.extend(fresh_edges)  # every new end is admitted: each edge to one is kept
     return new
 
@@ -925,7 +921,7 @@ def _numpy_survey(index: CsrIndex, visited: np.ndarray, levels: list[np.ndarray]
                   found: _Found, unknown: list[str], offset: int, count: int) -> Survey:
     """:func:`_walk`'s answer, its nodes at ``offset:offset + count`` listed; clears ``visited``."""
     order = np.concatenate(levels)
-    kept_edges = _distinct(kept_parts, index.spare_slots, index.edge_count)
+    kept_edges = _distinct(kept_parts, index.edge_count)
     type_bins = np.bincount(index.type_code[order], minlength=len(index.types))
     pred_bins = np.zeros(len(index.predicates), dtype=np.int64)
     for start, end in _spans(len(kept_edges), WALK_ROWS):
@@ -952,32 +948,29 @@ def _numpy_survey(index: CsrIndex, visited: np.ndarray, levels: list[np.ndarray]
     )
 
 
-def _distinct(parts: Sequence[np.ndarray], pool: list[np.ndarray], size: int) -> np.ndarray:
+def _distinct(parts: Sequence[np.ndarray], size: int) -> np.ndarray:
     """The distinct values of ``parts`` (each in ``range(size)``; in no particular order), in time that grows
     with them.
 
     A sort (``np.unique``) of the millions of edges (and nodes) a hub's 2-hop walk meets took
     most of the walk; instead every occurrence writes its position into a scratch slot of its
     value, and the occurrence whose position stayed there is the one kept (whichever write
-    wins, exactly one does). The slots (int32, ``size`` of them, from ``pool``, returned to it)
-    need no clearing: every slot read was written first. Part by part: the parts joined and
-    their positions took 80 MB of a hub's 2-hop walk over 8M edges.
+    wins, exactly one does). The slots (int32, ``size`` of them) need no clearing, as every slot
+    read was written first: they are allocated, never filled, so only the pages written become
+    resident, and they go back when the walk ends (kept for later walks, four concurrent walks
+    held 130 MB of them at 8M edges). Part by part: the parts joined and their positions took
+    80 MB of a hub's 2-hop walk over 8M edges.
     """
     if not parts:
         return np.zeros(0, dtype=np.int64)
     starts = list(itertools.accumulate((len(part) for part in parts[:-1]), initial=0))
-    with _shared_lock:
-        slots = pool.pop() if pool else np.empty(size, dtype=np.int32)
-    try:
-        for part, start in zip(parts, starts, strict=True):
-            slots[part] = np.arange(start, start + len(part), dtype=np.int32)
-        kept = [part[slots[part] == np.arange(start, start + len(part), dtype=np.int32)]
-                for part, start in zip(parts, starts, strict=True)]
-        distinct: np.ndarray = np.concatenate(kept)
-        return distinct
-    finally:
-        with _shared_lock:
-            pool.append(slots)
+    slots = np.empty(size, dtype=np.int32)
+    for part, start in zip(parts, starts, strict=True):
+        slots[part] = np.arange(start, start + len(part), dtype=np.int32)
+    kept = [part[slots[part] == np.arange(start, start + len(part), dtype=np.int32)]
+            for part, start in zip(parts, starts, strict=True)]
+    distinct: np.ndarray = np.concatenate(kept)
+    return distinct
 
 
 def _page_edges(index: CsrIndex, visited: np.ndarray, order: np.ndarray, start: int, end: int,
