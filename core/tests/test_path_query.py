@@ -433,6 +433,19 @@ async def test_a_hop_reads_its_frontier_in_pieces_until_its_work_bound(history, 
     assert "1 lower-scoring paths were not extended" in notes["max_extensions"].detail
 
 
+def test_a_hop_sizes_its_next_piece_by_the_extensions_left_at_the_rate_met():
+    """Issue 36.4: after a first small piece, a hop reads as many frontier entities as should bring the extensions
+    left to MAX_EXTENSIONS, at the rate its earlier pieces brought them: a frontier of hubs is not read 2,048
+    entities at a time past the bound."""
+    from bfsql.engine.paths import FIRST_PIECE, FRONTIER_PIECE, MAX_EXTENSIONS, _next_piece
+
+    assert _next_piece(0, 0) == FIRST_PIECE
+    assert _next_piece(FIRST_PIECE, 0) == FRONTIER_PIECE  # nothing matched yet: the largest piece
+    assert _next_piece(64, MAX_EXTENSIONS // 2) == 65  # half the bound in 64 entities: about 64 more
+    assert _next_piece(64, MAX_EXTENSIONS) == 1
+    assert _next_piece(1_000, 1_000) == FRONTIER_PIECE
+
+
 async def test_a_variable_length_edge_matches_fuzzy_terms_and_k_at_every_level(history):
     """Closures (test_path_closures.py) match relations like any edge."""
     # KNOWS matches "knows" exactly (1); BORN_ON matches "born" by 1/sqrt(2). From P:gw: P:tj (KNOWS), D:1732
