@@ -37,6 +37,8 @@ timeout and PostgreSQL's 30 s statement timeout), driven by the official MCP cli
   graph's hub candidates once): time, growth, counts asserted equal to a numpy intersection with the same rules
   (an answer the store cut short for time, walked again with a smaller ``k``, is reported as a lower bound and
   counts as a miss);
+* one wildcard ``path_query`` of three hops from the biggest hub (``@hub <-[*]- -[*]-> <-[*]-``): time, the
+  server's growth and its resident size at the call's peak;
 * cheap calls beside heavy ones: ``describe_entity`` and a median entity's 1 hop, one after another every 50 ms,
   while four heavy calls run at once on the same session (two hubs' 2 hops, a median entity's 3 hops, the
   intersection above): the cheap calls' p50 and p99;
@@ -44,7 +46,8 @@ timeout and PostgreSQL's 30 s statement timeout), driven by the official MCP cli
 
 Targets (exit status 1 when one is missed at the largest scale): hub 2-hop counts exact and at most 1.5x the
 uncut CSR BFS (SQLite) or the in-database count (PostgreSQL); intersect(hub, median, k=3) within the default
-timeout (60 s) with at most 200 MB growth of the server, on both; for the SQLite store also (issue 25.3) load
+timeout (60 s) with at most 200 MB growth of the server, on both; the wildcard path_query's growth <= 500 MB;
+for the SQLite store also (issue 25.3) load
 >= 150k relationships/s, first answer <= 3 s and <= 32 bytes an edge of adjacency in memory; the cheap calls' p99
 <= 1 s beside the heavy ones; growth <= 200 MB
 in any call; the mega-hub's 1 hop <= 1 s. Then how each figure grows with the graph: the log-log slope against
@@ -88,7 +91,7 @@ MEGA_SIZE = 1_000_000
 MEGA_HUB = "MEGA:hub"
 TARGETS = {"hub2": 1.5, "growth_mb": 200.0, "first_s": 3.0, "load_rate": 150_000.0, "adjacency_bytes": 32.0,
            "intersect_s": DEFAULT_TIMEOUT, "mega_s": 1.0,
-           "edge_bytes": 32.0, "entity_bytes": 64.0, "cheap_p99_s": 1.0}
+           "edge_bytes": 32.0, "entity_bytes": 64.0, "cheap_p99_s": 1.0, "path_mb": 500.0}
 """Issue 36's targets (hub 2-hop ratio, the intersection's time and growth, a cheap call's p99 beside heavy ones) and
 issue 25.3's, at 8M edges."""
 CLASSES = (("median, 2 hops", "median", 2), ("median, 3 hops", "median", 3), ("hub, 1 hop", "hub", 1),
@@ -274,6 +277,11 @@ class Server:
     """The load average when each class, the intersection and the search were measured."""
     search: float | None = None
     search_growth: int = 0
+    path: float | None = None
+    """Seconds of one wildcard path_query from the biggest hub (:func:`_wildcard_path`)."""
+    path_growth: int = 0
+    path_peak: int = 0
+    """The server's resident size at that call's peak."""
     intersect: list[float] = field(default_factory=list)
     intersect_growth: int = 0
     intersect_counts: tuple[int, int] = (0, 0)
@@ -346,6 +354,7 @@ async def measure(store: Store, graph: sg.Graph, expected: Expected, seeds: Seed
             session = await _first_answer(client, server, store, started, graph.ids[seeds.median[0]])
             await _classes(session, store, graph, expected, seeds, repeat)
             await _intersect(session, graph, expected, seeds)
+            await _wildcard_path(session, graph.ids[seeds.hub[0]])
             await _beside_heavy(session, graph, seeds)
             await _search(session, graph.names[seeds.median[0]] if graph.names else graph.ids[seeds.median[0]])
             if mega is not None:
@@ -488,6 +497,15 @@ async def _search(session: Session, name: str) -> None:
     seconds, growth, _ = await session.call("search_entities", "search_entities", {"query": name})
     session.server.search, session.server.search_growth = seconds, growth
     session.server.loads["search"] = load_average()
+
+
+async def _wildcard_path(session: Session, hub: str) -> None:
+    """One wildcard ``path_query`` of three hops from the biggest hub at the defaults: time, growth, peak size."""
+    query = {"query": f"@{hub} <-[*]- -[*]-> <-[*]-"}
+    seconds, growth, _ = await session.call("wildcard path_query", "path_query", query)
+    session.server.path, session.server.path_growth = seconds, growth
+    session.server.path_peak = _status(session.pid)["VmHWM"]
+    session.server.loads["path"] = load_average()
 
 
 async def _mega(session: Session, repeat: int, total: int) -> None:
@@ -771,6 +789,10 @@ def print_result(result: Result) -> None:
         say(f"| cheap calls beside 4 heavy ones ({len(s.beside)} calls; {'; '.join(s.beside_heavy)}; load average "
             f"{s.loads['beside']:.1f}) | p50 {_ms(_median(s.beside))}, p99 {_ms(_p99(s.beside))} | target p99 <= 1 s "
             f"| {_p99(s.beside) / TARGETS['cheap_p99_s']:.2f} |")
+    if s.path is not None:
+        say(f"| one wildcard path_query from the hub (`@hub <-[*]- -[*]-> <-[*]-`; load average {s.loads['path']:.1f}) "
+            f"| {s.path:.1f} s, growth {s.path_growth / mb:,.0f} MB, server peak {s.path_peak / mb:,.0f} MB "
+            f"| target <= 500 MB | {s.path_growth / mb / TARGETS['path_mb']:.2f} |")
     if s.search is not None:
         say(f"| search_entities (a name, default mode; load average {s.loads['search']:.1f}) | {_ms(s.search)}, "
             f"growth {s.search_growth / mb:,.0f} MB | | |")
@@ -865,6 +887,8 @@ def missed(result: Result) -> list[str]:
         found.append(f"cheap calls' p99 {_ms(_p99(s.beside))} beside 4 heavy ones")
     if s.first_answer > TARGETS["first_s"]:
         found.append(f"first answer after {s.first_answer:.2f} s")
+    if s.path_growth / (1 << 20) > TARGETS["path_mb"]:
+        found.append(f"a wildcard path_query grew the server by {s.path_growth / (1 << 20):,.0f} MB")
     if s.rss_after_all > resident_budget(result):
         found.append(f"server resident {s.rss_after_all / (1 << 20):,.0f} MB, over "
                      f"{resident_budget(result) / (1 << 20):,.0f} MB")
