@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bfsql.csr import build_index, load_index
+from bfsql.csr import build_index, load_index, save_index
 from bfsql.loading import lines
 from bfsql.loading.bundle import parse_json_line, read_bundle
 from bfsql.loading.errors import BadRow, RowErrors
@@ -319,3 +319,25 @@ def test_the_write_phase_counts_the_relationships(tmp_path: Path) -> None:
     phases = stream.getvalue().splitlines()
     assert [line.split()[0] for line in phases] == ["read", "write", "index", "graph", "commit"]
     assert phases[1].startswith("write   2,500 relationships in ")
+
+
+@pytest.mark.parametrize(("predicates", "dtype"), [(3, np.uint8), (256, np.uint8), (257, np.uint16)])
+def test_the_index_keeps_predicate_codes_in_the_narrowest_type_and_reads_saved_int32_ones(
+        tmp_path: Path, predicates: int, dtype: type) -> None:
+    """Issue 36: an edge's predicate code is one byte where the graph has at most 256 predicates (two up to
+    65,536), not four; an index saved with int32 codes (before) is read as it was saved."""
+    rows = [{"kind": "relationship", "subject": f"S{i % 7}", "predicate": f"p{i}", "object": f"O{i % 5}"}
+            for i in range(predicates)]
+    db, source = tmp_path / "s.sqlite", tmp_path / "g.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    load_sqlite(db, [source], embedder="none")
+    with sqlite3.connect(db) as conn:
+        saved = load_index(conn)
+        assert saved is not None and saved.preds.dtype == dtype
+        assert sorted(saved.predicates[code] for code in saved.preds.tolist()) == sorted(f"p{i}" for i in
+                                                                                          range(predicates))
+        saved.preds = saved.preds.astype(np.int32)
+        save_index(conn, saved)
+        wide = load_index(conn)
+    assert wide is not None and wide.preds.dtype == np.int32
+    assert np.array_equal(wide.preds, saved.preds) and wide.statistics(3) == saved.statistics(3)

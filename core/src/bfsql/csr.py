@@ -183,7 +183,9 @@ class CsrIndex:
     """int32, by edge number."""
     objects: np.ndarray
     preds: np.ndarray
-    """int32 predicate codes (indexes into ``predicates``), by edge number."""
+    """Predicate codes (indexes into ``predicates``), by edge number, in the narrowest of uint8, uint16 and
+    int32 that holds them (:func:`predicate_dtype`): most graphs have fewer than 256 predicates, and int32
+    codes took 4 of an edge's 20 bytes."""
     id_hashes: np.ndarray
     """uint64, sorted: a 64-bit hash of every id, to find an id's index with one search."""
     hash_index: np.ndarray
@@ -390,8 +392,8 @@ def _arrays(visible: list[tuple[str, str, str | None, int]], merged: set[str], e
         ids=Strings.of_encoded(encoded), names=Strings.of(names.tolist()), has_name=has_name, type_code=type_code,
         types=types, predicates=predicates, offsets=offsets, rows=rows.astype(np.int32, copy=False),
         subjects=subjects.astype(np.int32, copy=False), objects=objects.astype(np.int32, copy=False),
-        preds=preds.astype(np.int32, copy=False), id_hashes=hashes[by_hash].astype(np.uint64, copy=False),
-        hash_index=by_hash.astype(np.int32),
+        preds=preds.astype(predicate_dtype(len(predicates)), copy=False),
+        id_hashes=hashes[by_hash].astype(np.uint64, copy=False), hash_index=by_hash.astype(np.int32),
     )
 
 
@@ -511,8 +513,14 @@ def save_index(conn: sqlite3.Connection, index: CsrIndex) -> None:
 
 
 _DTYPES = {"has_name": np.bool_, "type_code": np.int16, "offsets": np.int64, "rows": np.int32, "subjects": np.int32,
-           "objects": np.int32, "preds": np.int32, "id_hashes": np.uint64, "hash_index": np.int32,
-           "ids_offsets": np.int64, "names_offsets": np.int64}
+           "objects": np.int32, "id_hashes": np.uint64, "hash_index": np.int32, "ids_offsets": np.int64,
+           "names_offsets": np.int64}
+"""The saved arrays' types, but ``preds``'s (:func:`predicate_dtype`)."""
+
+
+def predicate_dtype(predicates: int) -> type[np.integer[Any]]:
+    """The narrowest integer type of the codes of ``predicates`` predicates."""
+    return np.uint8 if predicates <= 1 << 8 else np.uint16 if predicates <= 1 << 16 else np.int32
 
 
 class DamagedIndex(ValueError):
@@ -548,6 +556,9 @@ def load_index(conn: sqlite3.Connection) -> CsrIndex | None:
     whole = {name: b"".join(parts) for name, parts in blobs.items()}
     try:
         arrays: dict[str, Any] = {name: np.frombuffer(whole[name], dtype=dtype) for name, dtype in _DTYPES.items()}
+        # An index saved before the codes were narrowed holds int32 ones: their width is the blob's per edge.
+        width = len(whole["preds"]) // max(len(arrays["subjects"]), 1)
+        arrays["preds"] = np.frombuffer(whole["preds"], dtype={1: np.uint8, 2: np.uint16}.get(width, np.int32))
     except (KeyError, ValueError) as exc:
         raise DamagedIndex(f"an array is missing or cut ({exc})") from None
 
