@@ -8,7 +8,8 @@ Traversals run on the store's **array index** (:mod:`bfsql.csr`: CSR adjacency,
 about 18 bytes an edge), saved in the store by ``bfsql load`` and read when the store opens
 (a store from an older bfsql has it built by a background thread, with set-based SQL hops
 meanwhile); stores of more than ``memory_index`` relationships use SQL only. A store opened
-for one call (``bfsql query``, see :func:`bfsql.backend.opening_for_one_call`) reads its saved
+for one call (``bfsql query``, see :func:`bfsql.backend.opening_for_one_call`) walks over SQL
+when it is small (:data:`ONE_CALL_SQL_WALK`: no numpy is imported), else reads its saved
 index at the first call that walks (``hop``, ``traverse``, ``intersect``, ``closure``);
 until then the entity types and predicates come from the statistics saved with it, and
 the rest from SQL, as for a store whose index is still being built. A whole
@@ -89,6 +90,12 @@ released while a statement runs), so a cheap query never queues behind a travers
 
 DEFAULT_MEMORY_INDEX = 100_000_000
 """Stores with at most this many relationships keep their array index in memory (about 18 bytes a relationship)."""
+
+ONE_CALL_SQL_WALK = 20_000
+"""Stores of at most this many relationships opened for one call (``bfsql query``) walk hop by hop over SQL and never
+read their array index: SQL reads an edge end in about 7 us, so a walk over the whole of such a store costs about
+what importing numpy and reading the index would (some 140 ms), and a walk of a few hops far less. The answers are
+those of the index (the conformance suite runs on both)."""
 
 _VISIBLE = "status IS NOT 'merged'"
 _VISIBLE_PREDICATES = (
@@ -241,12 +248,15 @@ class SqliteBackend(GraphBackend):
         description: str | None = None,
         *,
         memory_index: int = DEFAULT_MEMORY_INDEX,
+        one_call_sql_walk: int = ONE_CALL_SQL_WALK,
     ) -> None:
         """Open ``db`` read-only; :class:`SqliteStoreError` if it is missing or not a bfsql store.
 
         Opening is quick (a connection and a schema check) and waits for the worker thread;
         the hop index (for stores of at most ``memory_index`` relationships) is built in the
-        background.
+        background. Opened for one call (:func:`bfsql.backend.opening_for_one_call`), a store of at most
+        ``one_call_sql_walk`` relationships walks over SQL instead, and a bigger one reads its saved index at
+        its first walk.
         """
         self.path = Path(db)
         self._description = description
@@ -282,7 +292,9 @@ class SqliteBackend(GraphBackend):
             self._executor.shutdown(wait=False)
             self._light_executor.shutdown(wait=False)
             raise
-        if 0 < relationships <= memory_index:
+        if opened_for_one_call() and relationships <= one_call_sql_walk:
+            self.capabilities = dataclasses.replace(self.capabilities, in_memory=False)  # hops by SQL: cache them
+        elif 0 < relationships <= memory_index:
             if not self._saved_index:
                 threading.Thread(target=self._use_index, name="bfsql-sqlite-index", daemon=True).start()
             elif (opened_for_one_call() and self._statistics is not None
