@@ -30,7 +30,6 @@ import difflib
 import json
 import os
 import re
-import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -449,6 +448,8 @@ class _Reader:
 
 def _parse_toml(path: Path) -> tuple[str, dict[str, Any]]:
     """The file's text and its TOML tables; :class:`ConfigError` when it cannot be read or parsed."""
+    import tomllib  # here: a command without --config does not read TOML
+
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
