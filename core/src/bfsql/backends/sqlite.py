@@ -265,6 +265,9 @@ class SqliteBackend(GraphBackend):
         """The array index, once read (or built in the background)."""
         self._index_put_off = False
         """Whether the saved index is read at the first walk, not at open (a store opened for one call)."""
+        self._saved_statistics_current = False
+        """Whether the statistics saved with the index are the store's as it is (checked for one call only): until
+        an index is read they answer the entity types and predicates, which SQL would scan every row for."""
         self._index_lock = threading.Lock()
         self._has_merged = True
         self._closing = threading.Event()
@@ -292,13 +295,19 @@ class SqliteBackend(GraphBackend):
             self._executor.shutdown(wait=False)
             self._light_executor.shutdown(wait=False)
             raise
-        if opened_for_one_call() and relationships <= one_call_sql_walk:
+        self._plan_index(relationships, memory_index, one_call_sql_walk)
+
+    def _plan_index(self, relationships: int, memory_index: int, one_call_sql_walk: int) -> None:
+        """Read the array index now, in the background, at the first walk (one call) or never (SQL walks)."""
+        one_call = opened_for_one_call()
+        if one_call and self._saved_index and self._statistics is not None:
+            self._saved_statistics_current = self._executor.submit(self._saved_index_current, relationships).result()
+        if one_call and relationships <= one_call_sql_walk:
             self.capabilities = dataclasses.replace(self.capabilities, in_memory=False)  # hops by SQL: cache them
         elif 0 < relationships <= memory_index:
             if not self._saved_index:
                 threading.Thread(target=self._use_index, name="bfsql-sqlite-index", daemon=True).start()
-            elif (opened_for_one_call() and self._statistics is not None
-                  and self._executor.submit(self._saved_index_current, relationships).result()):
+            elif self._saved_statistics_current:
                 self._index_put_off = True  # read by the first walk (_walk_index)
                 self.capabilities = dataclasses.replace(self.capabilities, traversal=True)
             else:
@@ -681,11 +690,11 @@ class SqliteBackend(GraphBackend):
 
     async def entity_types(self) -> list[str]:
         """Types of the visible entities, sorted: from the array index once read (the same list; the statistics
-        saved with it while it is put off), else by SQL."""
+        saved with it when a store opened for one call has not read it), else by SQL."""
         if self._csr is not None:
             return list(self._csr.types)
         saved = self._statistics
-        if self._index_put_off and saved is not None and saved.entity_type_counts is not None:
+        if self._saved_statistics_current and saved is not None and saved.entity_type_counts is not None:
             return sorted(saved.entity_type_counts)
         sql = f"SELECT DISTINCT entity_type FROM entity WHERE {_VISIBLE} ORDER BY entity_type"
         return list(await self._run(self._distinct, sql))
@@ -696,7 +705,7 @@ class SqliteBackend(GraphBackend):
         if self._csr is not None:
             return list(self._csr.predicates)
         saved = self._statistics
-        if self._index_put_off and saved is not None and saved.predicate_counts is not None:
+        if self._saved_statistics_current and saved is not None and saved.predicate_counts is not None:
             return sorted(saved.predicate_counts)
         return list(await self._run(self._distinct, _VISIBLE_PREDICATES))
 
