@@ -232,11 +232,15 @@ to walk over SQL when opened for one call (its array index, and numpy with it, i
 for path queries only."""
 
 
+WALKS = ("bfsql.engine.bfs", "bfsql.engine.intersect")
+"""The engine's walks: a call loads its own tool's only."""
+
+
 @pytest.mark.parametrize("call, unloaded", [
-    (["describe_entity", "id=HGNC:BRAF"], QUICK_QUERY_UNLOADED + WALK_UNLOADED),
-    (["describe_schema"], QUICK_QUERY_UNLOADED + WALK_UNLOADED),
+    (["describe_entity", "id=HGNC:BRAF"], QUICK_QUERY_UNLOADED + WALK_UNLOADED + WALKS),
+    (["describe_schema"], QUICK_QUERY_UNLOADED + WALK_UNLOADED + WALKS),
     (["bfs_query", '{"seeds": ["FPLX:RAF"], "max_hops": 1, "topology_only": true}'],
-     QUICK_QUERY_UNLOADED + WALK_UNLOADED),
+     (*QUICK_QUERY_UNLOADED, *WALK_UNLOADED, "bfsql.engine.intersect")),
 ])
 def test_a_query_imports_neither_the_mcp_sdk_nor_other_backends(tmp_path, call, unloaded):
     """One call from the terminal starts without the MCP SDK, the other installed backends' drivers or the loader;
