@@ -1,8 +1,8 @@
 """Benchmark: one ``bfsql query`` on the demo graph, as whole processes, start-up included.
 
-Run: ``python bench/bench_startup.py [--runs N] [--before-src PATH] [--calls NAME,...]`` (about a
-minute; needs only bfsql and the plugins installed beside it). Not part of CI; ``nox -s bench``
-runs it.
+Run: ``python bench/bench_startup.py [--runs N] [--before-src PATH] [--calls NAME,...] [--instructions]``
+(about a minute, a few more with ``--instructions``, which needs valgrind; otherwise only bfsql and the
+plugins installed beside it). Not part of CI; ``nox -s bench`` runs it.
 
 **What is timed**: the whole process of ``python -m bfsql query TOOL ARGS --json`` on the bundled
 demo (FamPlex in its SQLite store), from its start to its exit: the interpreter, the imports,
@@ -20,7 +20,11 @@ Warm-up runs (not counted) build each version's demo store.
 
 **Figures**, per call: median wall and CPU seconds (min-max beside them), the ratio to
 ``python -c pass`` and, with a baseline, the change / baseline ratio of the medians; the load
-average, since on a shared machine wall time is mostly waiting for a core.
+average, since on a shared machine wall time is mostly waiting for a core. With
+``--instructions``, each command also runs once under valgrind's callgrind, which counts the
+instructions it executes in user space, threads included (the same from run to run within a few
+tenths of a percent, whatever the load; reading files and other work of the kernel is not counted):
+the figure that tells a change of a few percent on a shared machine.
 
 **Target** (issue 38): ``bfsql query`` on the demo within 0.4 s wall (median of each call); exit
 status 1 when a call misses it.
@@ -60,6 +64,7 @@ class Command:
     env: dict[str, str]
     wall: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
+    instructions: int | None = None
 
     def run(self) -> None:
         """Run it once, keeping its wall and CPU seconds; a failed run stops the benchmark."""
@@ -72,6 +77,16 @@ class Command:
             raise SystemExit(f"{self.label} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
         self.wall.append(wall)
         self.cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+
+
+    def count_instructions(self) -> None:
+        """Run it once under valgrind's callgrind, keeping the instructions it executed."""
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *self.argv],
+                              env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"{self.label} failed under valgrind ({done.returncode}): {done.stderr.strip()[-500:]}")
+        counted = [line.split()[-1] for line in done.stderr.splitlines() if "Collected :" in line]
+        self.instructions = int(counted[-1])
 
 
 def source_dirs(checkout: Path) -> list[Path]:
@@ -126,10 +141,14 @@ def report(name: str, group: list[Command]) -> bool:
         cpu_ratio = statistics.median(command.cpu) / statistics.median(bare.cpu)
         print(f"  {command.label:<16} {spread(command.wall):<26} {spread(command.cpu):<26} "
               f"{wall_ratio:>10.1f}  {cpu_ratio:>10.1f}")
+    if change.instructions is not None:
+        print("  instructions (callgrind): " + ", ".join(f"{c.label} {c.instructions / 1e6:,.0f} M" for c in group))
     if len(others) == 2:
         baseline = others[0]
+        counted = (f", instructions {change.instructions / baseline.instructions:.3f}"
+                   if change.instructions and baseline.instructions else "")
         print(f"  change / baseline: wall {statistics.median(change.wall) / statistics.median(baseline.wall):.2f}, "
-              f"cpu {statistics.median(change.cpu) / statistics.median(baseline.cpu):.2f}")
+              f"cpu {statistics.median(change.cpu) / statistics.median(baseline.cpu):.2f}{counted}")
     met = statistics.median(change.wall) <= TARGET_WALL
     print(f"  target: wall <= {TARGET_WALL} s: {'met' if met else 'NOT met'}")
     return met
@@ -142,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1, help="runs of each command not counted (default 1)")
     parser.add_argument("--before-src", type=Path, help="a baseline bfsql checkout (or its core/src); default: none")
     parser.add_argument("--calls", default=",".join(CALLS), help=f"calls to time, of {', '.join(CALLS)}")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each command's instructions once under valgrind (half a minute a command)")
     args = parser.parse_args(argv)
     unknown = [c for c in args.calls.split(",") if c not in CALLS]
     if unknown:
@@ -157,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for _ in range(args.runs):
             for command in group:
                 command.run()
+        if args.instructions:
+            for command in group:
+                command.count_instructions()
     print(f"{os.cpu_count()} cores; load average {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
           f"{args.runs} runs a command, interleaved")
     met = [report(name, group) for name, group in groups]

@@ -199,45 +199,77 @@ def test_the_terminal_says_what_it_means():
 QUICK_QUERY_UNLOADED = (
     "mcp", "mcp_types", "aiohttp", "neo4j", "asyncpg", "starlette", "uvicorn", "jsonschema", "rich", "tokenizers",
     "bfsql.server.app", "bfsql.loading.sqlite_loader", "bfsql.loading.bundle", "bfsql.diagrams", "bfsql_jsonld.server",
-    "bfsql_neo4j.backend", "bfsql_postgres.backend", "bfsql_sparql.backend", "bfsql_jsonld.backend",
+    "bfsql_neo4j.backend", "bfsql_postgres.backend", "bfsql_sparql.backend", "bfsql_jsonld.backend", "opentelemetry",
 )
 """What one ``bfsql query`` on the demo must not import: the MCP SDK and what it brings (a call answered in process
-needs no protocol), the other backends and their drivers, the loader, the diagrams, the embedder's model."""
+needs no protocol), the other backends and their drivers, the loader, the diagrams, the embedder's model, the
+OpenTelemetry API (nothing can be traced in a process that never imported it)."""
 
 MODULES_AT_EXIT = (
     "import atexit, json, sys\n"
     "out = sys.argv.pop(1)\n"
-    "atexit.register(lambda: open(out, 'w').write(json.dumps(sorted(sys.modules))))\n"
+    "def facts():\n"
+    "    from pydantic import BaseModel\n"
+    "    models, todo = [], [BaseModel]\n"
+    "    while todo:\n"
+    "        found = todo.pop().__subclasses__()\n"
+    "        models += found\n"
+    "        todo += found\n"
+    "    return {'modules': sorted(sys.modules),\n"
+    "            'validators': sorted({m.__name__ for m in models if m.__dict__.get('__pydantic_complete__')})}\n"
+    "atexit.register(lambda: open(out, 'w').write(json.dumps(facts())))\n"
     "from bfsql.cli import main\n"
     "sys.argv[0] = 'bfsql'\n"
     "main()\n"
 )
-"""Runs the bfsql command line and writes the names of every module it imported to a file, at exit."""
+"""Runs the bfsql command line and writes, at exit, the names of every module it imported and of every pydantic model
+whose validator it built."""
 
 
 WALK_UNLOADED = ("numpy", "bfsql.csr", "bfsql.vectors", "bfsql.engine.paths")
-"""What a ``bfsql query`` that does not walk (nor search by vector) must not import either: the store's array index
-is read at the first walk, and numpy with it; the path engine loads for path queries only."""
+"""What a ``bfsql query`` on the demo that does not search by vector must not import either: the demo is small enough
+to walk over SQL when opened for one call (its array index, and numpy with it, is never read); the path engine loads
+for path queries only."""
+
+
+WALKS = ("bfsql.engine.bfs", "bfsql.engine.intersect")
+"""The engine's walks: a call loads its own tool's only."""
 
 
 @pytest.mark.parametrize("call, unloaded", [
-    (["describe_entity", "id=HGNC:BRAF"], QUICK_QUERY_UNLOADED + WALK_UNLOADED),
-    (["describe_schema"], QUICK_QUERY_UNLOADED + WALK_UNLOADED),
+    (["describe_entity", "id=HGNC:BRAF"], QUICK_QUERY_UNLOADED + WALK_UNLOADED + WALKS),
+    (["describe_schema"], QUICK_QUERY_UNLOADED + WALK_UNLOADED + WALKS),
     (["bfs_query", '{"seeds": ["FPLX:RAF"], "max_hops": 1, "topology_only": true}'],
-     (*QUICK_QUERY_UNLOADED, "bfsql.engine.paths")),
+     (*QUICK_QUERY_UNLOADED, *WALK_UNLOADED, "bfsql.engine.intersect")),
 ])
 def test_a_query_imports_neither_the_mcp_sdk_nor_other_backends(tmp_path, call, unloaded):
     """One call from the terminal starts without the MCP SDK, the other installed backends' drivers or the loader;
-    one that does not walk, without the array index and numpy."""
-    modules = tmp_path / "modules.json"
-    done = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, str(modules), "query", *call, "--json"],
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    one on the demo that does not search by vector, without the array index and numpy. It builds the validator of
+    its own tool's arguments only, and none for the server settings when it is given none."""
+    facts_file = tmp_path / "facts.json"
+    done = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, str(facts_file), "query", *call, "--json"],
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("BFSQL_")})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)
-    imported = set(json.loads(modules.read_text()))
+    facts = json.loads(facts_file.read_text())
+    imported = set(facts["modules"])
     assert "bfsql.server.pipeline" in imported, "the runner saw the call"
     assert sorted(name for name in unloaded if name in imported) == []
     assert sorted(name for name in imported if name.startswith(("mcp.", "aiohttp.", "neo4j.", "asyncpg."))) == []
+    tool_arguments = "".join(part.title() for part in call[0].split("_")) + "Arguments"
+    assert [name for name in facts["validators"] if name.endswith("Arguments")] == [tool_arguments]
+    assert "ServerSettings" not in facts["validators"]
+
+
+def test_settings_given_none_are_the_validated_defaults():
+    """A command given no setting takes the defaults without validating them (pydantic's validator for the settings
+    is some 15 ms to build): they must be exactly what validation gives."""
+    from bfsql.settings import ServerSettings
+
+    assert ServerSettings.given({}) == ServerSettings.model_validate({})
+    assert ServerSettings.given({}).model_fields_set == set()
+    assert ServerSettings.given({"max_tokens": 5000}).max_tokens == 5000
 
 
 QUERIED_AS_SERVED = [

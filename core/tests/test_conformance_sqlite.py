@@ -70,15 +70,15 @@ class TestSqliteBackendWithoutIndex(BackendConformance):
 
 
 class TestSqliteBackendOpenedForOneCall(BackendConformance):
-    """Opened for one call (``bfsql query``): types, predicates and nodes answered before the saved index is read,
-    the index read by the first walk."""
+    """Opened for one call (``bfsql query``), a store above ``one_call_sql_walk``: types, predicates and nodes
+    answered before the saved index is read, the index read by the first walk."""
 
     @pytest.fixture
     async def backend(self, standard_bundle: Path, tmp_path: Path) -> AsyncIterator[SqliteBackend]:
         db = tmp_path / "standard.db"
         load_sqlite(db, [standard_bundle], embedder="hashing")
         with opening_for_one_call():
-            backend = SqliteBackend(db)
+            backend = SqliteBackend(db, one_call_sql_walk=0)
         assert backend._csr is None and backend.capabilities.traversal
         yield backend
         await backend.aclose()
@@ -88,6 +88,31 @@ class TestSqliteBackendOpenedForOneCall(BackendConformance):
         async def load(records: list[Record]) -> SqliteBackend:
             db = _random_store(tmp_path, records)
             with opening_for_one_call():
-                return SqliteBackend(db)
+                return SqliteBackend(db, one_call_sql_walk=0)
+
+        return load
+
+
+class TestSmallSqliteBackendOpenedForOneCall(BackendConformance):
+    """Opened for one call, a store of at most ``one_call_sql_walk`` relationships (the demo): every walk hop by
+    hop over SQL, the array index never read."""
+
+    @pytest.fixture
+    async def backend(self, standard_bundle: Path, tmp_path: Path) -> AsyncIterator[SqliteBackend]:
+        db = tmp_path / "standard.db"
+        load_sqlite(db, [standard_bundle], embedder="hashing")
+        with opening_for_one_call():
+            backend = SqliteBackend(db)
+        assert not backend.capabilities.traversal and not backend.capabilities.in_memory
+        yield backend
+        assert backend._csr is None, "the array index was read"
+        await backend.aclose()
+
+    @pytest.fixture
+    def load_records(self, tmp_path: Path) -> Callable[[list[Record]], Awaitable[SqliteBackend]]:
+        async def load(records: list[Record]) -> SqliteBackend:
+            db = _random_store(tmp_path, records)
+            with opening_for_one_call():
+                return SqliteBackend(db, one_call_sql_walk=len(records))
 
         return load

@@ -144,7 +144,7 @@ def _resolve(options: dict[str, Any]) -> tuple[Any, list[Any]]:
     except BfsqlError as exc:
         raise click.ClickException(str(exc)) from None
     try:
-        server = ServerSettings.model_validate({**(file.server if file else {}), **given})
+        server = ServerSettings.given({**(file.server if file else {}), **given})
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         name = str(err["loc"][0])

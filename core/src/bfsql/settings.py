@@ -30,7 +30,6 @@ import difflib
 import json
 import os
 import re
-import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,9 +112,13 @@ def _setting(default: Any, help: str, *, commands: tuple[str, ...] = GRAPH_COMMA
 
 
 class ServerSettings(BaseModel):
-    """Everything a served graph is answered with, and how the server listens."""
+    """Everything a served graph is answered with, and how the server listens.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Its validator is built when a value is first validated (about 15 ms): :meth:`given` makes the settings of a
+    command given no setting without it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     max_tokens: int = _setting(DEFAULT_MAX_TOKENS, "Size budget of every tool answer, in estimated tokens.",
                                per_graph=True, ge=MIN_MAX_TOKENS)
@@ -211,6 +214,12 @@ class ServerSettings(BaseModel):
         if value is not None and not RATE.match(value):
             raise ValueError(f"a rate is COUNT/PERIOD, e.g. 120/minute or 10/second; got {clip(value, 60)!r}")
         return value
+
+    @classmethod
+    def given(cls, values: Mapping[str, Any]) -> ServerSettings:
+        """The settings with ``values`` validated, the defaults elsewhere; no values: the defaults as they are (valid
+        by construction, and ``tests/test_cli.py`` checks they equal the validated ones)."""
+        return cls.model_validate(values) if values else cls.model_construct()
 
     @classmethod
     def per_graph_fields(cls) -> list[str]:
@@ -439,6 +448,8 @@ class _Reader:
 
 def _parse_toml(path: Path) -> tuple[str, dict[str, Any]]:
     """The file's text and its TOML tables; :class:`ConfigError` when it cannot be read or parsed."""
+    import tomllib  # here: a command without --config does not read TOML
+
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -10,12 +10,16 @@ here: every span is a no-op until an SDK is installed, by ``bfsql serve --otlp-e
 
 from __future__ import annotations
 
+import sys
 from contextlib import AbstractContextManager, nullcontext
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
+
+# OpenTelemetry's API is imported by the first span made, not with this module: a process that has not imported it
+# (one call from the terminal) cannot be tracing, and its import is some 5 ms of every `bfsql query`.
 
 __all__ = ["STATEMENT_CHARS", "primitive_span", "statement_span", "tracing"]
 
@@ -32,7 +36,8 @@ def tracing() -> bool:
     A span of an untraced call would record nothing and still cost 10-25 µs to make. (Asking for
     the tracer provider instead reads the process environment on every call while none is set.)
     """
-    return trace.get_current_span().is_recording()
+    trace = sys.modules.get("opentelemetry.trace")  # not imported: no SDK installed, no span current
+    return trace is not None and bool(trace.get_current_span().is_recording())
 
 
 def _tracer() -> Tracer:
@@ -40,6 +45,8 @@ def _tracer() -> Tracer:
 
     A tracer taken before the SDK is installed is a proxy that forwards every span it starts.
     """
+    from opentelemetry import trace
+
     global _current
     provider = trace.get_tracer_provider()
     if _current is None or _current[0] is not provider:
@@ -51,6 +58,8 @@ def primitive_span(graph: str, primitive: str) -> AbstractContextManager[Any]:
     """The span of one primitive call a graph's backend answers (the current span while it runs)."""
     if not tracing():
         return _NO_SPAN
+    from opentelemetry.trace import SpanKind
+
     return _tracer().start_as_current_span(
         f"bfsql.primitive {primitive}", kind=SpanKind.INTERNAL,
         attributes={"bfsql.graph": graph, "bfsql.primitive": primitive},
@@ -66,6 +75,8 @@ def statement_span(system: str, statement: str) -> AbstractContextManager[Any]:
     """
     if not tracing():
         return _NO_SPAN
+    from opentelemetry.trace import SpanKind
+
     return _LeafSpan(_tracer().start_span(
         f"{system} query", kind=SpanKind.CLIENT,
         attributes={"db.system.name": system, "db.query.text": statement[:STATEMENT_CHARS]},
@@ -86,6 +97,8 @@ class _LeafSpan:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         if error is not None:
+            from opentelemetry.trace import Status, StatusCode
+
             self.span.record_exception(error)
             self.span.set_status(Status(StatusCode.ERROR, f"{kind.__name__ if kind else 'Error'}: {error}"))
         self.span.end()

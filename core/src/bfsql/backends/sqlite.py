@@ -8,7 +8,8 @@ Traversals run on the store's **array index** (:mod:`bfsql.csr`: CSR adjacency,
 about 18 bytes an edge), saved in the store by ``bfsql load`` and read when the store opens
 (a store from an older bfsql has it built by a background thread, with set-based SQL hops
 meanwhile); stores of more than ``memory_index`` relationships use SQL only. A store opened
-for one call (``bfsql query``, see :func:`bfsql.backend.opening_for_one_call`) reads its saved
+for one call (``bfsql query``, see :func:`bfsql.backend.opening_for_one_call`) walks over SQL
+when it is small (:data:`ONE_CALL_SQL_WALK`: no numpy is imported), else reads its saved
 index at the first call that walks (``hop``, ``traverse``, ``intersect``, ``closure``);
 until then the entity types and predicates come from the statistics saved with it, and
 the rest from SQL, as for a store whose index is still being built. A whole
@@ -89,6 +90,12 @@ released while a statement runs), so a cheap query never queues behind a travers
 
 DEFAULT_MEMORY_INDEX = 100_000_000
 """Stores with at most this many relationships keep their array index in memory (about 18 bytes a relationship)."""
+
+ONE_CALL_SQL_WALK = 20_000
+"""Stores of at most this many relationships opened for one call (``bfsql query``) walk hop by hop over SQL and never
+read their array index: SQL reads an edge end in about 7 us, so a walk over the whole of such a store costs about
+what importing numpy and reading the index would (some 140 ms), and a walk of a few hops far less. The answers are
+those of the index (the conformance suite runs on both)."""
 
 _VISIBLE = "status IS NOT 'merged'"
 _VISIBLE_PREDICATES = (
@@ -241,12 +248,15 @@ class SqliteBackend(GraphBackend):
         description: str | None = None,
         *,
         memory_index: int = DEFAULT_MEMORY_INDEX,
+        one_call_sql_walk: int = ONE_CALL_SQL_WALK,
     ) -> None:
         """Open ``db`` read-only; :class:`SqliteStoreError` if it is missing or not a bfsql store.
 
         Opening is quick (a connection and a schema check) and waits for the worker thread;
         the hop index (for stores of at most ``memory_index`` relationships) is built in the
-        background.
+        background. Opened for one call (:func:`bfsql.backend.opening_for_one_call`), a store of at most
+        ``one_call_sql_walk`` relationships walks over SQL instead, and a bigger one reads its saved index at
+        its first walk.
         """
         self.path = Path(db)
         self._description = description
@@ -255,6 +265,9 @@ class SqliteBackend(GraphBackend):
         """The array index, once read (or built in the background)."""
         self._index_put_off = False
         """Whether the saved index is read at the first walk, not at open (a store opened for one call)."""
+        self._saved_statistics_current = False
+        """Whether the statistics saved with the index are the store's as it is (checked for one call only): until
+        an index is read they answer the entity types and predicates, which SQL would scan every row for."""
         self._index_lock = threading.Lock()
         self._has_merged = True
         self._closing = threading.Event()
@@ -282,11 +295,19 @@ class SqliteBackend(GraphBackend):
             self._executor.shutdown(wait=False)
             self._light_executor.shutdown(wait=False)
             raise
-        if 0 < relationships <= memory_index:
+        self._plan_index(relationships, memory_index, one_call_sql_walk)
+
+    def _plan_index(self, relationships: int, memory_index: int, one_call_sql_walk: int) -> None:
+        """Read the array index now, in the background, at the first walk (one call) or never (SQL walks)."""
+        one_call = opened_for_one_call()
+        if one_call and self._saved_index and self._statistics is not None:
+            self._saved_statistics_current = self._executor.submit(self._saved_index_current, relationships).result()
+        if one_call and relationships <= one_call_sql_walk:
+            self.capabilities = dataclasses.replace(self.capabilities, in_memory=False)  # hops by SQL: cache them
+        elif 0 < relationships <= memory_index:
             if not self._saved_index:
                 threading.Thread(target=self._use_index, name="bfsql-sqlite-index", daemon=True).start()
-            elif (opened_for_one_call() and self._statistics is not None
-                  and self._executor.submit(self._saved_index_current, relationships).result()):
+            elif self._saved_statistics_current:
                 self._index_put_off = True  # read by the first walk (_walk_index)
                 self.capabilities = dataclasses.replace(self.capabilities, traversal=True)
             else:
@@ -669,11 +690,11 @@ class SqliteBackend(GraphBackend):
 
     async def entity_types(self) -> list[str]:
         """Types of the visible entities, sorted: from the array index once read (the same list; the statistics
-        saved with it while it is put off), else by SQL."""
+        saved with it when a store opened for one call has not read it), else by SQL."""
         if self._csr is not None:
             return list(self._csr.types)
         saved = self._statistics
-        if self._index_put_off and saved is not None and saved.entity_type_counts is not None:
+        if self._saved_statistics_current and saved is not None and saved.entity_type_counts is not None:
             return sorted(saved.entity_type_counts)
         sql = f"SELECT DISTINCT entity_type FROM entity WHERE {_VISIBLE} ORDER BY entity_type"
         return list(await self._run(self._distinct, sql))
@@ -684,7 +705,7 @@ class SqliteBackend(GraphBackend):
         if self._csr is not None:
             return list(self._csr.predicates)
         saved = self._statistics
-        if self._index_put_off and saved is not None and saved.predicate_counts is not None:
+        if self._saved_statistics_current and saved is not None and saved.predicate_counts is not None:
             return sorted(saved.predicate_counts)
         return list(await self._run(self._distinct, _VISIBLE_PREDICATES))
 

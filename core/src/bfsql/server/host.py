@@ -395,5 +395,5 @@ async def open_host(
             return entry
 
         served = list(await asyncio.gather(*(open_one(plan) for plan in plans)))
-        yield await build_host(served, max_heavy_calls=(settings or ServerSettings()).max_heavy_calls, kind=kind,
-                               warm_up=warm_up)
+        heavy_calls = settings.max_heavy_calls if settings is not None else DEFAULT_MAX_HEAVY_CALLS
+        yield await build_host(served, max_heavy_calls=heavy_calls, kind=kind, warm_up=warm_up)

@@ -69,9 +69,8 @@ class ToolSpec:
     name: str
     description: str
     fn: Callable[..., Any]
-    arguments: type[BaseModel]
-    """The arguments' model: the function's parameters (but ``graph`` and the ToolContext), extra forbidden,
-    plus ``max_tokens`` when the tool takes a per-call budget."""
+    argument_fields: dict[str, Any]
+    """Each argument's annotation and default (``...``: required), the fields of :attr:`arguments`."""
     output: Any = None
     """The answer's model, for the tool's output schema (None: no schema)."""
     injects_schema: bool = False
@@ -89,6 +88,18 @@ class ToolSpec:
     """Who registered it: ``bfsql`` for the built-in tools, else the plugin's name."""
     examples: Examples = DEMO
     """The words its schema's examples and its argument errors' examples are said in (the served graph's)."""
+
+    @functools.cached_property
+    def arguments(self) -> type[BaseModel]:
+        """The arguments' model: the function's parameters (but ``graph`` and the ToolContext), extra forbidden,
+        plus ``max_tokens`` when the tool takes a per-call budget. Built when first used (about 1 ms a tool): one
+        call from the terminal checks one tool's arguments."""
+        model: type[BaseModel] = create_model(
+            f"{''.join(part.title() for part in self.name.split('_'))}Arguments",
+            __config__=ConfigDict(extra="forbid"),
+            **self.argument_fields,
+        )
+        return model
 
     def needs_slot(self, arguments: Mapping[str, Any], settings: ServerSettings) -> bool:
         """Whether this call waits for one of its graph's heavy-call slots: a heavy tool's, unless ``bounded``
@@ -176,19 +187,13 @@ def tool_spec(
         if MAX_TOKENS_ARGUMENT in fields:
             raise ValueError(f"{fn.__name__} declares max_tokens itself; register it with max_tokens=True instead")
         fields[MAX_TOKENS_ARGUMENT] = (_MaxTokens, None)
-    tool_name = name or fn.__name__
-    model = create_model(
-        f"{''.join(part.title() for part in tool_name.split('_'))}Arguments",
-        __config__=ConfigDict(extra="forbid"),
-        **fields,
-    )
     if output is None and "return" in hints and hints["return"] is not Any:
         output = hints["return"]
     return ToolSpec(
-        name=tool_name,
+        name=name or fn.__name__,
         description=description or inspect.cleandoc(fn.__doc__ or ""),
         fn=fn,
-        arguments=model,
+        argument_fields=fields,
         output=output,
         injects_schema=injects_schema,
         heavy=heavy,

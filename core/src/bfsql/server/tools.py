@@ -15,8 +15,6 @@ from typing import Annotated, Any, Literal, NamedTuple
 from pydantic import Field
 
 from bfsql.backend import gather_or_cancel
-from bfsql.engine import bfs_query as traverse
-from bfsql.engine import intersect_subgraphs as intersect
 from bfsql.engine import search as hybrid
 from bfsql.engine.answer import EdgeRecords, EntityRecords, Listing, Traversal
 from bfsql.engine.path_defaults import DEFAULT_K, DEFAULT_MAX_RESULTS, DEFAULT_THRESHOLD, WALK_TIME_SHARE
@@ -194,6 +192,8 @@ async def bfs_query(
     offset: Annotated[int, Field(description="Skip the first N nodes (paging).", examples=[50])] = 0,
 ) -> Traversal:
     """Traverse from the seeds."""
+    from bfsql.engine.bfs import bfs_query as traverse  # here: a call that does not walk does not load the walks
+
     filters = {"node_types": node_types, "predicates": predicates, "exclude_node_types": exclude_node_types}
     return await _traversal(ctx, traverse, seeds, max_hops, filters, topology_only=topology_only,
                             min_mentions=min_mentions, limit=limit, offset=offset)
@@ -248,6 +248,8 @@ async def intersect_subgraphs(
     ] = None,
 ) -> Traversal:
     """Nodes every seed reaches."""
+    from bfsql.engine.intersect import intersect_subgraphs as intersect
+
     filters = {"node_types": node_types, "predicates": predicates, "exclude_node_types": exclude_node_types}
     return await _traversal(ctx, intersect, seeds, k, filters, topology_only=topology_only, min_mentions=min_mentions,
                             limit=limit)

@@ -80,34 +80,40 @@ def _package_dir() -> Path:
 
 def model_files() -> dict[str, Path]:
     """The weights and the tokenizer inside the ``wordllama`` package, checked against their SHA-256."""
+    return {role: path for role, (path, _) in _checked_files().items()}
+
+
+def _checked_files() -> dict[str, tuple[Path, bytes]]:
+    """Each model file's path and bytes, checked against its SHA-256: the bytes checked are the bytes used, each
+    file read once."""
     root = _package_dir()
     found = {}
     for role, (relative, digest) in _FILES.items():
         path = root / relative
         if not path.is_file():
             raise RuntimeError(f"the {role} file {relative} is missing from the package {_PACKAGE!r}; {_INSTALL}")
-        if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        raw = path.read_bytes()
+        if hashlib.sha256(raw).hexdigest() != digest:
             raise RuntimeError(
                 f"the {role} file {path} is not the one {NAME} was built with (SHA-256 differs); "
                 f"reinstall the pinned version: {_INSTALL}"
             )
-        found[role] = path
+        found[role] = (path, raw)
     return found
 
 
-def _read_table(path: Path) -> Any:
-    """The token table of a safetensors file (an 8-byte header length, a JSON header, the raw
+def _read_table(path: Path, raw: bytes) -> Any:
+    """The token table of a safetensors file's bytes (an 8-byte header length, a JSON header, the raw
     tensors), as the float16 matrix it holds (see :meth:`WordLlamaEmbedder.embed_array` for when it is made
     float32)."""
     import numpy as np
 
-    raw = path.read_bytes()
     (size,) = struct.unpack("<Q", raw[:8])
     entry = json.loads(raw[8 : 8 + size])[_TENSOR]
     if entry["dtype"] != "F16" or len(entry["shape"]) != 2 or entry["shape"][1] != DIMENSION:
         raise RuntimeError(f"{path}: expected a float16 table of {DIMENSION} columns, found {entry}")
     start, end = (8 + size + offset for offset in entry["data_offsets"])
-    return np.frombuffer(raw[start:end], dtype="<f2").reshape(entry["shape"])
+    return np.frombuffer(raw, dtype="<f2", count=(end - start) // 2, offset=start).reshape(entry["shape"])
 
 
 class WordLlamaEmbedder:
@@ -131,12 +137,12 @@ class WordLlamaEmbedder:
                     from tokenizers import Tokenizer
                 except ImportError as exc:
                     raise RuntimeError(f"the {NAME} embedder needs tokenizers ({exc}); {_INSTALL}") from None
-                files = model_files()
-                tokenizer = Tokenizer.from_file(str(files["tokenizer"]))
+                files = _checked_files()
+                tokenizer = Tokenizer.from_str(files["tokenizer"][1].decode())
                 tokenizer.no_padding()
                 tokenizer.enable_truncation(max_length=MAX_TOKENS)
                 self._tokenizer = tokenizer
-                self._table = _read_table(files["weights"])
+                self._table = _read_table(*files["weights"])
             return self._table, self._tokenizer
 
     def _whole_table32(self, table: Any) -> Any:

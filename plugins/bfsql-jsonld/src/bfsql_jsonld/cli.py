@@ -126,11 +126,26 @@ def _publish(
         raise click.ClickException(str(exc)) from None
 
 
+class _PublishCommand(click.Command):
+    """A command that takes every installed backend's options besides its own, added when it is first parsed or
+    shown (not each time ``bfsql`` starts: building them reads every backend's config)."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        """Its own parameters, then each backend option whose name it does not take itself."""
+        if not getattr(self, "_backend_options_added", False):
+            from bfsql import backend_click_options, get_backends
+
+            own = {param.name for param in self.params}
+            self.params.extend(opt for opt in backend_click_options(get_backends()) if opt.name not in own)
+            self._backend_options_added = True
+        return super().get_params(ctx)
+
+
 def jsonld_serve_command() -> click.Command:
     """The ``jsonld-serve`` command, with one option per config field of every installed backend."""
-    from bfsql import backend_click_options, get_backends
+    from bfsql import get_backends
 
-    @click.command("jsonld-serve")
+    @click.command("jsonld-serve", cls=_PublishCommand)
     @_with_own_options
     def jsonld_serve(
         backend: str,
@@ -167,6 +182,4 @@ def jsonld_serve_command() -> click.Command:
         )
         _publish(backend, specs[backend], backend_options, embedder, host, port, options)
 
-    own = {param.name for param in jsonld_serve.params}
-    jsonld_serve.params.extend(opt for opt in backend_click_options(get_backends()) if opt.name not in own)
     return jsonld_serve
