@@ -85,12 +85,7 @@ class TestSqliteBackendOpenedForOneCall(BackendConformance):
 
     @pytest.fixture
     def load_records(self, tmp_path: Path) -> Callable[[list[Record]], Awaitable[SqliteBackend]]:
-        async def load(records: list[Record]) -> SqliteBackend:
-            db = _random_store(tmp_path, records)
-            with opening_for_one_call():
-                return SqliteBackend(db, one_call_sql_walk=0)
-
-        return load
+        return _one_call_loader(tmp_path, sql_walk=False)
 
 
 class TestSmallSqliteBackendOpenedForOneCall(BackendConformance):
@@ -110,9 +105,15 @@ class TestSmallSqliteBackendOpenedForOneCall(BackendConformance):
 
     @pytest.fixture
     def load_records(self, tmp_path: Path) -> Callable[[list[Record]], Awaitable[SqliteBackend]]:
-        async def load(records: list[Record]) -> SqliteBackend:
-            db = _random_store(tmp_path, records)
-            with opening_for_one_call():
-                return SqliteBackend(db, one_call_sql_walk=len(records))
+        return _one_call_loader(tmp_path, sql_walk=True)
 
-        return load
+
+def _one_call_loader(tmp_path: Path, sql_walk: bool) -> Callable[[list[Record]], Awaitable[SqliteBackend]]:
+    """Random records loaded into a store opened for one call: walking over SQL (``sql_walk``) or reading its saved
+    index at the first walk."""
+    async def load(records: list[Record]) -> SqliteBackend:
+        db = _random_store(tmp_path, records)
+        with opening_for_one_call():
+            return SqliteBackend(db, one_call_sql_walk=len(records) if sql_walk else 0)
+
+    return load

@@ -1304,20 +1304,34 @@ def _last_overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: list[np.ndarr
 
 
 def _arrivals_from_side(index: CsrIndex, candidates: np.ndarray, frontier: np.ndarray, cap: int) -> np.ndarray:
-    """Those of ``candidates`` (sorted) with a row to a node of ``frontier`` within that node's first ``cap`` rows:
-    read from the candidates' rows, a piece at a time."""
+    """Those of ``candidates`` (sorted) with a row to a node of ``frontier`` within that node's first ``cap`` rows."""
+    reached = [node for node, _ in _rows_into(index, candidates, frontier, cap)]
+    return _unique(np.concatenate(reached)) if reached else candidates[:0]
+
+
+def _mark_dangling(index: CsrIndex, dangling: list[np.ndarray], frontier: np.ndarray, cap: int) -> None:
+    """Add to ``dangling`` the edges of ``frontier``'s rows within the cap whose other end is no entity, read from
+    those ends' rows."""
+    ends = np.flatnonzero(index.type_code < 0)
+    dangling.extend(edges for _, edges in _rows_into(index, ends, frontier, cap))
+
+
+def _rows_into(index: CsrIndex, nodes: np.ndarray, frontier: np.ndarray, cap: int) -> Iterator[tuple[np.ndarray,
+                                                                                                    np.ndarray]]:
+    """The rows of ``nodes`` (their node, their edge) that a hop from ``frontier`` follows: to a frontier node,
+    within its first ``cap`` rows. Read from ``nodes``' side, a piece at a time."""
+    if not len(nodes):
+        return
     in_frontier = np.zeros(len(index.ids), dtype=bool)
     in_frontier[frontier] = True
-    degrees = index.offsets[candidates + 1] - index.offsets[candidates]
-    reached = []
+    degrees = index.offsets[nodes + 1] - index.offsets[nodes]
     for piece in _pieces(degrees, OVERLAP_ROWS):
-        node, edges, _, _ = _gather(index, candidates[piece], int(degrees[piece].max(initial=0)))
+        node, edges, _, _ = _gather(index, nodes[piece], int(degrees[piece].max(initial=0)))
         subjects = index.subjects[edges]
         others = np.where(subjects == node, index.objects[edges], subjects)
         hits = in_frontier[others]
         hits[hits] = _within_cap(index, edges[hits], others[hits], cap)
-        reached.append(node[hits])
-    return _unique(np.concatenate(reached)) if reached else candidates[:0]
+        yield node[hits], edges[hits]
 
 
 def _within_cap(index: CsrIndex, edges: np.ndarray, ends: np.ndarray, cap: int) -> np.ndarray:
@@ -1330,24 +1344,6 @@ def _within_cap(index: CsrIndex, edges: np.ndarray, ends: np.ndarray, cap: int) 
         start = int(index.offsets[hub])
         kept[at] = np.isin(edges[at], index.rows[start : start + cap])
     return kept
-
-
-def _mark_dangling(index: CsrIndex, dangling: list[np.ndarray], frontier: np.ndarray, cap: int) -> None:
-    """Add to ``dangling`` the edges of ``frontier``'s rows within the cap whose other end is no entity, read from
-    those ends' rows."""
-    ends = np.flatnonzero(index.type_code < 0)
-    if not len(ends):
-        return
-    in_frontier = np.zeros(len(index.ids), dtype=bool)
-    in_frontier[frontier] = True
-    degrees = index.offsets[ends + 1] - index.offsets[ends]
-    for piece in _pieces(degrees, OVERLAP_ROWS):
-        node, edges, _, _ = _gather(index, ends[piece], int(degrees[piece].max(initial=0)))
-        subjects = index.subjects[edges]
-        others = np.where(subjects == node, index.objects[edges], subjects)
-        hits = in_frontier[others]
-        hits[hits] = _within_cap(index, edges[hits], others[hits], cap)
-        dangling.append(edges[hits])
 
 
 def _edges_among_first(index: CsrIndex, order: np.ndarray, first: int, edges: np.ndarray) -> np.ndarray:
