@@ -968,9 +968,9 @@ def _distinct(parts: Sequence[np.ndarray], size: int) -> np.ndarray:
     value, and the occurrence whose position stayed there is the one kept (whichever write
     wins, exactly one does). The slots (int32, ``size`` of them) need no clearing, as every slot
     read was written first: they are allocated, never filled, so only the pages written become
-    resident, and they go back when the walk ends (kept for later walks, four concurrent walks
-    held 130 MB of them at 8M edges). Part by part: the parts joined and their positions took
-    80 MB of a hub's 2-hop walk over 8M edges.
+    resident, and they go back when the walk ends (when walks kept them for later ones, four
+    concurrent walks left 130 MB of them behind at 8M edges). Part by part: the parts joined and
+    their positions took 80 MB of a hub's 2-hop walk over 8M edges.
     """
     if not parts:
         return np.zeros(0, dtype=np.int64)
