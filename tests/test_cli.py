@@ -247,9 +247,12 @@ def test_a_query_imports_neither_the_mcp_sdk_nor_other_backends(tmp_path, call, 
     one on the demo that does not search by vector, without the array index and numpy. It builds the validator of
     its own tool's arguments only, and none for the server settings when it is given none."""
     facts_file = tmp_path / "facts.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BFSQL_") or k == "BFSQL_CACHE_DIR"}
+    built = subprocess.run([sys.executable, "-m", "bfsql", "query", "describe_schema", "--json"], capture_output=True,
+                           text=True, timeout=300, stdin=subprocess.DEVNULL, env=env)
+    assert built.returncode == 0, built.stderr  # the demo store is built by the first call, not the measured one
     done = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, str(facts_file), "query", *call, "--json"],
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
-                          env={k: v for k, v in os.environ.items() if not k.startswith("BFSQL_")})
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)
     facts = json.loads(facts_file.read_text())
