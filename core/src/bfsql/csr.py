@@ -194,9 +194,13 @@ class CsrIndex:
     """Cleared visited-mark arrays no walk is using (see :func:`_visited_marks`); not saved."""
     views: Views = field(init=False, repr=False, compare=False)
     """The arrays as memoryviews (made here, not saved)."""
+    dangling_ends: np.ndarray = field(init=False, repr=False, compare=False)
+    """The ends that are no entity, sorted (made here, not saved): an intersection reads their rows, and finding
+    them is a pass over every node."""
 
     def __post_init__(self) -> None:
         self.views = Views(self)
+        self.dangling_ends = np.flatnonzero(self.type_code < 0)
 
     @property
     def edge_count(self) -> int:
@@ -1237,9 +1241,7 @@ def _overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: list[np.ndarray], 
     one row of bits a node (``arrived``, the size of ``mask``): keeping every piece's reached nodes until the
     hop's end held 16 bytes a row reached (300 MB for a hop of an 8M-edge graph), and a graph-sized array for a
     small hop would cost a pass over every node."""
-    degrees = index.offsets[gained + 1] - index.offsets[gained]
-    taken = np.minimum(degrees, max_edges_per_node)
-    capped.update(zip(gained[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
+    taken = np.minimum(_note_capped(index, gained, max_edges_per_node, capped), max_edges_per_node)
     pieces = _pieces(taken, OVERLAP_ROWS)
     reach = [(index, mask, dangling, excluded_codes, gained[piece], gained_bits[piece], max_edges_per_node)
              for piece in pieces]
@@ -1272,9 +1274,7 @@ def _last_overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: list[np.ndarr
     hold most of the graph (intersect(hub, median, k=3) at R-MAT 23 read 132M rows for 358 shared nodes).
     The bits other seeds would pass to nodes outside the zone are never given (no path is traced to them);
     the frontier's edges to ends that are no entity are read from those ends' side."""
-    degrees = index.offsets[gained + 1] - index.offsets[gained]
-    capped.update(zip(gained[degrees > max_edges_per_node].tolist(),
-                      degrees[degrees > max_edges_per_node].tolist(), strict=True))
+    _note_capped(index, gained, max_edges_per_node, capped)
     words = gained_bits.shape[1]
     flags = [(bit // 64, np.uint64(1 << (bit % 64))) for bit in range(seeds)]
     has = [(gained_bits[:, word] & flag) != 0 for word, flag in flags]
@@ -1303,6 +1303,15 @@ def _last_overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: list[np.ndarr
     return _or_by_node(np.concatenate(nodes), np.concatenate(bits)) if nodes else (gained[:0], gained_bits[:0])
 
 
+def _note_capped(index: CsrIndex, frontier: np.ndarray, cap: int, capped: dict[int, int]) -> np.ndarray:
+    """The degrees of ``frontier``'s nodes; those of more than ``cap`` rows (the hubs a hop cuts) noted in
+    ``capped``."""
+    degrees: np.ndarray = index.offsets[frontier + 1] - index.offsets[frontier]
+    over = degrees > cap
+    capped.update(zip(frontier[over].tolist(), degrees[over].tolist(), strict=True))
+    return degrees
+
+
 def _arrivals_from_side(index: CsrIndex, candidates: np.ndarray, frontier: np.ndarray, cap: int) -> np.ndarray:
     """Those of ``candidates`` (sorted) with a row to a node of ``frontier`` within that node's first ``cap`` rows."""
     reached = [node for node, _ in _rows_into(index, candidates, frontier, cap)]
@@ -1312,8 +1321,7 @@ def _arrivals_from_side(index: CsrIndex, candidates: np.ndarray, frontier: np.nd
 def _mark_dangling(index: CsrIndex, dangling: list[np.ndarray], frontier: np.ndarray, cap: int) -> None:
     """Add to ``dangling`` the edges of ``frontier``'s rows within the cap whose other end is no entity, read from
     those ends' rows."""
-    ends = np.flatnonzero(index.type_code < 0)
-    dangling.extend(edges for _, edges in _rows_into(index, ends, frontier, cap))
+    dangling.extend(edges for _, edges in _rows_into(index, index.dangling_ends, frontier, cap))
 
 
 def _rows_into(index: CsrIndex, nodes: np.ndarray, frontier: np.ndarray, cap: int) -> Iterator[tuple[np.ndarray,
@@ -1339,9 +1347,10 @@ def _within_cap(index: CsrIndex, edges: np.ndarray, ends: np.ndarray, cap: int) 
     end follows)."""
     kept: np.ndarray = (index.offsets[ends + 1] - index.offsets[ends]) <= cap
     hubs = np.flatnonzero(~kept)
-    for hub in _unique(ends[hubs]).tolist():
-        at = hubs[ends[hubs] == hub]
-        start = int(index.offsets[hub])
+    hubs = hubs[np.argsort(ends[hubs], kind="stable")]  # grouped by hub: one pass, not one per hub
+    bounds = np.flatnonzero(np.diff(ends[hubs])) + 1
+    for at in np.split(hubs, bounds) if len(hubs) else []:
+        start = int(index.offsets[ends[at[0]]])
         kept[at] = np.isin(edges[at], index.rows[start : start + cap])
     return kept
 
