@@ -135,6 +135,8 @@ class DamagedStore(BackendFailure):
 
 _DAMAGE = ("malformed", "not a database", "disk image", "corrupt")
 """Words of SQLite's errors for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB)."""
+_DAMAGED_HINT = ("Trying again will not help: load it again from its sources (bfsql load --db FILE ...), or restore "
+                 "a copy.")
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -345,6 +347,8 @@ class SqliteBackend(GraphBackend):
             relationships: int = conn.execute("SELECT COUNT(*) FROM relationship").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if any(word in str(exc).lower() for word in _DAMAGE if word != "not a database"):  # a store, damaged
+                raise SqliteStoreError(f"The SQLite store {self.path} is damaged ({exc}).", _DAMAGED_HINT) from None
             raise SqliteStoreError(
                 f"{self.path} is not a SQLite database ({exc}).",
                 "Build a store with: bfsql load --db NEW_FILE bundle.jsonl",
@@ -655,11 +659,8 @@ class SqliteBackend(GraphBackend):
         except sqlite3.DatabaseError as exc:
             if not any(word in str(exc).lower() for word in _DAMAGE):
                 raise
-            raise DamagedStore(
-                f"The SQLite store {clip(str(self.path), 200)} is damaged ({exc}).",
-                "Trying again will not help: load it again from its sources (bfsql load --db FILE ...), or restore "
-                "a copy.",
-            ) from None
+            raise DamagedStore(f"The SQLite store {clip(str(self.path), 200)} is damaged ({exc}).",
+                               _DAMAGED_HINT) from None
 
     async def search_entities(
         self, query: str, node_types: list[str] | None = None, limit: int = SEARCH_LIMIT
