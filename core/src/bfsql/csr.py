@@ -8,8 +8,10 @@ numbers in the order of their ``(subject, predicate, object)`` triples (so a hub
 (subject, predicate code, object). About 18 bytes an edge and 40 a node (ids and names kept as
 UTF-8 blobs), against some 350 bytes an edge for the Python hop index this replaces.
 
-The index is built by ``bfsql load`` and saved in the store (table ``csr_part``), so a server
-opens it in a fraction of a second; a store written by an older bfsql has it built when opened.
+The index is built by ``bfsql load`` and saved in the store (table ``csr_part``, each array one blob up to 512 MB:
+see :mod:`bfsql.saved_parts`), so a server reads it instead of building it (R-MAT 20's 192 MB in 0.4-0.7 s, R-MAT
+23's 1.75 GB in 7-10 s, mostly the page faults of memory SQLite fills); a store written by an older bfsql has it
+built when opened.
 The graph's statistics (entities by type, edges by predicate, the hubs: what ``describe_schema``
 shows) are counted on the arrays and saved with it (``meta.statistics``), so that a store served
 without its index in memory can say them too.
@@ -35,7 +37,6 @@ import sqlite3
 import threading
 import time
 import weakref
-import zlib
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -62,6 +63,7 @@ from bfsql.rows import (
     SeedPath,
     Survey,
 )
+from bfsql.saved_parts import read_parts, save_parts
 
 __all__ = [
     "CSR_VERSION", "STORED_HUBS", "CsrIndex", "DamagedIndex", "Edges", "EntityRow", "build_index", "closure",
@@ -71,9 +73,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("bfsql.csr")
-
-PART_BYTES = 128 << 20
-"""Largest blob of one saved array part (SQLite's own limit is 1 GB)."""
 
 _VISIBLE = "status IS NOT 'merged'"
 
@@ -485,10 +484,12 @@ _DDL = "CREATE TABLE IF NOT EXISTS csr_part (name TEXT NOT NULL, part INTEGER NO
        "PRIMARY KEY (name, part)) WITHOUT ROWID"
 
 
-def _stamp(conn: sqlite3.Connection) -> str:
-    """What the saved index must match: the store's entity and relationship counts."""
+def _stamp(conn: sqlite3.Connection, relationships: int | None = None) -> str:
+    """What the saved index must match: the store's entity and relationship counts (the latter counted unless
+    given)."""
     entities = conn.execute("SELECT COUNT(*) FROM entity").fetchone()[0]
-    relationships = conn.execute("SELECT COUNT(*) FROM relationship").fetchone()[0]
+    if relationships is None:
+        relationships = conn.execute("SELECT COUNT(*) FROM relationship").fetchone()[0]
     return index_stamp(entities, relationships)
 
 
@@ -500,13 +501,7 @@ def save_index(conn: sqlite3.Connection, index: CsrIndex) -> None:
     blobs |= {"ids": index.ids.blob, "ids_offsets": index.ids.offsets.tobytes(), "names": index.names.blob,
               "names_offsets": index.names.offsets.tobytes(), "types": "\n".join(index.types).encode("utf-8"),
               "predicates": "\n".join(index.predicates).encode("utf-8")}
-    checksum = 0
-    for name in sorted(blobs):
-        blob = blobs[name]
-        parts = [blob[start : start + PART_BYTES] for start in range(0, len(blob), PART_BYTES)] or [b""]
-        conn.executemany("INSERT INTO csr_part (name, part, data) VALUES (?, ?, ?)",
-                         [(name, i, part) for i, part in enumerate(parts)])
-        checksum = _checksum(checksum, name, parts)
+    checksum = save_parts(conn, "csr_part", blobs)
     stamp = _stamp(conn)
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('csr', ?)", (stamp,))
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('csr_checksum', ?)", (str(checksum),))
@@ -531,33 +526,21 @@ class DamagedIndex(ValueError):
     """The array index saved in a store does not hold what was saved (a damaged file, a partial copy)."""
 
 
-def _checksum(running: int, name: str, parts: Iterable[bytes]) -> int:
-    """``running`` CRC-32 carried over one saved array's name and parts."""
-    running = zlib.crc32(name.encode("utf-8"), running)
-    for part in parts:
-        running = zlib.crc32(part, running)
-    return running
-
-
-def load_index(conn: sqlite3.Connection) -> CsrIndex | None:
-    """The index saved in the store, or None when there is none or it does not match the store.
+def load_index(conn: sqlite3.Connection, relationships: int | None = None) -> CsrIndex | None:
+    """The index saved in the store, or None when there is none or it does not match the store (``relationships``:
+    the store's count of them, when the caller has it: counting them again took 0.7 s at R-MAT 23).
 
     :class:`DamagedIndex` when the saved arrays do not hold what was saved: their checksum
     (stores written before checksums were saved are read without one) or their shapes differ.
     """
     meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('csr', 'csr_checksum')").fetchall())
-    if meta.get("csr") != _stamp(conn):
+    if meta.get("csr") != _stamp(conn, relationships):
         return None
-    blobs: dict[str, list[bytes]] = {}
-    for name, data in conn.execute("SELECT name, data FROM csr_part ORDER BY name, part"):
-        blobs.setdefault(name, []).append(data)
-    if "csr_checksum" in meta:
-        checksum = 0
-        for name in sorted(blobs):
-            checksum = _checksum(checksum, name, blobs[name])
-        if str(checksum) != meta["csr_checksum"]:
-            raise DamagedIndex("its checksum differs from the one saved with it")
-    whole = {name: b"".join(parts) for name, parts in blobs.items()}
+    whole, checksum = read_parts(conn, "csr_part")
+    if checksum is None:
+        raise DamagedIndex("a saved part is not a blob of its length")
+    if "csr_checksum" in meta and str(checksum) != meta["csr_checksum"]:
+        raise DamagedIndex("its checksum differs from the one saved with it")
     try:
         arrays: dict[str, Any] = {name: np.frombuffer(whole[name], dtype=dtype) for name, dtype in _DTYPES.items()}
         # An index saved before the codes were narrowed holds int32 ones: their width is the blob's per edge.
@@ -567,12 +550,12 @@ def load_index(conn: sqlite3.Connection) -> CsrIndex | None:
         raise DamagedIndex(f"an array is missing or cut ({exc})") from None
 
     def listed(name: str) -> list[str]:
-        text = whole[name].decode("utf-8")
+        text = bytes(whole[name]).decode("utf-8")
         return text.split("\n") if text else []
 
     index = CsrIndex(
-        ids=Strings(whole["ids"], arrays.pop("ids_offsets")),
-        names=Strings(whole["names"], arrays.pop("names_offsets")),
+        ids=Strings(bytes(whole["ids"]), arrays.pop("ids_offsets")),
+        names=Strings(bytes(whole["names"]), arrays.pop("names_offsets")),
         types=listed("types"), predicates=listed("predicates"), **arrays,
     )
     _check_shapes(index)
@@ -605,13 +588,13 @@ _shared_lock = threading.Lock()
 
 
 
-def shared_index(path: Path, conn: sqlite3.Connection) -> tuple[CsrIndex, bool]:
+def shared_index(path: Path, conn: sqlite3.Connection, relationships: int | None = None) -> tuple[CsrIndex, bool]:
     """The index of the store at ``path``, shared by every graph of this process that serves the same file.
 
     Loaded from the store when it was saved there, else built (a store from an older bfsql). A
     damaged saved index is refused, said in one line on the log, and built from the store's
     tables instead, so that no answer is read from it. Returns the index and whether it was
-    saved in the store (and sound).
+    saved in the store (and sound). ``relationships``: the store's count of them, when the caller has it.
     """
     stat = path.stat()
     key = (str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size)
@@ -620,7 +603,7 @@ def shared_index(path: Path, conn: sqlite3.Connection) -> tuple[CsrIndex, bool]:
         if index is not None:
             return index, True
         try:
-            loaded = load_index(conn)
+            loaded = load_index(conn, relationships)
         except DamagedIndex as exc:
             logger.warning("The array index saved in %s is damaged (%s): it is not used; building it from the "
                            "store's tables for this run. Load the store again (bfsql load) to save a sound one.",

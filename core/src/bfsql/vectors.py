@@ -35,7 +35,6 @@ import logging
 import os
 import sqlite3
 import threading
-import zlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ import numpy as np
 
 from bfsql.csr import Strings
 from bfsql.models import EntityStub
+from bfsql.saved_parts import read_parts, save_parts
 
 __all__ = [
     "PREFIX_SURVIVORS", "RESCORED", "RESCORED_PER_HIT", "VECTORS_VERSION", "Codes", "VectorIndex", "build_codes",
@@ -68,8 +68,6 @@ CHUNK = 1 << 16
 """Rows per numpy call in the first step: its arrays stay in the CPU's caches."""
 FETCH = 500
 """Rows per statement when reading the candidates' vectors."""
-PART_BYTES = 128 << 20
-"""Largest blob of one saved part."""
 SAMPLE = 1 << 14
 """Rows whose first-word distance sets the first step's threshold."""
 THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
@@ -437,12 +435,7 @@ def save_vectors(conn: sqlite3.Connection, codes: Codes) -> None:
         conn.execute("DROP TABLE temp.vector_order")
     blobs = {"words": codes.words.astype("<u8").tobytes(), "type_rows": codes.type_rows.astype("<i8").tobytes(),
              "types": "\n".join(codes.types).encode("utf-8")}
-    checksum = 0
-    for name, blob in sorted(blobs.items()):
-        parts = [blob[start : start + PART_BYTES] for start in range(0, len(blob), PART_BYTES)] or [b""]
-        conn.executemany("INSERT INTO vector_part (name, part, data) VALUES (?, ?, ?)",
-                         [(name, i, part) for i, part in enumerate(parts)])
-        checksum = zlib.crc32(blob, zlib.crc32(name.encode(), checksum))
+    checksum = save_parts(conn, "vector_part", blobs)
     kind = "sets" if codes.sets else "signs"
     width = codes.words.shape[1] if codes.words.ndim == 2 else 0
     stamp = f"{VECTORS_VERSION}:{len(codes.ids)}:{width}:{kind}:{checksum}"
@@ -458,23 +451,6 @@ def drop_vectors(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM meta WHERE key = 'vectors'")
 
 
-def _read_parts(conn: sqlite3.Connection) -> tuple[dict[str, np.ndarray], int | None]:
-    """Each saved blob (its parts read one at a time into one array) and the checksum of them all (None when a
-    part is not a blob)."""
-    sizes = dict(conn.execute("SELECT name, SUM(length(data)) FROM vector_part GROUP BY name"))
-    blobs = {name: np.empty(int(size), dtype=np.uint8) for name, size in sizes.items()}
-    checksum, filled, last = 0, 0, None
-    for name, data in conn.execute("SELECT name, data FROM vector_part ORDER BY name, part"):
-        if not isinstance(data, bytes):
-            return blobs, None
-        if name != last:
-            checksum, filled, last = zlib.crc32(name.encode(), checksum), 0, name
-        blobs[name][filled : filled + len(data)] = np.frombuffer(data, dtype=np.uint8)
-        filled += len(data)
-        checksum = zlib.crc32(data, checksum)
-    return blobs, checksum
-
-
 def _load(conn: sqlite3.Connection, dimension: int) -> VectorIndex | None:
     """The codes saved in the store, or None when there are none (or they are not of a version read here, or not
     whole)."""
@@ -483,20 +459,20 @@ def _load(conn: sqlite3.Connection, dimension: int) -> VectorIndex | None:
     if len(fields) != 5 or fields[0] not in ("1", VECTORS_VERSION):
         return None
     version, count, width, kind, checksum = fields
-    blobs, running = _read_parts(conn)
+    blobs, running = read_parts(conn, "vector_part")
     rows, words = int(count), int(width)
     last = conn.execute("SELECT coalesce(MAX(row), -1) FROM vector_row").fetchone()[0]
     if str(running) != checksum or len(blobs.get("words", b"")) != 8 * rows * words or last != rows - 1:
         logger.warning("The vector codes saved in this store are damaged; they are built from its vectors instead.")
         return None
     types = bytes(blobs["types"]).decode("utf-8").split("\n") if len(blobs["types"]) else []
-    type_rows = blobs["type_rows"].view("<i8")
+    type_rows = np.frombuffer(blobs["type_rows"], dtype="<i8")
     if len(type_rows) != len(types) + 1 or int(type_rows[-1]) != rows or -(-dimension // 64) != words:
         return None
     if version == "1":  # saved a word at a time, every row's: made rows of words here
-        matrix = np.ascontiguousarray(blobs.pop("words").view("<u8").reshape(words, rows).T)
+        matrix = np.ascontiguousarray(np.frombuffer(blobs.pop("words"), dtype="<u8").reshape(words, rows).T)
         return VectorIndex(matrix, types, type_rows, dimension, _JoinedRows(), sets=kind == "sets")
-    matrix = blobs.pop("words").view("<u8").reshape(rows, words)
+    matrix = np.frombuffer(blobs.pop("words"), dtype="<u8").reshape(rows, words)
     return VectorIndex(matrix, types, type_rows, dimension, _StoredRows(), sets=kind == "sets")
 
 

@@ -297,6 +297,8 @@ class SqliteBackend(GraphBackend):
             self._executor.shutdown(wait=False)
             self._light_executor.shutdown(wait=False)
             raise
+        self._relationships = relationships
+        """The store's relationships, counted once at open (reading the saved index checks them)."""
         self._plan_index(relationships, memory_index, one_call_sql_walk)
 
     def _plan_index(self, relationships: int, memory_index: int, one_call_sql_walk: int) -> None:
@@ -398,7 +400,7 @@ class SqliteBackend(GraphBackend):
 
         conn = self._open()
         try:
-            index, _ = shared_index(self.path, conn)
+            index, _ = shared_index(self.path, conn, self._relationships)
             if self._closing.is_set():
                 return
             self._csr = index
