@@ -8,6 +8,7 @@ steps (first word, then every bit) as millions do at the defaults.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import sqlite3
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 from bfsql import vectors
+from bfsql.backend import opening_for_one_call
 from bfsql.backends.sqlite import SqliteBackend
 from bfsql.demo import famplex_records
 from bfsql.embedders import HashingEmbedder
@@ -216,6 +218,30 @@ async def test_a_store_without_saved_codes_builds_them_and_answers_the_same(tmp_
     assert reembed_store(db, "hashing").embedded == 0  # the store's own embedder: nothing embedded, codes saved
     with sqlite3.connect(db) as conn:
         assert isinstance(open_vectors(conn, 512).rows, vectors._StoredRows)
+
+
+async def test_a_served_store_reads_its_codes_before_the_first_search_and_one_call_at_it(tmp_path: Path) -> None:
+    """Served, the codes are read in the background at open: the first search neither waits for them nor grows the
+    server under its clock. Opened for one call (``bfsql query``), a store reads them only if the call searches."""
+    db = famplex_store(tmp_path)
+    backend = SqliteBackend(db)
+    try:
+        for _ in range(200):
+            if backend._vectors is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert backend._vectors is not None and len(backend._vectors) > 1000
+    finally:
+        await backend.aclose()
+    with opening_for_one_call():
+        once = SqliteBackend(db)
+    try:
+        await asyncio.sleep(0.5)
+        assert once._vectors is None
+        (query,) = await HashingEmbedder().embed(["RAF"])
+        assert await once.vector_search(query, None, 3) and once._vectors is not None
+    finally:
+        await once.aclose()
 
 
 def test_the_codes_take_a_bit_a_dimension_in_memory(tmp_path: Path) -> None:
