@@ -1014,6 +1014,11 @@ WALK_ROWS = 1 << 20
 """Rows a walk's hop handles at once: a hub's hop meets millions, each costing tens of bytes while handled (all
 at once grew the server by 227 MB in one hub 2-hop call on an 8M-edge graph)."""
 
+SEED_WORD = np.uint8
+"""A word of an intersection's seed bits: a byte, so that two seeds take a byte a node (in ``uint64`` words the
+walk's mask and a hop's arrivals were 67 MB each at R-MAT 23, of a call's 261 MB growth)."""
+_WORD_BITS = 8
+
 OVERLAP_ROWS = 1 << 18
 """Rows an intersection walk handles at once (in a hop, and finding the edges among the shared nodes): a hub's
 hop meets millions, each costing tens of bytes while handled (all at once grew the server by 257 MB in one
@@ -1044,7 +1049,7 @@ class _Arrivals:
     def distance(self, nodes: np.ndarray, bit: int) -> np.ndarray:
         """Hops from the seed of ``bit`` to each of ``nodes`` (-1: never reached by it)."""
         found = np.full(len(nodes), -1, dtype=np.int64)
-        word, flag = bit // 64, np.uint64(1 << (bit % 64))
+        word, flag = _flag(bit)
         for hop, (level_nodes, level_bits) in enumerate(self.levels):
             if not len(level_nodes):
                 continue
@@ -1159,7 +1164,7 @@ def overlap(
     seed_bits = _seed_bits(len(seeds))
     everyone = np.bitwise_or.reduce(seed_bits, axis=0)
     size = len(index.ids)
-    mask = np.zeros((size, seed_bits.shape[1]), dtype=np.uint64)
+    mask = np.zeros((size, seed_bits.shape[1]), dtype=SEED_WORD)
     mask[seed_index] = seed_bits
     shared_at = np.full(size, -1, dtype=np.int8)  # k is at most a few hops: a byte a node, not eight
     dangling: list[np.ndarray] = []  # the edges to ends that are no entity (few), not a flag for every edge
@@ -1207,11 +1212,17 @@ def overlap(
 
 
 def _seed_bits(seeds: int) -> np.ndarray:
-    """One row of bits per seed (64 to a word), seed ``i``'s row with bit ``i`` alone set."""
-    seed_bits = np.zeros((seeds, (seeds + 63) // 64), dtype=np.uint64)
+    """One row of bits per seed (in words of :data:`SEED_WORD`), seed ``i``'s row with bit ``i`` alone set."""
+    seed_bits = np.zeros((seeds, -(-seeds // _WORD_BITS)), dtype=SEED_WORD)
     for bit in range(seeds):
-        seed_bits[bit, bit // 64] = np.uint64(1 << (bit % 64))
+        word, flag = _flag(bit)
+        seed_bits[bit, word] = flag
     return seed_bits
+
+
+def _flag(bit: int) -> tuple[int, np.integer[Any]]:
+    """The word of seed bit ``bit`` in a row of seed bits, and the flag of that bit in it."""
+    return bit // _WORD_BITS, SEED_WORD(1 << (bit % _WORD_BITS))
 
 
 def _overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: list[np.ndarray], excluded_codes: np.ndarray,
@@ -1259,10 +1270,10 @@ def _last_overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: list[np.ndarr
     the frontier's edges to ends that are no entity are read from those ends' side."""
     _note_capped(index, gained, max_edges_per_node, capped)
     words = gained_bits.shape[1]
-    flags = [(bit // 64, np.uint64(1 << (bit % 64))) for bit in range(seeds)]
+    flags = [_flag(bit) for bit in range(seeds)]
     has = [(gained_bits[:, word] & flag) != 0 for word, flag in flags]
     j = min(range(seeds), key=lambda bit: (int(np.count_nonzero(has[bit])), bit))
-    j_bits = np.zeros((1, words), dtype=np.uint64)
+    j_bits = np.zeros((1, words), dtype=SEED_WORD)
     j_bits[0, flags[j][0]] = flags[j][1]
     frontier = gained[has[j]]
     nodes, bits = [], []
@@ -1277,7 +1288,7 @@ def _last_overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: list[np.ndarr
             word, flag = flags[bit]
             arrived = _arrivals_from_side(index, zone[(mask[zone, word] & flag) == 0], gained[has[bit]],
                                           max_edges_per_node)
-            gains = np.zeros((len(arrived), words), dtype=np.uint64)
+            gains = np.zeros((len(arrived), words), dtype=SEED_WORD)
             gains[:, word] = flag
             mask[arrived, word] |= flag
             nodes.append(arrived)
