@@ -1269,12 +1269,10 @@ def _last_overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: list[np.ndarr
     The bits other seeds would pass to nodes outside the zone are never given (no path is traced to them);
     the frontier's edges to ends that are no entity are read from those ends' side."""
     _note_capped(index, gained, max_edges_per_node, capped)
-    words = gained_bits.shape[1]
     flags = [_flag(bit) for bit in range(seeds)]
     has = [(gained_bits[:, word] & flag) != 0 for word, flag in flags]
     j = min(range(seeds), key=lambda bit: (int(np.count_nonzero(has[bit])), bit))
-    j_bits = np.zeros((1, words), dtype=SEED_WORD)
-    j_bits[0, flags[j][0]] = flags[j][1]
+    j_bits = _seed_bits(seeds)[j : j + 1]
     frontier = gained[has[j]]
     nodes, bits = [], []
     if len(frontier):
@@ -1288,7 +1286,7 @@ def _last_overlap_hop(index: CsrIndex, mask: np.ndarray, dangling: list[np.ndarr
             word, flag = flags[bit]
             arrived = _arrivals_from_side(index, zone[(mask[zone, word] & flag) == 0], gained[has[bit]],
                                           max_edges_per_node)
-            gains = np.zeros((len(arrived), words), dtype=SEED_WORD)
+            gains = np.zeros((len(arrived), gained_bits.shape[1]), dtype=SEED_WORD)
             gains[:, word] = flag
             mask[arrived, word] |= flag
             nodes.append(arrived)

@@ -135,8 +135,11 @@ class DamagedStore(BackendFailure):
     code = "store_damaged"
 
 
-_DAMAGE = ("malformed", "not a database", "disk image", "corrupt")
-"""Words of SQLite's errors for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB)."""
+_DAMAGED_PAGES = ("malformed", "disk image", "corrupt")
+"""Words of SQLite's errors for a store whose pages are damaged (SQLITE_CORRUPT)."""
+_NOT_A_DATABASE = ("not a database",)
+"""Words of SQLite's error for a file it cannot read as a database (SQLITE_NOTADB): at open, some other file; once
+open, a store damaged since."""
 _DAMAGED_HINT = ("Trying again will not help: load it again from its sources (bfsql load --db FILE ...), or restore "
                  "a copy.")
 
@@ -353,7 +356,7 @@ class SqliteBackend(GraphBackend):
             relationships: int = conn.execute("SELECT COUNT(*) FROM relationship").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if any(word in str(exc).lower() for word in _DAMAGE if word != "not a database"):  # a store, damaged
+            if any(word in str(exc).lower() for word in _DAMAGED_PAGES):
                 raise SqliteStoreError(f"The SQLite store {self.path} is damaged ({exc}).", _DAMAGED_HINT) from None
             raise SqliteStoreError(
                 f"{self.path} is not a SQLite database ({exc}).",
@@ -680,7 +683,7 @@ class SqliteBackend(GraphBackend):
             with self._gate.read():
                 return fn(*args)
         except sqlite3.DatabaseError as exc:
-            if not any(word in str(exc).lower() for word in _DAMAGE):
+            if not any(word in str(exc).lower() for word in _DAMAGED_PAGES + _NOT_A_DATABASE):
                 raise
             raise DamagedStore(f"The SQLite store {clip(str(self.path), 200)} is damaged ({exc}).",
                                _DAMAGED_HINT) from None
