@@ -16,60 +16,24 @@ may change between releases.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from bfsql.backend import (
-    PROVENANCE_KEYS,
-    Capabilities,
-    GraphBackend,
-    GraphDbInterface,
-    gather_bounded,
-    gather_or_cancel,
-    hop_edges,
-)
-from bfsql.budgets import TraversalLimits
-from bfsql.errors import AccessDenied, BackendFailure, BfsqlError, InvalidArgument, StoreTimeout, UnknownEntity, clip
-from bfsql.hookspecs import hookimpl, hookspec
-from bfsql.hop_memo import HopMemo, call_memo, hop_memo
-from bfsql.identity import CallIdentity, call_identity, identified_as
 from bfsql.lazy import lazy_names
-from bfsql.models import (
-    BfsResult,
-    EntityStub,
-    IntersectionResult,
-    Node,
-    PathQueryResult,
-    ResultEdge,
-    SchemaDescription,
-    SchemaHub,
-    SchemaSummary,
-    Truncation,
-    to_output,
-)
-from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer, in_light_call, light_call
-from bfsql.primitives import HUBS, SEARCH_LIMIT, Primitives
-from bfsql.rows import (
-    Closure,
-    ClosureStep,
-    Edge,
-    GraphStatistics,
-    HopEdge,
-    Hub,
-    Neighbourhood,
-    NodeInfo,
-    Overlap,
-    Reached,
-    SeedPath,
-    Survey,
-)
-from bfsql.search_rank import lexical_rank
-from bfsql.version import __version__
 
+TYPE_CHECKING = False  # not typing's: its import would be most of this module's (mypy reads the name alike)
 if TYPE_CHECKING:
     from bfsql import postprocess
+    from bfsql.backend import (
+        PROVENANCE_KEYS,
+        Capabilities,
+        GraphBackend,
+        GraphDbInterface,
+        gather_bounded,
+        gather_or_cancel,
+        hop_edges,
+    )
     from bfsql.backend_config import BackendConfig, DeprecatedOption, HttpStoreConfig, StoreConfig
     from bfsql.backends.memory import MemoryBackend
     from bfsql.backends.sqlite import SqliteBackend
+    from bfsql.budgets import TraversalLimits
     from bfsql.embedders import AUTO, DEFAULT_EMBEDDER, Embedder, EmbedderMismatch, HashingEmbedder, cosine
     from bfsql.engine import bfs_query, intersect_subgraphs
     from bfsql.engine.answer import tally
@@ -77,8 +41,20 @@ if TYPE_CHECKING:
     from bfsql.engine.paths import path_query
     from bfsql.engine.search import search_entities
     from bfsql.engine.traverse import Expansion, expand
+    from bfsql.errors import (
+        AccessDenied,
+        BackendFailure,
+        BfsqlError,
+        InvalidArgument,
+        StoreTimeout,
+        UnknownEntity,
+        clip,
+    )
     from bfsql.graph import Graph, then
+    from bfsql.hookspecs import hookimpl, hookspec
+    from bfsql.hop_memo import HopMemo, call_memo, hop_memo
     from bfsql.http_retry import RETRY_STATUSES, RetriesSpent, RetryPolicy, retry_after_seconds, send_with_retries
+    from bfsql.identity import CallIdentity, call_identity, identified_as
     from bfsql.loading import (
         BadRow,
         EntityRecord,
@@ -96,7 +72,37 @@ if TYPE_CHECKING:
         read_records,
         relationship_metadata,
     )
+    from bfsql.models import (
+        BfsResult,
+        EntityStub,
+        IntersectionResult,
+        Node,
+        PathQueryResult,
+        ResultEdge,
+        SchemaDescription,
+        SchemaHub,
+        SchemaSummary,
+        Truncation,
+        to_output,
+    )
+    from bfsql.pacing import WORK_BETWEEN_CHECKS, Pacer, in_light_call, light_call
     from bfsql.plugins import create_embedder, get_backends, get_embedders, preferred_embedder, resolve_embedder_name
+    from bfsql.primitives import HUBS, SEARCH_LIMIT, Primitives
+    from bfsql.rows import (
+        Closure,
+        ClosureStep,
+        Edge,
+        GraphStatistics,
+        HopEdge,
+        Hub,
+        Neighbourhood,
+        NodeInfo,
+        Overlap,
+        Reached,
+        SeedPath,
+        Survey,
+    )
+    from bfsql.search_rank import lexical_rank
     from bfsql.server import (
         HostPolicy,
         ServerSettings,
@@ -107,10 +113,41 @@ if TYPE_CHECKING:
         resolve_config,
     )
     from bfsql.tracing import statement_span
+    from bfsql.version import __version__
 
 _LAZY = {
-    # Imported on first use: the facade and engine pull in the cache and the plugin registry, the
-    # stores SQLite and numpy, the namespaces click and the MCP SDK; a backend's import needs none.
+    # Every name is imported on first use, so that ``import bfsql`` (which any ``bfsql.*`` import runs first)
+    # loads nothing: the ``bfsql`` command answers a call from a resident process without pydantic or asyncio
+    # (bfsql.launch). The contract, the models and the rows a backend answers with:
+    **dict.fromkeys(
+        ("PROVENANCE_KEYS", "Capabilities", "GraphBackend", "GraphDbInterface", "gather_bounded", "gather_or_cancel",
+         "hop_edges"),
+        "bfsql.backend",
+    ),
+    "TraversalLimits": "bfsql.budgets",
+    **dict.fromkeys(
+        ("AccessDenied", "BackendFailure", "BfsqlError", "InvalidArgument", "StoreTimeout", "UnknownEntity", "clip"),
+        "bfsql.errors",
+    ),
+    **dict.fromkeys(("hookimpl", "hookspec"), "bfsql.hookspecs"),
+    **dict.fromkeys(("HopMemo", "call_memo", "hop_memo"), "bfsql.hop_memo"),
+    **dict.fromkeys(("CallIdentity", "call_identity", "identified_as"), "bfsql.identity"),
+    **dict.fromkeys(
+        ("BfsResult", "EntityStub", "IntersectionResult", "Node", "PathQueryResult", "ResultEdge",
+         "SchemaDescription", "SchemaHub", "SchemaSummary", "Truncation", "to_output"),
+        "bfsql.models",
+    ),
+    **dict.fromkeys(("WORK_BETWEEN_CHECKS", "Pacer", "in_light_call", "light_call"), "bfsql.pacing"),
+    **dict.fromkeys(("HUBS", "SEARCH_LIMIT", "Primitives"), "bfsql.primitives"),
+    **dict.fromkeys(
+        ("Closure", "ClosureStep", "Edge", "GraphStatistics", "HopEdge", "Hub", "Neighbourhood", "NodeInfo",
+         "Overlap", "Reached", "SeedPath", "Survey"),
+        "bfsql.rows",
+    ),
+    "lexical_rank": "bfsql.search_rank",
+    "__version__": "bfsql.version",
+    # The facade and engine, which pull in the cache and the plugin registry, the stores SQLite and numpy, the
+    # namespaces click and the MCP SDK:
     "postprocess": "bfsql",
     "MemoryBackend": "bfsql.backends.memory",
     "SqliteBackend": "bfsql.backends.sqlite",

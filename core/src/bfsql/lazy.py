@@ -7,8 +7,11 @@ takes one name does not load the engine, the loaders or the MCP SDK with it.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing's costs an import that ``import bfsql`` does without (mypy reads the name alike)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 
 def lazy_names(namespace: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
