@@ -320,8 +320,17 @@ def get_embedders() -> dict[str, EmbedderSpec]:
     return dict(_embedders_cache)
 
 
+_built_embedders: dict[tuple[str, Callable[[], Any]], Embedder] = {}
+"""The embedders this process has built, by name and factory: a model is loaded once for every graph and call."""
+_embedders_lock = threading.Lock()
+
+
 def create_embedder(name: str) -> Embedder:
-    """Build the registered embedder ``name``; :class:`InvalidArgument` naming the installed ones."""
+    """The registered embedder ``name``, built once per process; :class:`InvalidArgument` naming the installed ones.
+
+    An embedder turns texts into vectors and keeps nothing of a call, so the graphs of one server, and the
+    calls of a resident ``bfsql`` process (:mod:`bfsql.launch`), share one and load its model once.
+    """
     specs = get_embedders()
     spec = specs.get(name)
     if spec is None:
@@ -330,9 +339,13 @@ def create_embedder(name: str) -> Embedder:
             "Install a plugin that registers it (from a checkout of bfsql: pip install ./plugins/bfsql-embed-wordllama "
             "for 'wordllama-256', ./plugins/bfsql-embed-minilm for 'minilm-int8') and check 'bfsql plugins'.",
         )
-    embedder = spec.factory()
-    if not isinstance(embedder, Embedder):
-        raise TypeError(f"embedder factory {name!r} returned {type(embedder).__name__}, not an Embedder")
+    with _embedders_lock:
+        embedder = _built_embedders.get((name, spec.factory))
+        if embedder is None:
+            embedder = spec.factory()
+            if not isinstance(embedder, Embedder):
+                raise TypeError(f"embedder factory {name!r} returned {type(embedder).__name__}, not an Embedder")
+            _built_embedders[name, spec.factory] = embedder
     return embedder
 
 
