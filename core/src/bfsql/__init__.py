@@ -16,6 +16,7 @@ may change between releases.
 
 from __future__ import annotations
 
+from bfsql.hop_memo import HopMemo, call_memo, hop_memo  # see below
 from bfsql.lazy import lazy_names
 
 TYPE_CHECKING = False  # not typing's: its import would be most of this module's (mypy reads the name alike)
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
     )
     from bfsql.graph import Graph, then
     from bfsql.hookspecs import hookimpl, hookspec
-    from bfsql.hop_memo import HopMemo, call_memo, hop_memo
     from bfsql.http_retry import RETRY_STATUSES, RetriesSpent, RetryPolicy, retry_after_seconds, send_with_retries
     from bfsql.identity import CallIdentity, call_identity, identified_as
     from bfsql.loading import (
@@ -117,8 +117,10 @@ if TYPE_CHECKING:
 
 _LAZY = {
     # Every name is imported on first use, so that ``import bfsql`` (which any ``bfsql.*`` import runs first)
-    # loads nothing: the ``bfsql`` command answers a call from a resident process without pydantic or asyncio
-    # (bfsql.launch). The contract, the models and the rows a backend answers with:
+    # loads next to nothing: the ``bfsql`` command answers a call from a resident process without pydantic or
+    # asyncio (bfsql.launch). Not ``hop_memo``, which is also its module's name: once any code imported the
+    # module, the import system would bind the module over the lazy name. The contract, the models and the
+    # rows a backend answers with:
     **dict.fromkeys(
         ("PROVENANCE_KEYS", "Capabilities", "GraphBackend", "GraphDbInterface", "gather_bounded", "gather_or_cancel",
          "hop_edges"),
@@ -130,7 +132,6 @@ _LAZY = {
         "bfsql.errors",
     ),
     **dict.fromkeys(("hookimpl", "hookspec"), "bfsql.hookspecs"),
-    **dict.fromkeys(("HopMemo", "call_memo", "hop_memo"), "bfsql.hop_memo"),
     **dict.fromkeys(("CallIdentity", "call_identity", "identified_as"), "bfsql.identity"),
     **dict.fromkeys(
         ("BfsResult", "EntityStub", "IntersectionResult", "Node", "PathQueryResult", "ResultEdge",
