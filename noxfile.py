@@ -49,11 +49,13 @@ NO_TESTS_COLLECTED = 5
 def _pytest(session: nox.Session, *paths: str, success_codes: list[int] | None = None, venv: Path | None = None,
             env: dict[str, str] | None = None) -> None:
     """pytest with a demo-store cache of the session's own: sessions install different embedders, and a
-    store one built must not be what another's tests read. ``venv``: run the pytest of that virtualenv
-    rather than the session's."""
+    store one built must not be what another's tests read. A ``bfsql query`` run by a test leaves no resident
+    process behind (tests/test_resident.py turns them on for itself). ``venv``: run the pytest of that
+    virtualenv rather than the session's."""
     pytest = [str(venv / "bin" / "python"), "-m", "pytest"] if venv else ["pytest"]
     session.run(*pytest, "-q", "-p", "no:cacheprovider", *paths, *session.posargs,
-                env={"BFSQL_CACHE_DIR": str(ROOT / ".nox" / "bfsql-cache" / session.name), **(env or {})},
+                env={"BFSQL_CACHE_DIR": str(ROOT / ".nox" / "bfsql-cache" / session.name), "BFSQL_RESIDENT": "0",
+                     **(env or {})},
                 success_codes=success_codes or [0], external=venv is not None)
 
 

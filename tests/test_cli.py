@@ -248,6 +248,7 @@ def test_a_query_imports_neither_the_mcp_sdk_nor_other_backends(tmp_path, call, 
     its own tool's arguments only, and none for the server settings when it is given none."""
     facts_file = tmp_path / "facts.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BFSQL_") or k == "BFSQL_CACHE_DIR"}
+    env["BFSQL_RESIDENT"] = "0"  # the call is run here: one left resident would answer it elsewhere
     built = subprocess.run([sys.executable, "-m", "bfsql", "query", "describe_schema", "--json"], capture_output=True,
                            text=True, timeout=300, stdin=subprocess.DEVNULL, env=env)
     assert built.returncode == 0, built.stderr  # the demo store is built by the first call, not the measured one

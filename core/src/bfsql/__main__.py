@@ -1,5 +1,5 @@
 """``python -m bfsql``: the same as the ``bfsql`` command."""
 
-from bfsql.cli import main
+from bfsql.launch import main
 
 main()
