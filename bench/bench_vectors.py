@@ -25,6 +25,10 @@ embedder asked for (default ``wordllama-256``: ``pip install ./plugins/bfsql-emb
   page cache, as on a server that has been answering for a while (without it the first queries
   also time the disk).
 
+``--store FILE`` measures a store built elsewhere instead (e.g. bench_scale.py's R-MAT 23 store, whose
+8.4M names, of the same kind, were embedded by its loader), its queries made from ``--queries``
+names drawn from it (seeded).
+
 Stores go to ``--dir`` (default ``$TMPDIR/bfsql-bench-vectors``), never into the repository.
 """
 
@@ -282,7 +286,11 @@ def main() -> None:
     parser.add_argument("--checked", type=int, default=0, help="queries checked against exact search (0: all)")
     parser.add_argument("--warm", action="store_true", help="read the store's file once before timing")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "bfsql-bench-vectors")
+    parser.add_argument("--store", type=Path, help="measure this store (made by bfsql load with vectors)")
     args = parser.parse_args()
+    if args.store is not None:
+        measure_store(args)
+        return
     args.dir.mkdir(parents=True, exist_ok=True)
     embedder = create_embedder(args.embedder)
     rng = np.random.default_rng(1)
@@ -317,6 +325,31 @@ def main() -> None:
     if args.warm:
         print(f"| store's file read once before timing | {warm(db):.1f} s |")
     result = asyncio.run(measure(db, queries(names, args.queries), embedder, rare, args.checked or args.queries))
+    report(result, rare)
+
+
+def stored_names(db: Path, count: int, rng: np.random.Generator) -> list[str]:
+    """``count`` names of entities of the store ``db``, drawn at random."""
+    with sqlite3.connect(db) as conn:
+        last = conn.execute("SELECT MAX(rowid) FROM entity").fetchone()[0]
+        names: list[str] = []
+        while len(names) < count:
+            row = conn.execute("SELECT name FROM entity WHERE rowid = ?", (int(rng.integers(1, last + 1)),)).fetchone()
+            if row and row[0]:
+                names.append(row[0])
+    return names
+
+
+def measure_store(args: argparse.Namespace) -> None:
+    """Measure the store ``args.store`` with its own embedder's queries."""
+    with sqlite3.connect(args.store) as conn:
+        embedder = create_embedder(conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()[0])
+    names = stored_names(args.store, args.queries * 2, np.random.default_rng(1))
+    rare = TYPES[int(np.argmin(TYPE_WEIGHTS))]
+    if args.warm:
+        print(f"| store's file read once before timing | {warm(args.store):.1f} s |")
+    result = asyncio.run(measure(args.store, queries(names, args.queries), embedder, rare,
+                                 args.checked or args.queries))
     report(result, rare)
 
 

@@ -30,7 +30,7 @@ TYPE_CHECKING = False  # typing's own costs an import this module is written to 
 if TYPE_CHECKING:
     import click
 
-__all__ = ["FORWARDED", "RESIDENT_SECONDS", "forward", "main", "serve_resident"]
+__all__ = ["FORWARDED", "RESIDENT_SECONDS", "forward", "main", "resident_seconds", "serve_resident"]
 
 RESIDENT_SECONDS = 300.0
 """Seconds a resident process waits for its next call before it exits, unless ``BFSQL_RESIDENT`` says."""
@@ -185,7 +185,7 @@ def forward(argv: list[str], env: dict[str, str]) -> int | None:
     None when the command is not one a resident process answers, none is running (or it failed on the
     way): the caller then runs the command itself.
     """
-    if not _forwarded(argv) or not resident_seconds(env):
+    if not _forwarded(argv):
         return None
     paths = _paths(env)
     if paths is None:
@@ -228,13 +228,12 @@ def _read_all(conn: socket.socket) -> bytes:
     return b"".join(parts)
 
 
-def _leave_resident(argv: list[str], env: dict[str, str]) -> None:
-    """Start the resident process of this setting in the background, unless one runs or it is turned off.
+def _leave_resident(argv: list[str], env: dict[str, str], seconds: float) -> None:
+    """Start the resident process of this setting, idle for at most ``seconds``, unless one runs.
 
     It warms up with ``argv`` (the command just run), so that the next call like it finds everything loaded.
     """
-    seconds = resident_seconds(env)
-    paths = _paths(env) if seconds else None
+    paths = _paths(env)
     if paths is None or _is_running(paths[1]):
         return
     import subprocess
@@ -342,7 +341,8 @@ def _run(group: click.Group, argv: list[str]) -> tuple[int, str, str, bool]:
 def main() -> None:
     """Entry point of the ``bfsql`` script: forward a call to a resident process, or run the command here."""
     argv, env = sys.argv[1:], dict(os.environ)
-    code = forward(argv, env)
+    seconds = resident_seconds(env) if _forwarded(argv) else 0.0
+    code = forward(argv, env) if seconds else None
     if code is not None:
         sys.exit(code)
     from bfsql.cli import main as run_command
@@ -350,8 +350,8 @@ def main() -> None:
     try:
         run_command()
     except SystemExit:  # how click ends every command, an answer or an error
-        if _forwarded(argv):
-            _leave_resident(argv, env)
+        if seconds:
+            _leave_resident(argv, env, seconds)
         raise
 
 
