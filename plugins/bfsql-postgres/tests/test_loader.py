@@ -217,3 +217,90 @@ async def test_a_load_into_empty_tables_stores_the_rows_frozen(scratch_dsn: str,
         assert len(pages) == 2 and all(total > 0 and frozen == total for total, frozen in pages.values()), pages
     finally:
         await conn.close()
+
+
+class _TieVectors:
+    """Vectors whose components round every way: float64 values halfway between two float32 and between two halves
+    (ties), half-precision subnormals, and plain decimals. Each text gets its own rotation of them."""
+
+    name = "ties-12"
+    dimension = 12
+    _COMPONENTS = (
+        1 + 2**-24, -(1 + 3 * 2**-24), 1 + 2**-11 + 2**-24, 1 + 2**-11, 1 + 3 * 2**-11, 3 * 2**-25,
+        2**-25, 5e-8, 0.1, 1 / 3, -0.7, 2**-149 * 1.5,
+    )
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[*self._COMPONENTS[i % 12:], *self._COMPONENTS[: i % 12]] for i, _ in enumerate(texts)]
+
+
+class _TieArrays(_TieVectors):
+    """The same, as a float32 matrix from ``embed_array`` (the loader's way for embedders that offer it)."""
+
+    def embed_array(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        return np.asarray([[*self._COMPONENTS[i % 12:], *self._COMPONENTS[: i % 12]] for i, _ in enumerate(texts)],
+                          dtype=np.float32)
+
+
+@pytest.mark.parametrize("column", ["halfvec", "vector"])
+@pytest.mark.parametrize("embedder", [_TieVectors, _TieArrays])
+async def test_vectors_are_stored_as_their_decimal_text_would_be(
+    scratch_dsn: str, tmp_path: Path, column: str, embedder: type[_TieVectors]
+) -> None:
+    """The loader sends vectors in pgvector's binary format: what it stores is what the server makes of the
+    components' decimal text (``repr``), rounding ties and subnormals alike, in a ``halfvec`` or a ``vector``
+    column."""
+    from bfsql_postgres.schema import create_schema
+
+    conn = await asyncpg.connect(scratch_dsn)
+    try:
+        await create_schema(conn)
+        if column == "vector":
+            await conn.execute("ALTER TABLE entity ALTER COLUMN embedding TYPE vector")
+        await load_postgres(scratch_dsn, [write_standard_bundle(tmp_path)], embedder=embedder())
+        ids = [r[0] for r in await conn.fetch(
+            "SELECT entity_id FROM entity WHERE embedding IS NOT NULL ORDER BY entity_id")]
+        assert len(ids) == 10  # embedded in this order, one batch: the i-th got the i-th rotation
+        made = embedder()
+        vectors = made.embed_array(ids).tolist() if isinstance(made, _TieArrays) else await made.embed(ids)
+        for entity_id, vector in zip(ids, vectors, strict=True):
+            text = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+            assert await conn.fetchval(
+                f"SELECT embedding IS NOT DISTINCT FROM $2::{column} FROM entity WHERE entity_id = $1", entity_id, text
+            ), (entity_id, text)
+    finally:
+        await conn.close()
+
+
+class _ShortVectors(_TieVectors):
+    """Promises 12 components, gives 11."""
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [vector[:-1] for vector in await super().embed(texts)]
+
+
+async def test_vectors_of_the_wrong_dimension_load_nothing(scratch_dsn: str, tmp_path: Path) -> None:
+    """An embedder that breaks its promise fails the load, which then leaves nothing behind."""
+    from bfsql_postgres.schema import create_schema
+
+    conn = await asyncpg.connect(scratch_dsn)
+    try:
+        await create_schema(conn)
+    finally:
+        await conn.close()
+    with pytest.raises(ValueError, match="'ties-12' returned vectors of the wrong number or dimension"):
+        await load_postgres(scratch_dsn, [write_standard_bundle(tmp_path)], embedder=_ShortVectors())
+    state = await snapshot(scratch_dsn)
+    assert state["entity"] == [] and state["relationship"] == [] and state["meta"] == []
+
+
+def test_an_hnsw_build_gets_memory_for_its_graph() -> None:
+    """maintenance_work_mem for an HNSW build: the graph of R-MAT 20's million names (256 dimensions) is too big for
+    the 512 MB a load sets; the setting stops at HNSW_MEMORY_LIMIT."""
+    from bfsql_postgres.schema import HNSW_MEMORY_LIMIT, hnsw_memory
+
+    assert hnsw_memory(1 << 20, 256) > 1536 << 20
+    assert hnsw_memory(65_536, 256) < 128 << 20
+    assert hnsw_memory(100_000_000, 256) == HNSW_MEMORY_LIMIT

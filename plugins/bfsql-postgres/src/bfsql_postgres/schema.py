@@ -12,10 +12,13 @@ import asyncpg
 from bfsql_postgres.errors import PostgresStoreError
 
 __all__ = [
+    "HNSW_ELEMENT_BYTES",
     "HNSW_INDEX_PREFIX",
+    "HNSW_MEMORY_LIMIT",
     "INDEXES",
     "create_schema",
     "ensure_vector_index",
+    "hnsw_memory",
     "index_statement",
     "schema_statements",
     "vector_index_name",
@@ -100,10 +103,31 @@ def vector_index_name(dimension: int) -> str:
     return f"{HNSW_INDEX_PREFIX}{int(dimension)}"
 
 
-async def ensure_vector_index(conn: asyncpg.Connection, dimension: int | None) -> None:
+HNSW_ELEMENT_BYTES = 768
+"""Memory of one element of an HNSW graph being built, besides its vector (``halfvec``: 8 bytes and 2 a component),
+with pgvector's default ``m`` (16): the neighbour lists of its layers and their bookkeeping. Measured with pgvector
+0.8.6 on PostgreSQL 18: a graph of 256-dimensional vectors outgrew 16 MB after 13,671 of them (1,227 bytes each)."""
+
+HNSW_MEMORY_LIMIT = 4 << 30
+"""The most ``maintenance_work_mem`` an HNSW build is given (sized by :func:`hnsw_memory`)."""
+
+
+def hnsw_memory(vectors: int, dimension: int) -> int:
+    """Bytes of ``maintenance_work_mem`` that hold the HNSW graph of ``vectors`` vectors of ``dimension`` while it is
+    built, with a quarter to spare, at most :data:`HNSW_MEMORY_LIMIT`. A graph that outgrows it goes on being built
+    on disk, many times slower (pgvector says so in a notice); a parallel build takes all of it as shared memory at
+    once, so it is not set higher than needed."""
+    need = vectors * (HNSW_ELEMENT_BYTES + 8 + 2 * dimension)
+    return min(need + need // 4, HNSW_MEMORY_LIMIT)
+
+
+async def ensure_vector_index(conn: asyncpg.Connection, dimension: int | None, *, vectors: int | None = None) -> None:
     """The HNSW index (cosine, over ``embedding::halfvec(dimension)``) that vector search uses:
     created when missing; indexes of another dimension (an earlier embedder) dropped; all
-    dropped when there are no vectors (``dimension`` None)."""
+    dropped when there are no vectors (``dimension`` None).
+
+    Before the index is built, ``maintenance_work_mem`` is raised for the rest of the caller's transaction to hold
+    its graph (:func:`hnsw_memory`) of ``vectors`` vectors (by default, those stored), when it is lower."""
     keep = vector_index_name(dimension) if dimension else None
     existing = await conn.fetch(
         "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'entity' "
@@ -113,11 +137,20 @@ async def ensure_vector_index(conn: asyncpg.Connection, dimension: int | None) -
     for row in existing:
         if row["indexname"] != keep:
             await conn.execute(f'DROP INDEX IF EXISTS "{row["indexname"]}"')
-    if dimension:
+    if dimension and keep not in {row["indexname"] for row in existing}:
+        if vectors is None:
+            vectors = int(await conn.fetchval("SELECT count(*) FROM entity WHERE embedding IS NOT NULL"))
+        memory = hnsw_memory(vectors, int(dimension))
+        if memory > int(await conn.fetchval(_MAINTENANCE_MEMORY)):
+            await conn.execute(f"SELECT set_config('maintenance_work_mem', '{memory >> 10}kB', true)")
         await conn.execute(
             f'CREATE INDEX IF NOT EXISTS "{keep}" ON entity '
             f"USING hnsw ((embedding::halfvec({int(dimension)})) halfvec_cosine_ops)"
         )
+
+
+_MAINTENANCE_MEMORY = "SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
+"""``maintenance_work_mem`` in bytes (the setting is in kB)."""
 
 
 def schema_statements(*, vector: bool = True) -> list[str]:
