@@ -329,15 +329,12 @@ def main() -> None:
 
 
 def stored_names(db: Path, count: int, rng: np.random.Generator) -> list[str]:
-    """``count`` names of entities of the store ``db``, drawn at random."""
+    """``count`` names of entities of the store ``db``, drawn at random (one pass over its names)."""
     with sqlite3.connect(db) as conn:
-        last = conn.execute("SELECT MAX(rowid) FROM entity").fetchone()[0]
-        names: list[str] = []
-        while len(names) < count:
-            row = conn.execute("SELECT name FROM entity WHERE rowid = ?", (int(rng.integers(1, last + 1)),)).fetchone()
-            if row and row[0]:
-                names.append(row[0])
-    return names
+        total = conn.execute("SELECT COUNT(*) FROM entity").fetchone()[0]
+        wanted = set(rng.choice(total, size=min(count, total), replace=False).tolist())
+        cursor = conn.execute("SELECT name FROM entity")
+        return [name for at, (name,) in enumerate(cursor) if at in wanted and name]
 
 
 def measure_store(args: argparse.Namespace) -> None:
