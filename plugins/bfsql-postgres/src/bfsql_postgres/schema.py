@@ -142,7 +142,7 @@ async def ensure_vector_index(conn: asyncpg.Connection, dimension: int | None, *
             vectors = int(await conn.fetchval("SELECT count(*) FROM entity WHERE embedding IS NOT NULL"))
         memory = hnsw_memory(vectors, int(dimension))
         if memory > int(await conn.fetchval(_MAINTENANCE_MEMORY)):
-            await conn.execute(f"SELECT set_config('maintenance_work_mem', '{memory >> 10}kB', true)")
+            await conn.execute("SELECT set_config('maintenance_work_mem', $1, true)", f"{memory >> 10}kB")
         await conn.execute(
             f'CREATE INDEX IF NOT EXISTS "{keep}" ON entity '
             f"USING hnsw ((embedding::halfvec({int(dimension)})) halfvec_cosine_ops)"
