@@ -26,6 +26,8 @@ import socket
 import stat
 import sys
 
+from bfsql.file_locks import held
+
 TYPE_CHECKING = False  # typing's own costs an import this module is written to avoid; mypy reads the name alike
 if TYPE_CHECKING:
     import click
@@ -141,23 +143,6 @@ def _log_of(lock: str) -> str:
     return lock.removesuffix(".lock") + ".log"
 
 
-def _is_running(lock: str) -> bool:
-    """Whether a resident process (starting or answering) holds ``lock``."""
-    import fcntl
-
-    try:
-        handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(handle)
-    return False
-
-
 def _connect(path: str, lock: str) -> socket.socket | None:
     """A connection to the resident process at ``path``, waiting for one that is starting; None if none runs."""
     import time
@@ -171,7 +156,7 @@ def _connect(path: str, lock: str) -> socket.socket | None:
         except OSError:
             client.close()
         if deadline is None:
-            if not _is_running(lock):
+            if not held(lock):
                 return None
             deadline = time.monotonic() + START_WAIT
         elif time.monotonic() > deadline:
@@ -234,7 +219,7 @@ def _leave_resident(argv: list[str], env: dict[str, str], seconds: float) -> Non
     It warms up with ``argv`` (the command just run), so that the next call like it finds everything loaded.
     """
     paths = _paths(env)
-    if paths is None or _is_running(paths[1]):
+    if paths is None or held(paths[1]):
         return
     import subprocess
 

@@ -16,6 +16,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from bfsql.file_locks import held
+
 try:
     import fcntl
 except ImportError:  # not on Windows: stale copies are then left for the user to remove
@@ -42,33 +44,15 @@ def partial_copy(path: Path) -> Iterator[None]:
         os.close(descriptor)
 
 
-def _unlocked(path: Path) -> bool:
-    """Whether no process holds ``path``'s load lock (it is gone, or was never held)."""
-    if fcntl is None:
-        return False
-    try:
-        descriptor = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    else:
-        return True
-    finally:
-        os.close(descriptor)
-
-
 def remove_stale(db: Path) -> list[Path]:
     """Remove the copies of ``db`` that interrupted loads left (no live load holds them); the ones removed."""
     removed: list[Path] = []
     for copy in sorted(db.parent.glob(f".{db.name}.*.loading")):
         if copy.name.endswith(SIDE):
             main = copy.with_name(copy.name.removesuffix(SIDE) + ".loading")
-            stale = not main.exists() or _unlocked(main)
+            stale = not main.exists() or held(main) is False
         else:
-            stale = _unlocked(copy)
+            stale = held(copy) is False
         if stale:
             with contextlib.suppress(FileNotFoundError):
                 size = copy.stat().st_size
