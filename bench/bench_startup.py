@@ -53,6 +53,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bfsql_testsupport.residents import residents_of
+
 TARGET_WALL = 0.4
 """Seconds of wall time one ``bfsql query`` on the demo may take (issue 38)."""
 
@@ -100,19 +102,6 @@ class Command:
             raise SystemExit(f"{self.label} failed under valgrind ({done.returncode}): {done.stderr.strip()[-500:]}")
         counted = [line.split()[-1] for line in done.stderr.splitlines() if "Collected :" in line]
         self.instructions = int(counted[-1])
-
-
-def residents_of(runtime: Path) -> list[int]:
-    """The resident processes whose sockets are in ``runtime`` (their command line names it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
-        except OSError:
-            continue
-        if b"bfsql.launch" in command and str(runtime).encode() in command:
-            found.append(int(entry.name))
-    return found
 
 
 def resident_cpu(runtime: Path | None) -> float:

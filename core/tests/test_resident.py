@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from bfsql_testsupport.residents import residents_of
+
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="resident processes need Unix sockets")
 
 GRAPH = [
@@ -53,22 +55,8 @@ def setting(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path, Path]]:
     shutil.rmtree(runtime, ignore_errors=True)
 
 
-def _residents(runtime: Path) -> list[int]:
-    """The processes serving sockets in ``runtime`` (their command line names the socket)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"bfsql.launch" in command and str(runtime).encode() in command:
-                found.append(int(entry.name))
-    return found
-
-
 def _stop_residents(runtime: Path) -> None:
-    for pid in _residents(runtime):
+    for pid in residents_of(runtime):
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -123,7 +111,7 @@ def test_the_resident_process_answers_as_the_command_does_and_reads_a_store_load
     again = _bfsql(env, *call)
     assert (again.returncode, again.stdout, again.stderr) == (0, first.stdout, first.stderr)
     assert _ask(path, call) == {"code": 0, "stdout": first.stdout, "stderr": ""}
-    assert len(_residents(runtime)) == 1, "one resident process serves one setting"
+    assert len(residents_of(runtime)) == 1, "one resident process serves one setting"
 
     unknown = ["query", "describe_entity", "id=G:NOPE", "--db", str(db)]
     alone = _bfsql({**env, "BFSQL_RESIDENT": "0"}, *unknown)
@@ -154,9 +142,9 @@ def test_an_idle_resident_process_exits_and_removes_its_socket(setting):
     assert _bfsql(env, "query", "describe_entity", "id=G:A", "--db", str(db)).returncode == 0
     path = _socket_of(runtime)
     deadline = time.monotonic() + 30
-    while (path.exists() or _residents(runtime)) and time.monotonic() < deadline:
+    while (path.exists() or residents_of(runtime)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not path.exists() and _residents(runtime) == []
+    assert not path.exists() and residents_of(runtime) == []
 
 
 def test_a_socket_left_by_a_killed_process_is_not_waited_for(setting):
@@ -164,10 +152,10 @@ def test_a_socket_left_by_a_killed_process_is_not_waited_for(setting):
     call = ["query", "describe_entity", "id=G:A", "--db", str(db), "--json"]
     assert _bfsql(env, *call).returncode == 0
     path = _socket_of(runtime)
-    for pid in _residents(runtime):
+    for pid in residents_of(runtime):
         os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while _residents(runtime) and time.monotonic() < deadline:
+    while residents_of(runtime) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert path.exists(), "a killed process leaves its socket"
     started = time.monotonic()
@@ -190,4 +178,4 @@ def test_no_resident_process_where_the_folder_is_not_private_or_the_setting_is_o
     assert wrong.returncode == 0 and wrong.stderr.count("BFSQL_RESIDENT='soon' is not a number of seconds") == 1
     time.sleep(2)
     assert list((runtime / "bfsql").iterdir()) == [] and not (off / "bfsql").exists()
-    assert _residents(runtime) == [] and _residents(off) == []
+    assert residents_of(runtime) == [] and residents_of(off) == []

@@ -164,17 +164,12 @@ def _connect(path: str, lock: str) -> socket.socket | None:
         time.sleep(0.02)
 
 
-def forward(argv: list[str], env: dict[str, str]) -> int | None:
-    """Have the resident process of this setting run ``bfsql ARGV``, print its output and give its exit status.
+def forward(argv: list[str], paths: tuple[str, str]) -> int | None:
+    """Have the resident process at ``paths`` (socket, lock) run ``bfsql ARGV``, print its output and give its
+    exit status.
 
-    None when the command is not one a resident process answers, none is running (or it failed on the
-    way): the caller then runs the command itself.
+    None when none is running (or it failed on the way): the caller then runs the command itself.
     """
-    if not _forwarded(argv):
-        return None
-    paths = _paths(env)
-    if paths is None:
-        return None
     client = _connect(*paths)
     if client is None:
         return None
@@ -213,13 +208,12 @@ def _read_all(conn: socket.socket) -> bytes:
     return b"".join(parts)
 
 
-def _leave_resident(argv: list[str], env: dict[str, str], seconds: float) -> None:
-    """Start the resident process of this setting, idle for at most ``seconds``, unless one runs.
+def _leave_resident(argv: list[str], env: dict[str, str], paths: tuple[str, str], seconds: float) -> None:
+    """Start the resident process at ``paths`` (socket, lock), idle for at most ``seconds``, unless one runs.
 
     It warms up with ``argv`` (the command just run), so that the next call like it finds everything loaded.
     """
-    paths = _paths(env)
-    if paths is None or held(paths[1]):
+    if held(paths[1]):
         return
     import subprocess
 
@@ -327,7 +321,8 @@ def main() -> None:
     """Entry point of the ``bfsql`` script: forward a call to a resident process, or run the command here."""
     argv, env = sys.argv[1:], dict(os.environ)
     seconds = resident_seconds(env) if _forwarded(argv) else 0.0
-    code = forward(argv, env) if seconds else None
+    paths = _paths(env) if seconds else None
+    code = forward(argv, paths) if paths else None
     if code is not None:
         sys.exit(code)
     from bfsql.cli import main as run_command
@@ -335,8 +330,8 @@ def main() -> None:
     try:
         run_command()
     except SystemExit:  # how click ends every command, an answer or an error
-        if seconds:
-            _leave_resident(argv, env, seconds)
+        if paths:
+            _leave_resident(argv, env, paths, seconds)
         raise
 
 
