@@ -93,6 +93,16 @@ def test_without_a_saved_checksum_the_shapes_are_still_checked(store: Path) -> N
         load_index(conn)
 
 
+@pytest.mark.parametrize("array", ["subjects", "ids", "types"])
+def test_without_a_saved_checksum_a_missing_array_is_refused(store: Path, array: str) -> None:
+    """A part gone from an older store's index (no checksum to notice it): refused as damaged, whichever it was."""
+    with sqlite3.connect(store) as conn:
+        conn.execute("DELETE FROM meta WHERE key = 'csr_checksum'")
+        conn.execute("DELETE FROM csr_part WHERE name = ?", (array,))
+    with sqlite3.connect(store) as conn, pytest.raises(DamagedIndex, match="missing or cut"):
+        load_index(conn)
+
+
 def test_a_damaged_store_says_so_and_that_trying_again_will_not_help(store: Path) -> None:
     """Pages of the store overwritten: the error names the damage and how to mend it, not "try again", whether
     opening the store meets it (the pages it counts relationships from: where they lie depends on the store's

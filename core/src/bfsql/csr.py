@@ -541,23 +541,22 @@ def load_index(conn: sqlite3.Connection, relationships: int | None = None) -> Cs
         raise DamagedIndex("a saved part is not a blob of its length")
     if "csr_checksum" in meta and str(checksum) != meta["csr_checksum"]:
         raise DamagedIndex("its checksum differs from the one saved with it")
+    def listed(name: str) -> list[str]:
+        text = bytes(whole[name]).decode("utf-8")
+        return text.split("\n") if text else []
+
     try:
         arrays: dict[str, Any] = {name: np.frombuffer(whole[name], dtype=dtype) for name, dtype in _DTYPES.items()}
         # An index saved before the codes were narrowed holds int32 ones: their width is the blob's per edge.
         width = len(whole["preds"]) // max(len(arrays["subjects"]), 1)
         arrays["preds"] = np.frombuffer(whole["preds"], dtype={1: np.uint8, 2: np.uint16}.get(width, np.int32))
-    except (KeyError, ValueError) as exc:
+        index = CsrIndex(
+            ids=Strings(bytes(whole["ids"]), arrays.pop("ids_offsets")),
+            names=Strings(bytes(whole["names"]), arrays.pop("names_offsets")),
+            types=listed("types"), predicates=listed("predicates"), **arrays,
+        )
+    except (KeyError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         raise DamagedIndex(f"an array is missing or cut ({exc})") from None
-
-    def listed(name: str) -> list[str]:
-        text = bytes(whole[name]).decode("utf-8")
-        return text.split("\n") if text else []
-
-    index = CsrIndex(
-        ids=Strings(bytes(whole["ids"]), arrays.pop("ids_offsets")),
-        names=Strings(bytes(whole["names"]), arrays.pop("names_offsets")),
-        types=listed("types"), predicates=listed("predicates"), **arrays,
-    )
     _check_shapes(index)
     return index
 
