@@ -17,6 +17,7 @@ The graph (seed 002's example, in miniature)::
 from __future__ import annotations
 
 import math
+import random
 import re
 
 import pytest
@@ -444,6 +445,38 @@ def test_a_hop_sizes_its_next_piece_by_the_extensions_left_at_the_rate_met():
     assert _next_piece(64, MAX_EXTENSIONS // 2) == 65  # half the bound in 64 entities: about 64 more
     assert _next_piece(64, MAX_EXTENSIONS) == 1
     assert _next_piece(1_000, 1_000) == FRONTIER_PIECE
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_hop_keeps_its_best_extensions_in_the_order_of_the_paths_they_make(seed):
+    """The extensions a hop keeps (at most max_nodes) are the first in the order of the paths they make (score,
+    depth, nodes: _Path.order), then predicate and position; ranked as arrays on the numbers, with ties (a
+    wildcard's edges from one path) broken by the entity reached. Against that order spelled out, on random hops
+    with many ties: few scores, few depths, repeated nodes."""
+    from array import array
+
+    from bfsql.engine.paths import _best_first, _Extensions, _Path
+
+    rng = random.Random(seed)
+    entities = [f"E:{i}" for i in range(30)]
+    paths = [_Path(("S", *rng.sample(entities, 2)), score=rng.choice([1.0, 0.5, 0.25]), depth=rng.randrange(3))
+             for _ in range(40)]
+    extensions = _Extensions()
+    for _ in range(300):
+        extensions.path.append(rng.randrange(len(paths)))
+        extensions.predicate.append(rng.choice(["a", "b", "c"]))
+        extensions.score.append(rng.choice([1.0, 0.8]))
+        extensions.entity.append(rng.choice(entities))
+    kept = array("i", sorted(rng.sample(range(300), 200)))
+    keys = array("d", [-(paths[extensions.path[p]].score * extensions.score[p]) for p in kept])
+    key_of = dict(zip(kept, keys, strict=True))
+
+    def spelled_out(p: int) -> tuple:
+        path = paths[extensions.path[p]]
+        return key_of[p], path.depth, (*path.nodes, extensions.entity[p]), extensions.predicate[p], p
+
+    for most in (1, 37, 200, 500):
+        assert _best_first(paths, extensions, kept, keys, most) == sorted(kept, key=spelled_out)[:most]
 
 
 async def test_a_variable_length_edge_matches_fuzzy_terms_and_k_at_every_level(history):
