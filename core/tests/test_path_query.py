@@ -434,17 +434,19 @@ async def test_a_hop_reads_its_frontier_in_pieces_until_its_work_bound(history, 
     assert "1 lower-scoring paths were not extended" in notes["max_extensions"].detail
 
 
-def test_a_hop_sizes_its_next_piece_by_the_extensions_left_at_the_rate_met():
+def test_a_hop_sizes_its_next_piece_by_the_extensions_and_rows_left_at_the_rate_met():
     """Issue 36.4: after a first small piece, a hop reads as many frontier entities as should bring the extensions
-    left to MAX_EXTENSIONS, at the rate its earlier pieces brought them: a frontier of hubs is not read 2,048
-    entities at a time past the bound."""
-    from bfsql.engine.paths import FIRST_PIECE, FRONTIER_PIECE, MAX_EXTENSIONS, _next_piece
+    left to MAX_EXTENSIONS, and at most PIECE_ROWS rows, at the rates its earlier pieces brought them: a frontier
+    of hubs is not read 2,048 entities at a time past the bound (at R-MAT 20, 708,323 rows in one read)."""
+    from bfsql.engine.paths import FIRST_PIECE, FRONTIER_PIECE, MAX_EXTENSIONS, PIECE_ROWS, _next_piece
 
     assert _next_piece(0, 0) == FIRST_PIECE
     assert _next_piece(FIRST_PIECE, 0) == FRONTIER_PIECE  # nothing matched yet: the largest piece
     assert _next_piece(64, MAX_EXTENSIONS // 2) == 65  # half the bound in 64 entities: about 64 more
     assert _next_piece(64, MAX_EXTENSIONS) == 1
     assert _next_piece(1_000, 1_000) == FRONTIER_PIECE
+    assert _next_piece(64, 1_000, rows=2 * PIECE_ROWS) == 33  # 64 hubs brought twice the rows of a read: 33 more
+    assert _next_piece(64, 1_000, rows=64) == FRONTIER_PIECE  # one row an entity: the extensions' rate decides
 
 
 @pytest.mark.parametrize("seed", range(20))

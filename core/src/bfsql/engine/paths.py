@@ -91,6 +91,10 @@ FRONTIER_PIECE = 2_048
 """Most frontier entities whose edges a path query's hop reads at once (see :func:`_frontier_options`)."""
 FIRST_PIECE = 64
 """Frontier entities of a hop's first read, before it knows how many extensions an entity brings."""
+PIECE_ROWS = 100_000
+"""Rows (edges both ways) one read of a hop's frontier should bring, at the rate met so far: each is a few Python
+objects (about 200 bytes with its end's id and name). At R-MAT 20 one piece of 2,048 entities brought 708,323
+rows, 140 MB, the peak of a wildcard path query from the hub."""
 SEMANTIC_CANDIDATES = 2_000
 """Most entities of one hop a semantic filter scores (the best by path score): each costs an embedding."""
 Direction = Literal["outgoing", "incoming"]
@@ -466,15 +470,16 @@ async def _frontier_options(run: _Run, paths: list[_Path], hop: Hop, number: int
     found."""
     ending = Counter(p.nodes[-1] for p in paths)
     order = list(ending)  # by each entity's best path
-    options_of, held, start = _Options(), 0, 0
+    options_of, held, start, rows = _Options(), 0, 0, 0
     local: set[str] = set()
     scores: dict[str, float] = {}
     other: set[str] = set()
     while start < len(order):
-        piece = _next_piece(start, held)
+        piece = _next_piece(start, held, rows)
         frontier = sorted(order[start : start + piece])
         start += piece
         rows_of = await run.graph.hop(frontier)
+        rows += sum(len(there.edges) for there in rows_of.values())
         found, met, scored = await _edge_options(run, rows_of, frontier, hop.relation, hop.direction)
         options_of.update(found)
         options_of.hopped.update(frontier)
@@ -490,15 +495,16 @@ async def _frontier_options(run: _Run, paths: list[_Path], hop: Hop, number: int
     return options_of
 
 
-def _next_piece(read: int, held: int) -> int:
-    """How many frontier entities to read next, after ``read`` of them brought ``held`` extensions: as many as
-    should bring the extensions left to :data:`MAX_EXTENSIONS`, at the rate met so far (within 1 and
-    :data:`FRONTIER_PIECE`). Pieces of a fixed size read millions of rows past the bound where every
-    entity is a hub (R-MAT 18: a wildcard path query from the biggest hub grew the server by 365 MB)."""
+def _next_piece(read: int, held: int, rows: int = 0) -> int:
+    """How many frontier entities to read next, after ``read`` of them brought ``held`` extensions and ``rows``
+    rows: as many as should bring the extensions left to :data:`MAX_EXTENSIONS` and at most :data:`PIECE_ROWS`
+    rows, at the rates met so far (within 1 and :data:`FRONTIER_PIECE`). Pieces of a fixed size read millions of
+    rows past the bound where every entity is a hub (R-MAT 18: a wildcard path query from the biggest hub grew
+    the server by 365 MB)."""
     if read == 0:
         return min(FIRST_PIECE, FRONTIER_PIECE)
     left = max(MAX_EXTENSIONS - held, 0)
-    return max(1, min(FRONTIER_PIECE, left * read // max(held, 1) + 1))
+    return max(1, min(FRONTIER_PIECE, left * read // max(held, 1) + 1, PIECE_ROWS * read // max(rows, 1) + 1))
 
 
 @dataclass
