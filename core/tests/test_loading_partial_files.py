@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from bfsql.loading.partial_files import partial_copy, remove_stale
@@ -26,18 +25,34 @@ def _copies(db: Path) -> list[Path]:
     return sorted(db.parent.glob(f".{db.name}.*.loading"))
 
 
+_HELD_AT_INDEX = """
+import sys, time
+from bfsql.loading.progress import LoadProgress
+from bfsql.loading.sqlite_loader import load_sqlite
+
+class HeldAtIndex(LoadProgress):
+    def start(self, phase, total=None, unit=""):
+        if phase == "index":
+            print("index", flush=True)
+            time.sleep(60)
+
+load_sqlite(sys.argv[1], [sys.argv[2]], progress=HeldAtIndex(), embedder=None)
+"""
+"""A load that says when it reaches its index phase and stays there: a kill then lands well into it, on a
+machine of any speed."""
+
+
 def test_a_load_killed_with_sigkill_leaves_a_copy_the_next_load_removes(tmp_path: Path) -> None:
-    db, source = tmp_path / "graph.sqlite", _bundle(tmp_path / "graph.jsonl", 300_000)
-    load = subprocess.Popen([sys.executable, "-c", "import sys; from bfsql.loading.sqlite_loader import load_sqlite; "
-                             "load_sqlite(sys.argv[1], [sys.argv[2]], embedder=None)", str(db), str(source)])
-    deadline = time.monotonic() + 60
-    while not _copies(db) and time.monotonic() < deadline and load.poll() is None:
-        time.sleep(0.05)
-    time.sleep(0.5)  # well into the load
-    os.kill(load.pid, signal.SIGKILL)
-    load.wait()
+    db, source = tmp_path / "graph.sqlite", _bundle(tmp_path / "graph.jsonl", 30_000)
+    load = subprocess.Popen([sys.executable, "-c", _HELD_AT_INDEX, str(db), str(source)], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert load.stdout is not None and load.stdout.readline().strip() == "index"
+    finally:
+        os.kill(load.pid, signal.SIGKILL)
+        load.wait()
     left = _copies(db)
-    assert left, "the killed load left no copy: it ended before the kill"
+    assert left, "the killed load left no copy"
     load_sqlite(db, [_bundle(tmp_path / "small.jsonl", 10)], embedder=None)
     assert _copies(db) == [] and db.exists()
 
