@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -239,7 +240,7 @@ def _helpers_running() -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes through /proc")
-@pytest.mark.parametrize("phase", [None, "write", "index", FROM_HELPER, "graph"])
+@pytest.mark.parametrize("phase", [None, "write", "index", FROM_HELPER, "embed", "graph"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.usefixtures("default_signal_dispositions")
 def test_a_signal_stops_the_helpers_and_leaves_the_store_as_it_was(
@@ -250,10 +251,11 @@ def test_a_signal_stops_the_helpers_and_leaves_the_store_as_it_was(
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     source = _write(tmp_path / "g.jsonl", random_bundle(random.Random(1), 400))
     with pytest.raises(LoadInterrupted):
-        load_sqlite(db, [source], embedder=None, progress=SignalWhen(signum, phase))
+        load_sqlite(db, [source], embedder="hashing", progress=SignalWhen(signum, phase))
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     assert not list(tmp_path.glob(".*loading"))
     assert _helpers_running() == []
+    assert not [thread for thread in threading.enumerate() if thread.name == "bfsql-load-embed"]
 
 
 def test_a_bundle_of_rich_rows_is_read_without_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,14 +34,14 @@ load, even of N-Triples without prefixes, writes the same ids.
 
 Entity vectors: with an embedder (by default the store's own, else the preferred
 semantic embedder when one is installed, else none: a lexical-only store),
-every visible entity's name (its id when it has none) is embedded at the end of the
-load into ``entity_vector``, and the embedder's name and dimension are recorded in
-``meta`` (``embedder``, ``embedder_dimension``). Only new or renamed entities are
-embedded again; a load with another embedder re-embeds everything, and
-``embedder=None`` removes the vectors. The backend refuses to compare the stored
-vectors with query vectors of another embedder. Every load with vectors also saves their
-sign-bit codes and the entity and a copy of the vector of each code's row (:mod:`bfsql.vectors`),
-which the server searches instead of holding the vectors.
+every visible entity's name (its id when it has none) is embedded into ``entity_vector``
+(in a worker thread while the relationships are written: :mod:`bfsql.loading.embedding_ahead`),
+and the embedder's name and dimension are recorded in ``meta`` (``embedder``,
+``embedder_dimension``). Only new or renamed entities are embedded again; a load with another
+embedder re-embeds everything, and ``embedder=None`` removes the vectors. The backend refuses
+to compare the stored vectors with query vectors of another embedder. Every load with vectors
+also saves their sign-bit codes and the entity and a copy of the vector of each code's row
+(:mod:`bfsql.vectors`), which the server searches instead of holding the vectors.
 
 Idempotence: entities and relationships are upserted by key (a later record with the
 same key replaces the earlier one, as in the memory backend), evidence is inserted
@@ -68,8 +68,9 @@ from pathlib import Path
 from typing import Any
 
 from bfsql.csr import CsrIndex, Edges, build_index, entity_rows, index_of_entities, save_index
-from bfsql.embedders import Embedder, sync_embedding
+from bfsql.embedders import Embedder
 from bfsql.loading.bundle import Record, Row
+from bfsql.loading.embedding_ahead import EmbeddingAhead, int8_rows
 from bfsql.loading.errors import BadRow, LoadError, LoadInterrupted, RowErrors
 from bfsql.loading.formats import FORMATS, RDF_FORMATS, check_format, expand_sources
 from bfsql.loading.helper_process import processors
@@ -202,17 +203,8 @@ def encode_vectors(vectors: Any) -> list[bytes]:
     component: ``dimension + 4`` bytes instead of float32's ``4 * dimension``. The cosine
     of two decoded vectors stays within 0.01 of the original.
     """
-    import numpy as np
-
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2:
-        return []
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = (matrix / np.where(norms > 0.0, norms, 1.0)).astype(np.float32)
-    tops = np.abs(matrix).max(axis=1, keepdims=True) if matrix.shape[1] else np.zeros((len(matrix), 1))
-    scales = np.where(tops > 0.0, tops / 127.0, 1.0).astype("<f4")
-    quantised = np.clip(np.rint(matrix / scales), -127, 127).astype(np.int8)
-    return [scale.tobytes() + row.tobytes() for scale, row in zip(scales, quantised, strict=True)]
+    rows = int8_rows(vectors)
+    return [row.tobytes() for row in rows] if rows.shape[1] > 4 else []
 
 
 def encode_vector(vector: Sequence[float]) -> bytes:
@@ -444,48 +436,59 @@ def _resolve_embedder(conn: sqlite3.Connection, choice: Embedder | str | None) -
     return create_embedder(choice)
 
 
-def _rebuild_vectors(conn: sqlite3.Connection, embedder: Embedder | None, progress: LoadProgress = _SILENT) -> int:
-    """Embed new and renamed entities; all of them when the embedder changed. Returns how many."""
+def _embed_ahead(conn: sqlite3.Connection, embedder: Embedder | None, folder: Path | None) -> EmbeddingAhead | None:
+    """Start embedding the new and renamed entities (all of them when the embedder changed) in a worker thread,
+    the rest of the load going on (:mod:`bfsql.loading.embedding_ahead`); None when the store keeps no vectors
+    (they are dropped here)."""
     if embedder is None:
         conn.execute("DELETE FROM entity_vector")
         conn.execute("DELETE FROM meta WHERE key IN ('embedder', 'embedder_dimension')")
         drop_vectors(conn)
-        return 0
+        return None
     meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_dimension')"))
     if (meta.get("embedder"), meta.get("embedder_dimension")) != (embedder.name, str(embedder.dimension)):
         conn.execute("DELETE FROM entity_vector")
     conn.execute(
         "DELETE FROM entity_vector WHERE entity_id NOT IN (SELECT entity_id FROM entity WHERE status IS NOT 'merged')"
     )
-    rows = conn.execute(
-        """
-        SELECT e.entity_id, coalesce(nullif(trim(e.name), ''), e.entity_id) AS text
-        FROM entity e LEFT JOIN entity_vector v ON v.entity_id = e.entity_id
-        WHERE e.status IS NOT 'merged'
-          AND (v.entity_id IS NULL OR v.text IS NOT coalesce(nullif(trim(e.name), ''), e.entity_id))
-        ORDER BY e.entity_id
-        """
-    ).fetchall()
-    progress.start("embed", len(rows), "entities")
-    with sync_embedding(embedder) as embed:
-        for start in range(0, len(rows), EMBED_BATCH):
-            batch = rows[start : start + EMBED_BATCH]
-            vectors = embed([text for _, text in batch])
-            conn.executemany(
-                "INSERT OR REPLACE INTO entity_vector (entity_id, text, vector) VALUES (?, ?, ?)",
-                [
-                    (entity_id, text, blob)
-                    for (entity_id, text), blob in zip(batch, encode_vectors(vectors), strict=True)
-                ],
-            )
-            progress.advance(len(batch))
+    texts = [text for _, text in conn.execute(_TO_EMBED)]
+    return EmbeddingAhead(texts, embedder, EMBED_BATCH, folder)
+
+
+_TO_EMBED = """
+    SELECT e.entity_id, coalesce(nullif(trim(e.name), ''), e.entity_id) AS text
+    FROM entity e LEFT JOIN entity_vector v ON v.entity_id = e.entity_id
+    WHERE e.status IS NOT 'merged'
+      AND (v.entity_id IS NULL OR v.text IS NOT coalesce(nullif(trim(e.name), ''), e.entity_id))
+    ORDER BY e.entity_id
+"""
+"""The entities to (re-)embed, with the text embedded: read again to store the vectors (the entities cannot change
+in between: one transaction, one connection), so that their ids are not held while the relationships are written."""
+
+
+def _store_vectors(conn: sqlite3.Connection, embedder: Embedder | None, ahead: EmbeddingAhead | None,
+                   progress: LoadProgress = _SILENT) -> int:
+    """Wait for the vectors embedded ahead and store them, with the embedder's name and their codes; how many."""
+    if embedder is None or ahead is None:
+        return 0
+    progress.start("embed", ahead.count, "entities")
+    ahead.wait(progress)
+    progress.step("storing")
+    entities = conn.execute(_TO_EMBED).fetchall()  # all read before any is written: the statement reads the table
+    start = 0
+    for rows in ahead.rows():
+        conn.executemany(
+            "INSERT OR REPLACE INTO entity_vector (entity_id, text, vector) VALUES (?, ?, ?)",
+            [(*entity, row) for entity, row in zip(entities[start : start + len(rows)], rows, strict=True)],
+        )
+        start += len(rows)
     conn.executemany(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         [("embedder", embedder.name), ("embedder_dimension", str(embedder.dimension))],
     )
     progress.step("vector codes")
     save_vectors(conn, build_codes(conn, embedder.dimension))
-    return len(rows)
+    return ahead.count
 
 
 @dataclass(frozen=True)
@@ -584,33 +587,18 @@ def _fill(
     conn.execute("BEGIN")
     fresh = conn.execute("SELECT 1 FROM relationship LIMIT 1").fetchone() is None
     relationships = RelationshipBuffer(conn)
+    ahead: EmbeddingAhead | None = None
     try:
-        counts = _read(conn, reading, progress, relationships)
-        side_store = _side_store(conn, side) if fresh and len(relationships) >= max(MIN_ROWS, 1) else None
-        edges = _write_relationships(conn, relationships, fresh, progress, side_store) if len(relationships) else None
-        _rebuild_labels(conn, progress)
-        graph: Future[CsrIndex] | None = None
-        if side_store is None and fresh and edges is not None:
-            _index_by_object(conn, progress)
-        if fresh and edges is not None:
-            # The relationships just written are the whole table, so the array index is made of them
-            # (not read again), in another thread while SQLite builds the text indexes: statements that
-            # release the GIL for their whole run. Not beside the index by object, whose sort holds up
-            # to the page cache's size in memory.
-            pool = ThreadPoolExecutor(1, thread_name_prefix="bfsql-load-graph")
-            graph = pool.submit(index_of_entities, entity_rows(conn), edges)
-            pool.shutdown(wait=False)  # the load goes on; graph.result() waits for the index
-        _rebuild_text_indexes(conn, progress)
-        if side_store is not None:  # written meanwhile by the side process: counted as it is copied in
-            progress.start("write", len(relationships), "relationships")
-            progress.step(FROM_HELPER)
-        relationships.finish(progress)
-        if side_store is not None:
-            _index_by_object(conn, progress)
-        progress.step("")
+        try:
+            counts = _read(conn, reading, progress, relationships)
+            ahead = _embed_ahead(conn, chosen, side.parent if side is not None else None)
+            graph = _write_graph(conn, relationships, fresh, progress, side)
+        finally:
+            relationships.close()
+        counts["embedded"] = _store_vectors(conn, chosen, ahead, progress)
     finally:
-        relationships.close()
-    counts["embedded"] = _rebuild_vectors(conn, chosen, progress)
+        if ahead is not None:
+            ahead.close()
     counts["embedder"] = chosen.name if chosen is not None else None
     if description is not None:
         _set_meta(conn, "description", description)
@@ -620,6 +608,35 @@ def _fill(
     progress.start("commit")
     conn.execute("COMMIT")
     return counts
+
+
+def _write_graph(conn: sqlite3.Connection, relationships: RelationshipBuffer, fresh: bool, progress: LoadProgress,
+                 side: Path | None) -> Future[CsrIndex] | None:
+    """Write the relationships read and build the store's indexes; the array index being made of them, when they
+    are the whole table (a fresh store)."""
+    side_store = _side_store(conn, side) if fresh and len(relationships) >= max(MIN_ROWS, 1) else None
+    edges = _write_relationships(conn, relationships, fresh, progress, side_store) if len(relationships) else None
+    _rebuild_labels(conn, progress)
+    graph: Future[CsrIndex] | None = None
+    if side_store is None and fresh and edges is not None:
+        _index_by_object(conn, progress)
+    if fresh and edges is not None:
+        # The relationships just written are the whole table, so the array index is made of them
+        # (not read again), in another thread while SQLite builds the text indexes: statements that
+        # release the GIL for their whole run. Not beside the index by object, whose sort holds up
+        # to the page cache's size in memory.
+        pool = ThreadPoolExecutor(1, thread_name_prefix="bfsql-load-graph")
+        graph = pool.submit(index_of_entities, entity_rows(conn), edges)
+        pool.shutdown(wait=False)  # the load goes on; graph.result() waits for the index
+    _rebuild_text_indexes(conn, progress)
+    if side_store is not None:  # written meanwhile by the side process: counted as it is copied in
+        progress.start("write", len(relationships), "relationships")
+        progress.step(FROM_HELPER)
+    relationships.finish(progress)
+    if side_store is not None:
+        _index_by_object(conn, progress)
+    progress.step("")
+    return graph
 
 
 def _read(
