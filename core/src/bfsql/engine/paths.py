@@ -607,7 +607,7 @@ def _candidates(run: _Run, extensions: _Extensions) -> list[str]:
 async def _kept_paths(run: _Run, paths: list[_Path], hop: Hop, extensions: _Extensions,
                       match: dict[str, float | None]) -> list[_Path]:
     """The paths extended to the matched entities, best first, at most ``max_nodes``. Only the paths kept are built:
-    the others are ranked by :func:`_best_first` on their scores alone."""
+    the extensions are ranked as numbers first (:func:`_best_first`)."""
     pacer = run.pacer
     kept, keys = array("i"), array("d")
     path_of, score_of, entity_of = extensions.path, extensions.score, extensions.entity
@@ -635,6 +635,8 @@ def _best_first(paths: list[_Path], extensions: _Extensions, kept: array[int], k
 
     Sorted as arrays on the numbers (score, depth, the rank of the path's nodes); only the extensions tied on all
     three (those of one path with equal edge scores, e.g. a wildcard's) are ordered in Python, by entity reached.
+    The paths of one hop have as many nodes each, so ranking the nodes, then the entity, orders as the nodes
+    extended by the entity would.
     """
     import numpy as np
 
