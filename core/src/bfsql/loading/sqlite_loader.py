@@ -203,8 +203,7 @@ def encode_vectors(vectors: Any) -> list[bytes]:
     component: ``dimension + 4`` bytes instead of float32's ``4 * dimension``. The cosine
     of two decoded vectors stays within 0.01 of the original.
     """
-    rows = int8_rows(vectors)
-    return [row.tobytes() for row in rows] if rows.shape[1] > 4 else []
+    return [row.tobytes() for row in int8_rows(vectors)]
 
 
 def encode_vector(vector: Sequence[float]) -> bytes:
@@ -468,8 +467,9 @@ in between: one transaction, one connection), so that their ids are not held whi
 
 def _store_vectors(conn: sqlite3.Connection, embedder: Embedder | None, ahead: EmbeddingAhead | None,
                    progress: LoadProgress = _SILENT) -> int:
-    """Wait for the vectors embedded ahead and store them, with the embedder's name and their codes; how many."""
-    if embedder is None or ahead is None:
+    """Wait for the vectors embedded ahead (by ``embedder``) and store them, with the embedder's name and their
+    codes; how many."""
+    if embedder is None or ahead is None:  # the one is None when the other is (:func:`_embed_ahead`)
         return 0
     progress.start("embed", ahead.count, "entities")
     ahead.wait(progress)
