@@ -170,8 +170,8 @@ def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record], memo: HopMemo 
     ends: dict[str, tuple[str, str | None]] = {}
     merged: set[str] = set()
     for row in rows:
-        own = row[0]
-        if own is None:  # an entity at an end, or one asked
+        outgoing = row[0]
+        if outgoing is None:  # an entity at an end, or one asked
             if row[4] == "merged":
                 merged.add(row[1])
             else:
@@ -179,6 +179,7 @@ def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record], memo: HopMemo 
                 if memo is not None:
                     memo.nodes[row[1]] = (row[3], row[6], row[7], row[4], row[5], row[8], row[9])
             continue
+        own = row[1] if outgoing else row[3]
         edges = edges_of.get(own)
         if edges is None:
             edges_of[own] = [row]
