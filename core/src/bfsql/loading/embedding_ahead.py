@@ -55,7 +55,9 @@ class EmbeddingAhead:
         self.width = embedder.dimension + 4
         """Bytes of one stored row."""
         self._texts: list[str] | None = texts
-        self._embedder, self._batch = embedder, batch
+        self.embedder = embedder
+        """What embeds the texts (its name and dimension are stored with the vectors)."""
+        self._batch = batch
         self._file = tempfile.TemporaryFile(dir=folder, prefix=".bfsql-vectors-")
         self._stop = threading.Event()
         self._changed = threading.Condition()
@@ -68,7 +70,7 @@ class EmbeddingAhead:
         texts = self._texts
         assert texts is not None
         try:
-            with sync_embedding(self._embedder) as embed:
+            with sync_embedding(self.embedder) as embed:
                 for start in range(0, len(texts), self._batch):
                     if self._stop.is_set():
                         return

@@ -465,12 +465,12 @@ _TO_EMBED = """
 in between: one transaction, one connection), so that their ids are not held while the relationships are written."""
 
 
-def _store_vectors(conn: sqlite3.Connection, embedder: Embedder | None, ahead: EmbeddingAhead | None,
-                   progress: LoadProgress = _SILENT) -> int:
-    """Wait for the vectors embedded ahead (by ``embedder``) and store them, with the embedder's name and their
-    codes; how many."""
-    if embedder is None or ahead is None:  # the one is None when the other is (:func:`_embed_ahead`)
+def _store_vectors(conn: sqlite3.Connection, ahead: EmbeddingAhead | None, progress: LoadProgress = _SILENT) -> int:
+    """Wait for the vectors embedded ahead and store them, with their embedder's name and their codes; how many
+    (0 without ``ahead``: the store keeps no vectors)."""
+    if ahead is None:
         return 0
+    embedder = ahead.embedder
     progress.start("embed", ahead.count, "entities")
     ahead.wait(progress)
     progress.step("storing")
@@ -595,7 +595,7 @@ def _fill(
             graph = _write_graph(conn, relationships, fresh, progress, side)
         finally:
             relationships.close()
-        counts["embedded"] = _store_vectors(conn, chosen, ahead, progress)
+        counts["embedded"] = _store_vectors(conn, ahead, progress)
     finally:
         if ahead is not None:
             ahead.close()
