@@ -291,7 +291,7 @@ def bfsql_side(backend: Any, method: Method, translate: Callable[[str], str] = s
     held = None if method.graph_per_query else Graph(backend)
 
     async def side(seed: str, hops: int, topology: bool) -> tuple[float, Answer]:
-        graph = held or Graph(backend)
+        graph = held if held is not None else Graph(backend)
         if held is not None and held.cache is not None:
             held.cache.clear()
         if method.collect:  # a new Graph's set-up leaves garbage (plugin registration): not the query's
