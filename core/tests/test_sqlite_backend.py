@@ -310,6 +310,38 @@ async def test_a_walk_answers_as_the_hop_walk_whichever_of_its_hops_are_small(
 
 
 @pytest.mark.asyncio
+async def test_a_numpy_walk_counts_each_edge_once_and_lists_every_page_as_python_sets_do(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The numpy walk counts an edge met from both ends once, from one end (hubs' caps decide which ends meet
+    it), and finds a page's edges from the listed nodes' rows: on random graphs with caps of 1 to 5 rows, every
+    survey, at pages from the first to past the last, equals the walk on Python sets (which holds its edges)."""
+    from bfsql import csr
+    from bfsql.loading.sqlite_loader import load_records
+    from bfsql.testing.random_graphs import TYPES, random_records
+
+    for number in range(6):
+        rng = random.Random(500 + number)
+        db = tmp_path / f"random-{number}.db"
+        load_records(db, random_records(rng, entities=80, edges=800), embedder="none")
+        backend = SqliteBackend(db)
+        assert await backend.wait_for_index(30)
+        index = await backend._walk_index()
+        ids = [index.ids[i] for i in range(len(index.ids))]
+        for _ in range(12):
+            seeds, hops, cap = rng.sample(ids, rng.choice([1, 3])), rng.choice([1, 2, 3]), rng.choice([1, 2, 5, 100])
+            excluded = [rng.choice(TYPES)] if rng.random() < 0.3 else []
+            for offset, count in [(0, 1000), (0, 4), (5, 9), (rng.randrange(80), 20), (1000, 5), (0, 0)]:
+                arguments = (index, seeds, hops, cap, excluded, offset, count)
+                monkeypatch.setattr(csr, "SMALL_HOP_ROWS", 10**9)
+                in_python = csr.survey(*arguments)
+                monkeypatch.setattr(csr, "SMALL_HOP_ROWS", rng.choice([0, 5]))
+                assert csr.survey(*arguments) == in_python, arguments[1:]
+        assert all(not marks.any() for marks in index.spare_marks)
+        await backend.aclose()
+
+
+@pytest.mark.asyncio
 async def test_an_intersection_in_the_store_asks_no_hop(bundle: Path, tmp_path: Path, monkeypatch) -> None:
     """With the store's own intersection walk the seeds are checked by get_nodes, not hop: a seed's hop brings
     every edge it has (a million for a mega-hub, which ran an intersection past its 60 s timeout)."""

@@ -30,7 +30,6 @@ instead, where numpy's fixed cost per call would be most of the walk.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import logging
 import sqlite3
@@ -650,6 +649,8 @@ def survey(
     Hops of at most :data:`SMALL_HOP_ROWS` rows are walked with Python sets (:class:`_SmallWalk`);
     from the first bigger hop on, the walk goes on with numpy on the whole frontier (:func:`_walk`).
     """
+    if hops > MAX_WALK_HOPS:
+        raise ValueError(f"a walk on the arrays takes at most {MAX_WALK_HOPS} hops; got {hops}")
     distinct = list(dict.fromkeys(seeds))
     known, type_code = index.find(distinct), index.views.type_code
     starts = sorted({i for i in known.values() if type_code[i] >= 0})
@@ -659,11 +660,13 @@ def survey(
     if small.walk(hops):
         return small.survey(unknown, offset, count)
     levels = [np.array(level, dtype=np.int64) for level in small.levels]
-    kept = [np.fromiter(small.kept, dtype=np.int64, count=len(small.kept))]
-    with _visited_marks(index) as visited:
-        return _walk(index, visited, levels, kept, small.found, unknown, hops - small.hops, max_edges_per_node,
+    with _level_marks(index) as marks:
+        return _walk(index, marks, levels, _Tally(index, small.kept), small.found, unknown, hops, max_edges_per_node,
                      excluded, offset, count)
 
+
+MAX_WALK_HOPS = 253
+"""Hops up to which :func:`survey` walks: it marks a node's level + 1 in a byte (the protocol allows 5)."""
 
 SMALL_HOP_ROWS = 512
 """Rows up to which a walk's hop is walked with Python sets and lists rather than numpy: a numpy hop and the
@@ -839,29 +842,46 @@ def _binned(names: list[str], bins: np.ndarray) -> dict[str, int]:
 
 
 @contextmanager
-def _visited_marks(index: CsrIndex) -> Iterator[np.ndarray]:
-    """A cleared bool array, one flag per node, to mark what a walk visits; the walk un-marks what it marked.
+def _level_marks(index: CsrIndex) -> Iterator[np.ndarray]:
+    """A cleared byte array, one per node, to mark the level a walk reached each node at (level + 1; 0: not
+    reached); the walk clears what it marked.
 
     Walks reuse these (allocating and clearing one per walk would cost what the graph's size
     costs, not what the answer's does); concurrent walks each get their own.
     """
     with _shared_lock:
-        marks = index.spare_marks.pop() if index.spare_marks else np.zeros(len(index.ids), dtype=bool)
+        marks = index.spare_marks.pop() if index.spare_marks else np.zeros(len(index.ids), dtype=np.uint8)
     try:
         yield marks
     except BaseException:
-        marks[:] = False  # a walk that failed midway may leave marks
+        marks[:] = 0  # a walk that failed midway may leave marks
         raise
     finally:
         with _shared_lock:
             index.spare_marks.append(marks)
 
 
+class _Tally:
+    """The edges a walk keeps, counted as it keeps them (each exactly once), not held: their number and their
+    counts by predicate code."""
+
+    def __init__(self, index: CsrIndex, edges: Iterable[int]) -> None:
+        self.preds = index.preds
+        self.edges = 0
+        self.by_pred = np.zeros(len(index.predicates), dtype=np.int64)
+        self.add(np.fromiter(edges, dtype=np.int64))
+
+    def add(self, edges: np.ndarray) -> None:
+        """Count ``edges`` (distinct, and none counted before)."""
+        self.edges += len(edges)
+        self.by_pred += np.bincount(self.preds[edges], minlength=len(self.by_pred))
+
+
 def _walk(
     index: CsrIndex,
-    visited: np.ndarray,
+    marks: np.ndarray,
     levels: list[np.ndarray],
-    kept_parts: list[np.ndarray],
+    tally: _Tally,
     found: _Found,
     unknown: list[str],
     hops: int,
@@ -870,34 +890,40 @@ def _walk(
     offset: int,
     count: int,
 ) -> Survey:
-    """:func:`survey`'s walk with numpy, ``hops`` more hops from ``levels`` (its edges so far ``kept_parts``, the
-    rest ``found``) with ``visited`` cleared; leaves it cleared."""
+    """:func:`survey`'s walk with numpy up to ``hops`` hops, on from ``levels`` (its edges so far in ``tally``,
+    the rest in ``found``) with ``marks`` cleared; leaves them cleared."""
     excluded_codes = np.array(exclude_codes, dtype=np.int16)
-    visited[np.concatenate(levels)] = True
-    for _ in range(hops):
-        frontier = levels[-1]
-        if not len(frontier):
-            break
-        new = _numpy_hop(index, visited, frontier, max_edges_per_node, excluded_codes, kept_parts, found)
-        visited[new] = True
-        levels.append(new)
-    return _numpy_survey(index, visited, levels, kept_parts, found, unknown, offset, count)
+    for level, nodes in enumerate(levels):
+        marks[nodes] = level + 1
+    while len(levels) <= hops and len(levels[-1]):
+        levels.append(_numpy_hop(index, marks, levels[-1], len(levels) - 1, max_edges_per_node, excluded_codes,
+                                 tally, found))
+    return _numpy_survey(index, marks, levels, tally, found, unknown, hops, max_edges_per_node, offset, count)
 
 
-def _numpy_hop(index: CsrIndex, visited: np.ndarray, frontier: np.ndarray, max_edges_per_node: int,
-               excluded_codes: np.ndarray, kept_parts: list[np.ndarray], found: _Found) -> np.ndarray:
-    """One hop of :func:`_walk` from ``frontier``: adds the edges it keeps to ``kept_parts`` and what else it
-    finds to ``found``; the new nodes, sorted (``visited`` is left for the caller to mark)."""
+def _numpy_hop(index: CsrIndex, marks: np.ndarray, frontier: np.ndarray, level: int, max_edges_per_node: int,
+               excluded_codes: np.ndarray, tally: _Tally, found: _Found) -> np.ndarray:
+    """One hop of :func:`_walk` from ``frontier`` (the nodes at ``level``): marks the new nodes, counts the edges
+    it keeps in ``tally`` and adds what else it finds to ``found``; the new nodes, sorted.
+
+    An edge between two reached nodes is met from both ends when both are expanded within their caps; it is
+    counted from one end only (see :func:`_counted_here`), so nothing the walk keeps is held to find it twice.
+    """
     degrees = index.offsets[frontier + 1] - index.offsets[frontier]
     taken = np.minimum(degrees, max_edges_per_node)
     found.capped.update(zip(frontier[degrees > taken].tolist(), degrees[degrees > taken].tolist(), strict=True))
-    fresh_ends, fresh_edges = [], []
-    for piece in _pieces(taken, WALK_ROWS):  # visited changes only after the whole hop: pieces see the same
+    here, new_mark = level + 1, level + 2
+    new_parts: list[np.ndarray] | None = []  # the new nodes met, until a pass over the marks finds them sooner
+    new_met, enough = 0, len(marks) >> 6
+    for piece in _pieces(taken, WALK_ROWS):
         node, edges, _, _ = _gather(index, frontier[piece], max_edges_per_node)
         subjects = index.subjects[edges]
         others = np.where(subjects == node, index.objects[edges], subjects)
-        seen = visited[others]
-        kept_parts.append(edges[seen])
+        mark = marks[others]
+        seen = (mark != 0) & (mark <= here)  # reached before this hop; those reached in it are new
+        again = np.flatnonzero(seen)
+        tally.add(edges[again[_counted_here(index, node[again], edges[again], others[again], mark[again] == here,
+                                            max_edges_per_node)]])
         codes = index.type_code[others]
         fresh = ~seen & (codes >= 0)
         found.dangling += int(np.count_nonzero(~seen & (codes < 0)))
@@ -906,32 +932,48 @@ def _numpy_hop(index: CsrIndex, visited: np.ndarray, frontier: np.ndarray, max_e
             found.excluded_types.update(_unique(codes[excluded]).tolist())
             found.excluded_preds.update(_unique(index.preds[edges[excluded]]).tolist())
             fresh &= ~excluded
-        fresh_ends.append(others[fresh])
-        fresh_edges.append(edges[fresh])
-        del node, edges, subjects, others, seen, codes, fresh
-    new = np.sort(_distinct(fresh_ends, len(index.ids)))
-    kept_parts.extend(fresh_edges)  # every new end is admitted: each edge to one is kept
-    return new
+        tally.add(edges[fresh])  # every new end is admitted: each edge to one is kept, met from this end only
+        reached = others[fresh]
+        if new_parts is not None:
+            new_parts.append(reached[marks[reached] == 0])
+            new_met += len(new_parts[-1])
+            if new_met > enough:
+                new_parts = None
+        marks[reached] = new_mark
+        del node, edges, subjects, others, mark, seen, again, codes, fresh, reached
+    if new_parts is None:
+        return np.flatnonzero(marks == new_mark)
+    return _unique(np.concatenate(new_parts)) if new_parts else frontier[:0]
 
 
-def _numpy_survey(index: CsrIndex, visited: np.ndarray, levels: list[np.ndarray], kept_parts: list[np.ndarray],
-                  found: _Found, unknown: list[str], offset: int, count: int) -> Survey:
-    """:func:`_walk`'s answer, its nodes at ``offset:offset + count`` listed; clears ``visited``."""
+def _counted_here(index: CsrIndex, nodes: np.ndarray, edges: np.ndarray, others: np.ndarray, same_level: np.ndarray,
+                  max_edges_per_node: int) -> np.ndarray:
+    """Which of ``edges``, met from ``nodes`` to ``others`` reached before (at the level of ``nodes`` where
+    ``same_level``, else nearer), are counted from this end.
+
+    The other end was expanded too (it is nearer, or it is in this hop); it met the edge unless the edge
+    lies past its cap. So an edge is counted here when the other end did not meet it, or, both in this hop,
+    when this end is the lower node; a self-loop (one row) is met once.
+    """
+    counted: np.ndarray = (others == nodes) | ~_within_cap(index, edges, others, max_edges_per_node)
+    return counted | (same_level & (nodes < others))
+
+
+def _numpy_survey(index: CsrIndex, marks: np.ndarray, levels: list[np.ndarray], tally: _Tally, found: _Found,
+                  unknown: list[str], hops: int, max_edges_per_node: int, offset: int, count: int) -> Survey:
+    """:func:`_walk`'s answer, its nodes at ``offset:offset + count`` listed; clears ``marks``."""
     order = np.concatenate(levels)
-    kept_edges = _distinct(kept_parts, index.edge_count)
     type_bins = np.bincount(index.type_code[order], minlength=len(index.types))
-    pred_bins = np.zeros(len(index.predicates), dtype=np.int64)
-    for start, end in _spans(len(kept_edges), WALK_ROWS):
-        pred_bins += np.bincount(index.preds[kept_edges[start:end]], minlength=len(index.predicates))
     types = set(np.flatnonzero(type_bins).tolist()) | found.excluded_types
-    preds = set(np.flatnonzero(pred_bins).tolist()) | found.excluded_preds
+    preds = set(np.flatnonzero(tally.by_pred).tolist()) | found.excluded_preds
     listed = order[offset : offset + count]
-    page_edges = _page_edges(index, visited, order, offset, offset + len(listed), kept_edges)
+    page_edges = _page_edges(index, marks, order, offset, offset + len(listed), hops, max_edges_per_node)
+    marks[order] = 0
     distance = np.concatenate([np.full(len(level), hop) for hop, level in enumerate(levels)])[offset : offset + count]
     page = _listed(index, listed, distance)
     return Survey(
         node_count=len(order),
-        edge_count=len(kept_edges),
+        edge_count=tally.edges,
         page=page,
         edges=_triples(index, page_edges, dict(zip(listed.tolist(), [row[0] for row in page], strict=True))),
         entity_types=sorted(index.types[c] for c in types),
@@ -941,50 +983,36 @@ def _numpy_survey(index: CsrIndex, visited: np.ndarray, levels: list[np.ndarray]
         nodes_cut=0,
         dangling_edges=found.dangling,
         entity_type_counts=_binned(index.types, type_bins),
-        predicate_counts=_binned(index.predicates, pred_bins),
+        predicate_counts=_binned(index.predicates, tally.by_pred),
     )
 
 
-def _distinct(parts: Sequence[np.ndarray], size: int) -> np.ndarray:
-    """The distinct values of ``parts`` (each in ``range(size)``; in no particular order), in time that grows
-    with them.
+def _page_edges(index: CsrIndex, marks: np.ndarray, order: np.ndarray, start: int, end: int, hops: int,
+                max_edges_per_node: int) -> np.ndarray:
+    """The edges the walk kept whose later end is listed (at ``start:end`` of ``order``, which ``marks`` marks),
+    sorted: found from the listed nodes' rows (the walk's edges are counted, not held).
 
-    A sort (``np.unique``) of the millions of edges (and nodes) a hub's 2-hop walk meets took
-    most of the walk; instead every occurrence writes its position into a scratch slot of its
-    value, and the occurrence whose position stayed there is the one kept (whichever write
-    wins, exactly one does). The slots (int32, ``size`` of them) need no clearing, as every slot
-    read was written first: they are allocated, never filled, so only the pages written become
-    resident, and they go back when the walk ends (when walks kept them for later ones, four
-    concurrent walks left 130 MB of them behind at 8M edges). Part by part: the parts joined and
-    their positions took 80 MB of a hub's 2-hop walk over 8M edges.
+    An edge was kept when an end nearer than ``hops`` met it (within its cap) and its other end was
+    reached; an end is before ``end`` when it is on an earlier level than the node at ``end``, or on
+    that level and lower (each level is sorted).
     """
-    if not parts:
-        return np.zeros(0, dtype=np.int64)
-    starts = list(itertools.accumulate((len(part) for part in parts[:-1]), initial=0))
-    slots = np.empty(size, dtype=np.int32)
-    for part, start in zip(parts, starts, strict=True):
-        slots[part] = np.arange(start, start + len(part), dtype=np.int32)
-    kept = [part[slots[part] == np.arange(start, start + len(part), dtype=np.int32)]
-            for part, start in zip(parts, starts, strict=True)]
-    distinct: np.ndarray = np.concatenate(kept)
-    return distinct
-
-
-def _page_edges(index: CsrIndex, visited: np.ndarray, order: np.ndarray, start: int, end: int,
-                edges: np.ndarray) -> np.ndarray:
-    """Those of ``edges`` (whose ends are all in ``order``) whose later end is listed (at ``start:end`` of
-    ``order``), sorted; clears ``visited``, which marks ``order``, on the way."""
     if start >= end:  # nothing listed (count 0: the counts alone)
-        visited[order] = False
-        return edges[:0]
-    visited[order[end:]] = False
-    pieces = [edges[first:last] for first, last in _spans(len(edges), WALK_ROWS)]  # not every edge's ends at once
-    before_end = [visited[index.subjects[piece]] & visited[index.objects[piece]] for piece in pieces]
-    visited[order[:start]] = False
-    listed = [piece[early & (visited[index.subjects[piece]] | visited[index.objects[piece]])]
-              for piece, early in zip(pieces, before_end, strict=True)]
-    visited[order[start:end]] = False
-    return np.sort(np.concatenate(listed)) if listed else edges[:0]
+        return order[:0]
+    listed = order[start:end]
+    bound, first_after = (int(marks[order[end]]), int(order[end])) if end < len(order) else (hops + 2, -1)
+    parts = []
+    degrees = index.offsets[listed + 1] - index.offsets[listed]
+    for piece in _pieces(degrees, WALK_ROWS):
+        node, edges, _, _ = _gather(index, listed[piece], index.edge_count)
+        subjects = index.subjects[edges]
+        others = np.where(subjects == node, index.objects[edges], subjects)
+        mark = marks[others]
+        before = np.flatnonzero((mark != 0) & ((mark < bound) | ((mark == bound) & (others < first_after))))
+        node, edges, others, mark = node[before], edges[before], others[before], mark[before]
+        kept = ((marks[node] <= hops) & _within_cap(index, edges, node, max_edges_per_node)) \
+            | ((mark <= hops) & _within_cap(index, edges, others, max_edges_per_node))
+        parts.append(edges[kept])
+    return _unique(np.concatenate(parts))
 
 
 def _listed(index: CsrIndex, nodes: np.ndarray, distance: np.ndarray) -> list[Reached]:
@@ -1187,17 +1215,16 @@ def overlap(
     shared = np.flatnonzero(shared_at >= 0)
     order = shared[np.lexsort((shared, shared_at[shared]))]
     is_shared = shared_at >= 0
-    among = _among(index, order, is_shared)
     listed = order[:count]
+    edge_count, pred_bins, page_edges = _among(index, order, is_shared, listed)
     paths, left_out = _seed_paths(index, arrivals, seed_index, list(seeds), order[:path_nodes], path_limit,
                                   max_edges_per_node)
     type_bins = np.bincount(index.type_code[order], minlength=len(index.types))
-    pred_bins = np.bincount(index.preds[among], minlength=len(index.predicates))
     return Overlap(
         node_count=len(order),
-        edge_count=len(among),
+        edge_count=edge_count,
         page=_listed(index, listed, shared_at[listed]),
-        edges=_triples(index, _edges_among_first(index, order, len(listed), among)),
+        edges=_triples(index, page_edges),
         entity_types=list(_binned(index.types, type_bins)),
         predicates=list(_binned(index.predicates, pred_bins)),
         paths=paths,
@@ -1335,28 +1362,12 @@ def _rows_into(index: CsrIndex, nodes: np.ndarray, frontier: np.ndarray, cap: in
 
 def _within_cap(index: CsrIndex, edges: np.ndarray, ends: np.ndarray, cap: int) -> np.ndarray:
     """Whether each of ``edges`` is among the first ``cap`` rows of its end in ``ends`` (the rows a hop from that
-    end follows)."""
-    kept: np.ndarray = (index.offsets[ends + 1] - index.offsets[ends]) <= cap
-    hubs = np.flatnonzero(~kept)
-    hubs = hubs[np.argsort(ends[hubs], kind="stable")]  # grouped by hub: one pass, not one per hub
-    bounds = np.flatnonzero(np.diff(ends[hubs])) + 1
-    for at in np.split(hubs, bounds) if len(hubs) else []:
-        start = int(index.offsets[ends[at[0]]])
-        kept[at] = np.isin(edges[at], index.rows[start : start + cap])
+    end follows): a node's rows are in edge order, so whether it is at most the last of them."""
+    starts = index.offsets[ends]
+    hubs = np.flatnonzero(index.offsets[ends + 1] - starts > cap)
+    kept = np.ones(len(ends), dtype=bool)
+    kept[hubs] = edges[hubs] <= index.rows[starts[hubs] + (cap - 1)]
     return kept
-
-
-def _edges_among_first(index: CsrIndex, order: np.ndarray, first: int, edges: np.ndarray) -> np.ndarray:
-    """Those of ``edges`` (among the nodes of ``order``) whose ends are both among the ``first`` of ``order``."""
-    if not first:  # nothing listed (count 0: the counts alone): no graph-sized array for nothing
-        return edges[:0]
-    listed = np.zeros(len(index.ids), dtype=bool)
-    listed[order[:first]] = True
-    # A piece at a time: the ends' positions of every edge at once took 190 MB for 7.8M edges.
-    pieces = (edges[start:end] for start, end in _spans(len(edges), OVERLAP_ROWS))
-    kept = [piece[listed[index.subjects[piece]] & listed[index.objects[piece]]] for piece in pieces]
-    among: np.ndarray = np.concatenate(kept) if kept else edges[:0]
-    return among
 
 
 def _spans(length: int, size: int) -> list[tuple[int, int]]:
@@ -1375,25 +1386,38 @@ def _pieces(taken: np.ndarray, rows: int) -> list[slice]:
     return [slice(start, end) for start, end in pairwise(bounds)]
 
 
-def _among(index: CsrIndex, nodes: np.ndarray, is_shared: np.ndarray) -> np.ndarray:
-    """The edges (sorted) between two of ``nodes`` (flagged by ``is_shared``): from all their rows when they have
-    at most :data:`OVERLAP_ROWS`, else by one pass over every edge, a byte an edge (their rows' edge numbers,
+def _among(index: CsrIndex, nodes: np.ndarray, is_shared: np.ndarray,
+           listed: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """The edges between two of ``nodes`` (flagged by ``is_shared``), counted a piece at a time rather than held
+    (at R-MAT 23, 32M of them took 258 MB as int64): their number, their counts by predicate code, and those
+    between two of ``listed`` (sorted: the page's edges)."""
+    pred_bins = np.zeros(len(index.predicates), dtype=np.int64)
+    count, page = 0, []
+    on_page = None
+    if len(listed):  # nothing listed (count 0: the counts alone): no graph-sized array for nothing
+        on_page = np.zeros(len(index.ids), dtype=bool)
+        on_page[listed] = True
+    for edges in _pieces_among(index, nodes, is_shared):
+        count += len(edges)
+        pred_bins += np.bincount(index.preds[edges], minlength=len(pred_bins))
+        if on_page is not None:
+            page.append(edges[on_page[index.subjects[edges]] & on_page[index.objects[edges]]])
+    return count, pred_bins, np.concatenate(page) if page else listed[:0]
+
+
+def _pieces_among(index: CsrIndex, nodes: np.ndarray, is_shared: np.ndarray) -> Iterator[np.ndarray]:
+    """The edges between two of ``nodes`` (flagged by ``is_shared``), in order, a piece at a time: from all their
+    rows when they have at most :data:`OVERLAP_ROWS`, else by one pass over every edge (their rows' edge numbers,
     each edge twice, and the sort that made them distinct held 16 bytes a row: 250 MB for 7.8M edges)."""
     rows = index.offsets[nodes + 1] - index.offsets[nodes]
-    if int(rows.sum()) > OVERLAP_ROWS:  # a bool an edge, a piece at a time, then the edge numbers as int32
-        spans = _spans(index.edge_count, OVERLAP_ROWS)
-        flags = [is_shared[index.subjects[start:end]] & is_shared[index.objects[start:end]] for start, end in spans]
-        found = np.empty(sum(int(np.count_nonzero(f)) for f in flags), dtype=np.int32)
-        at = 0
-        for (start, _), piece in zip(spans, flags, strict=True):
-            numbers = np.flatnonzero(piece)
-            found[at : at + len(numbers)] = numbers + start
-            at += len(numbers)
-        return found
+    if int(rows.sum()) > OVERLAP_ROWS:
+        for start, end in _spans(index.edge_count, OVERLAP_ROWS):
+            yield np.flatnonzero(is_shared[index.subjects[start:end]] & is_shared[index.objects[start:end]]) + start
+        return
     node, edges, _, _ = _gather(index, nodes, np.iinfo(np.int64).max)
     subjects = index.subjects[edges]
     others = np.where(subjects == node, index.objects[edges], subjects)
-    return _unique(edges[is_shared[others]])
+    yield _unique(edges[is_shared[others]])
 
 
 def _reach(
