@@ -990,29 +990,37 @@ def _numpy_survey(index: CsrIndex, marks: np.ndarray, levels: list[np.ndarray], 
 def _page_edges(index: CsrIndex, marks: np.ndarray, order: np.ndarray, start: int, end: int, hops: int,
                 max_edges_per_node: int) -> np.ndarray:
     """The edges the walk kept whose later end is listed (at ``start:end`` of ``order``, which ``marks`` marks),
-    sorted: found from the listed nodes' rows (the walk's edges are counted, not held).
+    sorted: found again in the rows the walk met (the walk counts its edges, it does not hold them).
 
-    An edge was kept when an end nearer than ``hops`` met it (within its cap) and its other end was
-    reached; an end is before ``end`` when it is on an earlier level than the node at ``end``, or on
-    that level and lower (each level is sorted).
+    An edge was kept when an end nearer than ``hops`` met it within its cap and its other end was reached, so
+    each edge between two nodes up to the page's end is among the rows of such a node up to there.
     """
     if start >= end:  # nothing listed (count 0: the counts alone)
         return order[:0]
-    listed = order[start:end]
-    bound, first_after = (int(marks[order[end]]), int(order[end])) if end < len(order) else (hops + 2, -1)
+    upto = order[:end]
+    expanded = upto[marks[upto] <= hops]
+    taken = np.minimum(index.offsets[expanded + 1] - index.offsets[expanded], max_edges_per_node)
     parts = []
-    degrees = index.offsets[listed + 1] - index.offsets[listed]
-    for piece in _pieces(degrees, WALK_ROWS):
-        node, edges, _, _ = _gather(index, listed[piece], index.edge_count)
+    for piece in _pieces(taken, WALK_ROWS):
+        node, edges, _, _ = _gather(index, expanded[piece], max_edges_per_node)
         subjects = index.subjects[edges]
         others = np.where(subjects == node, index.objects[edges], subjects)
-        mark = marks[others]
-        before = np.flatnonzero((mark != 0) & ((mark < bound) | ((mark == bound) & (others < first_after))))
-        node, edges, others, mark = node[before], edges[before], others[before], mark[before]
-        kept = ((marks[node] <= hops) & _within_cap(index, edges, node, max_edges_per_node)) \
-            | ((mark <= hops) & _within_cap(index, edges, others, max_edges_per_node))
-        parts.append(edges[kept])
-    return _unique(np.concatenate(parts))
+        on_page = _before(marks, order, end, others)
+        if start:
+            on_page &= ~(_before(marks, order, start, others) & _before(marks, order, start, node))
+        parts.append(edges[on_page])
+    return _unique(np.concatenate(parts)) if parts else order[:0]
+
+
+def _before(marks: np.ndarray, order: np.ndarray, position: int, nodes: np.ndarray) -> np.ndarray:
+    """Whether each of ``nodes`` is at a position of ``order`` (which ``marks`` marks) before ``position``: on an
+    earlier level than the node there, or on that level and lower (each level is sorted)."""
+    mark = marks[nodes]
+    before: np.ndarray = mark != 0
+    if position < len(order):
+        bound, first_after = marks[order[position]], order[position]
+        before &= (mark < bound) | ((mark == bound) & (nodes < first_after))
+    return before
 
 
 def _listed(index: CsrIndex, nodes: np.ndarray, distance: np.ndarray) -> list[Reached]:
