@@ -64,3 +64,23 @@ def test_a_damaged_part_of_a_cut_array_is_refused(tmp_path: Path, monkeypatch: p
 def test_only_the_tables_of_parts_are_named_in_statements(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "x.sqlite") as conn, pytest.raises(ValueError, match="no table of saved parts"):
         read_parts(conn, "entity; DROP TABLE entity")
+
+
+def test_a_damaged_part_is_refused_whichever_connection_reads_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store in a file has about half its arrays read on a second connection: a damaged part of any array, saved
+    (so that the second connection sees it), is refused."""
+    cut = _store(tmp_path / "cut.sqlite", 256, monkeypatch)
+    with sqlite3.connect(cut) as conn:
+        names = [row[0] for row in conn.execute("SELECT DISTINCT name FROM csr_part WHERE length(data) > 0")]
+    assert len(names) > 8
+    for name in names:
+        with sqlite3.connect(cut) as conn:
+            saved = conn.execute("SELECT data FROM csr_part WHERE name = ? AND part = 0", (name,)).fetchone()[0]
+            conn.execute("UPDATE csr_part SET data = zeroblob(length(data)) WHERE name = ? AND part = 0", (name,))
+        with sqlite3.connect(cut) as conn, pytest.raises(DamagedIndex, match="checksum"):
+            load_index(conn)
+        with sqlite3.connect(cut) as conn:
+            conn.execute("UPDATE csr_part SET data = ? WHERE name = ? AND part = 0", (saved, name))
+    with sqlite3.connect(cut) as conn:
+        assert load_index(conn) is not None

@@ -350,10 +350,9 @@ class SqliteBackend(GraphBackend):
                     f"Build a store with: bfsql load --db NEW_FILE bundle.jsonl (not over {self.path}).",
                 )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            self._has_merged = bool(
-                conn.execute("SELECT EXISTS (SELECT 1 FROM entity WHERE status = 'merged')").fetchone()[0]
-            )
+            merged = self._executor.submit(self._any_merged)  # a scan of every entity, while this one counts
             relationships: int = conn.execute("SELECT COUNT(*) FROM relationship").fetchone()[0]
+            self._has_merged = merged.result()
         except sqlite3.DatabaseError as exc:
             conn.close()
             if any(word in str(exc).lower() for word in _DAMAGED_PAGES):
@@ -391,6 +390,14 @@ class SqliteBackend(GraphBackend):
             in_memory=0 < relationships <= self._memory_index,  # hops from the index: nothing for a cache to save
         )
         return relationships
+
+    def _any_merged(self) -> bool:
+        """Whether any entity is merged (on a connection of its own)."""
+        conn = self._open()
+        try:
+            return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM entity WHERE status = 'merged')").fetchone()[0])
+        finally:
+            conn.close()
 
     def _saved_index_current(self, relationships: int) -> bool:
         """Whether the saved index (and the statistics saved with it) is the store's as it is, as reading the index
