@@ -9,8 +9,8 @@ numbers in the order of their ``(subject, predicate, object)`` triples (so a hub
 UTF-8 blobs), against some 350 bytes an edge for the Python hop index this replaces.
 
 The index is built by ``bfsql load`` and saved in the store (table ``csr_part``, each array one blob up to 512 MB:
-see :mod:`bfsql.saved_parts`), so a server reads it instead of building it (R-MAT 20's 192 MB in 0.4-0.7 s, R-MAT
-23's 1.75 GB in 7-10 s, mostly the page faults of memory SQLite fills); a store written by an older bfsql has it
+see :mod:`bfsql.saved_parts`), so a server reads it instead of building it (R-MAT 20's 192 MB in 0.3-0.7 s, R-MAT
+23's 1.56 GB in 1.3 s from the page cache, on two connections at once); a store written by an older bfsql has it
 built when opened.
 The graph's statistics (entities by type, edges by predicate, the hubs: what ``describe_schema``
 shows) are counted on the arrays and saved with it (``meta.statistics``), so that a store served
@@ -22,7 +22,8 @@ each level's rows gathered with numpy, then sorted out in Python against the set
 :func:`survey` runs a whole breadth-first traversal on the arrays with numpy, with the engine's
 exact rules (hub caps, excluded types, dangling ends), and materialises only the
 page of the answer: the cost of a hub's two-hop survey is that of the edges it visits, with no
-Python object per edge. The walk is never cut at a number of nodes: its counts are the whole traversal's.
+Python object per edge, and its memory that of its frontier and a byte a node (the edges are counted, not held).
+The walk is never cut at a number of nodes: its counts are the whole traversal's.
 Small hops (at most :data:`SMALL_HOP_ROWS` rows) run on Python sets
 instead, where numpy's fixed cost per call would be most of the walk.
 """
@@ -1397,8 +1398,9 @@ def _pieces(taken: np.ndarray, rows: int) -> list[slice]:
 def _among(index: CsrIndex, nodes: np.ndarray, is_shared: np.ndarray,
            listed: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     """The edges between two of ``nodes`` (flagged by ``is_shared``), counted a piece at a time rather than held
-    (at R-MAT 23, 32M of them took 258 MB as int64): their number, their counts by predicate code, and those
-    between two of ``listed`` (sorted: the page's edges)."""
+    (held with a flag for every edge, the 10.6M-32M edges among a hub's and a median entity's shared nodes at
+    R-MAT 23 brought the call's peak to 172-449 MB; counted, 73-88 MB): their number, their counts by predicate
+    code, and those between two of ``listed`` (sorted: the page's edges)."""
     pred_bins = np.zeros(len(index.predicates), dtype=np.int64)
     count, page = 0, []
     on_page = None
