@@ -350,7 +350,9 @@ class SqliteBackend(GraphBackend):
                     f"Build a store with: bfsql load --db NEW_FILE bundle.jsonl (not over {self.path}).",
                 )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            merged = self._executor.submit(self._any_merged)  # a scan of every entity, while this one counts
+            # A scan of every entity, while this thread counts: on the pool of cheap calls, which is idle while the
+            # store opens (not on this one, whose threads the open may hold).
+            merged = self._light_executor.submit(self._any_merged)
             relationships: int = conn.execute("SELECT COUNT(*) FROM relationship").fetchone()[0]
             self._has_merged = merged.result()
         except sqlite3.DatabaseError as exc:
