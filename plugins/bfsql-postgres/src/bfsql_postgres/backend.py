@@ -196,14 +196,13 @@ def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record], memo: HopMemo 
         for row in edges_of.get(entity_id, ()):
             # Each row brings its own strings: the edges keep one string of each id and predicate instead (the
             # primitive cache held four strings an edge, 56 of a path query's 84 MB at R-MAT 20).
-            subject, obj = row[1], row[3]
-            outgoing = subject == entity_id
-            other = obj if outgoing else subject
+            asked_subject = row[0]  # the end this row was filed under (entity_id) is its subject
+            other = row[3] if asked_subject else row[1]
             if other in merged:
                 continue
             other, other_type, other_name = ends.get(other) or (other, None, None)
             predicate = predicates.setdefault(row[2], row[2])
-            if outgoing:
+            if asked_subject:
                 kept.append((entity_id, predicate, other, other_type, other_name))
             else:
                 kept.append((other, predicate, entity_id, other_type, other_name))
