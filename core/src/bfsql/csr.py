@@ -190,7 +190,7 @@ class CsrIndex:
     hash_index: np.ndarray
     """int32: the index of the id of each sorted hash."""
     spare_marks: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
-    """Cleared visited-mark arrays no walk is using (see :func:`_visited_marks`); not saved."""
+    """Cleared level-mark arrays no walk is using (see :func:`_level_marks`); not saved."""
     views: Views = field(init=False, repr=False, compare=False)
     """The arrays as memoryviews (made here, not saved)."""
     dangling_ends: np.ndarray = field(init=False, repr=False, compare=False)
