@@ -289,6 +289,26 @@ async def test_a_hop_answers_the_asked_entities_in_its_one_statement(standard_ds
         await backend.aclose()
 
 
+async def test_a_hop_joins_its_ends_to_its_edges_whatever_order_its_rows_come_in(standard_backend: PostgresBackend
+                                                                                  ) -> None:
+    """The hop statement sends its entity rows first, and the backend joins them to the edge rows as those come;
+    SQL does not promise that order, so rows in any order answer the same."""
+    ids = [TP53, MDM2, MERGED, "NOPE:unknown"]
+    rows = await standard_backend.pool.fetch(standard_backend._hop_sql[False], ids)
+    entity_rows = [r for r in rows if r[0] is None]
+    edge_rows = [r for r in rows if r[0] is not None]
+    assert rows[: len(entity_rows)] == entity_rows and edge_rows  # as sent: every entity row first
+
+    def joined(rows: list) -> tuple[dict, int]:  # each node's edges as a set: their order follows the rows'
+        found, edges = bfsql_postgres.backend._neighbourhoods(ids, rows)
+        return {i: (n.node, set(n.edges)) for i, n in found.items()}, edges
+
+    answer = joined(rows)
+    assert answer[1] == len(edge_rows) and set(answer[0]) == {TP53, MDM2}
+    assert any(e[3] is not None for _, edges in answer[0].values() for e in edges)  # the ends were joined
+    for shuffled in (edge_rows + entity_rows, edge_rows[:1] + entity_rows + edge_rows[1:], rows[::-1]):
+        assert joined(shuffled) == answer
+
 async def test_edge_metadata_and_provenance_answer_only_the_asked_edges(standard_backend: PostgresBackend) -> None:
     """Only the asked edges come back, not others between the same ends with the same predicates."""
     asked = [Edge(TP53, "REGULATES", MDM2), Edge(MDM2, "INHIBITS", TP53)]  # MDM2 REGULATES MDM2 is among their ends

@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
+from operator import itemgetter
 
 from bfsql.budgets import TraversalLimits
 from bfsql.engine.answer import Traversal, Triple
@@ -181,8 +183,8 @@ async def expand(
             result.walked = hop - 1
             break
         rows_of = first_hop if hop == 1 else await graph.hop(frontier)
-        new, pending, cross = await _scan_hop(result, frontier, rows_of, limits, exclude_types, pacer)
-        frontier = _admit(result, hop, new, pending, cross, limits)
+        new, cross = await _scan_hop(result, frontier, rows_of, limits, exclude_types, pacer)
+        frontier = _admit(result, hop, new, cross, limits)
         result.found_by.append(len(result.edges))
         if progress is not None:
             await progress(hop, hops, f"hop {hop}/{hops}: {len(result.distance)} nodes, {len(result.edges)} edges")
@@ -211,16 +213,17 @@ async def _scan_hop(
     limits: TraversalLimits,
     exclude_types: frozenset[str],
     pacer: Pacer,
-) -> tuple[dict[str, tuple[str, str | None]], list[Triple], list[int]]:
+) -> tuple[dict[str, tuple[str, str | None]], list[int]]:
     """Read one hop's edges (``rows_of`` the ``frontier``, each hub's within its cap): keep those to nodes reached
-    before, note dangling and excluded ones in ``result``; the new neighbours (their type and name), the edges
-    to them (added to ``result.edges`` already) and the positions of the edges among nodes reached before."""
+    before and to new neighbours (in ``result.edges``, their predicates in ``result.predicates``), note dangling and
+    excluded ones in ``result``; the new neighbours (their type and name) and the positions of the edges among
+    nodes reached before."""
     distance, edges = result.distance, result.edges
+    found_before = len(edges)
     # Edges are kept in the order they are found (a dict, not a set): the tuples then lie in memory in the
     # order every later pass reads them, which makes those passes over 100k+ edges several times faster.
-    add_edge, add_predicate = edges.setdefault, result.predicates.add
+    add_edge = edges.setdefault
     new: dict[str, tuple[str, str | None]] = {}
-    pending: list[Triple] = []
     cross: list[int] = []
     for node_id in frontier:
         there = rows_of.get(node_id)
@@ -237,7 +240,6 @@ async def _scan_hop(
                 if triple not in edges:
                     cross.append(len(edges))
                     edges[triple] = None
-                add_predicate(predicate)
             elif other_type is None:
                 result.dangling_edges += 1
             elif other_type in exclude_types:
@@ -246,15 +248,14 @@ async def _scan_hop(
             else:
                 if other not in new:
                     new[other] = (other_type, other_name)
-                triple = (subject, predicate, obj)
-                add_edge(triple)
-                add_predicate(predicate)
-                pending.append(triple)
-    return new, pending, cross
+                add_edge((subject, predicate, obj))
+    # Once per hop, not once per row: the predicates of the edges it added.
+    result.predicates.update(map(itemgetter(1), islice(edges, found_before, None)))
+    return new, cross
 
 
-def _admit(result: Expansion, hop: int, new: dict[str, tuple[str, str | None]], pending: list[Triple],
-           cross: list[int], limits: TraversalLimits) -> list[str]:
+def _admit(result: Expansion, hop: int, new: dict[str, tuple[str, str | None]], cross: list[int],
+           limits: TraversalLimits) -> list[str]:
     """Admit the ``new`` neighbours at distance ``hop`` (the first by id when ``max_walk_nodes`` leaves no room
     for all, the edges to the others dropped); the new level."""
     distance = result.distance
@@ -268,7 +269,7 @@ def _admit(result: Expansion, hop: int, new: dict[str, tuple[str, str | None]], 
         result.types[node_id], result.names[node_id] = new[node_id]
     result.levels.append(admitted)
     if result.nodes_cut:  # edges to the neighbours that did not fit are not part of the answer
-        for e in pending:
+        for e in list(islice(result.edges, result.found_by[-1] if result.found_by else 0, None)):
             if e[0] not in distance or e[2] not in distance:
                 result.edges.pop(e, None)
         result.predicates = {e[1] for e in result.edges}
