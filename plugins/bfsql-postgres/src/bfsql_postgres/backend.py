@@ -159,19 +159,42 @@ def _evidence_order(record: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record], memo: HopMemo | None = None
-                    ) -> dict[str, Neighbourhood]:
-    """The answer of ``hop`` for the ids ``asked`` from the rows of the hop statement (see :func:`queries.hop_sql`).
+                    ) -> tuple[dict[str, Neighbourhood], int]:
+    """The answer of ``hop`` for the ids ``asked`` from the rows of the hop statement (see :func:`queries.hop_sql`),
+    and how many of the rows were edge rows.
 
     With ``memo``, the rows carry metadata (``hop_sql(metadata=True)``): that of the visible entities and of the
     edges kept is left in the memo (entities as the columns of :data:`queries.ENTITY_METADATA` after the id, edges
     as ``(confidence, source_documents, properties)``).
     """
-    edges_of: dict[str, list[Any]] = {}
+    try:
+        return _joined(asked, rows, memo)
+    except _EndAfterEdges:  # the statement sends its entity rows first, but SQL does not promise that order
+        return _joined(asked, sorted(rows, key=lambda row: row[0] is not None), memo)
+
+
+class _EndAfterEdges(Exception):
+    """An entity row came after an edge row that may have needed it."""
+
+
+def _joined(asked: list[str], rows: list[asyncpg.Record], memo: HopMemo | None
+            ) -> tuple[dict[str, Neighbourhood], int]:
+    """:func:`_neighbourhoods` in one pass over ``rows`` whose entity rows come first (else :class:`_EndAfterEdges`)."""
     ends: dict[str, tuple[str, str, str | None]] = {}  # each entity: its id (the one string of it kept), type, name
     merged: set[str] = set()
+    edges_of: dict[str, tuple[str, list[Any]]] = {}  # own id: (its one string, its edges as HopEdge-shaped tuples)
+    # Each row brings its own strings: the edges keep one string of each id and predicate instead (the primitive
+    # cache held four strings an edge, 56 of a path query's 84 MB at R-MAT 20).
+    predicates: dict[str, str] = {}
+    kept_metadata = memo.edges if memo is not None else None
+    last: str | None = None  # the own id of the row before, its one string and its edges
+    own_id = ""
+    kept: list[Any] = []
     for row in rows:
         outgoing = row[0]
         if outgoing is None:  # an entity at an end, or one asked
+            if edges_of:
+                raise _EndAfterEdges
             if row[4] == "merged":
                 merged.add(row[1])
             else:
@@ -179,37 +202,39 @@ def _neighbourhoods(asked: list[str], rows: list[asyncpg.Record], memo: HopMemo 
                 if memo is not None:
                     memo.nodes[row[1]] = (row[3], row[6], row[7], row[4], row[5], row[8], row[9])
             continue
-        own = row[1] if outgoing else row[3]
-        edges = edges_of.get(own)
-        if edges is None:
-            edges_of[own] = [row]
+        if outgoing:
+            own, other = row[1], row[3]
         else:
-            edges.append(row)
+            own, other = row[3], row[1]
+        if own != last:  # a node's rows come together: each direction is read in id order
+            group = edges_of.get(own)
+            if group is None:
+                group = edges_of[own] = ((ends.get(own) or (own,))[0], [])
+            own_id, kept, last = group[0], group[1], own
+        end = ends.get(other)
+        other_type: str | None
+        if end is not None:
+            other_id, other_type, other_name = end
+        elif other in merged:
+            continue
+        else:  # no entity
+            other_id, other_type, other_name = other, None, None
+        predicate = row[2]
+        predicate = predicates.setdefault(predicate, predicate)
+        if outgoing:
+            edge = (own_id, predicate, other_id, other_type, other_name)
+        else:
+            edge = (other_id, predicate, own_id, other_type, other_name)
+        kept.append(edge)
+        if kept_metadata is not None:
+            kept_metadata[edge[:3]] = (row[5], row[6], row[7])
     found: dict[str, Neighbourhood] = {}
-    predicates: dict[str, str] = {}
-    kept_metadata = memo.edges if memo is not None else None
     for entity_id in asked:
         node = ends.get(entity_id)
-        if node is None:  # not an entity, or a merged one
-            continue
-        kept: list[Any] = []  # plain tuples of HopEdge's shape
-        for row in edges_of.get(entity_id, ()):
-            # Each row brings its own strings: the edges keep one string of each id and predicate instead (the
-            # primitive cache held four strings an edge, 56 of a path query's 84 MB at R-MAT 20).
-            asked_subject = row[0]  # the end this row was filed under (entity_id) is its subject
-            other = row[3] if asked_subject else row[1]
-            if other in merged:
-                continue
-            other, other_type, other_name = ends.get(other) or (other, None, None)
-            predicate = predicates.setdefault(row[2], row[2])
-            if asked_subject:
-                kept.append((entity_id, predicate, other, other_type, other_name))
-            else:
-                kept.append((other, predicate, entity_id, other_type, other_name))
-            if kept_metadata is not None:
-                kept_metadata[kept[-1][:3]] = (row[5], row[6], row[7])
-        found[entity_id] = Neighbourhood(NodeInfo(node[1], node[2]), kept)
-    return found
+        if node is not None:  # else not an entity, or a merged one
+            group = edges_of.get(entity_id)
+            found[entity_id] = Neighbourhood(NodeInfo(node[1], node[2]), group[1] if group is not None else [])
+    return found, len(rows) - len(ends) - len(merged)
 
 
 def _statistics(rows: list[asyncpg.Record], exact: bool) -> GraphStatistics | None:
@@ -261,8 +286,9 @@ class _RowBudget:
         rows = await self.backend._fetch(sql, _storable(asked), self.left)
         if rows and rows[0][1] is None:  # more edges than are left
             raise _TooManyRows
-        self.left -= sum(1 for row in rows if row[0] is not None)  # edge rows (the others are their ends)
-        return _neighbourhoods(asked, rows, memo)
+        found, edge_rows = _neighbourhoods(asked, rows, memo)
+        self.left -= edge_rows
+        return found
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -596,7 +622,7 @@ class PostgresBackend(GraphBackend):
         """
         asked = list(dict.fromkeys(entity_ids))
         memo = self._memo()
-        return _neighbourhoods(asked, await self._fetch(self._hop_sql[memo is not None], _storable(asked)), memo)
+        return _neighbourhoods(asked, await self._fetch(self._hop_sql[memo is not None], _storable(asked)), memo)[0]
 
     @override
     async def closure(

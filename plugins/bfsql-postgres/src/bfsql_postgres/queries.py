@@ -105,16 +105,16 @@ ENTITY_MEMO = "(status, confidence, synonyms, properties, source, canonical_url)
 
 
 def hop_sql(layout: StoreLayout, metadata: bool = False) -> str:
-    """Every edge of the ids ``$1`` in both directions, and the entities at their ends.
+    """The entities among the ids ``$1`` and at the other ends of their edges, then every edge of the ids ``$1``
+    in both directions.
 
-    Edge rows ``(outgoing, subject, predicate, object, NULL)``: ``outgoing`` says which end is
-    the id of ``$1`` the edge belongs to (true: the subject, false: the object; a self-loop
-    comes once, as outgoing). A flag rather than the id itself: a hub's hop sends ~100k edge
-    rows, and decoding a third text column for each cost a fifth of a 2-hop walk from an HPO
-    hub. Then one row ``(NULL, id, type, name, status)`` per
-    entity among the asked ids and the edges' other ends (``status`` only in a store with
-    merged entities): the backend joins them to the edges, drops what touches a merged
-    entity, and keeps the edges of the asked ids that are entities. With ``metadata`` (a
+    First one row ``(NULL, id, type, name, status)`` per entity among the asked ids and the edges' other ends
+    (``status`` only in a store with merged entities). Then edge rows ``(outgoing, subject, predicate, object,
+    NULL)``: ``outgoing`` says which end is the id of ``$1`` the edge belongs to (true: the subject, false: the
+    object; a self-loop comes once, as outgoing). A flag rather than the id itself: a hub's hop sends ~100k edge
+    rows, and decoding a third text column for each cost a fifth of a 2-hop walk from an HPO hub. The backend
+    joins the ends to the edges as the edge rows come, in one pass (the entity rows first for that), drops what
+    touches a merged entity, and keeps the edges of the asked ids that are entities. With ``metadata`` (a
     traversal that will show it; only where unique keys make a triple one row), edge rows carry
     :data:`EDGE_MEMO` and entity rows :data:`ENTITY_MEMO` after the first four columns, so that
     the answer's metadata needs no statement of its own.
@@ -130,18 +130,18 @@ def hop_sql(layout: StoreLayout, metadata: bool = False) -> str:
     distinct = "" if layout.unique_keys else "DISTINCT "
     edge, entity = _hop_columns(layout, metadata)
     return f"""
-SELECT {distinct}true, r.subject_id::text, r.predicate::text, r.object_id::text, {edge}
-FROM relationship r WHERE r.subject_id = ANY($1::text[])
-UNION ALL
-SELECT {distinct}false, r.subject_id::text, r.predicate::text, r.object_id::text, {edge}
-FROM relationship r WHERE r.object_id = ANY($1::text[]) AND r.subject_id <> r.object_id
-UNION ALL
 SELECT NULL, e.entity_id::text, e.entity_type::text, e.name::text, {entity}
 FROM entity e WHERE e.entity_id = ANY(ARRAY(
     SELECT r.object_id FROM relationship r WHERE r.subject_id = ANY($1::text[])
     UNION SELECT r.subject_id FROM relationship r WHERE r.object_id = ANY($1::text[])
     UNION SELECT unnest($1::text[])
 ))
+UNION ALL
+SELECT {distinct}true, r.subject_id::text, r.predicate::text, r.object_id::text, {edge}
+FROM relationship r WHERE r.subject_id = ANY($1::text[])
+UNION ALL
+SELECT {distinct}false, r.subject_id::text, r.predicate::text, r.object_id::text, {edge}
+FROM relationship r WHERE r.object_id = ANY($1::text[]) AND r.subject_id <> r.object_id
 """
 
 
@@ -170,12 +170,12 @@ WITH edge AS MATERIALIZED (
     LIMIT $2::bigint + 1
 ),
 fits AS MATERIALIZED (SELECT count(*) <= $2::bigint AS fits FROM edge)
-SELECT outgoing, s, p, o, {listed} FROM edge WHERE (SELECT fits FROM fits)
-UNION ALL
 SELECT NULL, e.entity_id::text, e.entity_type::text, e.name::text, {entity}
 FROM entity e WHERE (SELECT fits FROM fits) AND e.entity_id = ANY(ARRAY(
     SELECT CASE WHEN outgoing THEN o ELSE s END FROM edge UNION SELECT unnest($1::text[])
 ))
+UNION ALL
+SELECT outgoing, s, p, o, {listed} FROM edge WHERE (SELECT fits FROM fits)
 UNION ALL
 SELECT {nothing} WHERE NOT (SELECT fits FROM fits)
 """

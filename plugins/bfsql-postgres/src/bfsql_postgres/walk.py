@@ -37,6 +37,7 @@ hashing, for a 50-node answer as for a hub's.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any, cast
 
 from bfsql import Edge, Expansion, Reached, Survey, page_edges, tally
@@ -323,10 +324,14 @@ def survey_of_expansion(reached: Expansion, offset: int, count: int) -> Survey:
     order = reached.order()
     listed = order[offset : offset + count]
     edges = page_edges(order, list(reached.edges), offset, offset + len(listed))
+    types = reached.types
+    # Plain tuples, zipped without a Python call per node (a Reached each cost a fifth of the survey).
+    page = zip(listed, map(types.__getitem__, listed), map(reached.names.__getitem__, listed),
+               map(reached.distance.__getitem__, listed), strict=True)
     return Survey(
         node_count=len(order),
         edge_count=len(reached.edges),
-        page=[Reached(i, reached.types[i], reached.names[i], reached.distance[i]) for i in listed],
+        page=cast(list[Reached], list(page)),
         edges=cast(list[Edge], edges),  # the walk's own tuples: a hub's 2-hop survey lists 88k of them
         entity_types=sorted(set(reached.types.values()) | reached.excluded_types),
         predicates=sorted(reached.predicates | reached.excluded_predicates),
@@ -334,6 +339,6 @@ def survey_of_expansion(reached: Expansion, offset: int, count: int) -> Survey:
         capped=reached.capped_nodes,
         nodes_cut=reached.nodes_cut,
         dangling_edges=reached.dangling_edges,
-        entity_type_counts=tally(map(reached.types.__getitem__, order)),
-        predicate_counts=tally(e[1] for e in reached.edges),
+        entity_type_counts=tally(map(types.__getitem__, order)),
+        predicate_counts=tally(map(itemgetter(1), reached.edges)),
     )
