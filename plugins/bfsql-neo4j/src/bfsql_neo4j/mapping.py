@@ -56,6 +56,10 @@ class EntityTypes:
             return found
 
 
+_SCALARS = frozenset({int, float, bool})
+"""Value types that are never a vector (checked before the slower test)."""
+
+
 def _is_vector(value: Any) -> bool:
     if type(value).__name__ == "Vector" and type(value).__module__.startswith("neo4j"):
         return True
@@ -85,15 +89,17 @@ class PropertyFilter:
     def metadata(self, pairs: Iterable[Iterable[Any]]) -> dict[str, Any]:
         """Metadata from ``[key, value]`` pairs, sorted by key, vectors dropped and JSON decoded."""
         found: dict[str, Any] = {}
+        drop, json_keys, keep_vectors = self.drop, self.json_keys, self.keep_vectors
         for key, value in pairs:
-            if key in self.drop or value is None:
+            if value is None or key in drop:
                 continue
-            if not self.keep_vectors and _is_vector(value):
+            if isinstance(value, str):  # most values: never a vector, JSON only under a JSON key
+                if key in json_keys:
+                    try:
+                        value = json.loads(value)
+                    except ValueError:
+                        pass  # not JSON after all: keep the text rather than lose it
+            elif not keep_vectors and type(value) not in _SCALARS and _is_vector(value):
                 continue
-            if key in self.json_keys and isinstance(value, str):
-                try:
-                    value = json.loads(value)
-                except ValueError:
-                    pass  # not JSON after all: keep the text rather than lose it
             found[key] = value
-        return dict(sorted(found.items()))
+        return dict(sorted(found.items())) if len(found) > 1 else found
