@@ -359,26 +359,26 @@ class Neo4jBackend(GraphBackend):
         (:meth:`hop`), only the edges they did not bring are read.
         """
         memo = hop_memo()
-        read: dict[Edge, tuple[str, Any]] = {}
-        missing = edges
-        if memo is not None:
-            kept = memo.edges
-            missing = []
-            for edge in edges:
-                known = kept.get(edge)
-                if known is None:
-                    missing.append(edge)
-                else:
-                    read[edge] = known[1:]
+        kept = memo.edges if memo is not None else {}
+        missing = [edge for edge in edges if edge not in kept]
+        read: dict[Edge, tuple[Any, ...]] = {}
         if missing:
             drop = self._edge_filter.drop_list
-            read.update(await self._edge_rows(self._statements.edge_properties(), missing, {"drop": drop}))
-        keep = self._edge_filter
+            read = await self._edge_rows(self._statements.edge_properties(), missing, {"drop": drop})
+        metadata_of, type_key = self._edge_filter.metadata, self.config.type_metadata_key
         found: dict[Edge, dict[str, Any]] = {}
-        for edge, (relationship_type, props) in read.items():
-            metadata = keep.metadata(props)
-            if self.config.type_metadata_key:
-                metadata[self.config.type_metadata_key] = relationship_type
+        # The memo's rows are (internal id, relationship type, properties), those read here (type, properties).
+        for edge in edges:
+            row = kept.get(edge)
+            if row is not None:
+                relationship_type, props = row[1], row[2]
+            elif edge in read:
+                relationship_type, props = read[edge]
+            else:
+                continue  # an unknown edge
+            metadata = metadata_of(props)
+            if type_key:
+                metadata[type_key] = relationship_type
             found[edge] = metadata
         return found
 

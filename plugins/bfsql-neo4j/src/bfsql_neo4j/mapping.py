@@ -61,13 +61,11 @@ _SCALARS = frozenset({int, float, bool})
 
 
 def _is_vector(value: Any) -> bool:
-    if type(value).__name__ == "Vector" and type(value).__module__.startswith("neo4j"):
-        return True
-    return (
-        isinstance(value, list)
-        and len(value) >= VECTOR_MIN_LENGTH
-        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
-    )
+    if isinstance(value, list):  # most often a short list of strings: its length says
+        return len(value) >= VECTOR_MIN_LENGTH and all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in value
+        )
+    return type(value).__name__ == "Vector" and type(value).__module__.startswith("neo4j")
 
 
 @dataclass(frozen=True)
