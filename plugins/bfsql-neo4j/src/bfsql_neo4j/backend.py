@@ -360,26 +360,28 @@ class Neo4jBackend(GraphBackend):
         """
         memo = hop_memo()
         kept = memo.edges if memo is not None else {}
-        missing = [edge for edge in edges if edge not in kept]
-        read: dict[Edge, tuple[Any, ...]] = {}
-        if missing:
-            drop = self._edge_filter.drop_list
-            read = await self._edge_rows(self._statements.edge_properties(), missing, {"drop": drop})
         metadata_of, type_key = self._edge_filter.metadata, self.config.type_metadata_key
         found: dict[Edge, dict[str, Any]] = {}
-        # The memo's rows are (internal id, relationship type, properties), those read here (type, properties).
-        for edge in edges:
-            row = kept.get(edge)
-            if row is not None:
-                relationship_type, props = row[1], row[2]
-            elif edge in read:
-                relationship_type, props = read[edge]
-            else:
-                continue  # an unknown edge
+
+        def add(edge: Edge, relationship_type: str, props: Any) -> None:
             metadata = metadata_of(props)
             if type_key:
                 metadata[type_key] = relationship_type
             found[edge] = metadata
+
+        missing: list[Edge] = []
+        for edge in edges:
+            row = kept.get(edge)  # (internal id, relationship type, properties)
+            if row is None:
+                missing.append(edge)
+            else:
+                add(edge, row[1], row[2])
+        if missing:
+            drop = self._edge_filter.drop_list
+            for edge, (relationship_type, props) in (
+                await self._edge_rows(self._statements.edge_properties(), missing, {"drop": drop})
+            ).items():
+                add(edge, relationship_type, props)
         return found
 
     async def provenance_for_edges(self, edges: list[Edge]) -> dict[Edge, list[dict[str, Any]]]:

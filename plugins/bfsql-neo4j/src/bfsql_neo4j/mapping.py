@@ -56,10 +56,6 @@ class EntityTypes:
             return found
 
 
-_SCALARS = frozenset({int, float, bool})
-"""Value types that are never a vector (checked before the slower test)."""
-
-
 def _is_vector(value: Any) -> bool:
     if isinstance(value, list):  # most often a short list of strings: its length says
         return len(value) >= VECTOR_MIN_LENGTH and all(
@@ -97,7 +93,7 @@ class PropertyFilter:
                         value = json.loads(value)
                     except ValueError:
                         pass  # not JSON after all: keep the text rather than lose it
-            elif not keep_vectors and type(value) not in _SCALARS and _is_vector(value):
+            elif not keep_vectors and _is_vector(value):
                 continue
             found[key] = value
         return dict(sorted(found.items())) if len(found) > 1 else found
