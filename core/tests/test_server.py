@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sys
 
@@ -12,11 +13,13 @@ from mcp import Client
 from bfsql import Graph, HopEdge, hookimpl, postprocess
 from bfsql.backends.memory import MemoryBackend
 from bfsql.budgets import CHARS_PER_TOKEN
-from bfsql.plugins import get_plugin_manager
+from bfsql.demo import ensure_demo_db
+from bfsql.plugins import get_backends, get_plugin_manager
 from bfsql.server import build_server
 from bfsql.server.allocator import give_back_freed_memory
 from bfsql.server.answers.fitting import AnswerBudget, compact_json, fit_list, fit_record
-from bfsql.settings import ServerSettings
+from bfsql.server.run import GC_THRESHOLDS, open_server
+from bfsql.settings import GraphPlan, ServerSettings
 
 from conftest import entity, rel, small_records
 
@@ -282,3 +285,17 @@ async def test_a_plugin_tool_passes_the_same_pipeline_as_the_built_in_ones():
 def test_freed_memory_can_be_handed_back_on_linux():
     """What a heavy call freed goes back to the system after its answer (bfsql.server.allocator); harmless twice."""
     assert give_back_freed_memory() and give_back_freed_memory()
+
+
+async def test_a_server_keeps_the_heap_it_started_with_out_of_collections_until_it_closes():
+    """Full collections while serving walk the calls' objects, not the modules, schemas and stores opened at
+    start-up; a closed server leaves nothing frozen (bfsql.server.host.start_up_heap_frozen)."""
+    spec = get_backends()["sqlite"]
+    plan = GraphPlan("famplex", spec, spec.config_model(db=ensure_demo_db()), ServerSettings())
+    assert gc.get_freeze_count() == 0
+    async with open_server([plan]) as server:
+        assert gc.get_threshold() == GC_THRESHOLDS
+        assert gc.get_freeze_count() > 10_000
+        answer = await server.answer("bfs_query", {"seeds": ["FPLX:AMPK"], "max_hops": 1})
+        assert not answer.is_error
+    assert gc.get_freeze_count() == 0

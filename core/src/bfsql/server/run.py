@@ -8,14 +8,13 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from bfsql.errors import BfsqlError
 from bfsql.server.app import BfsqlServer
 from bfsql.server.health import HealthRoutes, Readiness
-from bfsql.server.host import GC_THRESHOLDS, open_graph, open_host, tune_garbage_collector
+from bfsql.server.host import GC_THRESHOLDS, open_graph, open_host, start_up_heap_frozen, tune_garbage_collector
 from bfsql.server.http import HostGuard, HostPolicy, is_loopback
 from bfsql.server.sessions import SessionQuota, UnheldSessions
 from bfsql.server.team import check_team_settings, team_layers
@@ -42,11 +41,14 @@ def check_exposure(settings: ServerSettings) -> None:
         )
 
 
-def open_server(plans: Sequence[GraphPlan], settings: ServerSettings | None = None) -> AbstractAsyncContextManager[
-        BfsqlServer]:
+@contextlib.asynccontextmanager
+async def open_server(plans: Sequence[GraphPlan], settings: ServerSettings | None = None) -> AsyncIterator[BfsqlServer]:
     """Open every planned graph and build the MCP server over them; close them all after (see
-    :func:`~bfsql.server.host.open_host`). Sets the server's garbage-collector thresholds."""
-    return open_host(plans, settings, kind=BfsqlServer)
+    :func:`~bfsql.server.host.open_host`). Sets the server's garbage-collector thresholds, and keeps
+    the heap it started with out of later collections (:func:`~bfsql.server.host.start_up_heap_frozen`)."""
+    async with open_host(plans, settings, kind=BfsqlServer) as server:
+        with start_up_heap_frozen():
+            yield server
 
 
 class StdinLines:
