@@ -121,7 +121,8 @@ async def test_recall_on_random_vectors_against_exact_search(tmp_path: Path, few
         typed = [recall(await found(backend, q, ["Disease"], 10), exact(db, q, ["Disease"], 10)) for q in queries]
     finally:
         await backend.aclose()
-    # 40 of 4,000 vectors scored exactly, chosen among the 320 nearest by the first 64 bits
+    # 40 of 4,000 vectors scored exactly: the 160 nearest by every bit of the 320 nearest by the first 128 bits,
+    # ranked by the query's components
     assert np.mean(at_10) >= 0.95 and np.mean(typed) >= 0.95
 
 
@@ -345,10 +346,11 @@ def test_each_row_keeps_its_entity_and_a_copy_of_its_vector_in_row_order(tmp_pat
     bounds = index.type_rows.tolist()
     assert [kind for _, _, kind in stored] == [t for i, t in enumerate(index.types)
                                                for _ in range(bounds[i], bounds[i + 1])]
-    # a row of words an entity (one cache line), and a copy of each row's first word for the first step
+    # a row of words an entity (one cache line), and a copy of each row's first two words for the first step,
+    # a contiguous array a word
     assert index.words.shape == (len(index), 4) and index.words.flags.c_contiguous
-    assert np.array_equal(index.prefix, index.words[:, 0])
-    assert index.nbytes() == 40 * len(index) + index.type_rows.nbytes
+    assert np.array_equal(index.prefix, index.words[:, :2].T) and index.prefix.flags.c_contiguous
+    assert index.nbytes() == 48 * len(index) + index.type_rows.nbytes
 
 
 @pytest.mark.parametrize("damage", [
@@ -376,8 +378,10 @@ def test_damaged_codes_of_either_version_are_detected_and_built_again(
 
 def test_the_first_step_split_among_threads_keeps_the_same_rows_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(4)
-    words = rng.integers(0, 2**63, size=(50_000, 4), dtype=np.uint64)
-    query = words[17] ^ np.uint64(0b1011)
+    vectors_ = rng.standard_normal((50_000, 256))
+    vectors_[17] = vectors_[16] + 0.01 * rng.standard_normal(256)
+    query = vectors_[16] / np.linalg.norm(vectors_[16])
+    words = vectors.sign_codes(vectors_)
     ranges = [(0, 12_345), (20_000, 20_001), (30_000, 50_000)]
     monkeypatch.setattr(vectors, "RESCORED", 20)
     monkeypatch.setattr(vectors, "PREFIX_SURVIVORS", 16)
@@ -385,10 +389,20 @@ def test_the_first_step_split_among_threads_keeps_the_same_rows_in_order(monkeyp
     for threads in (1, 3):
         monkeypatch.setattr(vectors, "THREADS", threads)
         monkeypatch.setattr(vectors, "SPLIT_ROWS", 1000)
-        found[threads] = vectors.candidates(words, query, ranges, 20, False, np.ascontiguousarray(words[:, 0]))
-    assert np.array_equal(found[1], found[3]) and 17 in found[1].tolist()
+        found[threads] = vectors.candidates(words, query, ranges, 20, False, np.ascontiguousarray(words[:, :2].T))
+    assert np.array_equal(found[1], found[3]) and {16, 17} <= set(found[1].tolist())
     assert all(any(start <= row < end for start, end in ranges) for row in found[1].tolist())
     pieces = vectors._split(ranges, 3)
     rows = [row for piece in pieces for start, end in piece for row in range(start, end)]
     assert len(pieces) == 3 and rows == [row for start, end in ranges for row in range(start, end)]
     assert max(sum(end - start for start, end in piece) for piece in pieces) == -(-len(rows) // 3)
+
+
+def test_the_third_step_ranks_rows_by_the_query_components_their_bits_set() -> None:
+    rng = np.random.default_rng(8)
+    query = rng.standard_normal(96)  # two code words, half of the second empty
+    words = vectors.sign_codes(rng.standard_normal((300, 96)))
+    bits = np.unpackbits(words.view(np.uint8), axis=1)[:, :96]  # component i is bit i, first in a byte's highest
+    assert np.allclose(vectors._component_sums(words, query), bits @ query, atol=1e-4)
+    signs = 2.0 * bits - 1.0  # so they order rows as the dot product with each row's vector of signs does
+    assert np.allclose(2 * vectors._component_sums(words, query) - query.sum(), signs @ query, atol=1e-4)
