@@ -25,6 +25,14 @@ embedder asked for (default ``wordllama-256``: ``pip install ./plugins/bfsql-emb
   page cache, as on a server that has been answering for a while (without it the first queries
   also time the disk).
 
+``--postgres`` measures PostgreSQL instead (an embedded PostgreSQL 18 with pgvector, from
+bfsql-postgres[test]): the ``--entities`` names loaded with ``bfsql postgres load``
+(printed: its time, and the vectors' codes' share of it), then the server's search by the codes
+(``PostgresBackend.vector_search``) against PostgreSQL's exact scan over every vector (the
+statement a store without codes runs: timed, and the truth, ties by id); with ``--hnsw`` also
+against the HNSW index an older bfsql built (``halfvec_cosine_ops``, ``ef_search`` 100: its build
+time, latency and recall).
+
 ``--store FILE`` measures a store built elsewhere instead (e.g. bench_scale.py's R-MAT 23 store, whose
 8.4M names, of the same kind, were embedded by its loader), its queries made from ``--queries``
 names drawn from it (seeded).
@@ -36,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -287,7 +296,12 @@ def main() -> None:
     parser.add_argument("--warm", action="store_true", help="read the store's file once before timing")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "bfsql-bench-vectors")
     parser.add_argument("--store", type=Path, help="measure this store (made by bfsql load with vectors)")
+    parser.add_argument("--postgres", action="store_true", help="measure PostgreSQL (an embedded server)")
+    parser.add_argument("--hnsw", action="store_true", help="with --postgres: also the HNSW index older stores had")
     args = parser.parse_args()
+    if args.postgres:
+        measure_postgres(args)
+        return
     if args.store is not None:
         measure_store(args)
         return
@@ -348,6 +362,112 @@ def measure_store(args: argparse.Namespace) -> None:
     result = asyncio.run(measure(args.store, queries(names, args.queries), embedder, rare,
                                  args.checked or args.queries))
     report(result, rare)
+
+
+def measure_postgres(args: argparse.Namespace) -> None:
+    """Load ``args.entities`` names into an embedded PostgreSQL and measure its search by the codes (and by HNSW)."""
+    from bfsql_testsupport.embedded_postgres import EmbeddedPostgres
+
+    args.dir.mkdir(parents=True, exist_ok=True)
+    embedder = create_embedder(args.embedder)
+    bundle = args.dir / f"v-{args.entities}.jsonl"
+    names = write_bundle(bundle, args.entities, np.random.default_rng(1))
+    rare = TYPES[int(np.argmin(TYPE_WEIGHTS))]
+    with EmbeddedPostgres() as server:
+        result = asyncio.run(_measure_postgres(server.dsn(), bundle, queries(names, args.queries), embedder, rare,
+                                               args.checked or args.queries, args.hnsw))
+    for line in result:
+        print(line)
+
+
+async def _measure_postgres(dsn: str, bundle: Path, texts: list[str], embedder: Any, rare: str, checked: int,
+                            hnsw: bool) -> list[str]:
+    import asyncpg
+
+    from bfsql_postgres import PostgresBackend, PostgresConfig
+    from bfsql_postgres import queries as pg_queries
+    from bfsql_postgres.loader import load_postgres
+    from bfsql_postgres.vector_codes import save_codes
+
+    lines = []
+    began = time.perf_counter()
+    await load_postgres(dsn, [bundle], embedder=embedder)
+    loaded = time.perf_counter() - began
+    conn = await asyncpg.connect(dsn)
+    try:
+        async with conn.transaction():
+            began = time.perf_counter()
+            await save_codes(conn)
+            codes = time.perf_counter() - began
+    finally:
+        await conn.close()
+    lines.append(f"| `bfsql postgres load` with {embedder.name} vectors | {loaded:.1f} s, of which saving the codes "
+                 f"{codes:.1f} s (timed again alone) |")
+    vectors = [np.asarray(v).tolist() for v in await embedder.embed(texts)]
+    config = PostgresConfig(dsn=dsn, query_timeout=600)
+    before, began = rss(), time.perf_counter()
+    backend = await PostgresBackend.create(config)  # starts reading the codes
+    try:
+        saved = await backend._vector_codes()
+        assert saved is not None
+        size, took = saved.index.nbytes(), time.perf_counter() - began
+        lines.append(f"| codes read by the server (from its open) | {took:.2f} s, {size / 1e6:,.1f} MB "
+                     f"({size / len(saved.index):.1f} B/entity), RSS +{(rss() - before) / 1e6:,.0f} MB |")
+        exact_layout = dataclasses.replace(backend.layout, vector_codes=False, vector_index=False)
+        exact_sql = pg_queries.vector_search_sql(exact_layout)
+        for wanted in (None, rare):
+            types = None if wanted is None else [wanted]
+            times, got = [], []
+            for vector in vectors:
+                began = time.perf_counter()
+                got.append([s.id for s in await backend.vector_search(vector, types, 10)])
+                times.append(time.perf_counter() - began)
+            truth, spent = [], []
+            for vector in vectors[:checked]:
+                literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+                began = time.perf_counter()
+                truth.append([r["entity_id"] for r in await backend.pool.fetch(exact_sql, literal, types, 10)])
+                spent.append(time.perf_counter() - began)
+            recall = np.mean([len(set(g) & set(t)) / max(1, len(t)) for g, t in zip(got, truth, strict=False)])
+            (p50, p95), (e50, e95) = percentiles(times), percentiles(spent)
+            label = "all types" if wanted is None else f"node_types=[{wanted}]"
+            lines.append(f"| {label}: codes, p50 / p95 ms (exact scan) | {p50:.1f} / {p95:.1f} ({e50:.1f} / {e95:.1f}; "
+                         f"x{p50 / e50:.2f}) | recall@10 {recall:.3f} ({len(truth)} queries checked) |")
+            if hnsw and wanted is None:
+                lines.append(await _hnsw(dsn, backend, vectors, truth, embedder.dimension))
+    finally:
+        await backend.aclose()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines.append(f"| load average after the searches (1, 5, 15 min) | {load} |")
+    return lines
+
+
+async def _hnsw(dsn: str, backend: Any, vectors: list[list[float]], truth: list[list[str]], dimension: int) -> str:
+    """Build the HNSW index an older bfsql built, and search through it as such a store was searched."""
+    import asyncpg
+
+    from bfsql_postgres import queries as pg_queries
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("SET maintenance_work_mem = '2GB'")
+        began = time.perf_counter()
+        await conn.execute(f"CREATE INDEX entity_embedding_hnsw_{dimension} ON entity "
+                           f"USING hnsw ((embedding::halfvec({dimension})) halfvec_cosine_ops)")
+        built = time.perf_counter() - began
+    finally:
+        await conn.close()
+    sql = pg_queries.vector_search_sql(dataclasses.replace(backend.layout, vector_codes=False, vector_index=True))
+    times, got = [], []
+    for vector in vectors:
+        literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+        began = time.perf_counter()
+        got.append([r["entity_id"] for r in await backend.pool.fetch(sql, literal, None, 10)])
+        times.append(time.perf_counter() - began)
+    recall = np.mean([len(set(g) & set(t)) / max(1, len(t)) for g, t in zip(got, truth, strict=False)])
+    p50, p95 = percentiles(times)
+    return (f"| all types: HNSW index (older stores), p50 / p95 ms | {p50:.1f} / {p95:.1f}, built in {built:.0f} s "
+            f"| recall@10 {recall:.3f} |")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         gather_bounded,
         gather_or_cancel,
         hop_edges,
+        opened_for_one_call,
     )
     from bfsql.backend_config import BackendConfig, DeprecatedOption, HttpStoreConfig, StoreConfig
     from bfsql.backends.memory import MemoryBackend
@@ -123,7 +124,7 @@ _LAZY = {
     # rows a backend answers with:
     **dict.fromkeys(
         ("PROVENANCE_KEYS", "Capabilities", "GraphBackend", "GraphDbInterface", "gather_bounded", "gather_or_cancel",
-         "hop_edges"),
+         "hop_edges", "opened_for_one_call"),
         "bfsql.backend",
     ),
     "TraversalLimits": "bfsql.budgets",
@@ -165,6 +166,8 @@ _LAZY = {
     "Expansion": "bfsql.engine.traverse",
     "page_edges": "bfsql.engine.assemble",
     "tally": "bfsql.engine.answer",
+    # For a store whose vectors' sign-bit codes the server holds: the candidates of a vector search.
+    "VectorIndex": "bfsql.vectors",
     "path_query": "bfsql.engine.paths",
     "search_entities": "bfsql.engine.search",
     "Graph": "bfsql.graph",
@@ -261,6 +264,7 @@ __all__ = [
     "TraversalLimits",
     "Truncation",
     "UnknownEntity",
+    "VectorIndex",
     "__version__",
     "backend_click_options",
     "bfs_query",
@@ -293,6 +297,7 @@ __all__ = [
     "load_sqlite",
     "node_metadata",
     "open_graph",
+    "opened_for_one_call",
     "page_edges",
     "path_query",
     "postprocess",

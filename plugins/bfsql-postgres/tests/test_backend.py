@@ -84,6 +84,13 @@ class StatementLog:
         if "pg_catalog" not in query:
             self.statements.append(query)
 
+    async def opened(self, config: PostgresConfig) -> PostgresBackend:
+        """A backend logging here, once it has read the vectors' codes (in the background from its start)."""
+        backend = await PostgresBackend.create(config, on_query=self)
+        if backend.layout.vector_codes:
+            await backend._vector_codes()
+        return backend
+
     async def after(self, call: Awaitable[object]) -> list[str]:
         """The statements sent while ``call`` ran."""
         self.statements.clear()
@@ -94,7 +101,7 @@ class StatementLog:
 
 async def test_each_primitive_is_one_statement(standard_dsn: str) -> None:
     log = StatementLog()
-    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    backend = await log.opened(PostgresConfig(dsn=standard_dsn))
     try:
         ids = [*STANDARD_IDS, MERGED, "NOPE:unknown"]
         edges = [Edge(TP53, "REGULATES", MDM2)] * 3 + [Edge(ASPIRIN, "TREATS", GASTRIC)]
@@ -114,7 +121,7 @@ async def test_each_primitive_is_one_statement(standard_dsn: str) -> None:
 
 async def test_a_traversal_sends_one_statement_per_hop(standard_dsn: str) -> None:
     log = StatementLog()
-    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    backend = await log.opened(PostgresConfig(dsn=standard_dsn))
     try:
         for hops in (1, 2, 3):
             topology = await log.after(bfs_query(Graph(backend, cache=None), [TP53], hops, topology_only=True))
@@ -135,7 +142,7 @@ async def test_a_closure_from_an_id_is_one_statement_that_brings_the_names_and_m
     nothing else is sent; asked for metadata, it brings that too (a path query's memo). The answer is the level
     walk's, metadata included."""
     log = StatementLog()
-    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    backend = await log.opened(PostgresConfig(dsn=standard_dsn))
     try:
         for query in (f"@{TP53} -[REGULATES, INHIBITS*]->", f"@{TP53} <-[REGULATES, INHIBITS*]-"):
             for with_metadata in (False, True):
@@ -162,7 +169,7 @@ async def test_a_closure_past_the_small_one_budget_is_walked_level_by_level_in_t
     """A closure of more edges than ``CLOSURE_EDGES`` (two here) is read in vain by the plain statement and then
     walked by the level statement, with the same answer as the level walk; so is a closure from several seeds."""
     log = StatementLog()
-    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    backend = await log.opened(PostgresConfig(dsn=standard_dsn))
     monkeypatch.setattr(bfsql_postgres.backend, "CLOSURE_EDGES", 2)
     try:
         query = f"@{TP53} <-[REGULATES, INHIBITS*]-"
@@ -202,7 +209,7 @@ async def test_counts_alone_list_nothing_and_read_no_metadata(standard_dsn: str,
     node, no edge."""
     monkeypatch.setattr(bfsql_postgres.backend, "COUNT_WALK_ROWS", count_rows)
     log = StatementLog()
-    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    backend = await log.opened(PostgresConfig(dsn=standard_dsn))
     try:
         statements = await log.after(bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0))
         answer = await bfs_query(Graph(backend, cache=None), [TP53], 2, limit=0)
@@ -220,7 +227,7 @@ async def test_statistics_are_counted_in_one_statement(standard_dsn: str) -> Non
     """Below exact_statistics_rows: the table's size, then one statement of GROUP BYs (the conformance suite
     checks the numbers)."""
     log = StatementLog()
-    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    backend = await log.opened(PostgresConfig(dsn=standard_dsn))
     try:
         statements = await log.after(backend.statistics())
         assert statements == [queries.RELATIONSHIPS_SIZE_SQL, queries.exact_statistics_sql(backend.layout)]
@@ -255,7 +262,7 @@ async def test_a_full_traversal_takes_its_metadata_from_its_hops(standard_dsn: s
     """A full answer's metadata comes with its hops (no statement of its own), listed whole or paged
     (the walk hop by hop within a row budget), and equals what the metadata primitives answer."""
     log = StatementLog()
-    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    backend = await log.opened(PostgresConfig(dsn=standard_dsn))
     room = AnswerBudget(ServerSettings().max_tokens) if paged else None
     try:
         statements = await log.after(bfs_query(Graph(backend, cache=None), [TP53], 2, room=room))
@@ -274,7 +281,7 @@ async def test_a_hop_answers_the_asked_entities_in_its_one_statement(standard_ds
     """hop answers the type and name of the ids it is asked for in its one statement, so fetching nodes never
     waits for a hop in flight."""
     log = StatementLog()
-    backend = await PostgresBackend.create(PostgresConfig(dsn=standard_dsn), on_query=log)
+    backend = await log.opened(PostgresConfig(dsn=standard_dsn))
     try:
         ids = [TP53, MDM2, MERGED, "NOPE:unknown"]
         nodes = await backend.get_nodes(ids)
@@ -349,7 +356,7 @@ async def test_a_store_without_merged_entities_is_asked_no_status_condition(scra
     ]
     await build_evidence_table_variant(scratch_dsn, records)
     log = StatementLog()
-    backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn), on_query=log)
+    backend = await log.opened(PostgresConfig(dsn=scratch_dsn))
     try:
         assert not backend.layout.merged
         sent = await log.after(bfs_query(Graph(backend, cache=None), [TP53], 2))
@@ -479,37 +486,56 @@ async def test_vector_search_excludes_merged_entities(standard_backend: Postgres
     assert hits[0].id == TP53 and MERGED not in [h.id for h in hits]
 
 
-async def test_vectors_are_halfvec_and_searched_through_the_hnsw_index(standard_backend: PostgresBackend) -> None:
-    """The loader stores halfvec (2 bytes a component) and builds the HNSW index whose expression
-    the vector search orders by, so PostgreSQL can walk the index instead of scanning."""
+async def test_vectors_are_halfvec_and_searched_through_the_codes_else_through_an_hnsw_index(
+    standard_backend: PostgresBackend, standard_dsn: str
+) -> None:
+    """The loader stores halfvec (2 bytes a component) and the vectors' codes, which the search reads; a store
+    without current codes and with an older bfsql's HNSW index is searched through the index, by its expression."""
     layout = standard_backend.layout
-    assert (layout.vector_type, layout.vector_dimension, layout.vector_index) == ("halfvec", 512, True)
+    assert (layout.vector_type, layout.vector_dimension, layout.vector_codes, layout.vector_index) == (
+        "halfvec", 512, True, False)
     (vector,) = await HashingEmbedder().embed(["TP53"])
-    literal = "[" + ",".join(repr(x) for x in vector) + "]"
-    async with standard_backend.pool.acquire() as conn:
-        index = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = 'entity_embedding_hnsw_512'")
-        assert "hnsw" in index and "halfvec(512)" in index and "halfvec_cosine_ops" in index
-        assert await conn.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"
-        await conn.execute("SET enable_seqscan = off")  # a ten-row table: make the planner show the index path
-        plan = "\n".join(r[0] for r in await conn.fetch(
-            "EXPLAIN " + queries.vector_search_sql(layout), literal, None, 5))
-        await conn.execute("RESET enable_seqscan")
-    assert "entity_embedding_hnsw_512" in plan, plan
     genes = await standard_backend.vector_search(vector, ["Gene"], 5)
     assert genes[0].id == TP53 and all(h.entity_type == "Gene" for h in genes)
+    saved = await standard_backend._vector_codes()
+    assert saved is not None and saved.index.sets  # hashing's counts: bits that say which components are not 0
+    indexed = dataclasses.replace(layout, vector_codes=False, vector_index=True)
+    literal = "[" + ",".join(repr(x) for x in vector) + "]"
+    writer = await asyncpg.connect(standard_dsn)
+    try:
+        async with writer.transaction():  # the index goes with the transaction, rolled back below
+            await writer.execute("CREATE INDEX entity_embedding_hnsw_512 ON entity "
+                                 "USING hnsw ((embedding::halfvec(512)) halfvec_cosine_ops)")
+            await writer.execute("SET LOCAL enable_seqscan = off")  # a ten-row table: make the index path show
+            plan = "\n".join(r[0] for r in await writer.fetch(
+                "EXPLAIN " + queries.vector_search_sql(indexed), literal, None, 5))
+            raise _Rollback
+    except _Rollback:
+        pass
+    finally:
+        await writer.close()
+    assert "entity_embedding_hnsw_512" in plan, plan
+    async with standard_backend.pool.acquire() as conn:
+        assert await conn.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"
 
 
-async def test_reembedding_rebuilds_the_index_for_the_new_dimension(scratch_dsn: str, tmp_path: Path) -> None:
+class _Rollback(Exception):
+    """Leaves a transaction, undone."""
+
+
+async def test_reembedding_saves_the_codes_of_the_new_vectors(scratch_dsn: str, tmp_path: Path) -> None:
     bundle = write_standard_bundle(tmp_path)
     await load_postgres(scratch_dsn, [bundle], embedder="hashing")
     small = HashingEmbedder(dimension=64)
     await load_postgres(scratch_dsn, [], embedder=small)
     conn = await asyncpg.connect(scratch_dsn)
     try:
-        indexes = "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'entity_embedding%'"
-        assert [r[0] for r in await conn.fetch(indexes)] == ["entity_embedding_hnsw_64"]
+        stamp = await conn.fetchval("SELECT value FROM bfsql_meta WHERE key = 'vector_codes'")
+        assert stamp.split(":")[:4] == [str(await conn.fetchval("SELECT count(*) FROM bfsql_vector_row")), "1",
+                                        "sets", "64"]
         await load_postgres(scratch_dsn, [], embedder="none")
-        assert await conn.fetchval("SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'entity_embedding%'") == 0
+        assert await conn.fetchval("SELECT count(*) FROM bfsql_meta WHERE key = 'vector_codes'") == 0
+        assert await conn.fetchval("SELECT count(*) FROM bfsql_vector_part") == 0
     finally:
         await conn.close()
 

@@ -296,11 +296,3 @@ async def test_vectors_of_the_wrong_dimension_load_nothing(scratch_dsn: str, tmp
     assert state["entity"] == [] and state["relationship"] == [] and state["meta"] == []
 
 
-def test_an_hnsw_build_gets_memory_for_its_graph() -> None:
-    """maintenance_work_mem for an HNSW build: the graph of R-MAT 20's million names (256 dimensions) is too big for
-    the 512 MB a load sets; the setting stops at HNSW_MEMORY_LIMIT."""
-    from bfsql_postgres.schema import HNSW_MEMORY_LIMIT, hnsw_memory
-
-    assert hnsw_memory(1 << 20, 256) > 1536 << 20
-    assert hnsw_memory(65_536, 256) < 128 << 20
-    assert hnsw_memory(100_000_000, 256) == HNSW_MEMORY_LIMIT

@@ -218,7 +218,7 @@ async def test_the_standby_answers_every_tool_as_the_primary(dsns: tuple[str, st
     primary_dsn, standby_dsn = dsns
     async with serving(primary_dsn) as (_, primary), serving(standby_dsn, MAX_LAG) as (backend, standby):
         assert (await backend.pool.fetchval("SELECT pg_is_in_recovery()")) is True
-        assert backend.layout.trigram and backend.layout.vector_index  # search uses the replicated indexes
+        assert backend.layout.trigram and backend.layout.vector_codes  # search uses the replicated indexes and codes
         for tool, arguments in CALLS:
             (failed, text), (expected_failed, expected) = [await answer(c, tool, arguments) for c in (standby, primary)]
             assert (failed, timeless(text)) == (expected_failed, timeless(expected)), f"{tool} {arguments}"

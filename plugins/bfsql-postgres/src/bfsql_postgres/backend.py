@@ -15,6 +15,7 @@ and embeddings are never returned.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -49,12 +50,14 @@ from bfsql import (
     StoreTimeout,
     Survey,
     TraversalLimits,
+    VectorIndex,
     call_identity,
     call_memo,
     clip,
     entity_metadata,
     expand,
     hop_memo,
+    opened_for_one_call,
     relationship_metadata,
     statement_span,
 )
@@ -64,6 +67,7 @@ from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
 from bfsql_postgres.replica import ReplicaWatch
 from bfsql_postgres.roles import SET_ROLE_SQL, RoleMap, check_roles, parse_entries
+from bfsql_postgres.vector_codes import STAMP_SQL, SavedCodes, read_codes
 
 __all__ = ["COUNT_WALK_ROWS", "EXACT_STATISTICS_ROWS", "WALK_ROWS", "PostgresBackend", "QueryObserver"]
 
@@ -263,7 +267,8 @@ def _statistics(rows: list[asyncpg.Record], exact: bool) -> GraphStatistics | No
 def _tables_read(layout: StoreLayout) -> list[str]:
     """The tables a call reads (what each caller's role must be allowed to SELECT)."""
     return ["entity", "relationship"] + (["bundle_evidence"] if layout.bundle_evidence else []) + (
-        ["evidence"] if layout.evidence_table else [])
+        ["evidence"] if layout.evidence_table else []) + (
+        ["bfsql_vector_row", "bfsql_meta"] if layout.vector_codes else [])
 
 
 class _TooManyRows(Exception):
@@ -359,6 +364,10 @@ class PostgresBackend(GraphBackend):
         self.capabilities = dataclasses.replace(
             type(self).capabilities, vector_search=layout.vector_dimension is not None, provenance=layout.provenance
         )
+        self._codes: asyncio.Task[SavedCodes | None] | None = None
+        """The vectors' codes being read or read (:mod:`bfsql_postgres.vector_codes`); None until asked for, and
+        again once found stale."""
+        self._rescore_sql = queries.rescore_sql(layout)
 
     @classmethod
     async def create(
@@ -431,10 +440,13 @@ class PostgresBackend(GraphBackend):
         except BaseException:
             await pool.close()
             raise
-        return cls(
+        backend = cls(
             pool, layout, statement_timeout=config.query_timeout, description=config.description, where=where,
             walk_rows=walk_rows, max_replica_lag=config.max_replica_lag, roles=roles,
         )
+        if layout.vector_codes and layout.vector_dimension is not None and not opened_for_one_call():
+            backend._vector_codes()  # read in the background, so that the first search does not wait for them
+        return backend
 
     async def _read(self, sql: str, *args: Any, local: str = "", role: str | None = None) -> list[asyncpg.Record]:
         """Run one statement on a pooled connection: one round trip, or, with ``local`` (``SET LOCAL`` settings) or a
@@ -546,14 +558,18 @@ class PostgresBackend(GraphBackend):
     ) -> list[EntityStub]:
         """Entities whose ``embedding`` is nearest to ``vector`` (pgvector cosine distance), best first.
 
-        ``score`` is the cosine similarity. Offered only when entities have embeddings.
+        ``score`` is the cosine similarity. Offered only when entities have embeddings. The candidates
+        come from the codes the server holds while they are current (:mod:`bfsql_postgres.vector_codes`),
+        else every vector is scored (through an older bfsql's HNSW index where there is one).
         """
         types = _storable(node_types) if node_types is not None else None
         if types == [] or limit < 1:
             return []
         literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
         try:
-            rows = await self._fetch(queries.vector_search_sql(self.layout), literal, types, limit)
+            rows = await self._nearest_by_codes(vector, literal, types, limit)
+            if rows is None:
+                rows = await self._fetch(queries.vector_search_sql(self.layout), literal, types, limit)
         except asyncpg.DataError as exc:
             raise BackendFailure(
                 f"pgvector rejected the query vector: {exc}.",
@@ -563,6 +579,36 @@ class PostgresBackend(GraphBackend):
             EntityStub(id=r["entity_id"], entity_type=r["entity_type"], name=r["name"], score=r["similarity"])
             for r in rows
         ]
+
+    def _vector_codes(self) -> asyncio.Task[SavedCodes | None]:
+        """The task reading the codes (started on the first call)."""
+        if self._codes is None:
+            self._codes = asyncio.get_running_loop().create_task(read_codes(self.pool))
+        return self._codes
+
+    async def _nearest_by_codes(
+        self, vector: list[float], literal: str, types: list[str] | None, limit: int
+    ) -> list[asyncpg.Record] | None:
+        """The nearest rows by the codes, or None when the store has none current (then searched by SQL)."""
+        if not self.layout.vector_codes:
+            return None
+        task = self._vector_codes()
+        try:
+            saved = await asyncio.shield(task)
+        except (asyncpg.PostgresError, OSError, ValueError):
+            saved = None
+        if saved is None:
+            self._codes = None  # read again by the next search: a load may save them meanwhile
+            return None
+        if len(vector) != saved.index.dimension:
+            return None  # searched by SQL, which says what is wrong
+        candidates = await asyncio.to_thread(VectorIndex.candidate_rows, saved.index, vector, types, limit)
+        rows = (await self._fetch(self._rescore_sql, literal, candidates, types, limit, saved.stamp)
+                if candidates else [])
+        if not rows and [r["value"] for r in await self._fetch(STAMP_SQL)] != [saved.stamp]:
+            self._codes = None  # stale: written since they were saved
+            return None
+        return rows
 
     @override
     async def bind_embedder(self, embedder: Embedder) -> None:
@@ -858,5 +904,8 @@ class PostgresBackend(GraphBackend):
 
     @override
     async def aclose(self) -> None:
-        """Close the pool (idempotent)."""
+        """Stop reading the codes and close the pool (idempotent)."""
+        if self._codes is not None and not self._codes.done():
+            self._codes.cancel()
+            await asyncio.gather(self._codes, return_exceptions=True)
         await self.pool.close()

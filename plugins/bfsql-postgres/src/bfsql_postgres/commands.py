@@ -78,14 +78,16 @@ def count_lines(path: Path) -> int:
               help="Embedder of the entity vectors: a registered name (see 'bfsql plugins'), 'auto' (the one the "
               "database records, else wordllama-256 or minilm-int8 when installed, else none) or 'none' (drop the "
               "vectors).")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def load(dsn: str | None, fmt: str | None, vector: bool, embedder: str, sources: tuple[Path, ...]) -> None:
     """Load graph files into PostgreSQL in one transaction (COPY, then upsert).
 
     The schema is created first when missing. Either every record of every SOURCE is
     loaded, or (on a bad row, an error or an interrupt) nothing is. Loading the same
     files again changes nothing. Entity names are embedded into entity.embedding (pgvector)
-    for vector search; see --embedder.
+    for vector search, and the vectors' codes saved; see --embedder. Without SOURCE, only the
+    vectors are brought up to date (after another tool wrote the entities, or with another
+    --embedder).
     """
     from bfsql import BadRow
     from bfsql_postgres.loader import load_postgres

@@ -104,7 +104,11 @@ class StoreLayout:
     vector_type: str = "vector"
     """The pgvector type of ``entity.embedding``: ``halfvec`` (bfsql's schema) or ``vector``."""
     vector_index: bool = False
-    """The HNSW index over ``embedding::halfvec(vector_dimension)`` exists, so vector search uses it."""
+    """The HNSW index over ``embedding::halfvec(vector_dimension)`` exists (made by an older bfsql), so a search by
+    SQL uses it."""
+    vector_codes: bool = False
+    """The tables of the vectors' sign-bit codes exist (:mod:`bfsql_postgres.vector_codes`): a search reads the codes
+    while their stamp is current."""
 
     @property
     def provenance(self) -> bool:
@@ -164,6 +168,7 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         vector_embedder=embedder if dimension is not None else None,
         vector_type=vector_type if vector else "vector",
         vector_index=index,
+        vector_codes=vector and {"bfsql_meta", "bfsql_vector_row", "bfsql_vector_part"} <= set(found),
     )
 
 
@@ -187,7 +192,8 @@ async def _table_columns(conn: asyncpg.Connection, schema: str) -> dict[str, dic
         WHERE table_schema = $1 AND table_name = ANY($2::text[])
         """,
         schema,
-        ["entity", "relationship", "bundle_evidence", "evidence", "bfsql_meta"],
+        ["entity", "relationship", "bundle_evidence", "evidence", "bfsql_meta", "bfsql_vector_row",
+         "bfsql_vector_part"],
     )
     found: dict[str, dict[str, str]] = {}
     for row in rows:

@@ -22,7 +22,7 @@ Entity vectors (pgvector): with an embedder (by default the one recorded in
 the name (else the id) of every visible entity loaded now or still without a vector is
 embedded into ``entity.embedding`` (``halfvec``: 2 bytes a component) in the same
 transaction, the embedder's name and dimension are recorded in ``bfsql_meta``, and the
-HNSW index that vector search uses is built for that dimension; a load with another
+sign-bit codes that vector search reads are saved (:mod:`bfsql_postgres.vector_codes`); a load with another
 embedder re-embeds every entity, and ``embedder="none"`` removes the vectors. The server
 refuses to compare the stored vectors with query vectors of another embedder.
 """
@@ -56,7 +56,8 @@ from bfsql.loading import PlainEntities, PlainEntity, PlainRelationship, PlainRe
 from bfsql_postgres.copying import NULL, Target, copy_rows, text_line
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.merging import LOAD_SETTINGS, STAGING, merge, take_empty, targets
-from bfsql_postgres.schema import create_schema, ensure_vector_index
+from bfsql_postgres.schema import create_schema, drop_vector_indexes
+from bfsql_postgres.vector_codes import drop_codes, save_codes
 
 __all__ = ["AUTO_EMBEDDER", "PROGRESS_ROWS", "LoadReport", "connect", "load_postgres", "load_records"]
 
@@ -160,19 +161,18 @@ async def _embed(conn: asyncpg.Connection, embedder: Embedder | None, column: st
     """Store vectors of new, changed and unembedded entities (all after a change of embedder); how many.
 
     The vectors go to the server in pgvector's binary format (see :func:`_vector_copy`), then into
-    ``entity.embedding`` by one ``UPDATE``; the HNSW index for the embedder's dimension is made after them
-    (see :func:`ensure_vector_index`), with memory for its whole graph (:func:`~bfsql_postgres.schema.hnsw_memory`).
+    ``entity.embedding`` by one ``UPDATE``; then the sign-bit codes of every stored vector are saved
+    again (:func:`~bfsql_postgres.vector_codes.save_codes`). An HNSW index an older bfsql built is dropped.
     """
+    await drop_vector_indexes(conn)
     if embedder is None:
         await conn.execute("UPDATE entity SET embedding = NULL WHERE embedding IS NOT NULL")
         await conn.execute("DELETE FROM bfsql_meta WHERE key IN ('embedder', 'embedder_dimension')")
-        await ensure_vector_index(conn, None)
+        await drop_codes(conn)
         return 0
     recorded = dict(await conn.fetch("SELECT key, value FROM bfsql_meta"))
     same = (recorded.get("embedder"), recorded.get("embedder_dimension")) == (embedder.name, str(embedder.dimension))
     rows = await conn.fetch(_TO_EMBED, not same)
-    if not same:  # an index of the earlier vectors' dimension would refuse the new ones; rebuilt below
-        await ensure_vector_index(conn, None)
     await conn.execute(f"CREATE TEMP TABLE load_vector (entity_id text, embedding {column}) ON COMMIT DROP")
     await conn.copy_to_table(
         "load_vector", source=_vector_copy(embedder, rows, column), columns=["entity_id", "embedding"],
@@ -188,7 +188,7 @@ async def _embed(conn: asyncpg.Connection, embedder: Embedder | None, column: st
         "INSERT INTO bfsql_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         [("embedder", embedder.name), ("embedder_dimension", str(embedder.dimension))],
     )
-    await ensure_vector_index(conn, embedder.dimension)
+    await save_codes(conn)
     return len(rows)
 
 

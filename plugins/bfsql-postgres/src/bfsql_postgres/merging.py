@@ -16,6 +16,7 @@ import asyncpg
 
 from bfsql_postgres.copying import Target
 from bfsql_postgres.schema import INDEXES, index_statement
+from bfsql_postgres.vector_codes import CODES_TRIGGER
 
 __all__ = [
     "ENTITY_COLUMNS", "EVIDENCE_COLUMNS", "LOAD_SETTINGS", "RELATIONSHIP_COLUMNS", "STAGING", "merge", "take_empty",
@@ -249,10 +250,13 @@ _KEYS = {"entity": ("entity_id",), "relationship": ("subject_id", "predicate", "
 _FRESH_SINCE = 140000
 """PostgreSQL 14: ``COPY ... (FREEZE)`` sets the visibility map, and ``max(tid)`` settles repeated keys."""
 
-_TAKEABLE = """
-SELECT c.relkind = 'r' AND NOT c.relhastriggers AND NOT c.relrowsecurity FROM pg_class c WHERE c.oid = to_regclass($1)
+_TAKEABLE = f"""
+SELECT c.relkind = 'r' AND NOT c.relrowsecurity
+   AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname <> '{CODES_TRIGGER}')
+FROM pg_class c WHERE c.oid = to_regclass($1)
 """
-"""A plain table without triggers (foreign keys have some) or row security (which COPY refuses)."""
+"""A plain table without triggers (foreign keys have some) but the one marking the vectors' codes stale (the load
+saves them again), nor row security (which COPY refuses)."""
 
 
 async def take_empty(conn: asyncpg.Connection, table: str) -> str | None:

@@ -30,6 +30,7 @@ __all__ = [
     "like_pattern",
     "predicates_sql",
     "provenance_sql",
+    "rescore_sql",
     "search_sql",
     "synonym_prefilter_safe",
     "vector_search_sql",
@@ -262,10 +263,34 @@ last ANALYZE): the most common values of the type, predicate and end columns tim
 sizes. Values too rare to be among them are left out; a relationship touching a merged entity counts."""
 
 
+def rescore_sql(layout: StoreLayout) -> str:
+    """The nearest (cosine) of the candidate rows ``$2`` of the vectors' codes to the query vector ``$1``, types ``$3``,
+    at most ``$4``, best first; no row unless ``$5`` is the codes' current stamp (:mod:`bfsql_postgres.vector_codes`).
+    """
+    visible = f"e.embedding IS NOT NULL{_visible(layout, 'e')}"
+    types = "($3::text[] IS NULL OR e.entity_type::text = ANY($3::text[]))"
+    query = _query_vector(layout)
+    return f"""
+SELECT e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name,
+       (1 - (e.embedding <=> {query}))::float8 AS similarity
+FROM bfsql_vector_row r JOIN entity e ON e.entity_id = r.entity_id
+WHERE r.row = ANY($2::int[]) AND {visible} AND {types}
+  AND EXISTS (SELECT 1 FROM bfsql_meta m WHERE m.key = 'vector_codes' AND m.value = $5::text)
+ORDER BY e.embedding <=> {query}, e.entity_id
+LIMIT $4
+"""
+
+
+def _query_vector(layout: StoreLayout) -> str:
+    """The query vector ``$1`` (text) as the column's type, parsed once a statement: in a generic plan (the pool
+    forces them) a cast written beside the column is parsed again for every row (10 s over a million)."""
+    return f"(SELECT $1::text::{layout.vector_type})"
+
+
 def vector_search_sql(layout: StoreLayout) -> str:
     """Nearest neighbours of the query vector ``$1`` (cosine), types ``$2``, at most ``$3``, best first.
 
-    With the HNSW index (``bfsql postgres load`` builds it) the ``ORDER BY`` is the index's own
+    With the HNSW index (an older ``bfsql postgres load`` built it) the ``ORDER BY`` is the index's own
     expression, ``embedding::halfvec(D) <=> $1::halfvec(D)``, so PostgreSQL walks the index
     (iterative scans keep a type filter from starving it, see the backend's session settings)
     and the few rows it returns are sorted exactly. Without it, an exact scan.
@@ -285,13 +310,13 @@ WITH nearest AS MATERIALIZED (
 )
 SELECT entity_id, entity_type, name, (1 - distance)::float8 AS similarity FROM nearest ORDER BY distance, entity_id
 """
-    kind = layout.vector_type
+    query = _query_vector(layout)
     return f"""
 SELECT e.entity_id::text AS entity_id, e.entity_type::text AS entity_type, e.name::text AS name,
-       (1 - (e.embedding <=> $1::text::{kind}))::float8 AS similarity
+       (1 - (e.embedding <=> {query}))::float8 AS similarity
 FROM entity e
 WHERE {visible} AND {types}
-ORDER BY e.embedding <=> $1::text::{kind}, e.entity_id
+ORDER BY e.embedding <=> {query}, e.entity_id
 LIMIT $3
 """
 

@@ -1,7 +1,7 @@
 """The kgraph schema as bfsql creates it (``bfsql postgres init-schema`` and every load).
 
-Every statement is ``IF NOT EXISTS``, so creating the schema over an existing one
-changes nothing. Only the loader and ``init-schema`` run this; the server never
+Every statement is ``IF NOT EXISTS`` (the codes' trigger function is replaced by the same), so
+creating the schema over an existing one changes nothing. Only the loader and ``init-schema`` run this; the server never
 writes (it does not even create extensions).
 """
 
@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncpg
 
 from bfsql_postgres.errors import PostgresStoreError
+from bfsql_postgres.vector_codes import codes_statements
 
 __all__ = [
-    "HNSW_ELEMENT_BYTES",
     "HNSW_INDEX_PREFIX",
-    "HNSW_MEMORY_LIMIT",
     "INDEXES",
     "create_schema",
-    "ensure_vector_index",
-    "hnsw_memory",
+    "drop_vector_indexes",
     "index_statement",
     "schema_statements",
     "vector_index_name",
@@ -95,7 +93,8 @@ def index_statement(name: str) -> str:
 
 
 HNSW_INDEX_PREFIX = "entity_embedding_hnsw_"
-"""Name of the HNSW index over ``entity.embedding`` as ``halfvec(D)``, followed by D."""
+"""Name of the HNSW index over ``entity.embedding`` as ``halfvec(D)`` that bfsql built before its codes, followed
+by D."""
 
 
 def vector_index_name(dimension: int) -> str:
@@ -103,54 +102,16 @@ def vector_index_name(dimension: int) -> str:
     return f"{HNSW_INDEX_PREFIX}{int(dimension)}"
 
 
-HNSW_ELEMENT_BYTES = 768
-"""Memory of one element of an HNSW graph being built, besides its vector (``halfvec``: 8 bytes and 2 a component),
-with pgvector's default ``m`` (16): the neighbour lists of its layers and their bookkeeping. Measured with pgvector
-0.8.6 on PostgreSQL 18: a graph of 256-dimensional vectors outgrew 16 MB after 13,671 of them (1,227 bytes each)."""
-
-HNSW_MEMORY_LIMIT = 4 << 30
-"""The most ``maintenance_work_mem`` an HNSW build is given (sized by :func:`hnsw_memory`)."""
-
-
-def hnsw_memory(vectors: int, dimension: int) -> int:
-    """Bytes of ``maintenance_work_mem`` that hold the HNSW graph of ``vectors`` vectors of ``dimension`` while it is
-    built, with a quarter to spare, at most :data:`HNSW_MEMORY_LIMIT`. A graph that outgrows it goes on being built
-    on disk, many times slower (pgvector says so in a notice); a parallel build takes all of it as shared memory at
-    once, so it is not set higher than needed."""
-    need = vectors * (HNSW_ELEMENT_BYTES + 8 + 2 * dimension)
-    return min(need + need // 4, HNSW_MEMORY_LIMIT)
-
-
-async def ensure_vector_index(conn: asyncpg.Connection, dimension: int | None, *, vectors: int | None = None) -> None:
-    """The HNSW index (cosine, over ``embedding::halfvec(dimension)``) that vector search uses:
-    created when missing; indexes of another dimension (an earlier embedder) dropped; all
-    dropped when there are no vectors (``dimension`` None).
-
-    Before the index is built, ``maintenance_work_mem`` is raised for the rest of the caller's transaction to hold
-    its graph (:func:`hnsw_memory`) of ``vectors`` vectors (by default, those stored), when it is lower."""
-    keep = vector_index_name(dimension) if dimension else None
+async def drop_vector_indexes(conn: asyncpg.Connection) -> None:
+    """Drop the HNSW indexes an older bfsql built over ``entity.embedding`` (the codes of
+    :mod:`bfsql_postgres.vector_codes` replace them; kept, every load would rewrite them)."""
     existing = await conn.fetch(
         "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'entity' "
         "AND indexname LIKE $1",
         HNSW_INDEX_PREFIX + "%",
     )
     for row in existing:
-        if row["indexname"] != keep:
-            await conn.execute(f'DROP INDEX IF EXISTS "{row["indexname"]}"')
-    if dimension and keep not in {row["indexname"] for row in existing}:
-        if vectors is None:
-            vectors = int(await conn.fetchval("SELECT count(*) FROM entity WHERE embedding IS NOT NULL"))
-        memory = hnsw_memory(vectors, int(dimension))
-        if memory > int(await conn.fetchval(_MAINTENANCE_MEMORY)):
-            await conn.execute("SELECT set_config('maintenance_work_mem', $1, true)", f"{memory >> 10}kB")
-        await conn.execute(
-            f'CREATE INDEX IF NOT EXISTS "{keep}" ON entity '
-            f"USING hnsw ((embedding::halfvec({int(dimension)})) halfvec_cosine_ops)"
-        )
-
-
-_MAINTENANCE_MEMORY = "SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
-"""``maintenance_work_mem`` in bytes (the setting is in kB)."""
+        await conn.execute(f'DROP INDEX IF EXISTS "{row["indexname"]}"')
 
 
 def schema_statements(*, vector: bool = True) -> list[str]:
@@ -170,7 +131,8 @@ def schema_statements(*, vector: bool = True) -> list[str]:
 async def create_schema(conn: asyncpg.Connection, *, vector: bool = True) -> None:
     """Create the extensions, tables and indexes that are missing (inside the caller's transaction).
 
-    With ``vector`` and entity vectors already recorded in ``bfsql_meta``, their HNSW index too.
+    With ``vector``, the tables of the vectors' codes and the trigger that marks them stale too
+    (:mod:`bfsql_postgres.vector_codes`).
     """
     for sql in schema_statements(vector=vector):
         try:
@@ -193,6 +155,5 @@ async def create_schema(conn: asyncpg.Connection, *, vector: bool = True) -> Non
                 "Run init-schema once as a role that may CREATE EXTENSION and CREATE TABLE (e.g. the database owner).",
             ) from None
     if vector:
-        dimension = await conn.fetchval("SELECT value FROM bfsql_meta WHERE key = 'embedder_dimension'")
-        if dimension is not None:
-            await ensure_vector_index(conn, int(dimension))
+        for sql in codes_statements(str(await conn.fetchval("SELECT current_schema()"))):
+            await conn.execute(sql)
