@@ -346,10 +346,21 @@ def test_each_row_keeps_its_entity_and_a_copy_of_its_vector_in_row_order(tmp_pat
     bounds = index.type_rows.tolist()
     assert [kind for _, _, kind in stored] == [t for i, t in enumerate(index.types)
                                                for _ in range(bounds[i], bounds[i + 1])]
-    # a row of words an entity (one cache line), and a copy of each row's first two words for the first step,
-    # a contiguous array a word
+    # a row of words an entity (one cache line); the first step reads each row's first two words in place
     assert index.words.shape == (len(index), 4) and index.words.flags.c_contiguous
+    assert np.array_equal(index.prefix, index.words[:, :2].T) and np.shares_memory(index.prefix, index.words)
+    assert index.nbytes() == 32 * len(index) + index.type_rows.nbytes
+
+
+def test_from_millions_of_rows_the_first_step_reads_a_copy_of_the_first_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "PREFIX_COPY_ROWS", 1000)  # stands for 2M
+    db, _ = planted_store(tmp_path, np.random.default_rng(3), 256)
+    with sqlite3.connect(db) as conn:
+        index = open_vectors(conn, 256)
     assert np.array_equal(index.prefix, index.words[:, :2].T) and index.prefix.flags.c_contiguous
+    assert not np.shares_memory(index.prefix, index.words)  # a contiguous array a word: 16 bytes a row more
     assert index.nbytes() == 48 * len(index) + index.type_rows.nbytes
 
 

@@ -3,8 +3,8 @@
 A store's vectors (``entity_vector``: int8 with a scale, ``dimension + 4`` bytes an entity) stay
 in the store. The server holds one **sign bit a component** of each (``dimension / 8`` bytes an
 entity: 32 for ``wordllama-256``), a row of code words an entity, the rows grouped by entity
-type, and a copy of each row's first :data:`PREFIX_WORDS` words (16 bytes more), and answers a
-query in four steps (docs/search.md has the measurements that chose this):
+type, and, from :data:`PREFIX_COPY_ROWS` rows, a copy of each row's first :data:`PREFIX_WORDS` words (16
+bytes more), and answers a query in four steps (docs/search.md has the measurements that chose this):
 
 1. the Hamming distance of the first 128 bits of every row of the wanted types to the query's
    (over the copy, a contiguous array a word: 16 bytes a row read), keeping the nearest
@@ -50,8 +50,9 @@ from bfsql.models import EntityStub
 from bfsql.saved_parts import read_parts, save_parts
 
 __all__ = [
-    "PREFIX_SURVIVORS", "PREFIX_WORDS", "RESCORED", "RESCORED_PER_HIT", "SHORTLIST", "VECTORS_VERSION", "Codes",
-    "VectorIndex", "build_codes", "candidates", "cosines", "drop_vectors", "open_vectors", "save_vectors", "sign_codes",
+    "PREFIX_COPY_ROWS", "PREFIX_SURVIVORS", "PREFIX_WORDS", "RESCORED", "RESCORED_PER_HIT", "SHORTLIST",
+    "VECTORS_VERSION", "Codes", "VectorIndex", "build_codes", "candidates", "cosines", "drop_vectors", "open_vectors",
+    "save_vectors", "sign_codes",
 ]
 
 logger = logging.getLogger("bfsql.vectors")
@@ -68,6 +69,10 @@ PREFIX_SURVIVORS = 128
 """Rows kept by the first step (the first :data:`PREFIX_WORDS` words) per candidate."""
 PREFIX_WORDS = 2
 """Code words a row read by the first step (64 bits lose a tenth of recall@10 at 8.4M names, docs/search.md)."""
+PREFIX_COPY_ROWS = 1 << 21
+"""Rows from which the first words are copied for the first step, a contiguous array a word (16 bytes an entity
+more): read in place, every row's whole cache line is read, 1.6 times the first step's time (1.7 ms more a search
+at 1M rows)."""
 SHORTLIST = 4
 """Rows kept by the second step (every bit) per candidate, to be ranked by the query's components."""
 
@@ -194,12 +199,13 @@ class VectorIndex:
     sets: bool = False
     """True when no vector has a negative component: candidates by the cosine of bit sets, not by Hamming."""
     prefix: np.ndarray = field(init=False)
-    """The first :data:`PREFIX_WORDS` words of every row for the first step, a contiguous array a word:
-    ``prefix[w, row]`` (no words with :attr:`sets`)."""
+    """The first :data:`PREFIX_WORDS` words of every row for the first step, ``prefix[w, row]``: a copy, a contiguous
+    array a word, from :data:`PREFIX_COPY_ROWS` rows, else a view of :attr:`words` (no words with :attr:`sets`)."""
 
     def __post_init__(self) -> None:
         width = 0 if self.sets or not len(self.words) else min(PREFIX_WORDS, self.words.shape[1])
-        self.prefix = np.ascontiguousarray(self.words[:, :width].T)
+        first = self.words[:, :width].T
+        self.prefix = np.ascontiguousarray(first) if len(self.words) >= PREFIX_COPY_ROWS else first
 
     def __len__(self) -> int:
         return int(self.words.shape[0])
@@ -208,7 +214,8 @@ class VectorIndex:
         """Bytes the index holds in memory (codes, first words, type bounds and any ids held)."""
         held = self.rows.ids if isinstance(self.rows, _HeldRows) else None
         extra = len(held.blob) + held.offsets.nbytes if held is not None else 0
-        return int(self.words.nbytes + self.prefix.nbytes + self.type_rows.nbytes) + extra
+        copied = self.prefix.nbytes if self.prefix.base is None else 0
+        return int(self.words.nbytes + copied + self.type_rows.nbytes) + extra
 
     def candidate_rows(self, vector: Sequence[float], node_types: list[str] | None, limit: int) -> list[int]:
         """The rows (ascending) whose vectors are to be scored exactly for the ``limit`` entities (of ``node_types``)
@@ -280,7 +287,7 @@ def candidates(
         return _nearest(*_set_distances(words, code, ranges), count)
     if total > PREFIX_SURVIVORS * count:
         if prefix is None or not len(prefix):
-            prefix = np.ascontiguousarray(words[:, :PREFIX_WORDS].T)
+            prefix = words[:, :PREFIX_WORDS].T
         rows = _prefix_pass(prefix, code[: len(prefix)], ranges, PREFIX_SURVIVORS * count, total)
     else:
         rows = np.concatenate([np.arange(start, end) for start, end in ranges])
