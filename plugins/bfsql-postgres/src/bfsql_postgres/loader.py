@@ -56,7 +56,7 @@ from bfsql.loading import PlainEntities, PlainEntity, PlainRelationship, PlainRe
 from bfsql_postgres.copying import NULL, Target, copy_rows, text_line
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.merging import LOAD_SETTINGS, STAGING, merge, take_empty, targets
-from bfsql_postgres.schema import create_schema, drop_vector_indexes
+from bfsql_postgres.schema import create_schema, drop_vector_indexes, index_statement
 from bfsql_postgres.vector_codes import drop_codes, save_codes
 
 __all__ = ["AUTO_EMBEDDER", "PROGRESS_ROWS", "LoadReport", "connect", "load_postgres", "load_records"]
@@ -406,8 +406,10 @@ async def _load(
         taken = {table: key for table in ("entity", "relationship") if (key := await take_empty(conn, table))}
         rows = _Rows(await targets(conn, taken))
         await copy_rows(conn, _source_rows(rows, sources, progress))
-        await merge(conn, taken)
+        deferred = await merge(conn, taken)
         embedded = await _embed(conn, chosen, column) if column is not None else 0
+        for name in deferred:
+            await conn.execute(index_statement(name))
     return rows.counts, chosen, embedded
 
 

@@ -308,12 +308,17 @@ async def _key_taken(conn: asyncpg.Connection, table: str, name: str) -> None:
     await conn.execute(add)
 
 
-async def merge(conn: asyncpg.Connection, taken: dict[str, str]) -> None:
+async def merge(conn: asyncpg.Connection, taken: dict[str, str]) -> list[str]:
     """Bring the copied rows into each table. A table ``taken`` (by :func:`take_empty`, with the name of its primary
     key) gets that key and
     indexes (and the entity table the implied entities it lacks). Otherwise the staged records are merged: into a
     table that holds nothing yet without comparing, its indexes dropped and built after the rows are in (its
-    primary key too, when no key repeats); into one that holds rows row by row (an upsert)."""
+    primary key too, when no key repeats); into one that holds rows row by row (an upsert).
+
+    The entity table's indexes that a fresh table needs are not built here but returned, for the caller to build
+    once the vectors are stored: the ``UPDATE`` that stores them would otherwise write every one of them for every
+    entity (at a million entities, most of the update's 12 s)."""
+    deferred: list[str] = []
     for table, statements in _MERGE.items():
         if table in taken:
             await _key_taken(conn, table, taken[table])
@@ -326,5 +331,9 @@ async def merge(conn: asyncpg.Connection, taken: dict[str, str]) -> None:
             if not (empty and await _fill_without_repeats(conn, table)):
                 for sql in _INTO_EMPTY[table] if empty else statements:
                     await conn.execute(sql)
+        if table == "entity":
+            deferred = indexes
+            continue
         for name in indexes:
             await conn.execute(index_statement(name))
+    return deferred

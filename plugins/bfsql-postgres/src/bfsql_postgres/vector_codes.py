@@ -1,15 +1,16 @@
 """Entity vectors found by sign bits the server holds, and scored exactly by PostgreSQL.
 
 ``bfsql postgres load`` saves, beside ``entity.embedding``, the sign bit of every component of
-each visible entity's vector (``binary_quantize``), rows ordered by type, then id: the codes in
-``bfsql_vector_part`` (parts of :data:`PART_BYTES`), the entity of each row in
-``bfsql_vector_row``, and a stamp in ``bfsql_meta`` (key :data:`STAMP_KEY`: rows, words a row,
-kind, dimension, and a digest of the codes). A server reads them once, in the background, and
-answers a vector search as the SQLite store does (:mod:`bfsql.vectors`: 48 bytes an entity for
-256 dimensions): the candidates are chosen in memory, then PostgreSQL scores those rows' own
-vectors exactly (the cosine distance of ``entity.embedding``, as an exact scan would) in one
-statement that reads them by row number. No HNSW index is built: it took 214 of the 264 s of
-loading R-MAT 20's million entities, and answered with a lower recall (docs/search.md).
+each visible entity's vector (``binary_quantize``), rows ordered by type, then id: a row's
+entity, type and bits in ``bfsql_vector_row`` (one pass over ``entity``), the codes of every row
+read back from there into ``bfsql_vector_part`` (parts of :data:`PART_BYTES`), and a stamp in
+``bfsql_meta`` (key :data:`STAMP_KEY`: rows, words a row, kind, dimension, and a digest of the
+codes). A server reads the parts once, in the background, and answers a vector search as the
+SQLite store does (:mod:`bfsql.vectors`: 32-48 bytes an entity for 256 dimensions): the candidates
+are chosen in memory, then PostgreSQL scores those rows' own vectors exactly (the cosine
+distance of ``entity.embedding``, as an exact scan would) in one statement that reads them by
+row number. No HNSW index is built: it took 214 of the 264 s of loading R-MAT 20's million
+entities, and answered with a lower recall (docs/search.md).
 
 A statement-level trigger on ``entity`` deletes the stamp whenever anything but a load (which
 saves the codes again at its end) inserts, updates or deletes entities. A server whose stamp is
@@ -51,7 +52,9 @@ def codes_statements(schema: str) -> list[str]:
     """The DDL of the codes' tables and of the trigger that marks them stale, for the tables of ``schema``."""
     meta = f"{_quote(schema)}.bfsql_meta"
     return [
-        "CREATE TABLE IF NOT EXISTS bfsql_vector_row (row integer PRIMARY KEY, entity_id text NOT NULL)",
+        # a row's type and bits too: the codes and the types' bounds are read back from here, not from entity
+        "CREATE TABLE IF NOT EXISTS bfsql_vector_row (row integer PRIMARY KEY, entity_id text NOT NULL, "
+        "entity_type text NOT NULL, bits bit varying NOT NULL)",
         "CREATE TABLE IF NOT EXISTS bfsql_vector_part (name text NOT NULL, part integer NOT NULL, "
         "data bytea NOT NULL, PRIMARY KEY (name, part))",
         # schema-qualified: the trigger runs with the search_path of whoever writes the entity table
@@ -82,9 +85,9 @@ async def save_codes(conn: asyncpg.Connection) -> int:
     rows."""
     await drop_codes(conn)
     rows = int(await conn.fetchval(
-        "WITH saved AS (INSERT INTO bfsql_vector_row (row, entity_id) "
-        f"SELECT (row_number() OVER (ORDER BY {_ORDER}) - 1)::int, e.entity_id FROM entity e WHERE {_VISIBLE} "
-        "RETURNING 1) SELECT count(*) FROM saved"
+        "WITH saved AS (INSERT INTO bfsql_vector_row (row, entity_id, entity_type, bits) "
+        f"SELECT (row_number() OVER (ORDER BY {_ORDER}) - 1)::int, e.entity_id, e.entity_type, "
+        f"binary_quantize(e.embedding) FROM entity e WHERE {_VISIBLE} RETURNING 1) SELECT count(*) FROM saved"
     ))
     if not rows:
         return 0
@@ -93,15 +96,12 @@ async def save_codes(conn: asyncpg.Connection) -> int:
     async def gather(chunk: bytes) -> None:
         copied.extend(chunk)
 
-    await conn.copy_from_query(
-        f"SELECT binary_quantize(e.embedding) FROM entity e WHERE {_VISIBLE} ORDER BY {_ORDER}",
-        output=gather, format="binary",
-    )
-    dimension = int(await conn.fetchval(f"SELECT vector_dims(e.embedding) FROM entity e WHERE {_VISIBLE} LIMIT 1"))
+    await conn.copy_from_query("SELECT bits FROM bfsql_vector_row ORDER BY row", output=gather, format="binary")
+    dimension = int(await conn.fetchval("SELECT length(bits) FROM bfsql_vector_row LIMIT 1"))
     words = _words(bytes(copied), rows, dimension)
     counts = await conn.fetch(
-        f"SELECT e.entity_type AS t, count(*) AS n FROM entity e WHERE {_VISIBLE} GROUP BY e.entity_type "
-        'ORDER BY e.entity_type COLLATE "C"'
+        "SELECT entity_type AS t, count(*) AS n FROM bfsql_vector_row GROUP BY entity_type "
+        'ORDER BY entity_type COLLATE "C"'
     )
     type_rows = np.zeros(len(counts) + 1, dtype="<i8")
     np.cumsum([r["n"] for r in counts], out=type_rows[1:])
