@@ -1,8 +1,8 @@
 """The kgraph schema as bfsql creates it (``bfsql postgres init-schema`` and every load).
 
 Every statement is ``IF NOT EXISTS`` (the codes' trigger function is replaced by the same), so
-creating the schema over an existing one changes nothing. Only the loader and ``init-schema`` run this; the server never
-writes (it does not even create extensions).
+creating the schema over an existing one changes nothing. Only the loader and ``init-schema`` run
+this; the server never writes (it does not even create extensions).
 """
 
 from __future__ import annotations
