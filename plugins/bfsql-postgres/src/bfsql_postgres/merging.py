@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import asyncpg
 
 from bfsql_postgres.copying import Target
-from bfsql_postgres.schema import INDEXES, index_statement
+from bfsql_postgres.schema import INDEXES
 from bfsql_postgres.vector_codes import CODES_TRIGGER
 
 __all__ = [
@@ -315,9 +315,9 @@ async def merge(conn: asyncpg.Connection, taken: dict[str, str]) -> list[str]:
     table that holds nothing yet without comparing, its indexes dropped and built after the rows are in (its
     primary key too, when no key repeats); into one that holds rows row by row (an upsert).
 
-    The entity table's indexes that a fresh table needs are not built here but returned, for the caller to build
-    once the vectors are stored: the ``UPDATE`` that stores them would otherwise write every one of them for every
-    entity (at a million entities, most of the update's 12 s)."""
+    The indexes a fresh table needs are not built here but returned, for the caller to build once the vectors are
+    stored: the ``UPDATE`` that stores them would otherwise write the entity table's for every entity (at a million
+    entities, most of the update's 12 s)."""
     deferred: list[str] = []
     for table, statements in _MERGE.items():
         if table in taken:
@@ -331,9 +331,5 @@ async def merge(conn: asyncpg.Connection, taken: dict[str, str]) -> list[str]:
             if not (empty and await _fill_without_repeats(conn, table)):
                 for sql in _INTO_EMPTY[table] if empty else statements:
                     await conn.execute(sql)
-        if table == "entity":
-            deferred = indexes
-            continue
-        for name in indexes:
-            await conn.execute(index_statement(name))
+        deferred += indexes
     return deferred
