@@ -70,6 +70,18 @@ SELECT EXISTS (SELECT 1 FROM unique_columns WHERE indrelid = to_regclass('entity
                AND columns = '{object_id,predicate,subject_id}')
 """
 
+_LEADING_COLUMNS = """
+SELECT c.relname::text AS table_name, a.attname::text AS column_name
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indrelid
+JOIN pg_class x ON x.oid = i.indexrelid
+JOIN pg_am am ON am.oid = x.relam
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+WHERE am.amname = 'btree' AND i.indisvalid AND i.indpred IS NULL
+  AND i.indrelid IN (to_regclass('entity'), to_regclass('relationship'))
+"""
+"""The columns of ``entity`` and ``relationship`` that lead a whole (not partial) btree index."""
+
 
 @dataclass(frozen=True)
 class StoreLayout:
@@ -109,6 +121,11 @@ class StoreLayout:
     vector_codes: bool = False
     """The tables of the vectors' sign-bit codes exist (:mod:`bfsql_postgres.vector_codes`): a search reads the codes
     while their stamp is current."""
+    types_indexed: bool = False
+    """A btree index leads with ``entity.entity_type``, so the types are listed by skipping through it (a probe a
+    type) instead of reading every entity."""
+    predicates_indexed: bool = False
+    """A btree index leads with ``relationship.predicate``, so the predicates are listed by skipping through it."""
 
     @property
     def provenance(self) -> bool:
@@ -146,6 +163,7 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
             "SELECT entity_id::text FROM entity WHERE status::text = 'merged' LIMIT $1", FEW_MERGED + 1
         )
     ]
+    leading = {(row["table_name"], row["column_name"]) for row in await conn.fetch(_LEADING_COLUMNS)}
     dimension, embedder, index = await _stored_vectors(conn, schema, found, vector, stored_embedder)
     if stored_embedder is not None and (not vector or dimension is None):
         raise PostgresStoreError(
@@ -169,6 +187,8 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         vector_type=vector_type if vector else "vector",
         vector_index=index,
         vector_codes=vector and {"bfsql_meta", "bfsql_vector_row", "bfsql_vector_part"} <= set(found),
+        types_indexed=("entity", "entity_type") in leading,
+        predicates_indexed=("relationship", "predicate") in leading,
     )
 
 

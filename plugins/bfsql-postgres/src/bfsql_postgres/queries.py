@@ -187,15 +187,34 @@ def entities_sql(layout: StoreLayout, columns: str) -> str:
     return f"SELECT {columns} FROM entity e WHERE e.entity_id = ANY($1::text[]){_visible(layout, 'e')}"
 
 
+def _distinct(table: str, alias: str, column: str, visible: str, indexed: bool) -> str:
+    """The distinct values of ``alias.column`` over the rows of ``table`` meeting ``visible`` (`` AND ...``).
+
+    ``indexed`` (a btree index leads with ``column``): by skipping through the index, each value the next one
+    greater than the last, a few probes a value however many rows hold it; else by reading every row.
+    """
+    if not indexed:
+        return f"SELECT DISTINCT {alias}.{column}::text AS value FROM {table} {alias} WHERE TRUE{visible}"
+    first = f"SELECT {alias}.{column} FROM {table} {alias} WHERE {alias}.{column} IS NOT NULL"
+    return f"""
+WITH RECURSIVE v (value) AS (
+    ({first}{visible} ORDER BY {alias}.{column} LIMIT 1)
+    UNION ALL
+    SELECT ({first} AND {alias}.{column} > v.value{visible} ORDER BY {alias}.{column} LIMIT 1)
+    FROM v WHERE v.value IS NOT NULL
+)
+SELECT value::text AS value FROM v WHERE value IS NOT NULL
+"""
+
+
 def entity_types_sql(layout: StoreLayout) -> str:
     """Types of the visible entities."""
-    where = " WHERE e.status::text IS DISTINCT FROM 'merged'" if layout.merged else ""
-    return f"SELECT DISTINCT e.entity_type::text AS value FROM entity e{where}"
+    return _distinct("entity", "e", "entity_type", _visible(layout, "e"), layout.types_indexed)
 
 
 def predicates_sql(layout: StoreLayout) -> str:
     """Predicates of the visible relationships (those touching no merged entity)."""
-    return f"SELECT DISTINCT r.predicate::text AS value FROM relationship r WHERE TRUE{_touches_no_merged(layout)}"
+    return _distinct("relationship", "r", "predicate", _touches_no_merged(layout), layout.predicates_indexed)
 
 
 RELATIONSHIPS_SIZE_SQL = (

@@ -74,6 +74,9 @@ INDEXES: dict[str, tuple[str, str]] = {
     # Covering: a hop reads incoming edges from this index alone and outgoing ones from the primary
     # key alone (once VACUUM has set the visibility map).
     "relationship_object_idx": ("relationship", "relationship (object_id) INCLUDE (subject_id, predicate)"),
+    # Start-up lists the predicates by skipping through it, one probe a predicate (DISTINCT over R-MAT 23's 66M
+    # rows: 5.2 s before the first answer).
+    "relationship_predicate_idx": ("relationship", "relationship (predicate)"),
     # Tiny: edge metadata, provenance and predicates check that neither end of an edge is merged.
     "entity_merged_idx": ("entity", "entity (entity_id) WHERE status = 'merged'"),
     "bundle_evidence_key_idx": ("bundle_evidence", "bundle_evidence (relationship_key)"),
