@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
+import subprocess
 import sys
 
 import pytest
@@ -285,6 +287,21 @@ async def test_a_plugin_tool_passes_the_same_pipeline_as_the_built_in_ones():
 def test_freed_memory_can_be_handed_back_on_linux():
     """What a heavy call freed goes back to the system after its answer (bfsql.server.allocator); harmless twice."""
     assert give_back_freed_memory() and give_back_freed_memory()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt: Linux")
+@pytest.mark.parametrize("chosen", [None, "4"])
+def test_a_served_process_caps_its_heaps_unless_the_environment_chose(chosen: str | None) -> None:
+    """The cap bfsql serve sets on glibc's heaps before its threads start (bfsql.server.allocator.limit_heaps);
+    a MALLOC_ARENA_MAX the user gave stands."""
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    if chosen is not None:
+        env["MALLOC_ARENA_MAX"] = chosen
+    done = subprocess.run(
+        [sys.executable, "-c", "from bfsql.server.allocator import limit_heaps; print(limit_heaps())"],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    assert done.stdout.strip() == str(chosen is None)
 
 
 async def test_a_server_keeps_the_heap_it_started_with_out_of_collections_until_it_closes():

@@ -268,9 +268,11 @@ def serve(**options: Any) -> None:
       bfsql serve --config graphs.toml              # several graphs (see docs/cli.md)
       BFSQL_AUTH_TOKEN=... bfsql serve --transport http --host 0.0.0.0
     """
+    from bfsql.server.allocator import limit_heaps
     from bfsql.server.run import serve_http, serve_stdio
 
     server, plans = _resolve(options)
+    limit_heaps()  # before any thread allocates: a long-lived server keeps less of what heavy calls freed
     try:
         if server.transport == "stdio":
             if sys.stdin.isatty():
