@@ -413,8 +413,19 @@ async def test_types_and_predicates_are_listed_by_skipping_through_their_indexes
         await opened.aclose()
 
 
-async def test_a_store_without_those_indexes_lists_its_types_and_predicates_by_reading_them(scratch_dsn: str) -> None:
-    await build_evidence_table_variant(scratch_dsn, standard_records())  # a schema of another tool: primary keys only
+@pytest.mark.parametrize("index", [None, "(predicate COLLATE \"C\")", "(predicate text_pattern_ops)"])
+async def test_a_store_without_those_indexes_lists_its_types_and_predicates_by_reading_them(
+    scratch_dsn: str, index: str | None
+) -> None:
+    """A schema of another tool (primary keys only), or an index in another order than the column's, which
+    ``ORDER BY predicate`` could not read: every row is read, not once a value."""
+    await build_evidence_table_variant(scratch_dsn, standard_records())
+    if index is not None:
+        conn = await asyncpg.connect(scratch_dsn)
+        try:
+            await conn.execute(f"CREATE INDEX ON relationship {index}")
+        finally:
+            await conn.close()
     backend = await PostgresBackend.create(PostgresConfig(dsn=scratch_dsn))
     try:
         assert not backend.layout.types_indexed and not backend.layout.predicates_indexed

@@ -77,10 +77,13 @@ JOIN pg_class c ON c.oid = i.indrelid
 JOIN pg_class x ON x.oid = i.indexrelid
 JOIN pg_am am ON am.oid = x.relam
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+JOIN pg_opclass opc ON opc.oid = i.indclass[0]
 WHERE am.amname = 'btree' AND i.indisvalid AND i.indpred IS NULL
+  AND opc.opcdefault AND i.indcollation[0] = a.attcollation
   AND i.indrelid IN (to_regclass('entity'), to_regclass('relationship'))
 """
-"""The columns of ``entity`` and ``relationship`` that lead a whole (not partial) btree index."""
+"""The columns of ``entity`` and ``relationship`` that lead a whole (not partial) btree index in their own order
+(the type's default operator class, the column's collation): one that ``ORDER BY column`` can read."""
 
 
 @dataclass(frozen=True)
