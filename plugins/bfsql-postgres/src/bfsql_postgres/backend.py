@@ -61,10 +61,11 @@ from bfsql import (
     relationship_metadata,
     statement_span,
 )
-from bfsql_postgres import closures, overlap, queries, walk
+from bfsql_postgres import closures, overlap, queries, rare_ends, walk
 from bfsql_postgres.config import PostgresConfig
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.layout import StoreLayout, inspect_store
+from bfsql_postgres.rare_ends import RareEnds
 from bfsql_postgres.replica import ReplicaWatch
 from bfsql_postgres.roles import SET_ROLE_SQL, RoleMap, check_roles, parse_entries
 from bfsql_postgres.vector_codes import STAMP_SQL, SavedCodes, read_codes
@@ -266,9 +267,10 @@ def _statistics(rows: list[asyncpg.Record], exact: bool) -> GraphStatistics | No
 
 def _tables_read(layout: StoreLayout) -> list[str]:
     """The tables a call reads (what each caller's role must be allowed to SELECT)."""
-    return ["entity", "relationship"] + (["bundle_evidence"] if layout.bundle_evidence else []) + (
+    return list(dict.fromkeys(["entity", "relationship"] + (["bundle_evidence"] if layout.bundle_evidence else []) + (
         ["evidence"] if layout.evidence_table else []) + (
-        ["bfsql_vector_row", "bfsql_meta"] if layout.vector_codes else [])
+        ["bfsql_vector_row", "bfsql_meta"] if layout.vector_codes else []) + (
+        ["bfsql_rare_end", "bfsql_meta"] if layout.rare_ends else [])))
 
 
 class _TooManyRows(Exception):
@@ -360,7 +362,7 @@ class PostgresBackend(GraphBackend):
         self._closure_sql = {way: closures.closure_sql(layout, way) for way in (False, True)}
         self._closure_edges_sql = {way: closures.edges_sql(layout, way) for way in (False, True)}
         self._intersect_sql: dict[int, str] = {}
-        self._rare_ends: dict[int, tuple[list[str], list[str]]] = {}
+        self._rare_ends: dict[int, RareEnds] = {}
         self.capabilities = dataclasses.replace(
             type(self).capabilities, vector_search=layout.vector_dimension is not None, provenance=layout.provenance
         )
@@ -752,21 +754,24 @@ class PostgresBackend(GraphBackend):
         sql = self._intersect_sql.get(k)
         if sql is None:
             sql = self._intersect_sql[k] = overlap.intersect_sql(self.layout, k)
-        hubs, dangling = await self._rare(limits.max_edges_per_node)
+        rare = await self._rare(limits.max_edges_per_node)
         rows = await self._fetch(sql, _storable(list(dict.fromkeys(seeds))), limits.max_edges_per_node,
-                                 _storable(list(exclude_types)), count, path_nodes, path_limit, hubs, dangling)
+                                 _storable(list(exclude_types)), count, path_nodes, path_limit, rare.hubs,
+                                 rare.dangling)
         return overlap.overlap_of_rows(seeds, rows, path_limit)
 
-    async def _rare(self, cap: int) -> tuple[list[str], list[str]]:
-        """The graph's hub candidates for ``cap`` and its ends that are no entity (:data:`overlap.RARE_ENDS_SQL`),
-        read once per cap and kept, as the merged entities are read once at start-up."""
+    async def _rare(self, cap: int) -> RareEnds:
+        """The graph's hub candidates for ``cap`` and its ends that are no entity (:mod:`bfsql_postgres.rare_ends`):
+        those the loader saved while they are current, else read from the relationships once per cap and kept, as
+        the merged entities are read once at start-up."""
+        if self.layout.rare_ends:
+            saved = rare_ends.saved_for(await self._fetch(rare_ends.SAVED_SQL), cap)
+            if saved is not None:
+                return saved
         found = self._rare_ends.get(cap)
         if found is None:
-            # Each index read in its order and counted a run at a time: the planner, misled by R-MAT-like skew
-            # (it guessed 14,000 subjects of 450,000), hashed every row instead (13 against 20-46 s at 8M edges).
-            rows = await self._fetch(overlap.RARE_ENDS_SQL, cap, local="SET LOCAL enable_hashagg = off")
-            found = ([i for kind, i in rows if kind == "H"], [i for kind, i in rows if kind == "D"])
-            self._rare_ends[cap] = found
+            rows = await self._fetch(rare_ends.ENDS_SQL, cap // 2, local=rare_ends.ENDS_SETTINGS)
+            found = self._rare_ends[cap] = RareEnds.of_rows(rows, cap)
         return found
 
     async def _walked_hop_by_hop(self, seeds: list[str], hops: int, limits: TraversalLimits,

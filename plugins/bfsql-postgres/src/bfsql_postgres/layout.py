@@ -124,6 +124,9 @@ class StoreLayout:
     vector_codes: bool = False
     """The tables of the vectors' sign-bit codes exist (:mod:`bfsql_postgres.vector_codes`): a search reads the codes
     while their stamp is current."""
+    rare_ends: bool = False
+    """The table of the hub candidates and dangling ends the loader saves exists (:mod:`bfsql_postgres.rare_ends`):
+    an intersection reads them there while their stamp is current."""
     types_indexed: bool = False
     """A btree index leads with ``entity.entity_type``, so the types are listed by skipping through it (a probe a
     type) instead of reading every entity."""
@@ -190,6 +193,7 @@ async def inspect_store(conn: asyncpg.Connection, *, stored_embedder: str | None
         vector_type=vector_type if vector else "vector",
         vector_index=index,
         vector_codes=vector and {"bfsql_meta", "bfsql_vector_row", "bfsql_vector_part"} <= set(found),
+        rare_ends={"bfsql_meta", "bfsql_rare_end"} <= set(found),
         types_indexed=("entity", "entity_type") in leading,
         predicates_indexed=("relationship", "predicate") in leading,
     )
@@ -216,7 +220,7 @@ async def _table_columns(conn: asyncpg.Connection, schema: str) -> dict[str, dic
         """,
         schema,
         ["entity", "relationship", "bundle_evidence", "evidence", "bfsql_meta", "bfsql_vector_row",
-         "bfsql_vector_part"],
+         "bfsql_vector_part", "bfsql_rare_end"],
     )
     found: dict[str, dict[str, str]] = {}
     for row in rows:

@@ -25,6 +25,10 @@ transaction, the embedder's name and dimension are recorded in ``bfsql_meta``, a
 sign-bit codes that vector search reads are saved (:mod:`bfsql_postgres.vector_codes`); a load with another
 embedder re-embeds every entity, and ``embedder="none"`` removes the vectors. The server
 refuses to compare the stored vectors with query vectors of another embedder.
+
+After the commit (and ``VACUUM``, ``ANALYZE``), the graph's hub candidates and dangling ends are saved
+for intersections in a short transaction of their own (:mod:`bfsql_postgres.rare_ends`); should it
+fail, the graph stays loaded and servers read them from the relationships instead.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from bfsql.loading import PlainEntities, PlainEntity, PlainRelationship, PlainRe
 from bfsql_postgres.copying import NULL, Target, copy_rows, text_line
 from bfsql_postgres.errors import PostgresStoreError, describe_dsn
 from bfsql_postgres.merging import LOAD_SETTINGS, STAGING, merge, take_empty, targets
+from bfsql_postgres.rare_ends import save_ends
 from bfsql_postgres.schema import create_schema, drop_vector_indexes, index_statement
 from bfsql_postgres.vector_codes import drop_codes, save_codes
 
@@ -476,6 +481,14 @@ async def _run(
         counts, chosen, embedded = await _load(conn, sources, vector=vector, embedder=embedder, progress=progress)
         for statement in _AFTER_LOAD:
             await conn.execute(statement)
+        try:
+            await save_ends(conn)
+        except asyncpg.PostgresError as exc:
+            raise PostgresStoreError(
+                f"The graph is loaded, but saving its hub candidates for intersections failed: {exc}.",
+                "Intersections read them from the relationships meanwhile (slower on a big graph); load again "
+                "(nothing changes but them) once the cause is fixed.",
+            ) from None
     finally:
         await conn.close()
     return LoadReport(

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import asyncpg
 
 from bfsql_postgres.copying import Target
+from bfsql_postgres.rare_ends import ENDS_TRIGGER
 from bfsql_postgres.schema import INDEXES
 from bfsql_postgres.vector_codes import CODES_TRIGGER
 
@@ -252,11 +253,12 @@ _FRESH_SINCE = 140000
 
 _TAKEABLE = f"""
 SELECT c.relkind = 'r' AND NOT c.relrowsecurity
-   AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname <> '{CODES_TRIGGER}')
+   AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid
+                   AND t.tgname NOT IN ('{CODES_TRIGGER}', '{ENDS_TRIGGER}'))
 FROM pg_class c WHERE c.oid = to_regclass($1)
 """
-"""A plain table without triggers (foreign keys have some) but the one marking the vectors' codes stale (the load
-saves them again), nor row security (which COPY refuses)."""
+"""A plain table without triggers (foreign keys have some) but bfsql's own, marking the vectors' codes and the saved
+ends stale (the load saves them again), nor row security (which COPY refuses)."""
 
 
 async def take_empty(conn: asyncpg.Connection, table: str) -> str | None:

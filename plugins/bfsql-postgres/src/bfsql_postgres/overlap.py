@@ -29,23 +29,7 @@ from bfsql import Edge, Overlap, Reached, SeedPath
 from bfsql_postgres.layout import StoreLayout
 from bfsql_postgres.walk import _C, _NODE, _OTHER, _member, _not_merged, _rows, _visible
 
-__all__ = ["RARE_ENDS_SQL", "intersect_sql", "overlap_of_rows"]
-
-RARE_ENDS_SQL = """
-WITH subjects AS MATERIALIZED (
-    SELECT r.subject_id::text AS id, count(*) AS n FROM relationship r GROUP BY r.subject_id
-),
-objects AS MATERIALIZED (SELECT r.object_id::text AS id, count(*) AS n FROM relationship r GROUP BY r.object_id)
-SELECT 'H', id FROM subjects WHERE n > $1::bigint / 2
-UNION ALL SELECT 'H', id FROM objects WHERE n > $1::bigint / 2
-UNION ALL SELECT 'D', id FROM (SELECT id FROM subjects UNION SELECT id FROM objects) ends
-WHERE NOT EXISTS (SELECT FROM entity e WHERE e.entity_id = ends.id)
-"""
-"""The graph's hub candidates for the cap ``$1`` (``H``: the ids with more than half the cap rows in one index; a
-node with more rows than the cap, both ways, is one of them) and its ends that are no entity (``D``): what an
-intersection needs to know of the nodes it expands without reading all their rows. One pass over each index (a
-hub candidate may be listed twice)."""
-
+__all__ = ["intersect_sql", "overlap_of_rows"]
 
 def _union(parts: Iterable[str]) -> str:
     return " UNION ALL ".join(parts)
@@ -215,7 +199,7 @@ b{step} AS MATERIALIZED (
 def intersect_sql(layout: StoreLayout, k: int) -> str:
     """The intersection walk of ``k`` hops: ``$1`` the seeds (distinct, in order), ``$2`` max_edges_per_node,
     ``$3`` excluded types, ``$4`` count of shared nodes listed, ``$5`` path_nodes, ``$6`` path_limit, ``$7`` the hub
-    candidates and ``$8`` the ends that are no entity (:data:`RARE_ENDS_SQL`).
+    candidates and ``$8`` the ends that are no entity (:mod:`bfsql_postgres.rare_ends`).
 
     Rows ``(kind, a, b, c, x, m)``: ``N`` a listed shared node (``a``, ``m`` the hop the last seed reached it);
     ``I`` a listed node's type and name (``a``, ``b``, ``c``); ``E`` an edge among the listed nodes (``a b c``);

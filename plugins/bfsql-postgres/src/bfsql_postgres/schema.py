@@ -1,6 +1,6 @@
 """The kgraph schema as bfsql creates it (``bfsql postgres init-schema`` and every load).
 
-Every statement is ``IF NOT EXISTS`` (the codes' trigger function is replaced by the same), so
+Every statement is ``IF NOT EXISTS`` (the triggers' functions are replaced by the same), so
 creating the schema over an existing one changes nothing. Only the loader and ``init-schema`` run
 this; the server never writes (it does not even create extensions).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncpg
 
 from bfsql_postgres.errors import PostgresStoreError
+from bfsql_postgres.rare_ends import ends_statements
 from bfsql_postgres.vector_codes import codes_statements
 
 __all__ = [
@@ -134,7 +135,8 @@ def schema_statements(*, vector: bool = True) -> list[str]:
 async def create_schema(conn: asyncpg.Connection, *, vector: bool = True) -> None:
     """Create the extensions, tables and indexes that are missing (inside the caller's transaction).
 
-    With ``vector``, the tables of the vectors' codes and the trigger that marks them stale too
+    Then the table of the saved hub candidates and dangling ends with the triggers that mark it stale
+    (:mod:`bfsql_postgres.rare_ends`), and with ``vector`` the tables of the vectors' codes and their trigger
     (:mod:`bfsql_postgres.vector_codes`).
     """
     for sql in schema_statements(vector=vector):
@@ -157,6 +159,6 @@ async def create_schema(conn: asyncpg.Connection, *, vector: bool = True) -> Non
                 f"Not allowed to create the schema: {exc}.",
                 "Run init-schema once as a role that may CREATE EXTENSION and CREATE TABLE (e.g. the database owner).",
             ) from None
-    if vector:
-        for sql in codes_statements(str(await conn.fetchval("SELECT current_schema()"))):
-            await conn.execute(sql)
+    schema = str(await conn.fetchval("SELECT current_schema()"))
+    for sql in [*ends_statements(schema), *(codes_statements(schema) if vector else [])]:
+        await conn.execute(sql)
