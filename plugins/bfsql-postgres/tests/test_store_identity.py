@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 
 from bfsql import AccessDenied, CallIdentity, Graph, identified_as
-from bfsql.testing.standard_graph import ASPIRIN, GASTRIC, LFS, MERGED, NUTLIN, PMC001, TP53
+from bfsql.testing.standard_graph import ASPIRIN, CTNNB1, GASTRIC, LFS, MERGED, NUTLIN, PMC001, TP53
 from bfsql_postgres import PostgresBackend, PostgresConfig, PostgresStoreError
 from bfsql_testsupport.store_identity import LOGIN, prepare_roles
 
@@ -83,6 +84,40 @@ async def test_traversal_in_the_database_and_statistics_follow_the_role(graph: G
         assert set(survey.entity_types) == kept, identity.principal
         counted = await _as(identity, lambda: graph.statistics(5))
         assert set(counted.entity_type_counts) == kept
+
+
+async def test_an_intersection_in_the_database_follows_the_role(graph: Graph, standard_dsn_for_roles: str):
+    """As each role, with the loader's saved ends, and with them out of reach (the role not granted them, as a
+    deployment granting the tables before they existed): the intersection the hop walk of that role gives."""
+    from bfsql import TraversalLimits, hookimpl, intersect_subgraphs
+
+    class HopByHop:
+        @hookimpl(wrapper=True)
+        def hop(self, entity_ids):
+            return (yield)
+
+    walked = Graph(graph.backend, plugins=[HopByHop()], cache=None)
+    seeds = [TP53, CTNNB1]
+
+    async def agree() -> None:
+        for identity in (ALICE, BOB):
+            for k in (1, 2, 3):
+                for limits in (TraversalLimits(), TraversalLimits(max_edges_per_node=2)):
+                    with identified_as(identity):
+                        mine = await intersect_subgraphs(Graph(graph.backend, plugins=[], cache=None), seeds, k,
+                                                         limits=limits)
+                        hop = await intersect_subgraphs(walked, seeds, k, limits=limits)
+                    assert (mine.node_ids, sorted(map(tuple, mine.triples)), mine.truncated) == (
+                        hop.node_ids, sorted(map(tuple, hop.triples)), hop.truncated), (identity.principal, k)
+
+    await agree()
+    admin = await asyncpg.connect(standard_dsn_for_roles)
+    try:
+        await admin.execute("REVOKE SELECT ON bfsql_rare_end FROM genes_diseases, genes_drugs")
+        await agree()
+    finally:
+        await admin.execute("GRANT SELECT ON bfsql_rare_end TO genes_diseases, genes_drugs")
+        await admin.close()
 
 
 async def test_the_cache_never_answers_one_role_from_another(graph: Graph):

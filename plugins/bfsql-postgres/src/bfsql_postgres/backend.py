@@ -362,7 +362,7 @@ class PostgresBackend(GraphBackend):
         self._closure_sql = {way: closures.closure_sql(layout, way) for way in (False, True)}
         self._closure_edges_sql = {way: closures.edges_sql(layout, way) for way in (False, True)}
         self._intersect_sql: dict[int, str] = {}
-        self._rare_ends: dict[int, RareEnds] = {}
+        self._rare_ends: dict[tuple[int, Hashable | None], RareEnds] = {}
         self.capabilities = dataclasses.replace(
             type(self).capabilities, vector_search=layout.vector_dimension is not None, provenance=layout.provenance
         )
@@ -762,16 +762,20 @@ class PostgresBackend(GraphBackend):
 
     async def _rare(self, cap: int) -> RareEnds:
         """The graph's hub candidates for ``cap`` and its ends that are no entity (:mod:`bfsql_postgres.rare_ends`):
-        those the loader saved while they are current, else read from the relationships once per cap and kept, as
-        the merged entities are read once at start-up."""
+        those the loader saved while they are current, else read from the relationships once per cap (and caller's
+        role) and kept, as the merged entities are read once at start-up."""
         if self.layout.rare_ends:
-            saved = rare_ends.saved_for(await self._fetch(rare_ends.SAVED_SQL), cap)
+            try:
+                saved = rare_ends.saved_for(await self._fetch(rare_ends.SAVED_SQL), cap)
+            except (AccessDenied, asyncpg.InsufficientPrivilegeError):
+                saved = None  # a role not granted the table (docs/backends/postgres.md): read them
             if saved is not None:
                 return saved
-        found = self._rare_ends.get(cap)
+        key = (cap, self.store_identity())  # what a role's rows make of the graph is its own
+        found = self._rare_ends.get(key)
         if found is None:
             rows = await self._fetch(rare_ends.ENDS_SQL, cap // 2, local=rare_ends.ENDS_SETTINGS)
-            found = self._rare_ends[cap] = RareEnds.of_rows(rows, cap)
+            found = self._rare_ends[key] = RareEnds.of_rows(rows, cap)
         return found
 
     async def _walked_hop_by_hop(self, seeds: list[str], hops: int, limits: TraversalLimits,

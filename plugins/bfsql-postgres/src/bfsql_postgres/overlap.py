@@ -31,6 +31,7 @@ from bfsql_postgres.walk import _C, _NODE, _OTHER, _member, _not_merged, _rows, 
 
 __all__ = ["intersect_sql", "overlap_of_rows"]
 
+
 def _union(parts: Iterable[str]) -> str:
     return " UNION ALL ".join(parts)
 
