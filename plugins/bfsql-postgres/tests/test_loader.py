@@ -162,7 +162,8 @@ async def test_embedder_none_drops_vectors_and_no_vector_schema_has_none(scratch
     bundle = write_standard_bundle(tmp_path)
     await load_postgres(scratch_dsn, [bundle], embedder="none")
     state = await snapshot(scratch_dsn)
-    assert state["meta"] == [] and all(r[9] is None for r in state["entity"])
+    # no embedder recorded: only the saved ends' stamp (bfsql_postgres.rare_ends)
+    assert state["meta"] == [("rare_ends", "1000")] and all(r[9] is None for r in state["entity"])
     report = await load_postgres(scratch_dsn, [bundle])  # auto, nothing recorded, no semantic embedder: none
     assert report.embedder is None and report.embedded == 0
     report = await load_postgres(scratch_dsn, [bundle], embedder="hashing")  # every visible entity
