@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from bfsql_postgres.stamps import stale_trigger_statements
+
 __all__ = [
     "ENDS_SETTINGS", "ENDS_SQL", "ENDS_TRIGGER", "FLOOR", "SAVED_SQL", "STAMP_KEY", "RareEnds", "ends_statements",
     "save_ends", "saved_for",
@@ -75,20 +77,10 @@ class RareEnds:
 
 def ends_statements(schema: str) -> list[str]:
     """The DDL of the saved ends' table and of the triggers that mark it stale, for the tables of ``schema``."""
-    meta = f'"{schema.replace(chr(34), chr(34) * 2)}".bfsql_meta'
-    made = ("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '{table}'::regclass "
-            f"AND tgname = '{ENDS_TRIGGER}') THEN CREATE TRIGGER {ENDS_TRIGGER} "
-            "AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {table} "
-            f"FOR EACH STATEMENT EXECUTE FUNCTION {ENDS_TRIGGER}(); END IF; END $$")
     return [
         "CREATE TABLE IF NOT EXISTS bfsql_rare_end (id text PRIMARY KEY, subjects bigint NOT NULL, "
         "objects bigint NOT NULL, dangling boolean NOT NULL)",
-        # schema-qualified: the trigger runs with the search_path of whoever writes the graph tables
-        f"CREATE OR REPLACE FUNCTION {ENDS_TRIGGER}() RETURNS trigger LANGUAGE plpgsql AS "
-        f"$$ BEGIN DELETE FROM {meta} WHERE key = '{STAMP_KEY}'; RETURN NULL; END $$",
-        # made once, as the codes' trigger is (replacing one locks its table against readers until the commit)
-        made.format(table="entity"),
-        made.format(table="relationship"),
+        *stale_trigger_statements(schema, ENDS_TRIGGER, STAMP_KEY, ["entity", "relationship"]),
     ]
 
 

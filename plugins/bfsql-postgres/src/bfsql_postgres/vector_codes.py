@@ -27,6 +27,7 @@ import asyncpg
 import numpy as np
 
 from bfsql import VectorIndex
+from bfsql_postgres.stamps import stale_trigger_statements
 
 __all__ = [
     "CODES_TRIGGER", "PART_BYTES", "STAMP_KEY", "STAMP_SQL", "SavedCodes", "codes_statements", "drop_codes",
@@ -50,27 +51,14 @@ _ORDER = 'e.entity_type COLLATE "C", e.entity_id COLLATE "C"'
 
 def codes_statements(schema: str) -> list[str]:
     """The DDL of the codes' tables and of the trigger that marks them stale, for the tables of ``schema``."""
-    meta = f"{_quote(schema)}.bfsql_meta"
     return [
         # a row's type and bits too: the codes and the types' bounds are read back from here, not from entity
         "CREATE TABLE IF NOT EXISTS bfsql_vector_row (row integer PRIMARY KEY, entity_id text NOT NULL, "
         "entity_type text NOT NULL, bits bit varying NOT NULL)",
         "CREATE TABLE IF NOT EXISTS bfsql_vector_part (name text NOT NULL, part integer NOT NULL, "
         "data bytea NOT NULL, PRIMARY KEY (name, part))",
-        # schema-qualified: the trigger runs with the search_path of whoever writes the entity table
-        f"CREATE OR REPLACE FUNCTION {CODES_TRIGGER}() RETURNS trigger LANGUAGE plpgsql AS "
-        f"$$ BEGIN DELETE FROM {meta} WHERE key = '{STAMP_KEY}'; RETURN NULL; END $$",
-        # made once: replacing it would lock the entity table against readers until the load commits
-        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'entity'::regclass "
-        f"AND tgname = '{CODES_TRIGGER}') THEN "
-        # any column: a trigger on some would stop other tools changing their type (ALTER TABLE refuses)
-        f"CREATE TRIGGER {CODES_TRIGGER} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON entity "
-        f"FOR EACH STATEMENT EXECUTE FUNCTION {CODES_TRIGGER}(); END IF; END $$",
+        *stale_trigger_statements(schema, CODES_TRIGGER, STAMP_KEY, ["entity"]),
     ]
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 async def drop_codes(conn: asyncpg.Connection) -> None:
